@@ -1,0 +1,1 @@
+"""Adapters: one outside library per module, each implementing a port."""

@@ -1,0 +1,1 @@
+"""The ``nodeau`` command line."""

@@ -1,0 +1,168 @@
+"""Placement: where should it run? Chosen only among cards admission accepted.
+
+The scheduling policy is one choice, fleet-wide, with a per-machine override:
+
+- ``pack`` fills the fullest machine first, keeping whole machines free;
+- ``spread`` prefers the emptiest machine, spreading load and risk.
+
+Ties go to the smallest card that fits (the big cards stay free for big
+models), then to machine name and GPU UUID, so a placement never depends on
+the order anything was listed in. Drained machines, and machines excluded for
+another recorded reason (unreachable, outside the organisation's limits), are
+never candidates. The placement keeps why this machine and this card.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from fractions import Fraction
+
+from attrs import frozen
+from returns.result import Failure, Result, Success
+
+from nodeau.domain.admission import Admitted, CardAssessment, gib
+from nodeau.domain.hardware import Fleet
+from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.reservations import Ledger, Reservation
+
+
+class Policy(str, enum.Enum):
+    PACK = "pack"
+    SPREAD = "spread"
+
+
+@frozen(kw_only=True)
+class SchedulingSettings:
+    """The fleet-wide policy and the machines that override it."""
+
+    fleet_policy: Policy = Policy.PACK
+    overrides: tuple[tuple[str, Policy], ...] = ()
+
+    def policy_for(self, machine: str) -> Policy:
+        return dict(self.overrides).get(machine, self.fleet_policy)
+
+
+@frozen(kw_only=True)
+class RankedCard:
+    """A candidate card with the figures its policy ranked it by."""
+
+    machine: str
+    gpu_uuid: str
+    total_bytes: int
+    policy: Policy
+    machine_cards: int
+    machine_held: int
+    score: Fraction
+
+
+@frozen(kw_only=True)
+class Placement:
+    """The chosen card, the reservation to record, and why."""
+
+    workload: str
+    machine: str
+    gpu_uuid: str
+    reservation: Reservation
+    policy: Policy
+    ranked: tuple[RankedCard, ...]
+    excluded: tuple[tuple[str, str], ...]
+    why: str
+
+
+def machine_score(policy: Policy, held: int, cards: int) -> Fraction:
+    """Higher is better: pack favours the fullest machine, spread the emptiest."""
+    used = Fraction(held, cards)
+    return used if policy is Policy.PACK else 1 - used
+
+
+def rank(
+    candidates: tuple[CardAssessment, ...],
+    fleet: Fleet,
+    ledger: Ledger,
+    settings: SchedulingSettings,
+) -> tuple[RankedCard, ...]:
+    """Candidates best first, each scored by its machine's policy."""
+    ranked: list[RankedCard] = []
+    for c in candidates:
+        machine = fleet.machine(c.machine)
+        cards = len(machine.gpus) if machine is not None else 1
+        held = len(ledger.on_machine(c.machine))
+        policy = settings.policy_for(c.machine)
+        ranked.append(
+            RankedCard(
+                machine=c.machine,
+                gpu_uuid=c.gpu_uuid,
+                total_bytes=c.total_bytes,
+                policy=policy,
+                machine_cards=cards,
+                machine_held=held,
+                score=machine_score(policy, held, cards),
+            )
+        )
+    return tuple(sorted(ranked, key=lambda r: (-r.score, r.total_bytes, r.machine, r.gpu_uuid)))
+
+
+def explain_choice(best: RankedCard, needed: int, others: int) -> str:
+    """The sentence ``nodeau placement explain`` prints for the chosen card."""
+    if best.policy is Policy.PACK:
+        machine_part = (
+            f"pack: {best.machine} already holds {best.machine_held} of its "
+            f"{best.machine_cards} cards, the fullest machine with a card that fits"
+        )
+    else:
+        machine_part = (
+            f"spread: {best.machine} holds {best.machine_held} of its "
+            f"{best.machine_cards} cards, the emptiest machine with a card that fits"
+        )
+    return (
+        f"{machine_part}; {best.gpu_uuid} ({gib(best.total_bytes)}) is the smallest free card "
+        f"there that takes {gib(needed)}; {others} other candidate(s) ranked below"
+    )
+
+
+def place(
+    admitted: Admitted,
+    fleet: Fleet,
+    ledger: Ledger,
+    settings: SchedulingSettings,
+    excluded: Mapping[str, str],
+) -> Result[Placement, Refusal]:
+    """Choose a card among admission's candidates, skipping excluded machines.
+
+    ``excluded`` maps a machine to why it is not a candidate ("drained",
+    "unreachable", "outside the organisation's limits"); drained machines must
+    be in it.
+    """
+    eligible = tuple(c for c in admitted.candidates if c.machine not in excluded)
+    left_out = tuple(sorted((m, why) for m, why in excluded.items()))
+    if not eligible:
+        where = ", ".join(f"{m} ({why})" for m, why in left_out) or "none"
+        return Failure(
+            Refusal.of(
+                ReasonCode.NO_ELIGIBLE_MACHINE,
+                f"{admitted.request.model} was admitted, but every card that can take it is on "
+                f"a machine that is not a candidate: {where}",
+            )
+        )
+    ranked = rank(eligible, fleet, ledger, settings)
+    best = ranked[0]
+    chosen = next(c for c in eligible if c.gpu_uuid == best.gpu_uuid)
+    reservation = Reservation(
+        workload=admitted.request.workload,
+        machine=best.machine,
+        gpu_uuid=best.gpu_uuid,
+        bytes=chosen.needed_bytes,
+    )
+    return Success(
+        Placement(
+            workload=admitted.request.workload,
+            machine=best.machine,
+            gpu_uuid=best.gpu_uuid,
+            reservation=reservation,
+            policy=best.policy,
+            ranked=ranked,
+            excluded=left_out,
+            why=explain_choice(best, chosen.needed_bytes, len(ranked) - 1),
+        )
+    )

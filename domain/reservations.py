@@ -1,0 +1,123 @@
+"""Reservations: the ledger of who holds which card, and how much of it.
+
+The ledger, not a reading taken from a card, is how Nodeau attributes memory:
+a workload still pulling its image holds nothing on the card yet, but it holds
+its reservation. A GPU is held by exactly one workload at a time: no sharing,
+time-slicing or partitioning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from attrs import field, frozen
+from returns.result import Failure, Result, Success
+
+from nodeau.domain.hardware import Fleet, Gpu
+from nodeau.domain.memory import GIB
+from nodeau.domain.refusals import ReasonCode, Refusal
+
+
+def _positive(_instance: object, _attribute: object, value: int) -> None:
+    if value <= 0:
+        raise ValueError(f"a reservation holds a positive number of bytes, got {value}")
+
+
+@frozen(kw_only=True)
+class Reservation:
+    """This workload holds this many bytes of this card on this machine."""
+
+    workload: str
+    machine: str
+    gpu_uuid: str
+    bytes: int = field(validator=_positive)
+
+
+@frozen(kw_only=True)
+class Ledger:
+    """Every reservation in force."""
+
+    reservations: tuple[Reservation, ...] = ()
+
+    def holder(self, gpu_uuid: str) -> Reservation | None:
+        """The reservation holding this card, if any."""
+        return next((r for r in self.reservations if r.gpu_uuid == gpu_uuid), None)
+
+    def of_workload(self, workload: str) -> Reservation | None:
+        return next((r for r in self.reservations if r.workload == workload), None)
+
+    def reserved_bytes(self, gpu_uuid: str) -> int:
+        return sum(r.bytes for r in self.reservations if r.gpu_uuid == gpu_uuid)
+
+    def on_machine(self, machine: str) -> tuple[Reservation, ...]:
+        return tuple(r for r in self.reservations if r.machine == machine)
+
+
+def free_bytes(ledger: Ledger, gpu: Gpu) -> int:
+    """A card's free memory according to the ledger: nothing if a workload holds it."""
+    if ledger.holder(gpu.uuid) is not None:
+        return 0
+    return gpu.total_bytes - ledger.reserved_bytes(gpu.uuid)
+
+
+def reserve(ledger: Ledger, reservation: Reservation, gpu: Gpu) -> Result[Ledger, Refusal]:
+    """Record a reservation, or refuse it if the card is held or too small.
+
+    Reserving again exactly what a workload already holds changes nothing;
+    a workload holds one card at a time.
+    """
+    if reservation.gpu_uuid != gpu.uuid:
+        raise ValueError(f"reservation for {reservation.gpu_uuid} checked against {gpu.uuid}")
+    existing = ledger.of_workload(reservation.workload)
+    if existing == reservation:
+        return Success(ledger)
+    if existing is not None:
+        raise ValueError(
+            f"{reservation.workload} already holds {existing.gpu_uuid}; release it first"
+        )
+    holder = ledger.holder(gpu.uuid)
+    if holder is not None:
+        return Failure(
+            Refusal.of(
+                ReasonCode.CARD_HELD,
+                f"{gpu.uuid} on {reservation.machine} is held by {holder.workload}; "
+                "a card is held by one workload at a time",
+            )
+        )
+    if reservation.bytes > gpu.total_bytes:
+        return Failure(
+            Refusal.of(
+                ReasonCode.CARD_TOO_SMALL,
+                f"{reservation.workload} needs {reservation.bytes / GIB:.2f} GiB but "
+                f"{gpu.uuid} has {gpu.total_bytes / GIB:.2f} GiB",
+            )
+        )
+    return Success(Ledger(reservations=(*ledger.reservations, reservation)))
+
+
+def release(ledger: Ledger, workload: str) -> Ledger:
+    """The ledger without this workload's reservation (unchanged if it held none)."""
+    return Ledger(reservations=tuple(r for r in ledger.reservations if r.workload != workload))
+
+
+def release_finished(ledger: Ledger, holding: Iterable[str]) -> Ledger:
+    """Keep only reservations of workloads that still hold their card.
+
+    ``holding`` names the workloads whose state holds a GPU (admitted ones still
+    pulling their image included); every other reservation is released.
+    """
+    keep = frozenset(holding)
+    return Ledger(reservations=tuple(r for r in ledger.reservations if r.workload in keep))
+
+
+def over_committed(ledger: Ledger, fleet: Fleet) -> tuple[str, ...]:
+    """Cards whose reservations break the rules: over their memory, or held twice.
+
+    An empty tuple is the invariant every decision must keep.
+    """
+    bad: list[str] = []
+    for _machine, gpu in fleet.gpus:
+        on_card = [r for r in ledger.reservations if r.gpu_uuid == gpu.uuid]
+        if len(on_card) > 1 or sum(r.bytes for r in on_card) > gpu.total_bytes:
+            bad.append(gpu.uuid)
+    return tuple(bad)

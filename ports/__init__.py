@@ -1,0 +1,1 @@
+"""Ports: ``typing.Protocol`` interfaces, named by role, speaking domain types."""

@@ -1,0 +1,390 @@
+"""Memory prediction: each term's arithmetic, labels, and the measured override."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodeau.domain.memory import (
+    GIB,
+    MIB,
+    Allowances,
+    Architecture,
+    CacheType,
+    MeasuredKey,
+    MeasuredTable,
+    Measurement,
+    Prediction,
+    RuntimeConfig,
+    Source,
+    Term,
+    compute_buffer_bytes,
+    effective_ubatch,
+    estimate_peak,
+    kv_cache_bytes,
+    kv_cells,
+    margin_bytes,
+    output_buffer_bytes,
+    predict_peak,
+    row_bytes,
+)
+from nodeau.domain.tasks import Task
+
+# The tiny llama model of ../shared/NOTES-llamacpp.md: 2 layers, n_embd 64, 4 heads,
+# ff 128, head size 16, a 355-token byte-level vocabulary.
+TINY = Architecture(
+    name="llama",
+    n_layers=2,
+    n_embd=64,
+    n_head=4,
+    n_head_kv=4,
+    key_length=16,
+    value_length=16,
+    n_vocab=355,
+    n_ff=128,
+    context_length=256,
+)
+
+# An 8B-class llama: 32 layers, 4096 wide, 32 heads, 8 KV heads, head size 128.
+LLAMA_8B = Architecture(
+    name="llama",
+    n_layers=32,
+    n_embd=4096,
+    n_head=32,
+    n_head_kv=8,
+    key_length=128,
+    value_length=128,
+    n_vocab=128256,
+    n_ff=14336,
+    context_length=131072,
+)
+
+
+def config(**kw: object) -> RuntimeConfig:
+    return RuntimeConfig(**{"context_tokens": 4096, **kw})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("context", "cells"),
+    [(1, 256), (128, 256), (256, 256), (257, 512), (1000, 1024), (4096, 4096), (4097, 4352)],
+)
+def test_kv_cells_pad_to_256(context: int, cells: int) -> None:
+    assert kv_cells(config(context_tokens=context)) == cells
+
+
+@pytest.mark.parametrize(
+    ("elements", "cache_type", "expected"),
+    [
+        (64, CacheType.F32, 256),
+        (64, CacheType.F16, 128),
+        (64, CacheType.BF16, 128),
+        (64, CacheType.Q8_0, 68),
+        (64, CacheType.Q4_0, 36),
+        (64, CacheType.Q4_1, 40),
+        (64, CacheType.Q5_0, 44),
+        (64, CacheType.Q5_1, 48),
+        (64, CacheType.IQ4_NL, 36),
+        (33, CacheType.Q8_0, 68),  # a partial block still takes a whole block
+        (1, CacheType.F16, 2),
+    ],
+)
+def test_row_bytes_by_cache_type(elements: int, cache_type: CacheType, expected: int) -> None:
+    assert row_bytes(elements, cache_type) == expected
+
+
+@pytest.mark.parametrize(
+    ("context", "mib"),
+    # llama.cpp's own reports for this model at load (NOTES-llamacpp.md): 0.12 / 0.50 / 2.00 MiB
+    [(256, 0.125), (1024, 0.5), (4096, 2.0)],
+)
+def test_kv_cache_matches_llama_cpp_report_for_tiny_model(context: int, mib: float) -> None:
+    assert kv_cache_bytes(TINY, config(context_tokens=context)) == int(mib * MIB)
+
+
+def test_kv_cache_of_8b_model_at_8k_f16_is_one_gib() -> None:
+    # 32 layers x 8192 cells x 8 KV heads x (128 + 128) x 2 bytes
+    assert kv_cache_bytes(LLAMA_8B, config(context_tokens=8192)) == 32 * 8192 * 8 * 256 * 2
+    assert kv_cache_bytes(LLAMA_8B, config(context_tokens=8192)) == GIB
+
+
+def test_quantised_kv_cache_is_smaller_and_mixed_types_add_up() -> None:
+    f16 = kv_cache_bytes(LLAMA_8B, config(context_tokens=8192))
+    q8 = kv_cache_bytes(
+        LLAMA_8B,
+        config(context_tokens=8192, cache_type_k=CacheType.Q8_0, cache_type_v=CacheType.Q8_0),
+    )
+    mixed = kv_cache_bytes(
+        LLAMA_8B,
+        config(context_tokens=8192, cache_type_k=CacheType.Q8_0, cache_type_v=CacheType.F16),
+    )
+    assert q8 == 32 * 8192 * 2 * (1024 // 32 * 34)
+    assert mixed == (f16 + q8) // 2
+
+
+@pytest.mark.parametrize(
+    ("context", "measured_mib"),
+    # compute buffers llama.cpp reported for the tiny model (CPU, n_batch 512, no flash attention)
+    [(256, 1.69), (1024, 10.88), (4096, 40.88)],
+)
+def test_compute_buffer_estimate_covers_llama_cpp_report(context: int, measured_mib: float) -> None:
+    estimate = compute_buffer_bytes(TINY, config(context_tokens=context))
+    assert estimate >= measured_mib * MIB
+    assert estimate <= 1.25 * measured_mib * MIB  # an estimate, not a blank cheque
+
+
+def test_compute_buffer_exact_terms() -> None:
+    c = config(context_tokens=1024)
+    assert compute_buffer_bytes(TINY, c) == 1024 * 512 * 5 * 4 + 512 * 4 * (355 + 256 + 128)
+    fa = config(context_tokens=1024, flash_attention=True)
+    assert compute_buffer_bytes(TINY, fa) == 1024 * 512 * 4 + 512 * 4 * (355 + 256 + 128)
+
+
+@pytest.mark.parametrize(
+    ("context", "batch", "ubatch", "expected"),
+    [(4096, 512, 512, 512), (256, 512, 512, 256), (4096, 256, 512, 256), (4096, 2048, 128, 128)],
+)
+def test_effective_ubatch(context: int, batch: int, ubatch: int, expected: int) -> None:
+    assert effective_ubatch(config(context_tokens=context, batch=batch, ubatch=ubatch)) == expected
+
+
+def test_output_buffer_by_task() -> None:
+    minilm = Architecture(
+        name="bert",
+        n_layers=6,
+        n_embd=384,
+        n_head=12,
+        n_head_kv=12,
+        key_length=32,
+        value_length=32,
+        n_vocab=30522,
+        n_ff=1536,
+        context_length=512,
+    )
+    # llama.cpp reported a 30.18 MiB output buffer for MiniLM in embedding mode (ubatch 256)
+    embed = output_buffer_bytes(minilm, config(context_tokens=256, task=Task.EMBED))
+    assert embed == 256 * 4 * (30522 + 384)
+    assert round(embed / MIB, 2) == 30.18
+    assert output_buffer_bytes(minilm, config(context_tokens=256, task=Task.RERANK)) == embed
+    chat = output_buffer_bytes(LLAMA_8B, config(parallel=4))
+    assert chat == 4 * 4 * 128256
+
+
+@pytest.mark.parametrize(
+    ("subtotal", "percent", "floor", "expected"),
+    [
+        (10 * GIB, 10, 256 * MIB, GIB),
+        (GIB, 10, 256 * MIB, 256 * MIB),
+        (1000, 10, 0, 100),
+        (1001, 10, 0, 101),  # rounds up, never down
+        (0, 10, 0, 0),
+    ],
+)
+def test_margin(subtotal: int, percent: int, floor: int, expected: int) -> None:
+    allow = Allowances(margin_percent=percent, margin_floor_bytes=floor)
+    assert margin_bytes(subtotal, allow) == expected
+
+
+def test_estimate_lists_every_term_labelled_estimated() -> None:
+    allow = Allowances(runtime_footprint_bytes=500 * MIB, margin_percent=10, margin_floor_bytes=0)
+    c = config(context_tokens=8192)
+    p = estimate_peak(LLAMA_8B, 4_920_000_000, c, allow)
+    assert [t.name for t in p.terms] == [
+        "weights",
+        "kv cache",
+        "compute buffer",
+        "output buffer",
+        "runtime footprint",
+        "margin",
+    ]
+    assert p.source is Source.ESTIMATED
+    assert {t.source for t in p.terms} == {Source.ESTIMATED}
+    by_name = {t.name: t.bytes for t in p.terms}
+    assert by_name["weights"] == 4_920_000_000
+    assert by_name["kv cache"] == GIB
+    assert by_name["compute buffer"] == compute_buffer_bytes(LLAMA_8B, c)
+    assert by_name["output buffer"] == 4 * 128256
+    assert by_name["runtime footprint"] == 500 * MIB
+    rest = sum(b for n, b in by_name.items() if n != "margin")
+    assert by_name["margin"] == -(-rest // 10)
+    assert p.total_bytes == rest + by_name["margin"]
+    assert "32 layers x 8192 cells x 8 KV heads" in p.terms[1].basis
+
+
+def test_estimate_refuses_empty_artifact() -> None:
+    with pytest.raises(ValueError, match="artifact size"):
+        estimate_peak(TINY, 0, config(), Allowances())
+
+
+KEY_CONFIG = config(context_tokens=8192)
+
+
+def measured_table(peak: int) -> MeasuredTable:
+    key = MeasuredKey(artifact_id="a" * 64, gpu_model="NVIDIA H200", config_key=KEY_CONFIG.key())
+    return MeasuredTable(measurements=(Measurement(key=key, peak_bytes=peak, note="nvml"),))
+
+
+def test_measurement_overrides_the_estimate_for_the_same_key_only() -> None:
+    table = measured_table(7 * GIB)
+    args = {
+        "arch": LLAMA_8B,
+        "artifact_id": "a" * 64,
+        "artifact_bytes": 4_920_000_000,
+        "table": table,
+        "allowances": Allowances(),
+    }
+    hit = predict_peak(config=KEY_CONFIG, gpu_model="NVIDIA H200", **args)  # type: ignore[arg-type]
+    assert hit.source is Source.MEASURED
+    assert hit.total_bytes == 7 * GIB
+    assert hit.terms == (
+        Term(
+            name="measured peak",
+            bytes=7 * GIB,
+            source=Source.MEASURED,
+            basis="measured on NVIDIA H200 (nvml)",
+        ),
+    )
+    other_card = predict_peak(config=KEY_CONFIG, gpu_model="NVIDIA L4", **args)  # type: ignore[arg-type]
+    other_ctx = predict_peak(
+        config=config(context_tokens=4096),
+        gpu_model="NVIDIA H200",
+        **args,  # type: ignore[arg-type]
+    )
+    assert other_card.source is Source.ESTIMATED
+    assert other_ctx.source is Source.ESTIMATED
+
+
+def test_newest_measurement_wins_and_configurations_listed_once() -> None:
+    key = MeasuredKey(artifact_id="b" * 64, gpu_model="NVIDIA L4", config_key="k1")
+    other = MeasuredKey(artifact_id="b" * 64, gpu_model="NVIDIA L4", config_key="k2")
+    table = MeasuredTable(
+        measurements=(
+            Measurement(key=key, peak_bytes=1),
+            Measurement(key=other, peak_bytes=5),
+            Measurement(key=key, peak_bytes=2),
+        )
+    )
+    lookup = table.lookup(key)
+    assert lookup is not None
+    assert lookup.peak_bytes == 2
+    assert table.configurations_of("b" * 64) == (key, other)
+    assert table.configurations_of("c" * 64) == ()  # an empty list is a real answer
+    assert MeasuredTable().lookup(key) is None
+
+
+def test_a_prediction_never_mixes_sources() -> None:
+    est = Term(name="weights", bytes=1, source=Source.ESTIMATED, basis="x")
+    meas = Term(name="peak", bytes=1, source=Source.MEASURED, basis="x")
+    with pytest.raises(ValueError, match="never mixes"):
+        Prediction(terms=(est, meas), source=Source.ESTIMATED)
+    with pytest.raises(ValueError, match="never mixes"):
+        Prediction(terms=(est,), source=Source.MEASURED)
+    with pytest.raises(ValueError, match="at least one term"):
+        Prediction(terms=(), source=Source.MEASURED)
+
+
+def test_config_key_names_every_setting() -> None:
+    key = RuntimeConfig(
+        context_tokens=2048,
+        parallel=2,
+        batch=1024,
+        ubatch=256,
+        cache_type_k=CacheType.Q8_0,
+        cache_type_v=CacheType.Q4_0,
+        flash_attention=True,
+        task=Task.EMBED,
+    ).key()
+    assert key == "task=embed,ctx=2048,parallel=2,batch=1024,ubatch=256,k=q8_0,v=q4_0,fa=on"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"n_layers": 0},
+        {"n_head": -1},
+        {"n_head_kv": 8, "n_head": 4},
+        {"n_vocab": 0},
+        {"n_ff": -1},
+    ],
+)
+def test_architecture_rejects_impossible_values(bad: dict[str, int]) -> None:
+    values = {
+        "name": "llama",
+        "n_layers": 2,
+        "n_embd": 64,
+        "n_head": 4,
+        "n_head_kv": 4,
+        "key_length": 16,
+        "value_length": 16,
+        "n_vocab": 100,
+        "n_ff": 0,
+        "context_length": 256,
+        **bad,
+    }
+    with pytest.raises(ValueError):
+        Architecture(**values)  # type: ignore[arg-type]
+
+
+architectures = st.builds(
+    lambda layers, heads, kv_div, head_dim, vocab, ff: Architecture(
+        name="llama",
+        n_layers=layers,
+        n_embd=heads * head_dim,
+        n_head=heads,
+        n_head_kv=max(1, heads // kv_div),
+        key_length=head_dim,
+        value_length=head_dim,
+        n_vocab=vocab,
+        n_ff=ff,
+        context_length=4096,
+    ),
+    st.integers(1, 96),
+    st.integers(1, 64),
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from([32, 64, 128, 256]),
+    st.integers(1, 256_000),
+    st.integers(0, 50_000),
+)
+configs = st.builds(
+    RuntimeConfig,
+    context_tokens=st.integers(1, 262_144),
+    parallel=st.integers(1, 8),
+    batch=st.sampled_from([128, 512, 2048]),
+    ubatch=st.sampled_from([128, 512]),
+    cache_type_k=st.sampled_from(list(CacheType)),
+    cache_type_v=st.sampled_from(list(CacheType)),
+    flash_attention=st.booleans(),
+    task=st.sampled_from(list(Task)),
+)
+
+
+@given(architectures, configs, st.integers(1, 10**12))
+def test_estimate_is_at_least_weights_plus_kv_plus_margin_floor(
+    arch: Architecture, c: RuntimeConfig, size: int
+) -> None:
+    allow = Allowances()
+    p = estimate_peak(arch, size, c, allow)
+    assert p.source is Source.ESTIMATED
+    assert p.total_bytes >= size + kv_cache_bytes(arch, c) + allow.margin_floor_bytes
+    assert p.total_bytes == sum(t.bytes for t in p.terms)
+
+
+@given(architectures, configs, st.integers(1, 10**12))
+def test_more_context_never_predicts_less(arch: Architecture, c: RuntimeConfig, size: int) -> None:
+    from attrs import evolve
+
+    bigger = evolve(c, context_tokens=c.context_tokens + 256)
+    allow = Allowances()
+    assert (
+        estimate_peak(arch, size, bigger, allow).total_bytes
+        >= estimate_peak(arch, size, c, allow).total_bytes
+    )
+
+
+@given(architectures, configs)
+def test_flash_attention_never_predicts_more_compute(arch: Architecture, c: RuntimeConfig) -> None:
+    from attrs import evolve
+
+    on = compute_buffer_bytes(arch, evolve(c, flash_attention=True))
+    off = compute_buffer_bytes(arch, evolve(c, flash_attention=False))
+    assert on <= off

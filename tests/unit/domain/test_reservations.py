@@ -1,0 +1,123 @@
+"""The reservation ledger: one workload per card, never over a card's memory."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodeau.domain.memory import GIB
+from nodeau.domain.refusals import ReasonCode, RefusalKind
+from nodeau.domain.reservations import (
+    Ledger,
+    Reservation,
+    free_bytes,
+    over_committed,
+    release,
+    release_finished,
+    reserve,
+)
+from tests.unit.domain.fleets import fleet, fleets, gpu, machine
+
+CARD = gpu("GPU-a", 24)
+
+
+def res(workload: str, uuid: str = "GPU-a", size: int = 10 * GIB, host: str = "m") -> Reservation:
+    return Reservation(workload=workload, machine=host, gpu_uuid=uuid, bytes=size)
+
+
+def test_reserve_records_and_free_drops_to_zero() -> None:
+    ledger = reserve(Ledger(), res("w1"), CARD).unwrap()
+    assert ledger.reservations == (res("w1"),)
+    assert ledger.holder("GPU-a") == res("w1")
+    assert ledger.reserved_bytes("GPU-a") == 10 * GIB
+    assert free_bytes(ledger, CARD) == 0  # held by one workload: nothing left to share
+    assert free_bytes(Ledger(), CARD) == 24 * GIB
+
+
+def test_a_held_card_refuses_a_second_workload() -> None:
+    ledger = reserve(Ledger(), res("w1", size=GIB), CARD).unwrap()
+    refusal = reserve(ledger, res("w2", size=GIB), CARD).failure()
+    assert refusal.kind is RefusalKind.CAPACITY
+    assert refusal.code is ReasonCode.CARD_HELD
+    assert refusal.sentence == (
+        "GPU-a on m is held by w1; a card is held by one workload at a time"
+    )
+
+
+def test_too_large_a_reservation_is_refused() -> None:
+    refusal = reserve(Ledger(), res("w1", size=25 * GIB), CARD).failure()
+    assert refusal.code is ReasonCode.CARD_TOO_SMALL
+    assert refusal.sentence == "w1 needs 25.00 GiB but GPU-a has 24.00 GiB"
+    exact = reserve(Ledger(), res("w1", size=24 * GIB), CARD).unwrap()
+    assert exact.reserved_bytes("GPU-a") == 24 * GIB
+
+
+def test_reserving_the_same_again_changes_nothing_and_another_card_is_an_error() -> None:
+    ledger = reserve(Ledger(), res("w1"), CARD).unwrap()
+    assert reserve(ledger, res("w1"), CARD).unwrap() == ledger
+    with pytest.raises(ValueError, match="already holds GPU-a"):
+        reserve(ledger, res("w1", uuid="GPU-b"), gpu("GPU-b"))
+    with pytest.raises(ValueError, match="checked against"):
+        reserve(Ledger(), res("w1", uuid="GPU-b"), CARD)
+
+
+def test_release_frees_only_that_workload() -> None:
+    b = gpu("GPU-b")
+    ledger = reserve(reserve(Ledger(), res("w1"), CARD).unwrap(), res("w2", "GPU-b"), b).unwrap()
+    after = release(ledger, "w1")
+    assert after.reservations == (res("w2", "GPU-b"),)
+    assert release(after, "nobody") == after
+
+
+def test_a_workload_pulling_its_image_keeps_its_reservation() -> None:
+    ledger = Ledger(reservations=(res("pulling"), res("done", "GPU-b"), res("serving", "GPU-c")))
+    kept = release_finished(ledger, holding=["pulling", "serving"])
+    assert [r.workload for r in kept.reservations] == ["pulling", "serving"]
+
+
+def test_reservation_must_hold_bytes() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        res("w", size=0)
+
+
+def test_over_committed_names_bad_cards() -> None:
+    f = fleet(machine("m", gpu("GPU-a", 24), gpu("GPU-b", 24), gpu("GPU-c", 24)))
+    two = Ledger(reservations=(res("w1", size=GIB), res("w2", size=GIB)))
+    big = Ledger(reservations=(res("w3", "GPU-b", size=25 * GIB),))
+    fine = Ledger(reservations=(res("w4", "GPU-c", size=24 * GIB),))
+    assert over_committed(two, f) == ("GPU-a",)
+    assert over_committed(big, f) == ("GPU-b",)
+    assert over_committed(fine, f) == ()
+
+
+ops = st.lists(
+    st.tuples(st.booleans(), st.integers(0, 9), st.integers(0, 30), st.integers(1, 100)),
+    max_size=40,
+)
+
+
+@given(fleets(), ops)
+def test_no_sequence_of_reserve_and_release_over_commits_a_card(
+    f: object, steps: list[tuple[bool, int, int, int]]
+) -> None:
+    from nodeau.domain.hardware import Fleet
+
+    assert isinstance(f, Fleet)
+    cards = [g for _m, g in f.gpus]
+    ledger = Ledger()
+    for is_reserve, who, card_index, gib in steps:
+        name = f"w{who}"
+        if is_reserve and cards:
+            card = cards[card_index % len(cards)]
+            host = f.locate(card.uuid)
+            assert host is not None
+            attempt = Reservation(
+                workload=name, machine=host[0].name, gpu_uuid=card.uuid, bytes=gib * GIB
+            )
+            if ledger.of_workload(name) not in (None, attempt):
+                continue  # one card per workload: the caller releases first
+            ledger = reserve(ledger, attempt, card).value_or(ledger)
+        else:
+            ledger = release(ledger, name)
+        assert over_committed(ledger, f) == ()
