@@ -73,9 +73,7 @@ class Admitted:
         return dict(self.predictions)[gpu_model]
 
 
-def card_rejection(
-    *, needed: int, total: int, free: int, held_by: str | None, verified_copy: bool
-) -> ReasonCode | None:
+def card_rejection(*, needed: int, total: int, free: int, verified_copy: bool) -> ReasonCode | None:
     """Why a card cannot take the workload, or None when it can.
 
     Checked in the order a person would fix them: a card too small can never
@@ -83,7 +81,7 @@ def card_rejection(
     """
     if needed > total:
         return ReasonCode.CARD_TOO_SMALL
-    if held_by is not None or needed > free:
+    if needed > free:  # a held card has nothing free: one workload per card
         return ReasonCode.CARD_HELD
     if not verified_copy:
         return ReasonCode.NO_VERIFIED_COPY
@@ -123,7 +121,6 @@ def assess_cards(
                     needed=prediction.total_bytes,
                     total=gpu.total_bytes,
                     free=free,
-                    held_by=None if holder is None else holder.workload,
                     verified_copy=verified,
                 ),
             )

@@ -13,10 +13,7 @@ from datetime import datetime
 
 from attrs import field, frozen
 
-
-def _positive(_instance: object, attribute: object, value: int) -> None:
-    if value <= 0:
-        raise ValueError(f"{getattr(attribute, 'name', 'value')} must be positive, got {value}")
+from nodeau.domain.checks import positive
 
 
 @frozen(kw_only=True)
@@ -25,7 +22,7 @@ class Gpu:
 
     uuid: str
     model: str
-    total_bytes: int = field(validator=_positive)
+    total_bytes: int = field(validator=positive)
     simulated: bool = False
 
     def __attrs_post_init__(self) -> None:
@@ -61,6 +58,11 @@ class AgentReport:
     reported_at: datetime
     gpus: tuple[Gpu, ...] = ()
     control_plane: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        uuids = [g.uuid for g in self.gpus]
+        if len(uuids) != len(set(uuids)):
+            raise ValueError(f"the report from {self.machine} lists a GPU UUID twice")
 
 
 @frozen(kw_only=True)
@@ -118,8 +120,6 @@ def merge_reports(reports: Iterable[AgentReport]) -> Fleet:
     machines = []
     for name in sorted(latest):
         r = latest[name]
-        kept = tuple(
-            sorted((g for g in r.gpus if owner[g.uuid][1] == name), key=lambda g: g.uuid)
-        )
+        kept = tuple(sorted((g for g in r.gpus if owner[g.uuid][1] == name), key=lambda g: g.uuid))
         machines.append(Machine(name=name, gpus=kept, control_plane=r.control_plane))
     return Fleet(machines=tuple(machines))

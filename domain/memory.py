@@ -25,6 +25,7 @@ from collections.abc import Iterable
 
 from attrs import field, frozen
 
+from nodeau.domain.checks import not_negative, positive
 from nodeau.domain.tasks import Task, produces_embeddings
 
 KIB = 1024
@@ -70,30 +71,20 @@ _BLOCKS: dict[CacheType, tuple[int, int]] = {
 }
 
 
-def _positive(_instance: object, attribute: object, value: int) -> None:
-    if value <= 0:
-        raise ValueError(f"{getattr(attribute, 'name', 'value')} must be positive, got {value}")
-
-
-def _not_negative(_instance: object, attribute: object, value: int) -> None:
-    if value < 0:
-        raise ValueError(f"{getattr(attribute, 'name', 'value')} must not be negative, got {value}")
-
-
 @frozen(kw_only=True)
 class Architecture:
     """The architecture values a GGUF file declares that memory depends on."""
 
     name: str
-    n_layers: int = field(validator=_positive)
-    n_embd: int = field(validator=_positive)
-    n_head: int = field(validator=_positive)
-    n_head_kv: int = field(validator=_positive)
-    key_length: int = field(validator=_positive)
-    value_length: int = field(validator=_positive)
-    n_vocab: int = field(validator=_positive)
-    n_ff: int = field(validator=_not_negative, default=0)
-    context_length: int = field(validator=_positive)
+    n_layers: int = field(validator=positive)
+    n_embd: int = field(validator=positive)
+    n_head: int = field(validator=positive)
+    n_head_kv: int = field(validator=positive)
+    key_length: int = field(validator=positive)
+    value_length: int = field(validator=positive)
+    n_vocab: int = field(validator=positive)
+    n_ff: int = field(validator=not_negative, default=0)
+    context_length: int = field(validator=positive)
 
     def __attrs_post_init__(self) -> None:
         if self.n_head_kv > self.n_head:
@@ -104,10 +95,10 @@ class Architecture:
 class RuntimeConfig:
     """The configuration the runtime really runs with (not merely the one requested)."""
 
-    context_tokens: int = field(validator=_positive)
-    parallel: int = field(validator=_positive, default=1)
-    batch: int = field(validator=_positive, default=512)
-    ubatch: int = field(validator=_positive, default=512)
+    context_tokens: int = field(validator=positive)
+    parallel: int = field(validator=positive, default=1)
+    batch: int = field(validator=positive, default=512)
+    ubatch: int = field(validator=positive, default=512)
     cache_type_k: CacheType = CacheType.F16
     cache_type_v: CacheType = CacheType.F16
     flash_attention: bool = False
@@ -126,9 +117,9 @@ class RuntimeConfig:
 class Allowances:
     """What is added on top of the model's own terms: the runtime and a safety margin."""
 
-    runtime_footprint_bytes: int = field(validator=_not_negative, default=512 * MIB)
-    margin_percent: int = field(validator=_not_negative, default=10)
-    margin_floor_bytes: int = field(validator=_not_negative, default=256 * MIB)
+    runtime_footprint_bytes: int = field(validator=not_negative, default=512 * MIB)
+    margin_percent: int = field(validator=not_negative, default=10)
+    margin_floor_bytes: int = field(validator=not_negative, default=256 * MIB)
 
 
 @frozen(kw_only=True)
@@ -136,7 +127,7 @@ class Term:
     """One line of the arithmetic: a name, a figure in bytes, where it came from, and how."""
 
     name: str
-    bytes: int = field(validator=_not_negative)
+    bytes: int = field(validator=not_negative)
     source: Source
     basis: str
 
@@ -191,7 +182,7 @@ def effective_ubatch(config: RuntimeConfig) -> int:
 
 
 def compute_buffer_bytes(arch: Architecture, config: RuntimeConfig) -> int:
-    """Attention scratch (scores and mask, or the mask alone with flash attention) plus work buffers."""
+    """Attention scratch (scores and mask; the mask alone with flash attention) plus work."""
     ubatch = effective_ubatch(config)
     per_cell = F32_BYTES if config.flash_attention else (arch.n_head + 1) * F32_BYTES
     attention = kv_cells(config) * ubatch * per_cell
@@ -282,7 +273,7 @@ class Measurement:
     """A peak observed on a real card (NVML), with a note of how it was taken."""
 
     key: MeasuredKey
-    peak_bytes: int = field(validator=_positive)
+    peak_bytes: int = field(validator=positive)
     note: str = ""
 
 
@@ -315,7 +306,7 @@ def predict_peak(
     table: MeasuredTable,
     allowances: Allowances,
 ) -> Prediction:
-    """A measurement of exactly this (artifact, GPU model, configuration) if there is one, else the estimate."""
+    """The measurement of this (artifact, GPU model, configuration) if any, else the estimate."""
     key = MeasuredKey(artifact_id=artifact_id, gpu_model=gpu_model, config_key=config.key())
     measured = table.lookup(key)
     if measured is None:

@@ -86,7 +86,9 @@ def rank(
     ranked: list[RankedCard] = []
     for c in candidates:
         machine = fleet.machine(c.machine)
-        cards = len(machine.gpus) if machine is not None else 1
+        if machine is None:
+            raise ValueError(f"candidate {c.gpu_uuid} is on {c.machine}, which is not in the fleet")
+        cards = len(machine.gpus)
         held = len(ledger.on_machine(c.machine))
         policy = settings.policy_for(c.machine)
         ranked.append(

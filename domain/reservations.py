@@ -13,14 +13,10 @@ from collections.abc import Iterable
 from attrs import field, frozen
 from returns.result import Failure, Result, Success
 
+from nodeau.domain.checks import positive
 from nodeau.domain.hardware import Fleet, Gpu
 from nodeau.domain.memory import GIB
 from nodeau.domain.refusals import ReasonCode, Refusal
-
-
-def _positive(_instance: object, _attribute: object, value: int) -> None:
-    if value <= 0:
-        raise ValueError(f"a reservation holds a positive number of bytes, got {value}")
 
 
 @frozen(kw_only=True)
@@ -30,7 +26,7 @@ class Reservation:
     workload: str
     machine: str
     gpu_uuid: str
-    bytes: int = field(validator=_positive)
+    bytes: int = field(validator=positive)
 
 
 @frozen(kw_only=True)
@@ -55,9 +51,7 @@ class Ledger:
 
 def free_bytes(ledger: Ledger, gpu: Gpu) -> int:
     """A card's free memory according to the ledger: nothing if a workload holds it."""
-    if ledger.holder(gpu.uuid) is not None:
-        return 0
-    return gpu.total_bytes - ledger.reserved_bytes(gpu.uuid)
+    return 0 if ledger.holder(gpu.uuid) is not None else gpu.total_bytes
 
 
 def reserve(ledger: Ledger, reservation: Reservation, gpu: Gpu) -> Result[Ledger, Refusal]:

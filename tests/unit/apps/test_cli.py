@@ -15,7 +15,9 @@ def nodeau(*args: str) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).parent / "nodeau"
     if not exe.exists():
         pytest.fail(f"the nodeau console script is not installed at {exe}")
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def test_help_names_the_product() -> None:

@@ -19,46 +19,42 @@ from nodeau.domain.hardware import Fleet
 from nodeau.domain.memory import GIB, MIB, Prediction, Source, Term
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation
-from tests.unit.domain.fleets import fleet, fleets, flat, gpu, machine, request
+from tests.unit.domain.fleets import flat, fleet, fleets, gpu, machine, request
 
 R = ReasonCode
 
 
 @pytest.mark.parametrize(
-    ("needed", "total", "free", "held_by", "verified", "expected"),
+    ("needed", "total", "free", "verified", "expected"),
     [
-        (10, 24, 24, None, True, None),
-        (24, 24, 24, None, True, None),  # exactly fits
-        (25, 24, 24, None, True, R.CARD_TOO_SMALL),
-        (25, 24, 0, "w", False, R.CARD_TOO_SMALL),  # too small beats everything
-        (10, 24, 0, "w", True, R.CARD_HELD),
-        (10, 24, 0, "w", False, R.CARD_HELD),  # held beats a missing copy
-        (10, 24, 5, None, True, R.CARD_HELD),  # ledger leaves too little
-        (10, 24, 24, None, False, R.NO_VERIFIED_COPY),
+        (10, 24, 24, True, None),
+        (24, 24, 24, True, None),  # exactly fits
+        (25, 24, 24, True, R.CARD_TOO_SMALL),
+        (25, 24, 0, False, R.CARD_TOO_SMALL),  # too small beats everything
+        (10, 24, 0, True, R.CARD_HELD),
+        (10, 24, 0, False, R.CARD_HELD),  # held beats a missing copy
+        (10, 24, 9, True, R.CARD_HELD),
+        (10, 24, 10, True, None),
+        (10, 24, 24, False, R.NO_VERIFIED_COPY),
     ],
 )
 def test_card_rejection_matrix(
-    needed: int,
-    total: int,
-    free: int,
-    held_by: str | None,
-    verified: bool,
-    expected: ReasonCode | None,
+    needed: int, total: int, free: int, verified: bool, expected: ReasonCode | None
 ) -> None:
     got = card_rejection(
-        needed=needed * GIB,
-        total=total * GIB,
-        free=free * GIB,
-        held_by=held_by,
-        verified_copy=verified,
+        needed=needed * GIB, total=total * GIB, free=free * GIB, verified_copy=verified
     )
     assert got is expected
 
 
 def test_admitted_keeps_every_cards_arithmetic() -> None:
-    f = fleet(machine("garage", gpu("GPU-1", 24), gpu("GPU-2", 48)), machine("attic", gpu("GPU-3", 16)))
+    f = fleet(
+        machine("garage", gpu("GPU-1", 24), gpu("GPU-2", 48)), machine("attic", gpu("GPU-3", 16))
+    )
     ledger = Ledger(
-        reservations=(Reservation(workload="old", machine="garage", gpu_uuid="GPU-1", bytes=20 * GIB),)
+        reservations=(
+            Reservation(workload="old", machine="garage", gpu_uuid="GPU-1", bytes=20 * GIB),
+        )
     )
     admitted = admit(request(), f, ledger, frozenset({"garage", "attic"}), flat(18 * GIB)).unwrap()
     assert isinstance(admitted, Admitted)
@@ -68,6 +64,9 @@ def test_admitted_keeps_every_cards_arithmetic() -> None:
     assert (one.held_by, one.rejection) == ("old", R.CARD_HELD)
     assert (two.free_bytes, two.needed_bytes, two.rejection) == (48 * GIB, 18 * GIB, None)
     assert (three.rejection, three.machine) == (R.CARD_TOO_SMALL, "attic")
+    assert {c.gpu_model for c in admitted.cards} == {"NVIDIA L4"}
+    assert [c.verified_copy for c in admitted.cards] == [True, True, True]
+    assert (two.held_by, three.held_by, two.accepted, one.accepted) == (None, None, True, False)
     assert [c.gpu_uuid for c in admitted.candidates] == ["GPU-2"]
     assert admitted.prediction_for("NVIDIA L4").total_bytes == 18 * GIB
     assert all(c.source is Source.ESTIMATED for c in admitted.cards)
@@ -120,7 +119,8 @@ def test_refusal_when_every_large_card_is_held() -> None:
 
 def test_refusal_when_the_free_card_has_no_verified_copy() -> None:
     f = fleet(machine("garage", gpu("GPU-1", 24)), machine("attic", gpu("GPU-2", 24)))
-    refusal = admit(request(), f, Ledger(), frozenset(), flat(12 * GIB)).failure()
+    outcome = admit(request(), f, Ledger(), frozenset({"shed"}), flat(12 * GIB))
+    refusal = outcome.failure()
     assert refusal.code is R.NO_VERIFIED_COPY
     assert refusal.sentence == (
         "qwen fits a free card on attic, garage, but no such machine holds a verified copy of "
@@ -137,7 +137,8 @@ def test_refusal_with_no_gpu_at_all() -> None:
 
 
 @pytest.mark.parametrize(
-    ("n", "text"), [(0, "0.00 GiB"), (GIB, "1.00 GiB"), (1536 * MIB, "1.50 GiB"), (5 * MIB, "0.00 GiB")]
+    ("n", "text"),
+    [(0, "0.00 GiB"), (GIB, "1.00 GiB"), (1536 * MIB, "1.50 GiB"), (5 * MIB, "0.00 GiB")],
 )
 def test_gib(n: int, text: str) -> None:
     assert gib(n) == text

@@ -208,7 +208,23 @@ def test_estimate_lists_every_term_labelled_estimated() -> None:
     rest = sum(b for n, b in by_name.items() if n != "margin")
     assert by_name["margin"] == -(-rest // 10)
     assert p.total_bytes == rest + by_name["margin"]
-    assert "32 layers x 8192 cells x 8 KV heads" in p.terms[1].basis
+    assert [t.basis for t in p.terms] == [
+        "artifact size",
+        "32 layers x 8192 cells x 8 KV heads x (128 f16 + 128 f16)",
+        "micro-batch 512, flash attention off",
+        "task chat, vocabulary 128256",
+        "runtime allowance",
+        "10% of the rest, at least 0 MiB",
+    ]
+    fa = estimate_peak(
+        LLAMA_8B,
+        4_920_000_000,
+        config(context_tokens=8192, flash_attention=True, task=Task.EMBED),
+        Allowances(margin_floor_bytes=300 * MIB + 1),
+    )
+    assert fa.terms[2].basis == "micro-batch 512, flash attention on"
+    assert fa.terms[3].basis == "task embed, vocabulary 128256"
+    assert fa.terms[5].basis == "10% of the rest, at least 300 MiB"
 
 
 def test_estimate_refuses_empty_artifact() -> None:
@@ -281,6 +297,27 @@ def test_a_prediction_never_mixes_sources() -> None:
         Prediction(terms=(est,), source=Source.MEASURED)
     with pytest.raises(ValueError, match="at least one term"):
         Prediction(terms=(), source=Source.MEASURED)
+
+
+def test_config_key_of_the_defaults() -> None:
+    assert RuntimeConfig(context_tokens=4096).key() == (
+        "task=chat,ctx=4096,parallel=1,batch=512,ubatch=512,k=f16,v=f16,fa=off"
+    )
+
+
+def test_a_measurement_without_a_note_says_where_it_was_measured() -> None:
+    key = MeasuredKey(artifact_id="a" * 64, gpu_model="NVIDIA L4", config_key=KEY_CONFIG.key())
+    table = MeasuredTable(measurements=(Measurement(key=key, peak_bytes=GIB),))
+    p = predict_peak(
+        arch=LLAMA_8B,
+        artifact_id="a" * 64,
+        artifact_bytes=1,
+        config=KEY_CONFIG,
+        gpu_model="NVIDIA L4",
+        table=table,
+        allowances=Allowances(),
+    )
+    assert p.terms[0].basis == "measured on NVIDIA L4"
 
 
 def test_config_key_names_every_setting() -> None:

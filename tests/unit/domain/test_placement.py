@@ -20,7 +20,7 @@ from nodeau.domain.placement import (
 )
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation, over_committed, reserve
-from tests.unit.domain.fleets import fleet, fleets, flat, gpu, machine, request
+from tests.unit.domain.fleets import flat, fleet, fleets, gpu, machine, request
 
 PACK = SchedulingSettings(fleet_policy=Policy.PACK)
 SPREAD = SchedulingSettings(fleet_policy=Policy.SPREAD)
@@ -61,7 +61,9 @@ def test_machine_score(policy: Policy, held: int, cards: int, score: Fraction) -
 def test_pack_fills_the_fullest_machine_with_its_smallest_fitting_card() -> None:
     p = placed(PACK).unwrap()
     assert (p.machine, p.gpu_uuid, p.policy) == ("garage", "G3", Policy.PACK)
-    assert p.reservation == Reservation(workload="svc", machine="garage", gpu_uuid="G3", bytes=10 * GIB)
+    assert p.reservation == Reservation(
+        workload="svc", machine="garage", gpu_uuid="G3", bytes=10 * GIB
+    )
     assert [r.gpu_uuid for r in p.ranked] == ["G3", "G4", "A2", "S1", "A1"]
     assert p.why == (
         "pack: garage already holds 2 of its 4 cards, the fullest machine with a card that fits; "
@@ -100,7 +102,9 @@ def test_drained_and_excluded_machines_are_never_candidates() -> None:
 
 
 def test_nowhere_eligible_is_a_capacity_refusal_naming_each_machine() -> None:
-    refusal = placed(PACK, {"garage": "drained", "attic": "unreachable", "shed": "drained"}).failure()
+    refusal = placed(
+        PACK, {"garage": "drained", "attic": "unreachable", "shed": "drained"}
+    ).failure()
     assert refusal.kind is RefusalKind.CAPACITY
     assert refusal.code is ReasonCode.NO_ELIGIBLE_MACHINE
     assert refusal.sentence == (

@@ -1,0 +1,198 @@
+"""Recovery: what happens to each workload when its machine stops answering.
+
+Per workload the choice is ``never`` (the default: it waits for its machine)
+or ``automatic`` after a delay (default 3 minutes). Recovery fires only once
+the machine has been *unreachable* (both signals quiet) for the delay; a
+degraded or upgrading machine moves nothing. A batch job never recovers, and a
+workload on the control-plane machine waits for it, because the decision is
+made there. Re-placement goes through the same admission and placement as a
+new workload. Nowhere to go means *held* with a reason and a next step:
+the model's files (a verified copy is fetched to a machine that could run it)
+or capacity (it starts when a card frees). Decisions are a pure function of
+their inputs: there is no attempt counter and so no retry loop. A machine that
+comes back gets nothing moved back; its stale copy is ended by its own agent.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from attrs import frozen
+from returns.pipeline import is_successful
+
+from nodeau.domain.admission import AdmissionRequest
+from nodeau.domain.health import Health, MachineHealth, unreachable_for
+from nodeau.domain.placement import Placement
+from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.scheduling import FleetView, admit_and_place, files_target
+from nodeau.domain.workloads import (
+    HeldReason,
+    RecoveryMode,
+    Workload,
+    WorkloadKind,
+    holds_gpu,
+)
+
+
+class RecoveryAction(str, enum.Enum):
+    """What the control plane does for a workload now."""
+
+    NOTHING = "nothing"
+    RESUME = "resume"  # its own machine answers again; it was never moved
+    HOLD = "hold"
+    RECOVER = "recover"
+
+
+@frozen(kw_only=True)
+class RecoveryDecision:
+    """One decision for one workload, with the reason a person reads."""
+
+    workload: str
+    action: RecoveryAction
+    held_reason: HeldReason | None = None
+    placement: Placement | None = None
+    fetch_copy_to: str | None = None
+    fires_at: datetime | None = None
+    refusal: Refusal | None = None
+    sentence: str
+
+
+def held(w: Workload, reason: HeldReason, sentence: str, **extra: object) -> RecoveryDecision:
+    return RecoveryDecision(
+        workload=w.name,
+        action=RecoveryAction.HOLD,
+        held_reason=reason,
+        sentence=sentence,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def wait_without_moving(w: Workload) -> RecoveryDecision | None:
+    """The cases where an unreachable machine's workload waits whatever the fleet holds."""
+    if w.kind is WorkloadKind.BATCH:
+        return held(
+            w,
+            HeldReason.BATCH_JOB,
+            f"{w.machine} stopped answering; batch jobs do not recover, {w.name} waits for it",
+        )
+    if w.recovery_mode is RecoveryMode.NEVER:
+        return held(
+            w,
+            HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF,
+            f"{w.machine} stopped answering; recovery is off, so {w.name} waits for {w.machine}",
+        )
+    return None
+
+
+def recovery_due(w: Workload, health: MachineHealth, now: datetime) -> bool:
+    """True once the machine has been unreachable for the workload's whole delay."""
+    return (
+        health.state is Health.UNREACHABLE
+        and w.recovery_mode is RecoveryMode.AUTOMATIC
+        and unreachable_for(health, now) >= w.recovery_after
+    )
+
+
+def decide_recovery(
+    w: Workload,
+    request: AdmissionRequest,
+    health: MachineHealth,
+    now: datetime,
+    view: FleetView,
+    control_plane: str | None,
+) -> RecoveryDecision:
+    """What to do now for workload ``w``, whose machine's health is ``health``.
+
+    ``view`` is the fleet as new placements see it; the workload's own machine
+    must be among its exclusions while it is unreachable.
+    """
+    if not holds_gpu(w.state):
+        return RecoveryDecision(
+            workload=w.name, action=RecoveryAction.NOTHING, sentence=f"{w.name} holds no card"
+        )
+    if health.state is not Health.UNREACHABLE:
+        return answering(w, health)
+    waiting = wait_without_moving(w)
+    if waiting is not None:
+        return waiting
+    if control_plane is not None and w.machine == control_plane:
+        return held(
+            w,
+            HeldReason.ON_CONTROL_PLANE_MACHINE,
+            f"{w.machine} is the control-plane machine, which makes the decision; "
+            f"{w.name} waits for it",
+        )
+    if not recovery_due(w, health, now):
+        fires = (health.since or now) + w.recovery_after
+        return held(
+            w,
+            HeldReason.WAITING_FOR_DELAY,
+            f"{w.machine} stopped answering; {w.name} recovers automatically at "
+            f"{fires:%H:%M:%S} if it is still unreachable then",
+            fires_at=fires,
+        )
+    if w.machine not in dict(view.excluded):
+        raise ValueError(f"{w.machine} is unreachable but still a candidate in the view")
+    outcome = admit_and_place(request, view)
+    if not is_successful(outcome):
+        return nowhere_to_go(w, request, view, outcome.failure())
+    placement = outcome.unwrap()
+    return RecoveryDecision(
+        workload=w.name,
+        action=RecoveryAction.RECOVER,
+        placement=placement,
+        sentence=(
+            f"{w.machine} has been unreachable for {w.recovery_after}; {w.name} starts on "
+            f"{placement.machine} ({placement.gpu_uuid}); its endpoint stays the same"
+        ),
+    )
+
+
+def answering(w: Workload, health: MachineHealth) -> RecoveryDecision:
+    """The machine answers (or is upgrading on purpose): nothing moves."""
+    sentence = f"{w.machine} is {health.state.value}; nothing moves"
+    was_held = w.held_reason is not None and health.state is not Health.UPGRADING
+    return RecoveryDecision(
+        workload=w.name,
+        action=RecoveryAction.RESUME if was_held else RecoveryAction.NOTHING,
+        sentence=(f"{w.machine} answers again; {w.name} was never moved" if was_held else sentence),
+    )
+
+
+def nowhere_to_go(
+    w: Workload, request: AdmissionRequest, view: FleetView, refusal: Refusal
+) -> RecoveryDecision:
+    """Held with its reason and next step; re-decided on an event, never in a loop."""
+    if refusal.code is ReasonCode.NO_VERIFIED_COPY:
+        target = files_target(request, view)
+        if target is not None:
+            return held(
+                w,
+                HeldReason.MODEL_FILES,
+                f"no other machine that could run {w.name} has a verified copy; fetching one "
+                f"to {target}, and it moves once {target} has checked every file",
+                fetch_copy_to=target,
+                refusal=refusal,
+            )
+    return held(
+        w,
+        HeldReason.CAPACITY,
+        f"no other machine has a free card that takes {w.name}; it starts when one frees "
+        "(no retries until then)",
+        refusal=refusal,
+    )
+
+
+def stale_copies(
+    machine: str,
+    running_here: Iterable[str],
+    assignments: Mapping[str, str],
+) -> tuple[str, ...]:
+    """Workloads a returning machine's agent ends: they now run elsewhere.
+
+    ``assignments`` maps each workload to the machine the control plane has it
+    on. Nothing is moved back: the returning machine only ends its old copies.
+    """
+    return tuple(sorted(name for name in running_here if assignments.get(name, machine) != machine))

@@ -1,0 +1,154 @@
+"""Scheduling: admission then placement over one view of the fleet, policy and drain.
+
+New placements and recoveries go through the same ``admit_and_place``, so a
+recovered workload meets the same admission, policy and exclusions as a new
+one. Changing the policy and draining a machine are marks: they change what
+happens to new placements and never stop, move or restart anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from attrs import evolve, frozen
+from returns.pipeline import is_successful
+from returns.result import Failure, Result
+
+from nodeau.domain.admission import AdmissionRequest, admit
+from nodeau.domain.hardware import Fleet
+from nodeau.domain.health import Health
+from nodeau.domain.limits import OrgLimits, machine_allowed
+from nodeau.domain.memory import Prediction
+from nodeau.domain.placement import Placement, Policy, SchedulingSettings, place
+from nodeau.domain.refusals import Refusal
+from nodeau.domain.reservations import Ledger
+
+DRAINED = "drained"
+UNREACHABLE = "unreachable"
+UPGRADING = "upgrading"
+OUTSIDE_LIMITS = "outside the organisation's limits"
+
+
+@frozen(kw_only=True)
+class FleetView:
+    """Everything a placement decision reads, taken at one moment."""
+
+    fleet: Fleet
+    ledger: Ledger
+    settings: SchedulingSettings
+    excluded: tuple[tuple[str, str], ...]
+    verified_on: frozenset[str]
+    predict: Callable[[str], Prediction]
+
+
+def exclusions(
+    *,
+    machines: Iterable[str],
+    drained: Iterable[str],
+    health: Mapping[str, Health],
+    limits: OrgLimits,
+) -> tuple[tuple[str, str], ...]:
+    """Machines that are not candidates for new work, each with why.
+
+    Drained first (the person's own mark), then unreachable or upgrading
+    machines, then machines the organisation's limits leave out. A degraded
+    machine (one signal quiet) stays a candidate: it is worth a look, not a
+    reason to refuse work.
+    """
+    drained_set = frozenset(drained)
+    out: list[tuple[str, str]] = []
+    for name in sorted(set(machines)):
+        state = health.get(name)
+        if name in drained_set:
+            out.append((name, DRAINED))
+        elif state is Health.UNREACHABLE:
+            out.append((name, UNREACHABLE))
+        elif state is Health.UPGRADING:
+            out.append((name, UPGRADING))
+        elif not machine_allowed(limits, name):
+            out.append((name, OUTSIDE_LIMITS))
+    return tuple(out)
+
+
+def admit_and_place(request: AdmissionRequest, view: FleetView) -> Result[Placement, Refusal]:
+    """Admission, then placement among the cards it accepted."""
+    admitted = admit(request, view.fleet, view.ledger, view.verified_on, view.predict)
+    if not is_successful(admitted):
+        return Failure(admitted.failure())
+    return place(admitted.unwrap(), view.fleet, view.ledger, view.settings, dict(view.excluded))
+
+
+def files_target(request: AdmissionRequest, view: FleetView) -> str | None:
+    """The machine that would be chosen if every machine held a verified copy.
+
+    This is where a copy is worth fetching when the only thing missing is the
+    model's files; None when even then nothing could take the workload.
+    """
+    everywhere = frozenset(m.name for m in view.fleet.machines)
+    outcome = admit_and_place(request, evolve(view, verified_on=everywhere))
+    return outcome.map(lambda placement: placement.machine).value_or(None)
+
+
+@frozen(kw_only=True)
+class SettingsChange:
+    """A new scheduling setting, and the sentence that says what it touches."""
+
+    settings: SchedulingSettings
+    sentence: str
+
+
+def change_fleet_policy(
+    settings: SchedulingSettings, policy: Policy, running: int
+) -> SettingsChange:
+    """Set the fleet-wide policy; it applies to new placements only."""
+    return SettingsChange(
+        settings=evolve(settings, fleet_policy=policy),
+        sentence=(
+            f"fleet policy is now {policy.value}; it applies to new placements only, "
+            f"{running} running workload(s) stay where they are"
+        ),
+    )
+
+
+def set_machine_policy(
+    settings: SchedulingSettings, machine: str, policy: Policy | None, running: int
+) -> SettingsChange:
+    """Override the policy on one machine (None removes the override)."""
+    kept = tuple((m, p) for m, p in settings.overrides if m != machine)
+    overrides = kept if policy is None else tuple(sorted((*kept, (machine, policy))))
+    now = settings.fleet_policy if policy is None else policy
+    origin = "the fleet policy" if policy is None else "its own override"
+    return SettingsChange(
+        settings=evolve(settings, overrides=overrides),
+        sentence=(
+            f"{machine} now uses {now.value} ({origin}); it applies to new placements only, "
+            f"{running} running workload(s) there stay where they are"
+        ),
+    )
+
+
+@frozen(kw_only=True)
+class DrainChange:
+    """The drained set after a drain or undrain, and what it did (nothing to workloads)."""
+
+    drained: frozenset[str]
+    sentence: str
+
+
+def drain(drained: frozenset[str], machine: str, running: int) -> DrainChange:
+    """Stop choosing a machine for anything new; nothing on it is disturbed."""
+    return DrainChange(
+        drained=drained | {machine},
+        sentence=(
+            f"{machine} is drained: nothing new is placed there; its {running} running "
+            "workload(s) are not stopped, moved or restarted"
+        ),
+    )
+
+
+def undrain(drained: frozenset[str], machine: str) -> DrainChange:
+    """Make a machine a candidate again; nothing moves back to it."""
+    return DrainChange(
+        drained=drained - {machine},
+        sentence=f"{machine} takes new placements again; nothing is moved back to it",
+    )

@@ -1,0 +1,216 @@
+"""Workloads: the states a workload passes through and the sentence ``nodeau ps`` prints.
+
+A workload is anything that holds a GPU: a service or a batch job. Each state
+has one sentence naming which machine, since when (``HH:MM:SS`` UTC and a short
+age) and what happens next. ``held`` and ``recovering`` are the states of a
+workload whose machine stopped answering.
+
+Decisions recorded here:
+
+* Every state but succeeded, failed and stopped holds its reservation,
+  including ``admitted`` (still pulling its image or fetching files).
+* Recovery applies to served workloads only: a batch job's recovery is
+  ``never`` and it is held with the ``batch-job`` reason.
+* Each held reason belongs to one recovery mode: ``machine-unreachable-recovery-off``
+  to ``never``; waiting-for-delay, on-control-plane-machine, model-files and
+  capacity explain why an ``automatic`` recovery has not happened yet.
+* ``next_step``, when given, replaces the state's default "what happens next"
+  clause; the default for waiting-for-delay is computed as held-since plus the
+  recovery delay.
+* A ``since`` after ``now`` (clocks of two machines) prints an age of ``0s``.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime, timedelta
+
+from attrs import frozen
+
+from nodeau.domain.health import clock_time, require_aware
+
+
+class WorkloadKind(str, enum.Enum):
+    """A service serves indefinitely; a batch job runs and finishes."""
+
+    SERVICE = "service"
+    BATCH = "batch"
+
+
+class WorkloadState(str, enum.Enum):
+    """Where a workload is in its life, as ``nodeau ps`` shows it."""
+
+    ADMITTED = "admitted"
+    STARTING = "starting"
+    SERVING = "serving"
+    RUNNING = "running"
+    HELD = "held"
+    RECOVERING = "recovering"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+class HeldReason(str, enum.Enum):
+    """Why a held workload is waiting instead of moving."""
+
+    MACHINE_UNREACHABLE_RECOVERY_OFF = "machine-unreachable-recovery-off"
+    WAITING_FOR_DELAY = "waiting-for-delay"
+    ON_CONTROL_PLANE_MACHINE = "on-control-plane-machine"
+    BATCH_JOB = "batch-job"
+    MODEL_FILES = "model-files"
+    CAPACITY = "capacity"
+
+
+class RecoveryMode(str, enum.Enum):
+    """What a workload does when its machine stops answering (``never`` is the default)."""
+
+    NEVER = "never"
+    AUTOMATIC = "automatic"
+
+
+FINISHED = frozenset({WorkloadState.SUCCEEDED, WorkloadState.FAILED, WorkloadState.STOPPED})
+
+# The kind and recovery mode each held reason can belong to.
+HELD_REASON_FITS = {
+    HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF: (WorkloadKind.SERVICE, RecoveryMode.NEVER),
+    HeldReason.WAITING_FOR_DELAY: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
+    HeldReason.ON_CONTROL_PLANE_MACHINE: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
+    HeldReason.BATCH_JOB: (WorkloadKind.BATCH, RecoveryMode.NEVER),
+    HeldReason.MODEL_FILES: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
+    HeldReason.CAPACITY: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
+}
+
+
+@frozen(kw_only=True)
+class Workload:
+    """One workload on one card: what it runs, where, in which state since when."""
+
+    name: str
+    kind: WorkloadKind
+    model: str
+    artifact_id: str
+    machine: str
+    gpu_uuid: str
+    state: WorkloadState
+    since: datetime
+    recovery_mode: RecoveryMode = RecoveryMode.NEVER
+    recovery_after: timedelta = timedelta(minutes=3)
+    held_reason: HeldReason | None = None
+    next_step: str | None = None
+    target_machine: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        workload_invariants(self)
+
+
+def workload_invariants(w: Workload) -> None:
+    """Raise ValueError for a workload no controller could have recorded."""
+    for what, text in (("name", w.name), ("machine", w.machine), ("gpu_uuid", w.gpu_uuid)):
+        if not text.strip():
+            raise ValueError(f"a workload needs a {what}")
+    require_aware(w.since, "since")
+    if w.recovery_after <= timedelta(0):
+        raise ValueError(f"recovery_after must be positive, got {w.recovery_after}")
+    if w.next_step is not None and not w.next_step.strip():
+        raise ValueError("next_step, when given, says something")
+    if w.state is WorkloadState.SERVING and w.kind is not WorkloadKind.SERVICE:
+        raise ValueError("only a service serves")
+    if w.state is WorkloadState.RUNNING and w.kind is not WorkloadKind.BATCH:
+        raise ValueError("only a batch job runs")
+    if w.kind is WorkloadKind.BATCH and w.recovery_mode is not RecoveryMode.NEVER:
+        raise ValueError("recovery applies to served workloads, not batch jobs")
+    if (w.state is WorkloadState.HELD) != (w.held_reason is not None):
+        raise ValueError("a held workload has a held_reason, and only a held one")
+    if w.held_reason is not None and HELD_REASON_FITS[w.held_reason] != (
+        w.kind,
+        w.recovery_mode,
+    ):
+        kind, mode = HELD_REASON_FITS[w.held_reason]
+        raise ValueError(
+            f"held reason {w.held_reason.value} needs a {kind.value} set to {mode.value}"
+        )
+    if (w.state is WorkloadState.RECOVERING) != (w.target_machine is not None):
+        raise ValueError("a recovering workload has a target_machine, and only a recovering one")
+    if w.state is WorkloadState.RECOVERING and w.recovery_mode is not RecoveryMode.AUTOMATIC:
+        raise ValueError("only a workload set to recover automatically recovers")
+    if w.target_machine is not None and w.target_machine == w.machine:
+        raise ValueError("a workload recovers onto another machine")
+
+
+def holds_gpu(state: WorkloadState) -> bool:
+    """Whether a workload in this state holds its card's reservation."""
+    return state not in FINISHED
+
+
+def short_gpu(uuid: str) -> str:
+    """A card's UUID shortened for a sentence: ``GPU-1a2b…``."""
+    return uuid if len(uuid) <= 8 else uuid[:8] + "…"
+
+
+def short_age(age: timedelta) -> str:
+    """An age as one unit, rounded down: ``45s``, ``4m``, ``2h``, ``3d`` (negative: ``0s``)."""
+    seconds = max(0, int(age.total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def next_clause(w: Workload) -> str:
+    """What happens next for this workload, as the end of its ``nodeau ps`` sentence."""
+    if w.next_step is not None:
+        return w.next_step
+    if w.held_reason is not None:
+        return _held_next(w, w.held_reason)
+    serves = "serves" if w.kind is WorkloadKind.SERVICE else "runs"
+    return {
+        WorkloadState.ADMITTED: "it starts once its image and model files are ready",
+        WorkloadState.STARTING: f"it {serves} once its model has loaded",
+        WorkloadState.SERVING: "nothing to do",
+        WorkloadState.RUNNING: "it finishes when its last request is done",
+        WorkloadState.RECOVERING: "loading its model there, and its endpoint stays the same",
+    }.get(w.state, "its card is free")
+
+
+def _held_next(w: Workload, reason: HeldReason) -> str:
+    return {
+        HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF: (
+            f"recovery is off, so it waits for {w.machine}"
+        ),
+        HeldReason.WAITING_FOR_DELAY: (
+            f"recovers automatically at {clock_time(w.since + w.recovery_after)}"
+            " onto another machine"
+        ),
+        HeldReason.ON_CONTROL_PLANE_MACHINE: (
+            f"{w.machine} is the control-plane machine, so it waits for {w.machine}"
+        ),
+        HeldReason.BATCH_JOB: f"batch jobs do not recover, it waits for {w.machine}",
+        HeldReason.MODEL_FILES: (
+            "Nodeau fetches a verified copy to a machine that could run it"
+            " and moves it once that machine has checked every file"
+        ),
+        HeldReason.CAPACITY: "it starts when one frees (no retries)",
+    }[reason]
+
+
+HELD_CAUSE_DETAIL = {
+    HeldReason.MODEL_FILES: " and no other machine has a verified copy",
+    HeldReason.CAPACITY: " and no other machine has a free card that fits",
+}
+
+
+def ps_sentence(w: Workload, now: datetime) -> str:
+    """The one sentence ``nodeau ps`` prints: which machine, since when, what happens next."""
+    require_aware(now, "now")
+    when = f"{clock_time(w.since)} ({short_age(now - w.since)})"
+    if w.held_reason is not None:
+        cause = f"{w.machine} stopped answering{HELD_CAUSE_DETAIL.get(w.held_reason, '')}"
+        return f"held since {when}: {cause}; {next_clause(w)}"
+    if w.state is WorkloadState.RECOVERING:
+        return (
+            f"recovering onto {w.target_machine} since {when}:"
+            f" {w.machine} stopped answering; {next_clause(w)}"
+        )
+    where = f"{w.machine} ({short_gpu(w.gpu_uuid)})"
+    return f"{w.state.value} on {where} since {when}; {next_clause(w)}"

@@ -1,0 +1,149 @@
+"""Qualification: capabilities are claimed one at a time, per artifact, only once proved."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodeau.domain.aliases import AliasBook, import_under_alias
+from nodeau.domain.artifacts import Artifact, ArtifactFile, ArtifactId, Sha256
+from nodeau.domain.qualification import (
+    Capability,
+    EvidenceBook,
+    ProbeResult,
+    QualificationEvidence,
+    claimed_capabilities,
+    record,
+)
+
+
+def sha(n: int) -> Sha256:
+    return Sha256.of_bytes(str(n).encode())
+
+
+def art(n: int) -> Artifact:
+    return Artifact.imported([ArtifactFile(path="model.gguf", size_bytes=100, sha256=sha(n))])
+
+
+def probe(capability: Capability, passed: bool) -> ProbeResult:
+    return ProbeResult(capability=capability, passed=passed, detail="passed" if passed else "no")
+
+
+def run(
+    artifact_id: ArtifactId, *probes: ProbeResult, gpu: str = "RTX 4090"
+) -> QualificationEvidence:
+    return QualificationEvidence(
+        artifact_id=artifact_id, gpu_model=gpu, measured_peak_bytes=5_000, probes=probes
+    )
+
+
+def test_capability_values_are_the_product_words() -> None:
+    assert [c.value for c in Capability] == [
+        "chat",
+        "embed",
+        "rerank",
+        "tools",
+        "structured-output",
+        "vision-input",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("results", "claimed"),
+    [
+        ({}, set()),
+        ({Capability.CHAT: True, Capability.TOOLS: False}, {Capability.CHAT}),
+        ({Capability.CHAT: False}, set()),
+        ({Capability.EMBED: True, Capability.RERANK: True}, {Capability.EMBED, Capability.RERANK}),
+        (
+            {Capability.STRUCTURED_OUTPUT: True, Capability.VISION_INPUT: False},
+            {Capability.STRUCTURED_OUTPUT},
+        ),
+        ({c: True for c in Capability}, set(Capability)),
+    ],
+)
+def test_only_passed_probes_are_claimed(
+    results: dict[Capability, bool], claimed: set[Capability]
+) -> None:
+    evidence = run(sha(1), *(probe(c, ok) for c, ok in results.items()))
+    assert claimed_capabilities(evidence) == frozenset(claimed)
+
+
+def test_importing_is_not_qualifying() -> None:
+    assert claimed_capabilities(None) == frozenset()
+    book, _ = import_under_alias(AliasBook.empty(), "qwen", art(1))
+    assert EvidenceBook.empty().for_alias(book, "qwen") is None
+    assert claimed_capabilities(EvidenceBook.empty().for_alias(book, "qwen")) == frozenset()
+
+
+@given(st.dictionaries(st.sampled_from(list(Capability)), st.booleans()))
+def test_claimed_is_exactly_the_passed_set(results: dict[Capability, bool]) -> None:
+    evidence = run(sha(1), *(probe(c, ok) for c, ok in results.items()))
+    claimed = claimed_capabilities(evidence)
+    assert claimed == frozenset(c for c, ok in results.items() if ok)
+    assert claimed.isdisjoint(c for c, ok in results.items() if not ok)
+
+
+def test_evidence_validation() -> None:
+    with pytest.raises(ValueError, match="probes a capability twice"):
+        run(sha(1), probe(Capability.CHAT, True), probe(Capability.CHAT, False))
+    with pytest.raises(ValueError, match="names the GPU model"):
+        run(sha(1), gpu=" ")
+    with pytest.raises(ValueError, match="measured peak must be positive, got 0"):
+        QualificationEvidence(
+            artifact_id=sha(1), gpu_model="RTX 4090", measured_peak_bytes=0, probes=()
+        )
+    unmeasured = QualificationEvidence(
+        artifact_id=sha(1), gpu_model="RTX 4090", measured_peak_bytes=None, probes=()
+    )
+    assert unmeasured.measured_peak_bytes is None
+
+
+def test_evidence_book_keeps_every_run_and_answers_with_the_newest() -> None:
+    first = run(sha(1), probe(Capability.CHAT, True), probe(Capability.TOOLS, True))
+    second = run(sha(1), probe(Capability.CHAT, True), probe(Capability.TOOLS, False), gpu="A10")
+    book = record(record(EvidenceBook.empty(), first), second)
+    assert book.history(sha(1)) == (first, second)
+    assert book.for_artifact(sha(1)) == second
+    assert claimed_capabilities(book.for_artifact(sha(1))) == {Capability.CHAT}
+    assert book.for_artifact(sha(2)) is None
+    assert book.history(sha(2)) == ()
+
+
+def test_recording_is_pure_and_files_evidence_under_its_own_artifact() -> None:
+    empty = EvidenceBook.empty()
+    book = record(empty, run(sha(1), probe(Capability.CHAT, True)))
+    assert empty.for_artifact(sha(1)) is None
+    assert set(book.runs) == {sha(1)}
+
+
+def test_book_rejects_misfiled_or_empty_evidence() -> None:
+    with pytest.raises(ValueError, match="evidence of another artifact"):
+        EvidenceBook(runs={sha(2): (run(sha(1)),)})
+    with pytest.raises(ValueError, match="empty evidence list"):
+        EvidenceBook(runs={sha(1): ()})
+
+
+def test_evidence_does_not_carry_across_an_alias() -> None:
+    old, new = art(1), art(2)
+    aliases, _ = import_under_alias(AliasBook.empty(), "qwen", old)
+    qualified = run(old.id, probe(Capability.CHAT, True), probe(Capability.TOOLS, True))
+    evidence = record(EvidenceBook.empty(), qualified)
+    assert evidence.for_alias(aliases, "qwen") == qualified
+
+    aliases, _ = import_under_alias(aliases, "qwen", new)
+    assert evidence.for_alias(aliases, "qwen") is None
+    assert claimed_capabilities(evidence.for_alias(aliases, "qwen")) == frozenset()
+    # the old artifact keeps its own evidence, reachable by its id
+    assert evidence.for_artifact(old.id) == qualified
+
+    requalified = run(new.id, probe(Capability.CHAT, True), probe(Capability.TOOLS, False))
+    evidence = record(evidence, requalified)
+    assert evidence.for_alias(aliases, "qwen") == requalified
+    assert claimed_capabilities(evidence.for_alias(aliases, "qwen")) == {Capability.CHAT}
+
+
+def test_unknown_alias_has_no_evidence() -> None:
+    evidence = record(EvidenceBook.empty(), run(sha(1), probe(Capability.CHAT, True)))
+    assert evidence.for_alias(AliasBook.empty(), "qwen") is None

@@ -1,0 +1,325 @@
+"""Recovery: never early, never for batch jobs, upgrading or control-plane machines, no loops."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from attrs import evolve
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodeau.domain.health import Health, MachineHealth, Signals, assess
+from nodeau.domain.memory import GIB
+from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.recovery import (
+    RecoveryAction,
+    RecoveryDecision,
+    decide_recovery,
+    recovery_due,
+    stale_copies,
+)
+from nodeau.domain.refusals import ReasonCode
+from nodeau.domain.reservations import Ledger, Reservation
+from nodeau.domain.scheduling import FleetView
+from nodeau.domain.workloads import (
+    HeldReason,
+    RecoveryMode,
+    Workload,
+    WorkloadKind,
+    WorkloadState,
+)
+from tests.unit.domain.fleets import flat, fleet, gpu, machine, request
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+GONE = T0 - timedelta(minutes=10)  # both signals last seen ten minutes before T0
+
+FLEET = fleet(
+    machine("garage", gpu("G1", 24)),
+    machine("attic", gpu("A1", 24)),
+    machine("cp", gpu("C1", 24), control_plane=True),
+)
+LEDGER = Ledger(
+    reservations=(Reservation(workload="svc", machine="garage", gpu_uuid="G1", bytes=10 * GIB),)
+)
+
+
+def unreachable_since(since: datetime) -> MachineHealth:
+    return MachineHealth(
+        state=Health.UNREACHABLE,
+        since=since,
+        quiet=frozenset(assess(Signals(node_heartbeat_at=None, agent_report_at=None), T0).quiet),
+        sentence="unreachable",
+    )
+
+
+REPORTING = assess(Signals(node_heartbeat_at=T0, agent_report_at=T0), T0)
+DEGRADED = assess(Signals(node_heartbeat_at=T0, agent_report_at=GONE), T0)
+UPGRADING = assess(Signals(node_heartbeat_at=GONE, agent_report_at=GONE, upgrading=True), T0)
+
+
+def service(**kw: object) -> Workload:
+    values: dict[str, object] = {
+        "name": "svc",
+        "kind": WorkloadKind.SERVICE,
+        "model": "qwen",
+        "artifact_id": "a" * 64,
+        "machine": "garage",
+        "gpu_uuid": "G1",
+        "state": WorkloadState.SERVING,
+        "since": T0 - timedelta(hours=1),
+        "recovery_mode": RecoveryMode.AUTOMATIC,
+        **kw,
+    }
+    return Workload(**values)  # type: ignore[arg-type]
+
+
+def view(**kw: object) -> FleetView:
+    values: dict[str, object] = {
+        "fleet": FLEET,
+        "ledger": LEDGER,
+        "settings": SchedulingSettings(),
+        "excluded": (("garage", "unreachable"),),
+        "verified_on": frozenset({"garage", "attic", "cp"}),
+        "predict": flat(10 * GIB),
+        **kw,
+    }
+    return FleetView(**values)  # type: ignore[arg-type]
+
+
+def decide(
+    w: Workload,
+    health: MachineHealth,
+    now: datetime = T0,
+    v: FleetView | None = None,
+    control_plane: str | None = "cp",
+) -> RecoveryDecision:
+    return decide_recovery(w, request("svc"), health, now, v or view(), control_plane)
+
+
+def test_recovers_once_unreachable_for_the_delay_onto_another_machine() -> None:
+    d = decide(service(), unreachable_since(T0 - timedelta(minutes=3)))
+    assert (d.workload, d.action) == ("svc", RecoveryAction.RECOVER)
+    assert d.placement is not None
+    assert (d.placement.machine, d.placement.gpu_uuid) == ("attic", "A1")
+    assert d.sentence == (
+        "garage has been unreachable for 0:03:00; svc starts on attic (A1); "
+        "its endpoint stays the same"
+    )
+
+
+def test_waits_one_second_before_the_delay() -> None:
+    since = T0 - timedelta(minutes=3) + timedelta(seconds=1)
+    d = decide(service(), unreachable_since(since))
+    assert d.action is RecoveryAction.HOLD
+    assert d.held_reason is HeldReason.WAITING_FOR_DELAY
+    assert d.fires_at == since + timedelta(minutes=3)
+    assert d.sentence == (
+        "garage stopped answering; svc recovers automatically at 12:00:01 if it is still "
+        "unreachable then"
+    )
+
+
+def test_a_longer_delay_is_respected() -> None:
+    w = service(recovery_after=timedelta(minutes=10))
+    assert decide(w, unreachable_since(T0 - timedelta(minutes=9))).action is RecoveryAction.HOLD
+    assert decide(w, unreachable_since(T0 - timedelta(minutes=10))).action is RecoveryAction.RECOVER
+
+
+@pytest.mark.parametrize(
+    ("w", "reason", "sentence"),
+    [
+        (
+            service(recovery_mode=RecoveryMode.NEVER),
+            HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF,
+            "garage stopped answering; recovery is off, so svc waits for garage",
+        ),
+        (
+            service(
+                kind=WorkloadKind.BATCH,
+                state=WorkloadState.RUNNING,
+                recovery_mode=RecoveryMode.NEVER,
+            ),
+            HeldReason.BATCH_JOB,
+            "garage stopped answering; batch jobs do not recover, svc waits for it",
+        ),
+        (
+            service(machine="cp", gpu_uuid="C1"),
+            HeldReason.ON_CONTROL_PLANE_MACHINE,
+            "cp is the control-plane machine, which makes the decision; svc waits for it",
+        ),
+    ],
+)
+def test_cases_that_wait_for_their_machine(w: Workload, reason: HeldReason, sentence: str) -> None:
+    d = decide(w, unreachable_since(T0 - timedelta(hours=5)))
+    assert (d.action, d.held_reason, d.sentence) == (RecoveryAction.HOLD, reason, sentence)
+    assert d.workload == w.name
+    assert d.placement is None
+
+
+@pytest.mark.parametrize(
+    ("health", "sentence"),
+    [
+        (REPORTING, "garage is reporting; nothing moves"),
+        (DEGRADED, "garage is degraded; nothing moves"),
+        (UPGRADING, "garage is upgrading; nothing moves"),
+    ],
+)
+def test_a_machine_that_is_not_unreachable_moves_nothing(
+    health: MachineHealth, sentence: str
+) -> None:
+    d = decide(service(), health)
+    assert (d.action, d.sentence, d.placement) == (RecoveryAction.NOTHING, sentence, None)
+
+
+def test_a_held_workload_whose_machine_answers_again_resumes_where_it_was() -> None:
+    w = service(state=WorkloadState.HELD, held_reason=HeldReason.WAITING_FOR_DELAY)
+    d = decide(w, REPORTING)
+    assert (d.action, d.sentence) == (
+        RecoveryAction.RESUME,
+        "garage answers again; svc was never moved",
+    )
+
+
+def test_a_held_workload_on_an_upgrading_machine_stays_as_it_is() -> None:
+    w = service(state=WorkloadState.HELD, held_reason=HeldReason.WAITING_FOR_DELAY)
+    d = decide(w, UPGRADING)
+    assert (d.action, d.sentence) == (RecoveryAction.NOTHING, "garage is upgrading; nothing moves")
+
+
+def test_a_finished_workload_has_nothing_to_recover() -> None:
+    d = decide(service(state=WorkloadState.STOPPED), unreachable_since(GONE))
+    assert (d.workload, d.action, d.sentence) == (
+        "svc",
+        RecoveryAction.NOTHING,
+        "svc holds no card",
+    )
+
+
+def test_held_for_model_files_names_where_a_copy_is_fetched() -> None:
+    d = decide(service(), unreachable_since(GONE), v=view(verified_on=frozenset({"garage"})))
+    assert d.action is RecoveryAction.HOLD
+    assert d.held_reason is HeldReason.MODEL_FILES
+    assert d.fetch_copy_to == "attic"
+    assert d.refusal is not None
+    assert d.refusal.code is ReasonCode.NO_VERIFIED_COPY
+    assert d.sentence == (
+        "no other machine that could run svc has a verified copy; fetching one to attic, "
+        "and it moves once attic has checked every file"
+    )
+
+
+def test_held_for_capacity_waits_for_a_card_without_retrying() -> None:
+    busy = Ledger(
+        reservations=(
+            *LEDGER.reservations,
+            Reservation(workload="other", machine="attic", gpu_uuid="A1", bytes=GIB),
+            Reservation(workload="third", machine="cp", gpu_uuid="C1", bytes=GIB),
+        )
+    )
+    d = decide(service(), unreachable_since(GONE), v=view(ledger=busy))
+    assert (d.action, d.held_reason, d.fetch_copy_to) == (
+        RecoveryAction.HOLD,
+        HeldReason.CAPACITY,
+        None,
+    )
+    assert d.refusal is not None
+    assert d.refusal.code is ReasonCode.NO_FREE_CARD
+    assert d.sentence == (
+        "no other machine has a free card that takes svc; it starts when one frees "
+        "(no retries until then)"
+    )
+    # asked again with nothing changed, the answer is the same: no attempt counter, no loop
+    assert (
+        decide(service(), unreachable_since(GONE), now=T0 + timedelta(hours=1), v=view(ledger=busy))
+        == d
+    )
+
+
+def test_missing_files_with_no_machine_large_enough_is_capacity() -> None:
+    d = decide(
+        service(),
+        unreachable_since(GONE),
+        v=view(verified_on=frozenset({"garage"}), predict=flat(30 * GIB)),
+    )
+    assert d.held_reason is HeldReason.CAPACITY
+
+
+def test_drained_machines_are_never_targets() -> None:
+    v = view(excluded=(("attic", "drained"), ("garage", "unreachable")))
+    d = decide(service(), unreachable_since(GONE), v=v)
+    assert d.placement is not None
+    assert d.placement.machine == "cp"
+
+
+def test_a_view_that_still_offers_the_dead_machine_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="still a candidate"):
+        decide(service(), unreachable_since(GONE), v=view(excluded=()))
+
+
+def test_a_returning_machine_ends_only_its_stale_copies() -> None:
+    assert stale_copies(
+        "garage", ["svc", "local", "gone"], {"svc": "attic", "local": "garage"}
+    ) == ("svc",)
+    assert stale_copies("garage", [], {"svc": "attic"}) == ()
+
+
+def test_after_recovery_the_returning_machine_moves_nothing_back() -> None:
+    d = decide(service(), unreachable_since(GONE))
+    assert d.placement is not None
+    moved = service(machine=d.placement.machine, gpu_uuid=d.placement.gpu_uuid)
+    # garage is back; the workload now lives on attic, which reports fine
+    again = decide(moved, REPORTING, v=view(excluded=()))
+    assert again.action is RecoveryAction.NOTHING
+    assert stale_copies("garage", ["svc"], {"svc": moved.machine}) == ("svc",)
+
+
+workload_cases = st.builds(
+    lambda kind, mode, on_cp, state: service(
+        kind=kind,
+        recovery_mode=RecoveryMode.NEVER if kind is WorkloadKind.BATCH else mode,
+        machine="cp" if on_cp else "garage",
+        gpu_uuid="C1" if on_cp else "G1",
+        state=(
+            WorkloadState.RUNNING
+            if kind is WorkloadKind.BATCH and state is WorkloadState.SERVING
+            else state
+        ),
+    ),
+    st.sampled_from(list(WorkloadKind)),
+    st.sampled_from(list(RecoveryMode)),
+    st.booleans(),
+    st.sampled_from([WorkloadState.ADMITTED, WorkloadState.STARTING, WorkloadState.SERVING]),
+)
+
+
+@given(workload_cases, st.integers(0, 3600), st.integers(1, 900))
+def test_recovery_fires_only_when_due_and_allowed(w: Workload, quiet_for: int, delay: int) -> None:
+    w = evolve(w, recovery_after=timedelta(seconds=delay))
+    health = unreachable_since(T0 - timedelta(seconds=quiet_for))
+    v = view(excluded=((w.machine, "unreachable"),))
+    d = decide_recovery(w, request("svc"), health, T0, v, "cp")
+    fired = d.action is RecoveryAction.RECOVER
+    allowed = (
+        w.kind is WorkloadKind.SERVICE
+        and w.recovery_mode is RecoveryMode.AUTOMATIC
+        and w.machine != "cp"
+        and quiet_for >= delay
+    )
+    assert fired == allowed
+    assert fired == (allowed and recovery_due(w, health, T0))
+    if fired:
+        assert d.placement is not None
+        assert d.placement.machine != w.machine
+    else:
+        assert d.placement is None
+        assert d.action is RecoveryAction.HOLD
+
+
+@given(workload_cases, st.sampled_from([REPORTING, DEGRADED, UPGRADING]))
+def test_nothing_moves_unless_the_machine_is_unreachable(
+    w: Workload, health: MachineHealth
+) -> None:
+    d = decide_recovery(w, request("svc"), health, T0 + timedelta(days=1), view(excluded=()), "cp")
+    assert d.action is RecoveryAction.NOTHING
+    assert d.placement is None

@@ -1,0 +1,159 @@
+"""Scheduling: exclusions, one path through admission and placement, policy and drain marks."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from returns.result import Failure, Success
+
+from nodeau.domain.health import Health
+from nodeau.domain.limits import OrgLimits
+from nodeau.domain.memory import GIB
+from nodeau.domain.placement import Policy, SchedulingSettings
+from nodeau.domain.refusals import ReasonCode
+from nodeau.domain.reservations import Ledger, Reservation
+from nodeau.domain.scheduling import (
+    FleetView,
+    admit_and_place,
+    change_fleet_policy,
+    drain,
+    exclusions,
+    files_target,
+    set_machine_policy,
+    undrain,
+)
+from tests.unit.domain.fleets import flat, fleet, gpu, machine, request
+
+FLEET = fleet(
+    machine("garage", gpu("G1", 24), gpu("G2", 24)),
+    machine("attic", gpu("A1", 48)),
+    machine("shed", gpu("S1", 24)),
+)
+HELD_G1 = Ledger(
+    reservations=(Reservation(workload="x", machine="garage", gpu_uuid="G1", bytes=GIB),)
+)
+
+
+def view(**kw: object) -> FleetView:
+    values: dict[str, object] = {
+        "fleet": FLEET,
+        "ledger": HELD_G1,
+        "settings": SchedulingSettings(),
+        "excluded": (),
+        "verified_on": frozenset({"garage", "attic", "shed"}),
+        "predict": flat(10 * GIB),
+        **kw,
+    }
+    return FleetView(**values)  # type: ignore[arg-type]
+
+
+def test_exclusions_say_why_for_each_machine() -> None:
+    got = exclusions(
+        machines=["a", "b", "c", "d", "e", "f"],
+        drained=["a", "b"],
+        health={
+            "b": Health.UNREACHABLE,
+            "c": Health.UNREACHABLE,
+            "d": Health.UPGRADING,
+            "e": Health.DEGRADED,
+        },
+        limits=OrgLimits(allowed_machines=frozenset({"a", "b", "c", "d", "e"})),
+    )
+    assert got == (
+        ("a", "drained"),
+        ("b", "drained"),  # the person's own mark is named first
+        ("c", "unreachable"),
+        ("d", "upgrading"),
+        ("f", "outside the organisation's limits"),
+    )
+
+
+def test_a_degraded_or_reporting_machine_stays_a_candidate() -> None:
+    assert (
+        exclusions(
+            machines=["a", "b"],
+            drained=[],
+            health={"a": Health.DEGRADED, "b": Health.REPORTING},
+            limits=OrgLimits(),
+        )
+        == ()
+    )
+
+
+def test_admit_and_place_goes_through_both_decisions() -> None:
+    p = admit_and_place(request(), view()).unwrap()
+    assert (p.machine, p.gpu_uuid) == ("garage", "G2")  # pack: garage is half full
+    spread = admit_and_place(
+        request(), view(settings=SchedulingSettings(fleet_policy=Policy.SPREAD))
+    ).unwrap()
+    assert (spread.machine, spread.gpu_uuid) == ("shed", "S1")
+
+
+def test_admission_refusal_passes_through_unchanged() -> None:
+    refusal = admit_and_place(request(), view(predict=flat(60 * GIB))).failure()
+    assert refusal.code is ReasonCode.NO_CARD_LARGE_ENOUGH
+
+
+def test_excluded_machines_are_skipped() -> None:
+    p = admit_and_place(request(), view(excluded=(("garage", "drained"),))).unwrap()
+    assert (p.machine, p.gpu_uuid) == ("shed", "S1")
+    assert p.excluded == (("garage", "drained"),)
+
+
+def test_files_target_is_where_a_copy_would_let_it_run() -> None:
+    v = view(verified_on=frozenset())
+    assert admit_and_place(request(), v).failure().code is ReasonCode.NO_VERIFIED_COPY
+    assert files_target(request(), v) == "garage"
+    assert files_target(request(), view(verified_on=frozenset(), predict=flat(60 * GIB))) is None
+
+
+def test_changing_the_fleet_policy_touches_new_placements_only() -> None:
+    change = change_fleet_policy(SchedulingSettings(), Policy.SPREAD, running=3)
+    assert change.settings == SchedulingSettings(fleet_policy=Policy.SPREAD)
+    assert change.sentence == (
+        "fleet policy is now spread; it applies to new placements only, "
+        "3 running workload(s) stay where they are"
+    )
+
+
+def test_machine_override_set_and_removed() -> None:
+    base = SchedulingSettings(fleet_policy=Policy.PACK, overrides=(("zeta", Policy.PACK),))
+    on = set_machine_policy(base, "attic", Policy.SPREAD, running=1)
+    assert on.settings.overrides == (("attic", Policy.SPREAD), ("zeta", Policy.PACK))
+    assert on.sentence == (
+        "attic now uses spread (its own override); it applies to new placements only, "
+        "1 running workload(s) there stay where they are"
+    )
+    off = set_machine_policy(on.settings, "attic", None, running=0)
+    assert off.settings.overrides == (("zeta", Policy.PACK),)
+    assert off.sentence.startswith("attic now uses pack (the fleet policy)")
+
+
+def test_drain_and_undrain_are_marks_only() -> None:
+    d = drain(frozenset({"shed"}), "garage", running=2)
+    assert d.drained == frozenset({"shed", "garage"})
+    assert d.sentence == (
+        "garage is drained: nothing new is placed there; its 2 running workload(s) are not "
+        "stopped, moved or restarted"
+    )
+    u = undrain(d.drained, "garage")
+    assert u.drained == frozenset({"shed"})
+    assert u.sentence == "garage takes new placements again; nothing is moved back to it"
+
+
+@given(st.sampled_from(list(Policy)), st.sets(st.sampled_from(["garage", "attic", "shed"])))
+def test_never_a_drained_machine_nor_a_held_card(policy: Policy, drained: set[str]) -> None:
+    marks = frozenset()
+    for m in sorted(drained):
+        marks = drain(marks, m, running=0).drained
+    v = view(
+        settings=SchedulingSettings(fleet_policy=policy),
+        excluded=tuple((m, "drained") for m in sorted(marks)),
+    )
+    match admit_and_place(request(), v):
+        case Success(p):
+            assert p.machine not in drained
+            assert p.gpu_uuid != "G1"
+        case Failure(refusal):
+            assert refusal.code is ReasonCode.NO_ELIGIBLE_MACHINE
+            assert drained == {"garage", "attic", "shed"}
