@@ -1,0 +1,65 @@
+"""The curated catalog: models Nodeau fetches from their publishers, pinned.
+
+Each entry names its publisher, repository and immutable revision, and every
+file with its size and SHA-256. A catalog only contains values someone can
+stand behind: a hash is copied from the publisher's own listing, never
+invented, and an entry without one cannot be built.
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+from returns.result import Failure, Result, Success
+
+from nodeau.domain.artifacts import CuratedEntry
+from nodeau.domain.tasks import Task
+
+
+@frozen(kw_only=True)
+class ArchitectureSummary:
+    """What the catalog says of a model before its file is read."""
+
+    architecture: str
+    parameters: str
+    context_length: int
+    quantisation: str
+
+
+@frozen(kw_only=True)
+class CatalogEntry:
+    """One curated model: its pinned files, a summary and the tasks it serves."""
+
+    entry: CuratedEntry
+    summary: ArchitectureSummary
+    tasks: tuple[Task, ...]
+
+    def __attrs_post_init__(self) -> None:
+        if not self.tasks:
+            raise ValueError(f"catalog entry {self.entry.name} serves no task")
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+
+@frozen(kw_only=True)
+class Catalog:
+    """Every curated entry, each under a unique name."""
+
+    entries: tuple[CatalogEntry, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        names = [e.name for e in self.entries]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"catalog names {', '.join(duplicated)} more than once")
+
+
+def find_entry(catalog: Catalog, name: str) -> Result[CatalogEntry, str]:
+    """The entry called ``name``, or a sentence naming the close matches."""
+    for entry in catalog.entries:
+        if entry.name == name:
+            return Success(entry)
+    close = sorted(e.name for e in catalog.entries if name.lower() in e.name.lower())
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return Failure(f"no model called {name!r} in the catalog{hint}")

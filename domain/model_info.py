@@ -1,0 +1,97 @@
+"""Model info: what a model file declares, and what it is predicted to take.
+
+``nodeau model info`` shows the architecture values read from the GGUF file,
+the artifact's size, the predicted peak VRAM for a few context sizes (each
+labelled estimated), and the configurations actually measured, where an
+empty list is a real answer.
+"""
+
+from __future__ import annotations
+
+from attrs import field, frozen
+
+from nodeau.domain.checks import not_negative
+from nodeau.domain.memory import (
+    Allowances,
+    Architecture,
+    MeasuredKey,
+    MeasuredTable,
+    Prediction,
+    RuntimeConfig,
+    estimate_peak,
+)
+from nodeau.domain.tasks import Task
+
+INFO_CONTEXTS = (4096, 8192, 32768)
+
+
+@frozen(kw_only=True)
+class ModelSummary:
+    """The facts a GGUF file declares about itself."""
+
+    architecture: Architecture
+    name: str | None = None
+    file_type: str | None = None
+    quantisation: str
+    tensor_count: int = field(validator=not_negative)
+    tensor_bytes: int = field(validator=not_negative)
+    has_tokenizer: bool
+    has_chat_template: bool
+
+
+@frozen(kw_only=True)
+class ContextEstimate:
+    """The estimated peak at one context size."""
+
+    context_tokens: int
+    prediction: Prediction
+
+
+@frozen(kw_only=True)
+class ModelInfo:
+    """Everything ``nodeau model info`` prints for one artifact."""
+
+    artifact_id: str
+    size_bytes: int
+    summary: ModelSummary
+    estimates: tuple[ContextEstimate, ...]
+    measured: tuple[MeasuredKey, ...]
+
+
+def info_contexts(summary: ModelSummary) -> tuple[int, ...]:
+    """The context sizes worth showing: the usual ones up to the model's own, and its own."""
+    trained = summary.architecture.context_length
+    sizes = {c for c in INFO_CONTEXTS if c < trained}
+    sizes.add(trained)
+    return tuple(sorted(sizes))
+
+
+def model_info(
+    *,
+    artifact_id: str,
+    size_bytes: int,
+    summary: ModelSummary,
+    table: MeasuredTable,
+    allowances: Allowances,
+    task: Task = Task.CHAT,
+) -> ModelInfo:
+    """Predictions at a few context sizes (estimated), and what was really measured."""
+    estimates = tuple(
+        ContextEstimate(
+            context_tokens=ctx,
+            prediction=estimate_peak(
+                summary.architecture,
+                size_bytes,
+                RuntimeConfig(context_tokens=ctx, task=task),
+                allowances,
+            ),
+        )
+        for ctx in info_contexts(summary)
+    )
+    return ModelInfo(
+        artifact_id=artifact_id,
+        size_bytes=size_bytes,
+        summary=summary,
+        estimates=estimates,
+        measured=table.configurations_of(artifact_id),
+    )

@@ -1,0 +1,183 @@
+"""Ports of the model side: reading model files, the verified cache, fetching.
+
+Every adapter maps its library's failures to the errors here, each a single
+line that names the file (or URL) and the problem, so a command can print it
+as it is and exit non-zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Protocol
+
+from attrs import frozen
+
+from nodeau.domain.artifacts import ArtifactFile, Sha256
+from nodeau.domain.cache import CachedFile
+from nodeau.domain.catalog import Catalog
+from nodeau.domain.model_info import ModelSummary
+
+
+class ModelError(Exception):
+    """Base of the model side's expected failures; ``str()`` is one line for a person."""
+
+
+class ModelFileError(ModelError):
+    """A file is not a well-formed model file."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = str(path)
+        self.problem = problem
+
+
+class ChecksumMismatch(ModelError):
+    """The bytes are not the ones expected; the copy was discarded."""
+
+    def __init__(self, name: str, expected: Sha256, computed: Sha256) -> None:
+        super().__init__(
+            f"{name}: wrong bytes (expected SHA-256 {expected}, got {computed}); "
+            "the file was discarded and nothing was counted verified"
+        )
+        self.name = name
+        self.expected = expected
+        self.computed = computed
+
+
+class FetchError(ModelError):
+    """A fetch from a publisher failed (network, HTTP status, stall); what was received is kept."""
+
+
+class DiskReserveError(ModelError):
+    """Fetching or storing would eat into the free-disk reserve."""
+
+
+class CatalogError(ModelError):
+    """A catalog document is missing or malformed."""
+
+
+class ModelInspector(Protocol):
+    """Reads a model file's own metadata (GGUF)."""
+
+    def inspect(self, path: Path) -> ModelSummary:
+        """The summary of the GGUF file at ``path``.
+
+        Raises ModelFileError, and nothing else, for anything that is not a
+        well-formed GGUF file (a directory, an empty file, bad magic, a
+        truncated file, absurd counts or lengths, wrong types). Never hangs:
+        the work is bounded by the file's size.
+        """
+        ...
+
+
+@frozen(kw_only=True)
+class PartialFile:
+    """Where a fetch writes, and how many bytes of it are already there."""
+
+    path: Path
+    bytes_present: int
+
+
+@frozen(kw_only=True)
+class ImportedFile:
+    """A file taken into the cache by import."""
+
+    sha256: Sha256
+    size_bytes: int
+    path: Path
+    linked: bool  # a hard link to the user's file (True) or a copy (False)
+
+
+class ModelStore(Protocol):
+    """One machine's model cache, content-addressed by SHA-256, under a root folder.
+
+    Downloaded and verified are kept apart and persist across restarts. A
+    file only ever appears under its final name after its hash matched; a
+    partial or damaged file never counts as verified.
+    """
+
+    @property
+    def machine(self) -> str: ...
+
+    def import_file(self, source: Path) -> ImportedFile:
+        """Hash ``source`` and store it (hard link where possible, else a copy).
+
+        The user's file is never moved or changed. The stored copy is verified
+        when its hash is recorded. Raises ModelFileError for a path that is not
+        a readable regular file, DiskReserveError when a copy would eat into the
+        reserve.
+        """
+        ...
+
+    def files(self) -> tuple[CachedFile, ...]:
+        """Every file this machine holds or is fetching, with its facts.
+
+        A file whose size or modification time changed since it was verified
+        is reported without its verification.
+        """
+        ...
+
+    def verify(self, sha256: Sha256) -> CachedFile:
+        """Re-read the stored copy, recompute its SHA-256, record and return the result.
+
+        Raises ModelFileError when this machine holds no such file.
+        """
+        ...
+
+    def verified_path(self, sha256: Sha256) -> Path | None:
+        """The stored file, only if it is verified now; None otherwise."""
+        ...
+
+    def partial(self, expected: ArtifactFile) -> PartialFile:
+        """The temporary file a fetch of ``expected`` appends to, and its current size."""
+        ...
+
+    def commit(self, expected: ArtifactFile, computed: Sha256) -> CachedFile:
+        """Move a completed fetch to its final name if ``computed`` is the expected hash.
+
+        On a mismatch the partial file is deleted and ChecksumMismatch raised;
+        nothing is recorded as verified.
+        """
+        ...
+
+    def free_bytes(self) -> int:
+        """Free bytes on the cache's file system, less the configured reserve."""
+        ...
+
+    def exclusive_fetch(self, on_wait: Callable[[str], None]) -> AbstractContextManager[None]:
+        """Hold this machine's fetch lock: one fetch at a time per machine.
+
+        If another process holds it, ``on_wait`` is called once with a sentence
+        saying so, then this waits.
+        """
+        ...
+
+
+FetchProgress = Callable[[int, int], None]
+"""Called with (bytes present, bytes expected) as a fetch advances; may raise to abort it."""
+
+
+class Publisher(Protocol):
+    """Where curated files come from: a URL at a pinned revision."""
+
+    def fetch_into(
+        self, url: str, partial: PartialFile, expected: ArtifactFile, progress: FetchProgress
+    ) -> Sha256:
+        """Append the file's remaining bytes to ``partial`` and return the SHA-256 of the whole.
+
+        Resumes with an HTTP Range request from ``partial.bytes_present``. The
+        new bytes are hashed as they arrive (a fetch is one pass over them); a
+        prefix kept from an earlier attempt is hashed once first. Raises
+        FetchError (keeping what arrived) or DiskReserveError (from ``progress``).
+        """
+        ...
+
+
+class CatalogSource(Protocol):
+    """Where the curated catalog is read from."""
+
+    def load(self) -> Catalog:
+        """The catalog, or CatalogError naming the document and the problem."""
+        ...
