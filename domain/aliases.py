@@ -213,3 +213,18 @@ def import_sentence(
         f"Alias '{alias}' now names artifact {new} (already recorded, different bytes) instead"
         f" of artifact {before}. {untouched}"
     )
+
+
+def append_only_problem(before: AliasBook, after: AliasBook) -> str | None:
+    """Why ``after`` is not ``before`` plus additions, or None when it is.
+
+    Artifact records are never changed or removed, and an alias's history only
+    grows at its end: this is what keeps an alias from ever repointing.
+    """
+    for artifact_id, artifact in before.artifacts.items():
+        if after.artifacts.get(artifact_id) != artifact:
+            return f"artifact {artifact_id.hex} would be changed or removed"
+    for alias, ids in before.histories.items():
+        if after.history(alias)[: len(ids)] != ids:
+            return f"alias {alias}'s history would be rewritten"
+    return None

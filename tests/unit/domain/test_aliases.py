@@ -309,3 +309,24 @@ def test_an_alias_never_repoints(
                 assert found.artifact_id == current
             if current.hex not in {POOL[i].id.hex for i in qualified}:
                 assert found is None
+
+
+def _one_file(data: bytes) -> Artifact:
+    return Artifact.imported(
+        [ArtifactFile(path="m.gguf", size_bytes=len(data), sha256=Sha256.of_bytes(data))]
+    )
+
+
+def test_append_only_accepts_additions_and_names_each_rewrite() -> None:
+    from nodeau.domain.aliases import append_only_problem
+
+    a, b = _one_file(b"a"), _one_file(b"b")
+    before, _ = import_under_alias(AliasBook.empty(), "m", a)
+    after, _ = import_under_alias(before, "m", b)
+    assert append_only_problem(before, after) is None
+    assert append_only_problem(before, before) is None
+    repointed = AliasBook(histories={"m": (b.id,)}, artifacts=after.artifacts)
+    assert append_only_problem(before, repointed) == "alias m's history would be rewritten"
+    assert append_only_problem(before, AliasBook.empty()) == (
+        f"artifact {a.id.hex} would be changed or removed"
+    )

@@ -257,7 +257,9 @@ def test_naive_now_is_a_programming_error() -> None:
 
 @pytest.mark.parametrize("field_name", ["not_before", "not_after"])
 def test_entitlement_times_must_carry_a_zone(field_name: str) -> None:
-    with pytest.raises(ValueError, match=rf"^{field_name} must be a timezone-aware moment, got .*$"):
+    with pytest.raises(
+        ValueError, match=rf"^{field_name} must be a timezone-aware moment, got .*$"
+    ):
         pro(**{field_name: datetime(2025, 6, 1)})
 
 

@@ -422,8 +422,14 @@ def test_impossible_asks(kwargs: dict[str, object], message: str) -> None:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: OrgLimits(max_context_tokens=0), "max_context_tokens must be positive or absent, got 0"),
-        (lambda: OrgLimits(max_model_bytes=-1), "max_model_bytes must be positive or absent, got -1"),
+        (
+            lambda: OrgLimits(max_context_tokens=0),
+            "max_context_tokens must be positive or absent, got 0",
+        ),
+        (
+            lambda: OrgLimits(max_model_bytes=-1),
+            "max_model_bytes must be positive or absent, got -1",
+        ),
         (lambda: OrgQuota(max_gpus_held=0), "max_gpus_held must be positive or absent, got 0"),
         (lambda: OrgQuota(max_workloads=0), "max_workloads must be positive or absent, got 0"),
         (lambda: QuotaUsage(gpus_held=-1), "gpus_held must not be negative, got -1"),

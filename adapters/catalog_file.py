@@ -1,0 +1,298 @@
+"""The curated catalog as a JSON document (cattrs): loading it, and writing one.
+
+The document's shape is in docs/catalog-format.md. It is read strictly: an
+unknown key, a missing key, a value of the wrong JSON type (no ``"12"`` for
+12, no ``true`` for 1), a hash that is not 64 hex digits or a revision that is
+not a commit id refuses the whole document with one line naming the file and
+the field (``models[0].revision``), since a catalog read loosely could pin
+bytes nobody checked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NewType, TypeVar
+
+import cattrs
+from attrs import frozen
+from cattrs.cols import homogenous_tuple_structure_factory, is_sequence
+from cattrs.errors import ForbiddenExtraKeysError
+from cattrs.v import format_exception
+from returns.result import Failure
+
+from nodeau.domain.artifacts import (
+    ArtifactFile,
+    CuratedEntry,
+    Sha256,
+    is_immutable_revision,
+    relative_path_problem,
+)
+from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry
+from nodeau.domain.tasks import Task
+from nodeau.ports.models import CatalogError
+
+CATALOG_VERSION = 1
+
+_Text = NewType("_Text", str)  # a string with something in it
+_Count = NewType("_Count", int)  # a whole number above zero
+_Revision = NewType("_Revision", str)
+_FilePath = NewType("_FilePath", str)
+_Version = NewType("_Version", int)
+
+
+class _FieldProblem(ValueError):
+    """A value refused by one of this module's hooks; its text is shown as it is."""
+
+
+@frozen(kw_only=True)
+class _FileDoc:
+    path: _FilePath
+    size_bytes: _Count
+    sha256: Sha256
+
+
+@frozen(kw_only=True)
+class _SummaryDoc:
+    architecture: _Text
+    parameters: _Text
+    context_length: _Count
+    quantisation: _Text
+
+
+@frozen(kw_only=True)
+class _ModelDoc:
+    name: _Text
+    publisher: _Text
+    repo: _Text
+    revision: _Revision
+    files: tuple[_FileDoc, ...]
+    summary: _SummaryDoc
+    tasks: tuple[Task, ...]
+
+
+@frozen(kw_only=True)
+class _CatalogDoc:
+    catalog_version: _Version
+    models: tuple[_ModelDoc, ...]
+
+
+def _json_kind(value: object) -> str:
+    kinds = {bool: "true/false", int: "a number", float: "a number", str: "a string"}
+    kinds |= {list: "a list", dict: "an object", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+_T = TypeVar("_T")
+
+
+def _strict(kind: type[_T], wanted: str) -> Callable[[object, object], _T]:
+    def structure(value: object, _type: object) -> _T:
+        if type(value) is not kind:  # exact: bool is not an int here
+            raise _FieldProblem(f"expected {wanted}, got {_json_kind(value)}")
+        return value
+
+    return structure
+
+
+def _text(value: object, _type: object) -> _Text:
+    text = _strict(str, "a string")(value, _type)
+    if not text.strip():
+        raise _FieldProblem("cannot be empty")
+    return _Text(text)
+
+
+def _count(value: object, _type: object) -> _Count:
+    number = _strict(int, "a whole number")(value, _type)
+    if number <= 0:
+        raise _FieldProblem(f"must be above zero, got {number}")
+    return _Count(number)
+
+
+def _revision(value: object, _type: object) -> _Revision:
+    text = _strict(str, "a string")(value, _type)
+    if not is_immutable_revision(text):
+        raise _FieldProblem(f"{text!r} is not a 40-hex commit id (a branch or a tag can move)")
+    return _Revision(text)
+
+
+def _file_path(value: object, _type: object) -> _FilePath:
+    text = _strict(str, "a string")(value, _type)
+    problem = relative_path_problem(text)
+    if problem is not None:
+        raise _FieldProblem(problem)
+    return _FilePath(text)
+
+
+def _version(value: object, _type: object) -> _Version:
+    number = _strict(int, "a whole number")(value, _type)
+    if number != CATALOG_VERSION:
+        raise _FieldProblem(f"this Nodeau reads catalog version {CATALOG_VERSION}, not {number}")
+    return _Version(number)
+
+
+def _sha256(value: object, _type: object) -> Sha256:
+    text = _strict(str, "a string")(value, _type)
+    parsed = Sha256.parse(text)
+    if isinstance(parsed, Failure):
+        raise _FieldProblem(parsed.failure())
+    return parsed.unwrap()
+
+
+def _task(value: object, _type: object) -> Task:
+    text = _strict(str, "a string")(value, _type)
+    try:
+        return Task(text)
+    except ValueError:
+        known = ", ".join(t.value for t in Task)
+        raise _FieldProblem(f"{text!r} is not a task ({known})") from None
+
+
+def _list_of(kind: Any, converter: cattrs.Converter) -> Callable[[object, object], tuple[Any, ...]]:
+    items = homogenous_tuple_structure_factory(kind, converter)
+
+    def structure(value: object, type_: object) -> tuple[Any, ...]:
+        if type(value) is not list:
+            raise _FieldProblem(f"expected a list, got {_json_kind(value)}")
+        return items(value, type_)  # type: ignore[no-any-return]
+
+    return structure
+
+
+def _converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    hooks: dict[Any, Callable[[object, object], object]] = {
+        str: _strict(str, "a string"),
+        int: _strict(int, "a whole number"),
+        _Text: _text,
+        _Count: _count,
+        _Revision: _revision,
+        _FilePath: _file_path,
+        _Version: _version,
+        Sha256: _sha256,
+        Task: _task,
+    }
+    for kind, hook in hooks.items():
+        converter.register_structure_hook(kind, hook)
+    converter.register_structure_hook_factory(is_sequence, lambda t: _list_of(t, converter))
+    converter.register_unstructure_hook(Sha256, lambda digest: digest.hex)
+    return converter
+
+
+_CONVERTER = _converter()
+
+
+def _problem_text(exc: BaseException, kind: type | None) -> str:
+    if isinstance(exc, _FieldProblem):
+        return str(exc)
+    if isinstance(exc, ForbiddenExtraKeysError):
+        keys = ", ".join(repr(k) for k in sorted(exc.extra_fields))
+        return f"unknown key {keys}"
+    if isinstance(exc, KeyError):
+        return "missing"
+    if isinstance(exc, (TypeError, AttributeError)):
+        return "expected an object"
+    return format_exception(exc, kind)
+
+
+def _first_problem(exc: Exception) -> str:
+    """``models[0].revision: <problem>`` for the first problem, and how many more there are."""
+    problems = cattrs.transform_error(exc, path="$", format_exception=_problem_text)
+    if not problems:
+        return str(exc)
+    text, _, where = problems[0].rpartition(" @ ")
+    where = where.removeprefix("$").removeprefix(".") or "the document"
+    others = len(problems) - 1
+    more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
+    return f"{where}: {text}{more}"
+
+
+def _entry(model: _ModelDoc) -> CatalogEntry:
+    files = [
+        ArtifactFile(path=f.path, size_bytes=f.size_bytes, sha256=f.sha256) for f in model.files
+    ]
+    entry = CuratedEntry(
+        name=model.name,
+        publisher=model.publisher,
+        repo=model.repo,
+        revision=model.revision,
+        files=tuple(files),
+    )
+    summary = ArchitectureSummary(
+        architecture=model.summary.architecture,
+        parameters=model.summary.parameters,
+        context_length=model.summary.context_length,
+        quantisation=model.summary.quantisation,
+    )
+    return CatalogEntry(entry=entry, summary=summary, tasks=model.tasks)
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise _FieldProblem(f"key {', '.join(map(repr, repeated))} appears twice in one object")
+    return dict(pairs)
+
+
+def parse_catalog(text: str, source: str) -> Catalog:
+    """The catalog in the JSON ``text``; CatalogError naming ``source`` and the first problem."""
+    try:
+        raw = json.loads(text, object_pairs_hook=_no_repeated_keys)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(
+            f"{source}: not valid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})"
+        ) from exc
+    except _FieldProblem as exc:
+        raise CatalogError(f"{source}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{source}: the document must be a JSON object, not {_json_kind(raw)}")
+    try:
+        document = _CONVERTER.structure(raw, _CatalogDoc)
+    except Exception as exc:  # cattrs reports every problem as an exception (group)
+        raise CatalogError(f"{source}: {_first_problem(exc)}") from exc
+    entries = []
+    for index, model in enumerate(document.models):
+        for label, values in (("files", model.files), ("tasks", model.tasks)):
+            if not values:
+                raise CatalogError(f"{source}: models[{index}].{label}: cannot be empty")
+        try:
+            entries.append(_entry(model))
+        except ValueError as exc:  # a rule across fields, such as a file path listed twice
+            raise CatalogError(f"{source}: models[{index}]: {exc}") from exc
+    try:
+        return Catalog(entries=tuple(entries))
+    except ValueError as exc:
+        raise CatalogError(f"{source}: models: {exc}") from exc
+
+
+def catalog_json(catalog: Catalog) -> str:
+    """The document for ``catalog``, which :func:`parse_catalog` reads back to equal values."""
+    models = [
+        _CONVERTER.unstructure(
+            e.entry
+        )  # name, publisher, repo, revision, files: as in the document
+        | {"summary": _CONVERTER.unstructure(e.summary), "tasks": [t.value for t in e.tasks]}
+        for e in catalog.entries
+    ]
+    return json.dumps({"catalog_version": CATALOG_VERSION, "models": models}, indent=2) + "\n"
+
+
+class JsonCatalogFile:
+    """A :class:`~nodeau.ports.models.CatalogSource` reading a JSON document from a file."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def load(self) -> Catalog:
+        """The catalog in the file; CatalogError naming the file and the problem."""
+        try:
+            text = self._path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise CatalogError(f"{self._path}: no such catalog file") from exc
+        except UnicodeDecodeError as exc:
+            raise CatalogError(f"{self._path}: not UTF-8 text (byte {exc.start})") from exc
+        except OSError as exc:
+            raise CatalogError(f"{self._path}: cannot read ({exc.strerror})") from exc
+        return parse_catalog(text, str(self._path))

@@ -1,0 +1,502 @@
+"""The model cache on a local file system: content-addressed files and an SQLite index of facts.
+
+Layout under the root (one root per machine)::
+
+    blobs/sha256/<hex>    a file whose SHA-256 matched, under its final name
+    partial/<hex>.part    a fetch in progress, kept across restarts so it can resume
+    tmp/                  an import's link or copy before its rename
+    index.sqlite3         per file: expected size, bytes present, the last computed
+                          hash and when, and the (size, mtime_ns, inode) seen then
+    fetch.lock            one fetch at a time on this machine
+    import.lock           importers hold it shared; opening cleans tmp/ only when free
+
+A name under blobs/ appears only through ``os.replace`` after the hash matched,
+and the index records a check only after that rename and a fsync of the file
+and its folder, so a crash at any point leaves no verified row without its
+bytes. A check counts only while the file's stat fingerprint is the one
+recorded: a file touched or changed on disk drops out of verified without
+being re-read, and ``verify`` re-reads it. Imports hard-link the user's file
+where they can (never moving or changing it) and copy it otherwise.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import sqlite3
+import stat
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, suppress
+from datetime import datetime
+from pathlib import Path
+from typing import NamedTuple
+
+from nodeau.domain.artifacts import ArtifactFile, Sha256, is_sha256_hex
+from nodeau.domain.cache import CachedFile
+from nodeau.ports.models import (
+    ChecksumMismatch,
+    DiskReserveError,
+    ImportedFile,
+    ModelFileError,
+    PartialFile,
+)
+
+BUFFER_BYTES = 8 * 1024 * 1024
+"""Bytes per read while hashing: hashlib releases the GIL on buffers this large."""
+
+WAIT_MESSAGE = "another fetch is running on this machine; waiting for it to finish"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    sha256 TEXT PRIMARY KEY, size_bytes INTEGER NOT NULL CHECK (size_bytes > 0),
+    bytes_present INTEGER NOT NULL DEFAULT 0, computed_sha256 TEXT, verified_at TEXT,
+    fp_size INTEGER, fp_mtime_ns INTEGER, fp_inode INTEGER
+)
+"""
+
+Fingerprint = tuple[int, int, int]
+
+
+class _Row(NamedTuple):
+    sha256: str
+    size_bytes: int
+    bytes_present: int
+    computed_sha256: str | None
+    verified_at: str | None
+    fp_size: int | None
+    fp_mtime_ns: int | None
+    fp_inode: int | None
+
+    @property
+    def fingerprint(self) -> tuple[int | None, int | None, int | None]:
+        return (self.fp_size, self.fp_mtime_ns, self.fp_inode)
+
+
+_COLUMNS = ", ".join(_Row._fields)
+
+
+def fingerprint(st: os.stat_result) -> Fingerprint:
+    """What must stay the same for an earlier check of a file to still hold."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _regular_stat(path: Path) -> os.stat_result | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _pump(fd: int, hasher: hashlib._Hash, sink: int | None = None) -> int:
+    """Hash everything readable from ``fd`` (writing it to ``sink`` too); returns the count."""
+    view = memoryview(bytearray(BUFFER_BYTES))
+    total = 0
+    with open(fd, "rb", buffering=0, closefd=False) as source:
+        while count := source.readinto(view):
+            chunk = view[:count]
+            hasher.update(chunk)
+            while sink is not None and chunk:
+                chunk = chunk[os.write(sink, chunk) :]
+            total += count
+    return total
+
+
+def _hash_open_file(fd: int) -> tuple[Sha256, os.stat_result, os.stat_result]:
+    """The SHA-256 of an open file, with its stat from before and after the read."""
+    before = os.fstat(fd)
+    hasher = hashlib.sha256()
+    _pump(fd, hasher)
+    return Sha256(hex=hasher.hexdigest()), before, os.fstat(fd)
+
+
+def _fsync(path: Path, flags: int = 0) -> None:
+    fd = os.open(path, os.O_RDONLY | flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _rename_durably(source: Path, target: Path) -> None:
+    os.replace(source, target)
+    _fsync(target.parent, os.O_DIRECTORY)
+    if source.parent != target.parent:
+        _fsync(source.parent, os.O_DIRECTORY)
+
+
+def _problem(exc: OSError) -> str:
+    return (exc.strerror or type(exc).__name__).lower()
+
+
+def _open_source(source: Path) -> tuple[int, os.stat_result]:
+    """An open descriptor on a readable, non-empty regular file, and its stat."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not hang; it changes nothing for a regular file
+        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError as exc:
+        raise ModelFileError(source, "no such file") from exc
+    except OSError as exc:
+        raise ModelFileError(source, f"cannot be read ({_problem(exc)})") from exc
+    st = os.fstat(fd)
+    problem = None
+    if stat.S_ISDIR(st.st_mode):
+        problem = "is a directory, not a model file"
+    elif not stat.S_ISREG(st.st_mode):
+        problem = "is not a regular file"
+    elif st.st_size == 0:
+        problem = "is empty"
+    if problem is not None:
+        os.close(fd)
+        raise ModelFileError(source, problem)
+    return fd, st
+
+
+class FilesystemModelStore:
+    """``ModelStore`` for one machine: files under ``root``, facts in ``root/index.sqlite3``."""
+
+    def __init__(
+        self,
+        root: Path,
+        machine: str,
+        *,
+        reserve_bytes: int,
+        clock: Callable[[], datetime],
+    ) -> None:
+        if not machine.strip():
+            raise ValueError("a model store belongs to a named machine")
+        if reserve_bytes < 0:
+            raise ValueError(f"reserve_bytes cannot be negative, got {reserve_bytes}")
+        self._root = root
+        self._machine = machine
+        self._reserve = reserve_bytes
+        self._clock = clock
+        self._blobs = root / "blobs" / "sha256"
+        self._partials = root / "partial"
+        self._tmp = root / "tmp"
+        self._index = root / "index.sqlite3"
+        self._db_lock = threading.Lock()
+        try:
+            for folder in (self._blobs, self._partials, self._tmp):
+                folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ModelFileError(root, f"cannot create the model cache ({_problem(exc)})") from exc
+        try:
+            self._db = sqlite3.connect(
+                self._index, timeout=60, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as exc:
+            raise ModelFileError(self._index, f"cannot open the cache index ({exc})") from exc
+        with self._transaction() as db:
+            db.execute(_SCHEMA)
+        self._clean_tmp()
+        self._adopt_orphans()
+
+    def close(self) -> None:
+        """Close the index; the store cannot be used afterwards."""
+        with self._db_lock:
+            self._db.close()
+
+    def __enter__(self) -> FilesystemModelStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    @property
+    def machine(self) -> str:
+        return self._machine
+
+    # -- the port ----------------------------------------------------------
+
+    def import_file(self, source: Path) -> ImportedFile:
+        # shared: imports run side by side, and an opening store cleans tmp/ only while none runs
+        with self._held("import.lock", fcntl.LOCK_SH, on_wait=None):
+            fd, _ = _open_source(source)
+            try:
+                digest, before, after = _hash_open_file(fd)
+            except OSError as exc:
+                raise ModelFileError(source, f"cannot be read ({_problem(exc)})") from exc
+            finally:
+                os.close(fd)
+            if fingerprint(before) != fingerprint(after):
+                raise ModelFileError(source, "changed while it was read; nothing was imported")
+            blob = self._blob(digest)
+            if self.verified_path(digest) is None:
+                linked = self._store(source, digest, before)
+            else:  # the same bytes are held and verified already: nothing to do
+                held = os.stat(blob)
+                linked = (held.st_dev, held.st_ino) == (before.st_dev, before.st_ino)
+            return ImportedFile(sha256=digest, size_bytes=before.st_size, path=blob, linked=linked)
+
+    def files(self) -> tuple[CachedFile, ...]:
+        return tuple(self._observe(row) for row in self._rows())
+
+    def verify(self, sha256: Sha256) -> CachedFile:
+        row = self._row(sha256)
+        blob = self._blob(sha256)
+        if row is None or _regular_stat(blob) is None:
+            raise ModelFileError(f"sha256:{sha256.hex}", "this machine holds no complete copy")
+        try:
+            fd = os.open(blob, os.O_RDONLY)
+            try:
+                computed, before, _ = _hash_open_file(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ModelFileError(blob, f"cannot be read ({_problem(exc)})") from exc
+        # the fingerprint from before the read: a change during it shows as a change after
+        self._record(sha256, row.size_bytes, computed, fingerprint(before))
+        return self._observe(sha256)
+
+    def verified_path(self, sha256: Sha256) -> Path | None:
+        row = self._row(sha256)
+        if row is None or not self._observe(row).verified:
+            return None
+        return self._blob(sha256)
+
+    def partial(self, expected: ArtifactFile) -> PartialFile:
+        path = self._partial(expected.sha256)
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO files (sha256, size_bytes) VALUES (?, ?) ON CONFLICT (sha256) "
+                "DO UPDATE SET size_bytes = excluded.size_bytes",
+                (expected.sha256.hex, expected.size_bytes),
+            )
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                present = os.fstat(fd).st_size
+                if present > expected.size_bytes:
+                    # more bytes than the file has cannot be a prefix of it: start again
+                    os.ftruncate(fd, 0)
+                    present = 0
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ModelFileError(path, f"cannot be written ({_problem(exc)})") from exc
+        return PartialFile(path=path, bytes_present=present)
+
+    def commit(self, expected: ArtifactFile, computed: Sha256) -> CachedFile:
+        part = self._partial(expected.sha256)
+        blob = self._blob(expected.sha256)
+        try:
+            fd = os.open(part, os.O_RDONLY)
+        except FileNotFoundError as exc:
+            raise ModelFileError(part, "no fetch of this file is in progress") from exc
+        try:
+            size = os.fstat(fd).st_size
+            if computed != expected.sha256 or size != expected.size_bytes:
+                os.unlink(part)
+                with self._transaction() as db:
+                    if _regular_stat(blob) is None:
+                        db.execute("DELETE FROM files WHERE sha256 = ?", (expected.sha256.hex,))
+                raise ChecksumMismatch(expected.path, expected.sha256, computed)
+            os.fsync(fd)
+            os.fchmod(fd, 0o444)
+            stored = fingerprint(os.fstat(fd))
+            _rename_durably(part, blob)
+        except OSError as exc:
+            raise ModelFileError(blob, f"cannot be stored ({_problem(exc)})") from exc
+        finally:
+            os.close(fd)
+        self._record(expected.sha256, expected.size_bytes, computed, stored)
+        return self._observe(expected.sha256)
+
+    def free_bytes(self) -> int:
+        return shutil.disk_usage(self._root).free - self._reserve
+
+    def exclusive_fetch(self, on_wait: Callable[[str], None]) -> AbstractContextManager[None]:
+        return self._held("fetch.lock", fcntl.LOCK_EX, on_wait)
+
+    # -- files -------------------------------------------------------------
+
+    def _blob(self, sha256: Sha256) -> Path:
+        return self._blobs / sha256.hex
+
+    def _partial(self, sha256: Sha256) -> Path:
+        return self._partials / f"{sha256.hex}.part"
+
+    def _store(self, source: Path, digest: Sha256, hashed: os.stat_result) -> bool:
+        """Link or copy the user's file under its final name and record it verified."""
+        blob = self._blob(digest)
+        tmp = self._tmp / f"{digest.hex}.{uuid.uuid4().hex}"
+        try:
+            linked = self._link(source, tmp, hashed)
+            if not linked:
+                self._copy(source, tmp, digest, hashed.st_size)
+            stored = fingerprint(os.stat(tmp))
+            _rename_durably(tmp, blob)
+        except OSError as exc:
+            raise ModelFileError(blob, f"cannot be stored ({_problem(exc)})") from exc
+        finally:
+            with suppress(FileNotFoundError):
+                os.unlink(tmp)  # left only by a failure, or by a rename onto its own inode
+        self._record(digest, hashed.st_size, digest, stored)
+        return linked
+
+    def _link(self, source: Path, tmp: Path, hashed: os.stat_result) -> bool:
+        """Hard-link the user's file into tmp/; False where the file system will not."""
+        try:
+            os.link(source, tmp)
+        except OSError:
+            return False  # another file system, no permission, too many links: copy instead
+        linked = os.stat(tmp)
+        if (linked.st_dev, *fingerprint(linked)) != (hashed.st_dev, *fingerprint(hashed)):
+            raise ModelFileError(source, "changed while it was imported; nothing was imported")
+        _fsync(tmp)
+        return True
+
+    def _copy(self, source: Path, tmp: Path, digest: Sha256, size: int) -> None:
+        """Copy the user's file into tmp/ (read-only), hashing the bytes as they are written."""
+        free = self.free_bytes()
+        if size > free:
+            raise DiskReserveError(
+                f"{source}: a copy needs {size} bytes and only {max(free, 0)} are free above "
+                f"the reserve of {self._reserve} bytes; nothing was imported"
+            )
+        fd, _ = _open_source(source)
+        try:
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                hasher = hashlib.sha256()
+                copied = _pump(fd, hasher, sink=out)
+                os.fsync(out)
+                os.fchmod(out, 0o444)
+            finally:
+                os.close(out)
+        finally:
+            os.close(fd)
+        if copied != size or hasher.hexdigest() != digest.hex:
+            raise ModelFileError(source, "changed while it was copied; nothing was imported")
+
+    @contextmanager
+    def _held(self, name: str, mode: int, on_wait: Callable[[str], None] | None) -> Iterator[None]:
+        """Hold the lock file ``root/name`` (flock ``mode``), saying so first if it must wait."""
+        fd = os.open(self._root / name, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait(WAIT_MESSAGE)
+                fcntl.flock(fd, mode)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+
+    def _clean_tmp(self) -> None:
+        """Remove what interrupted imports left in tmp/, unless an import is running now."""
+        fd = os.open(self._root / "import.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # a running import's file is not a leftover; the next opening cleans
+            for entry in os.scandir(self._tmp):
+                with suppress(OSError):  # a folder someone made there is not ours to remove
+                    os.unlink(entry.path)
+        finally:
+            os.close(fd)
+
+    # -- facts -------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._db_lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise ModelFileError(self._index, f"the cache index failed ({exc})") from exc
+
+    def _rows(self, sha256: Sha256 | None = None) -> list[_Row]:
+        where = "ORDER BY sha256" if sha256 is None else "WHERE sha256 = ?"
+        args = () if sha256 is None else (sha256.hex,)
+        # one statement reads one consistent snapshot; no transaction, so writers are not held up
+        with self._db_lock:
+            try:
+                found = self._db.execute(f"SELECT {_COLUMNS} FROM files {where}", args).fetchall()
+            except sqlite3.Error as exc:
+                raise ModelFileError(self._index, f"the cache index failed ({exc})") from exc
+        return [_Row(*row) for row in found]
+
+    def _row(self, sha256: Sha256) -> _Row | None:
+        found = self._rows(sha256)
+        return found[0] if found else None
+
+    def _record(
+        self, sha256: Sha256, size_bytes: int, computed: Sha256, stored: Fingerprint
+    ) -> None:
+        """Record a hash computed over the file with this fingerprint, and when."""
+        at = self._clock().isoformat()
+        with self._transaction() as db:
+            db.execute(
+                f"INSERT OR REPLACE INTO files ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (sha256.hex, size_bytes, stored[0], computed.hex, at, *stored),
+            )
+
+    def _observe(self, row_or_sha: _Row | Sha256) -> CachedFile:
+        """The row's facts as they hold now: a check counts only on an unchanged file."""
+        row = self._row(row_or_sha) if isinstance(row_or_sha, Sha256) else row_or_sha
+        if row is None:
+            raise ModelFileError(f"sha256:{row_or_sha}", "this machine holds no such file")
+        sha = Sha256(hex=row.sha256)
+        held = _regular_stat(self._blob(sha))
+        if held is not None:
+            present = held.st_size
+            checked = row.computed_sha256 is not None and row.fingerprint == fingerprint(held)
+        else:
+            part = _regular_stat(self._partial(sha))
+            present = 0 if part is None else part.st_size
+            checked = False
+        if present != row.bytes_present or (row.computed_sha256 is not None and not checked):
+            self._forget_check(row, present)
+        computed, at = None, None
+        if checked and row.computed_sha256 is not None and row.verified_at is not None:
+            computed = Sha256(hex=row.computed_sha256)
+            at = datetime.fromisoformat(row.verified_at)
+        return CachedFile(
+            machine=self._machine,
+            sha256=sha,
+            size_bytes=row.size_bytes,
+            bytes_present=present,
+            computed_sha256=computed,
+            verified_at=at,
+        )
+
+    def _forget_check(self, row: _Row, present: int) -> None:
+        """Persist that the file changed: only if no one recorded a new check meanwhile."""
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE files SET bytes_present = ?, computed_sha256 = NULL, verified_at = NULL, "
+                "fp_size = NULL, fp_mtime_ns = NULL, fp_inode = NULL WHERE sha256 = ? "
+                "AND computed_sha256 IS ? AND fp_size IS ? AND fp_mtime_ns IS ? AND fp_inode IS ?",
+                (present, row.sha256, row.computed_sha256, *row.fingerprint),
+            )
+
+    def _adopt_orphans(self) -> None:
+        """List a file found under its final name with no row (a crash between rename and row).
+
+        It is listed as downloaded, never as verified: ``verify`` or a new import decides.
+        """
+        known = {row.sha256 for row in self._rows()}
+        names = [e.name for e in os.scandir(self._blobs) if is_sha256_hex(e.name)]
+        found = [(name, _regular_stat(self._blobs / name)) for name in names if name not in known]
+        orphans = [(name, st.st_size, st.st_size) for name, st in found if st and st.st_size > 0]
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO files (sha256, size_bytes, bytes_present) VALUES (?, ?, ?)",
+                orphans,
+            )

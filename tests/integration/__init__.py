@@ -1,0 +1,1 @@
+"""Integration tests: real processes, real files, real sockets on loopback."""
