@@ -1,0 +1,16 @@
+"""Which failures a person gets as one line (expected ones) rather than a traceback (bugs)."""
+
+from __future__ import annotations
+
+from nodeau.ports.models import ModelError
+
+
+class SettingsError(Exception):
+    """An environment setting Nodeau cannot use."""
+
+
+def one_line(exc: BaseException) -> str | None:
+    """The message for an expected failure, or None for a bug that deserves its traceback."""
+    if isinstance(exc, ModelError | SettingsError):
+        return " ".join(str(exc).split())
+    return None

@@ -1,0 +1,61 @@
+"""The model side's adapters, built from settings when a command needs them."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+
+from attrs import frozen
+
+from nodeau.apps.cli.bootstrap import Settings, settings, utc_now
+from nodeau.domain.artifacts import ArtifactFile
+from nodeau.domain.catalog import Catalog, CatalogEntry
+from nodeau.ports.models import FetchProgress, ModelInspector, ModelStore, Publisher
+from nodeau.ports.registry import ArtifactRegistry
+
+
+@frozen(kw_only=True)
+class ModelServices:
+    settings: Settings
+    store: ModelStore
+    inspector: ModelInspector
+    registry: ArtifactRegistry
+
+    def catalog(self) -> Catalog:
+        from nodeau.adapters.catalog_file import JsonCatalogFile
+
+        return JsonCatalogFile(self.settings.catalog).load()
+
+    def publisher(self) -> Publisher:
+        import httpx
+
+        from nodeau.adapters.http_publisher import HttpPublisher
+
+        client = httpx.Client(follow_redirects=True, timeout=httpx.Timeout(30.0, connect=10.0))
+        return HttpPublisher(client)
+
+    def url_for(self, entry: CatalogEntry, file: ArtifactFile) -> str:
+        from nodeau.adapters.http_publisher import fetch_url
+
+        return fetch_url(entry.entry, file, base_url=self.settings.publisher_url)
+
+    def progress_for(self, file: ArtifactFile) -> AbstractContextManager[FetchProgress]:
+        from nodeau.adapters.progress import fetch_progress
+
+        return fetch_progress(file.path)
+
+
+def build() -> ModelServices:
+    """Every adapter of the model side, configured from the environment."""
+    from nodeau.adapters.fs_store import FilesystemModelStore
+    from nodeau.adapters.gguf_inspector import GgufModelInspector
+    from nodeau.adapters.sqlite_registry import SqliteRegistry
+
+    s = settings()
+    return ModelServices(
+        settings=s,
+        store=FilesystemModelStore(
+            s.models_root, s.machine, reserve_bytes=s.reserve_bytes, clock=utc_now
+        ),
+        inspector=GgufModelInspector(),
+        registry=SqliteRegistry(s.registry_path),
+    )

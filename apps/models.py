@@ -1,0 +1,226 @@
+"""Model use-cases shared by the CLI and the agent: import, pull, verify, status, info.
+
+Each takes its ports as arguments, asks the domain for decisions and carries
+them out. Expected failures are the ports' ModelError subclasses, whose text
+is one line for a person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from attrs import frozen
+from returns.pipeline import is_successful
+
+from nodeau.domain.aliases import (
+    AliasBook,
+    ImportOutcome,
+    alias_problem,
+    import_under_alias,
+    record_artifact,
+)
+from nodeau.domain.artifacts import Artifact, ArtifactFile, Sha256
+from nodeau.domain.cache import CachedFile
+from nodeau.domain.catalog import Catalog, CatalogEntry, find_entry
+from nodeau.domain.memory import Allowances
+from nodeau.domain.model_info import ModelInfo, ModelSummary, model_info
+from nodeau.ports.models import (
+    DiskReserveError,
+    FetchProgress,
+    ImportedFile,
+    ModelError,
+    ModelInspector,
+    ModelStore,
+    Publisher,
+)
+from nodeau.ports.registry import ArtifactRegistry
+
+MIN_PREFIX = 6
+
+
+class UnknownModel(ModelError):
+    """No alias, catalog name or artifact id matches what was typed."""
+
+
+@frozen(kw_only=True)
+class ImportReport:
+    imported: ImportedFile
+    summary: ModelSummary
+    outcome: ImportOutcome | None  # None with --no-register
+
+
+def default_alias(path: Path) -> str:
+    """The alias an import gets when none is given: the file name without .gguf."""
+    stem = path.name[: -len(".gguf")] if path.name.lower().endswith(".gguf") else path.name
+    problem = alias_problem(stem)
+    if problem is not None:
+        raise ModelError(f"{path}: {problem}; pass --alias NAME")
+    return stem
+
+
+def import_model(
+    path: Path,
+    *,
+    alias: str | None,
+    register: bool,
+    inspector: ModelInspector,
+    store: ModelStore,
+    registry: ArtifactRegistry,
+) -> ImportReport:
+    """Check the file is a GGUF model, store it verified, and (unless told not to) register it."""
+    if alias is not None and (problem := alias_problem(alias)) is not None:
+        raise ModelError(f"--alias {alias!r}: {problem}")
+    name = alias if alias is not None else (default_alias(path) if register else None)
+    summary = inspector.inspect(path)
+    imported = store.import_file(path)
+    if not register:
+        return ImportReport(imported=imported, summary=summary, outcome=None)
+    artifact = Artifact.imported(
+        [ArtifactFile(path=path.name, size_bytes=imported.size_bytes, sha256=imported.sha256)]
+    )
+    outcome = registry.update(lambda book: import_under_alias(book, name, artifact))
+    return ImportReport(imported=imported, summary=summary, outcome=outcome)
+
+
+@frozen(kw_only=True)
+class PullReport:
+    entry: CatalogEntry
+    fetched: tuple[CachedFile, ...]
+    already_verified: tuple[ArtifactFile, ...]
+
+
+def reserve_guard(
+    store: ModelStore, expected: ArtifactFile, progress: FetchProgress
+) -> FetchProgress:
+    """Progress that also refuses to eat into the free-disk reserve while fetching."""
+
+    def report(present: int, total: int) -> None:
+        remaining = expected.size_bytes - present
+        if store.free_bytes() < remaining:
+            raise DiskReserveError(
+                f"{expected.path}: {remaining} more bytes would eat into the free-disk reserve; "
+                "fetch stopped, what arrived is kept for a resume"
+            )
+        progress(present, total)
+
+    return report
+
+
+def pull_model(
+    name: str,
+    *,
+    catalog: Catalog,
+    store: ModelStore,
+    publisher: Publisher,
+    registry: ArtifactRegistry,
+    url_for: Callable[[CatalogEntry, ArtifactFile], str],
+    progress_for: Callable[[ArtifactFile], AbstractContextManager[FetchProgress]],
+    on_wait: Callable[[str], None],
+) -> PullReport:
+    """Fetch every file of a catalog model this machine does not hold verified."""
+    entry = catalog_entry(catalog, name)
+    fetched: list[CachedFile] = []
+    skipped: list[ArtifactFile] = []
+    with store.exclusive_fetch(on_wait):
+        for file in entry.entry.files:
+            if store.verified_path(file.sha256) is not None:
+                skipped.append(file)
+                continue
+            partial = store.partial(file)
+            if store.free_bytes() < file.size_bytes - partial.bytes_present:
+                raise DiskReserveError(
+                    f"{file.path}: needs {file.size_bytes - partial.bytes_present} more bytes and "
+                    f"only {max(store.free_bytes(), 0)} are free above the reserve; nothing fetched"
+                )
+            with progress_for(file) as progress:
+                computed = publisher.fetch_into(
+                    url_for(entry, file), partial, file, reserve_guard(store, file, progress)
+                )
+            fetched.append(store.commit(file, computed))
+    registry.update(lambda book: record_artifact(book, entry.entry.artifact()))
+    return PullReport(entry=entry, fetched=tuple(fetched), already_verified=tuple(skipped))
+
+
+def catalog_entry(catalog: Catalog, name: str) -> CatalogEntry:
+    """The catalog entry called ``name``, or UnknownModel saying what is close."""
+    found = find_entry(catalog, name)
+    if is_successful(found):
+        return found.unwrap()
+    raise UnknownModel(found.failure())
+
+
+@frozen(kw_only=True)
+class Resolved:
+    """What a typed model name points at, and every name it goes by."""
+
+    artifact: Artifact
+    names: tuple[str, ...]
+
+
+def model_names(artifact: Artifact, book: AliasBook, catalog: Catalog) -> tuple[str, ...]:
+    """Aliases now naming the artifact, and catalog names whose files are its files."""
+    aliases = [a for a in book.aliases if book.resolve(a) == artifact.id]
+    curated = [e.name for e in catalog.entries if e.entry.artifact().id == artifact.id]
+    return tuple(sorted(set(aliases) | set(curated)))
+
+
+def resolve_model(text: str, book: AliasBook, catalog: Catalog) -> Resolved:
+    """An alias, a catalog name, an artifact id, or a unique id prefix of six or more digits."""
+    known = {
+        **{e.entry.artifact().id: e.entry.artifact() for e in catalog.entries},
+        **book.artifacts,
+    }
+    current = book.resolve(text)
+    if current is not None:
+        artifact = known[current]
+    elif (entry := next((e for e in catalog.entries if e.name == text), None)) is not None:
+        artifact = entry.entry.artifact()
+    else:
+        artifact = _by_prefix(text, known)
+    return Resolved(artifact=artifact, names=model_names(artifact, book, catalog))
+
+
+def _by_prefix(text: str, known: dict[Sha256, Artifact]) -> Artifact:
+    prefix = text.lower().removeprefix("sha256:")
+    matches = [
+        a for i, a in known.items() if len(prefix) >= MIN_PREFIX and i.hex.startswith(prefix)
+    ]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise UnknownModel(f"{text}: matches {len(matches)} artifacts; type more of the id")
+    raise UnknownModel(
+        f"{text}: no alias, catalog model or artifact id (at least {MIN_PREFIX} hex digits) matches"
+    )
+
+
+def verify_model(resolved: Resolved, store: ModelStore) -> tuple[CachedFile, ...]:
+    """Re-read this machine's copy of every file of the artifact and recompute its hash."""
+    return tuple(store.verify(f.sha256) for f in resolved.artifact.files)
+
+
+def describe_model(
+    resolved: Resolved,
+    *,
+    store: ModelStore,
+    inspector: ModelInspector,
+    registry: ArtifactRegistry,
+    allowances: Allowances,
+) -> ModelInfo:
+    """Architecture values from this machine's verified copy, with predictions and measurements."""
+    first = resolved.artifact.files[0]
+    path = store.verified_path(first.sha256)
+    if path is None:
+        raise ModelError(
+            f"{resolved.names[0] if resolved.names else resolved.artifact.id.short}: this machine "
+            "holds no verified copy, so its architecture values cannot be read; pull or import it"
+        )
+    return model_info(
+        artifact_id=resolved.artifact.id.hex,
+        size_bytes=resolved.artifact.size_bytes,
+        summary=inspector.inspect(path),
+        table=registry.measurements(),
+        allowances=allowances,
+    )
