@@ -123,3 +123,31 @@ def merge_reports(reports: Iterable[AgentReport]) -> Fleet:
         kept = tuple(sorted((g for g in r.gpus if owner[g.uuid][1] == name), key=lambda g: g.uuid))
         machines.append(Machine(name=name, gpus=kept, control_plane=r.control_plane))
     return Fleet(machines=tuple(machines))
+
+
+@frozen(kw_only=True)
+class GpuReading:
+    """One card as read now: the card, its free memory (a reading, not the ledger) and driver."""
+
+    gpu: Gpu
+    free_bytes: int
+    driver_version: str
+
+
+@frozen(kw_only=True)
+class MachineReading:
+    """What this machine has, read-only: its cards, or why it has none."""
+
+    machine: str
+    gpus: tuple[GpuReading, ...]
+    simulated: bool
+    note: str
+
+    def as_report(self, at: datetime, *, control_plane: bool = False) -> AgentReport:
+        """The agent report this reading makes."""
+        return AgentReport(
+            machine=self.machine,
+            reported_at=at,
+            gpus=tuple(r.gpu for r in self.gpus),
+            control_plane=control_plane,
+        )

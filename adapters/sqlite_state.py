@@ -1,0 +1,395 @@
+"""The one-machine plane's state in SQLite: workloads, the reservation ledger, admissions, events.
+
+Every write runs in one ``BEGIN IMMEDIATE`` transaction, so ``nodeau run``
+processes racing to admit are serialised: each one's decision reads a snapshot
+that already holds the reservations of those that committed before it. The
+``reservations`` table also refuses a second row for a card (UNIQUE), a last
+line of defence should a decision ever ignore its snapshot.
+
+Decisions recorded here:
+
+* A workload's name is taken for the life of the database: a finished record
+  is kept (``nodeau ps`` history, ``service explain``), so admitting a name in
+  use is a caller's error (StateError), whether or not that workload finished.
+* The admission is stored whole, record included, as it was decided: later
+  updates change the workload's record, never what ``service explain`` shows.
+* The store writes an event for what it alone does atomically: the admission
+  (the card reserved) and the release (the card freed); other events are the
+  caller's to record.
+* The over-commit check before recording needs a fleet; the store knows none,
+  so it uses the cards the decision itself assessed (``Admitted.cards``).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, TypeVar
+
+import cattrs
+from returns.pipeline import is_successful
+from returns.result import Result
+
+from nodeau.domain.admission import Admitted, gib
+from nodeau.domain.hardware import Fleet, Gpu, Machine
+from nodeau.domain.refusals import Refusal
+from nodeau.domain.reservations import Ledger, Reservation, over_committed
+from nodeau.domain.workloads import holds_gpu
+from nodeau.ports.state import (
+    Admission,
+    Event,
+    Snapshot,
+    StateError,
+    UnknownWorkload,
+    WorkloadRecord,
+)
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS workloads (name TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reservations (
+    workload TEXT PRIMARY KEY REFERENCES workloads(name), machine TEXT NOT NULL,
+    gpu_uuid TEXT NOT NULL UNIQUE, bytes INTEGER NOT NULL CHECK (bytes > 0)
+);
+CREATE TABLE IF NOT EXISTS admissions (
+    workload TEXT PRIMARY KEY REFERENCES workloads(name), decided_at TEXT NOT NULL,
+    decision TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, workload TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+"""
+
+BUSY_TIMEOUT_S = 60  # racing `nodeau run` processes wait their turn rather than fail
+
+
+def _structure_fraction(value: object, _type: type) -> Fraction:
+    if not isinstance(value, str):
+        raise ValueError(f"a fraction is stored as text n/d, got {value!r}")
+    return Fraction(value)
+
+
+def _structure_datetime(value: object, _type: type) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError(f"a moment is stored as ISO 8601 text, got {value!r}")
+    return datetime.fromisoformat(value)
+
+
+def _structure_timedelta(value: object, _type: type) -> timedelta:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"a duration is stored as seconds, got {value!r}")
+    return timedelta(seconds=value)
+
+
+def _is_enum(t: Any) -> bool:
+    return isinstance(t, type) and issubclass(t, enum.Enum)
+
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+_converter.register_unstructure_hook(datetime, lambda d: d.isoformat())
+_converter.register_structure_hook(datetime, _structure_datetime)
+_converter.register_unstructure_hook(timedelta, lambda d: d.total_seconds())
+_converter.register_structure_hook(timedelta, _structure_timedelta)
+_converter.register_unstructure_hook(Fraction, lambda f: f"{f.numerator}/{f.denominator}")
+_converter.register_structure_hook(Fraction, _structure_fraction)
+_converter.register_unstructure_hook(Path, str)
+_converter.register_structure_hook(Path, lambda v, _t: Path(v))
+_converter.register_unstructure_hook_func(_is_enum, lambda e: e.value)
+_converter.register_structure_hook_func(_is_enum, lambda v, t: t(v))
+
+
+def _dumps(value: object, type_: Any) -> str:
+    return json.dumps(_converter.unstructure(value, type_))
+
+
+# The rules every StateStore keeps (the in-memory fake applies the same ones).
+
+
+def _assessed_fleet(admitted: Admitted) -> Fleet:
+    """The cards the decision weighed, as a fleet ``over_committed`` can check against."""
+    machines: dict[str, list[Gpu]] = {}
+    for c in admitted.cards:
+        gpu = Gpu(uuid=c.gpu_uuid, model=c.gpu_model, total_bytes=c.total_bytes)
+        machines.setdefault(c.machine, []).append(gpu)
+    return Fleet(machines=tuple(Machine(name=m, gpus=tuple(g)) for m, g in machines.items()))
+
+
+def admitted_ledger(snapshot: Snapshot, admission: Admission) -> Ledger:
+    """The ledger once this admission is recorded; raises if it must not be recorded.
+
+    ValueError: the admission contradicts itself (a programming error).
+    StateError: recording it would break the state (a name in use, a card over-committed).
+    """
+    workload = admission.record.workload
+    reservation = admission.placement.reservation
+    name = workload.name
+    names = {
+        admission.admitted.request.workload,
+        admission.placement.workload,
+        reservation.workload,
+    }
+    if names != {name}:
+        raise ValueError(f"an admission names more than one workload: {sorted(names | {name})}")
+    if (workload.machine, workload.gpu_uuid) != (reservation.machine, reservation.gpu_uuid):
+        raise ValueError(
+            f"workload {name} is on {workload.gpu_uuid} ({workload.machine}) but its "
+            f"reservation is for {reservation.gpu_uuid} ({reservation.machine})"
+        )
+    if not holds_gpu(workload.state):
+        raise ValueError(f"an admitted workload holds its card; {name} is {workload.state.value}")
+    fleet = _assessed_fleet(admission.admitted)
+    if fleet.locate(reservation.gpu_uuid) is None:
+        raise ValueError(
+            f"{name} reserves {reservation.gpu_uuid}, a card its admission never assessed"
+        )
+    if snapshot.named(name) is not None:
+        raise StateError(f"a workload called {name} already exists")
+    after = Ledger(reservations=(*snapshot.ledger.reservations, reservation))
+    bad = over_committed(after, fleet)
+    if bad:
+        raise StateError(
+            f"admitting {name} would over-commit {', '.join(bad)}; nothing was recorded"
+        )
+    return after
+
+
+def check_update(before: WorkloadRecord, after: WorkloadRecord) -> None:
+    """An update keeps the workload's name and card, and whether it holds the card."""
+    _check_same_workload(before, after)
+    if holds_gpu(before.workload.state) != holds_gpu(after.workload.state):
+        raise ValueError(
+            f"{before.workload.name} cannot go from {before.workload.state.value} to "
+            f"{after.workload.state.value} by an update: release frees a card, admission takes one"
+        )
+
+
+def check_release(before: WorkloadRecord, after: WorkloadRecord) -> None:
+    """A release keeps the workload's name and card and leaves it in a finished state."""
+    _check_same_workload(before, after)
+    if holds_gpu(after.workload.state):
+        raise ValueError(
+            f"releasing {before.workload.name} needs a finished state, "
+            f"not {after.workload.state.value}"
+        )
+
+
+def _check_same_workload(before: WorkloadRecord, after: WorkloadRecord) -> None:
+    b, a = before.workload, after.workload
+    if (a.name, a.machine, a.gpu_uuid) != (b.name, b.machine, b.gpu_uuid):
+        raise ValueError(
+            f"a change to {b.name} on {b.gpu_uuid} ({b.machine}) may not make it "
+            f"{a.name} on {a.gpu_uuid} ({a.machine})"
+        )
+
+
+def admitted_text(admission: Admission) -> str:
+    """The event an admission writes."""
+    r = admission.placement.reservation
+    return f"admitted onto {r.gpu_uuid} on {r.machine}, reserving {gib(r.bytes)}"
+
+
+def released_text(record: WorkloadRecord, reservation: Reservation) -> str:
+    """The event a release writes."""
+    return (
+        f"{record.workload.state.value}; {reservation.gpu_uuid} on {reservation.machine} "
+        f"is free again ({gib(reservation.bytes)} released)"
+    )
+
+
+class SqliteStateStore:
+    """``StateStore`` kept in one SQLite file (WAL), shared by every process of the plane."""
+
+    def __init__(self, path: Path, clock: Callable[[], datetime]) -> None:
+        self._path = path
+        self._clock = clock
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StateError(f"{path}: cannot create its folder ({exc.strerror})") from exc
+        with self._guard("create the tables"), self._connect() as db:
+            db.executescript(_SCHEMA)
+
+    def snapshot(self) -> Snapshot:
+        with self._guard("read"), self._connect() as db:
+            return self._snapshot(db)
+
+    def admit(
+        self, decide: Callable[[Snapshot], Result[Admission, Refusal]]
+    ) -> Result[Admission, Refusal]:
+        with self._guard("record an admission"), self._write() as db:
+            snapshot = self._snapshot(db)
+            outcome = decide(snapshot)
+            if not is_successful(outcome):
+                db.execute("ROLLBACK")  # a refusal records nothing
+                return outcome
+            admission = outcome.unwrap()
+            admitted_ledger(snapshot, admission)
+            record, reservation = admission.record, admission.placement.reservation
+            name = record.workload.name
+            db.execute(
+                "INSERT INTO workloads (name, record) VALUES (?, ?)",
+                (name, _dumps(record, WorkloadRecord)),
+            )
+            db.execute(
+                "INSERT INTO reservations (workload, machine, gpu_uuid, bytes) VALUES (?, ?, ?, ?)",
+                (name, reservation.machine, reservation.gpu_uuid, reservation.bytes),
+            )
+            db.execute(
+                "INSERT INTO admissions (workload, decided_at, decision) VALUES (?, ?, ?)",
+                (name, admission.decided_at.isoformat(), _dumps(admission, Admission)),
+            )
+            self._insert_event(
+                db, Event(at=self._clock(), workload=name, text=admitted_text(admission))
+            )
+            return outcome
+
+    def update(
+        self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
+    ) -> WorkloadRecord:
+        with self._guard(f"update {name}"), self._write() as db:
+            before = self._record(db, name)
+            after = change(before)
+            check_update(before, after)
+            self._store_record(db, after)
+            return after
+
+    def release(
+        self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
+    ) -> WorkloadRecord:
+        with self._guard(f"release {name}"), self._write() as db:
+            before = self._record(db, name)
+            after = change(before)
+            check_release(before, after)
+            self._store_record(db, after)
+            held = db.execute(
+                "SELECT machine, gpu_uuid, bytes FROM reservations WHERE workload = ?", (name,)
+            ).fetchone()
+            if held is not None:
+                machine, gpu_uuid, size = held
+                db.execute("DELETE FROM reservations WHERE workload = ?", (name,))
+                freed = Reservation(workload=name, machine=machine, gpu_uuid=gpu_uuid, bytes=size)
+                self._insert_event(
+                    db, Event(at=self._clock(), workload=name, text=released_text(after, freed))
+                )
+            return after
+
+    def admission(self, name: str) -> Admission:
+        with self._guard(f"read the admission of {name}"), self._connect() as db:
+            row = db.execute(
+                "SELECT decision FROM admissions WHERE workload = ?", (name,)
+            ).fetchone()
+        if row is None:
+            raise UnknownWorkload(f"no workload called {name} in {self._path}")
+        return self._load(row[0], Admission, f"the admission of {name}")
+
+    def record_event(self, event: Event) -> None:
+        with self._guard("record an event"), self._connect() as db:
+            self._insert_event(db, event)
+
+    def events(self, name: str | None = None) -> tuple[Event, ...]:
+        with self._guard("read events"), self._connect() as db:
+            if name is None:
+                rows = db.execute("SELECT at, workload, text FROM events ORDER BY seq").fetchall()
+            else:
+                rows = db.execute(
+                    "SELECT at, workload, text FROM events WHERE workload = ? ORDER BY seq",
+                    (name,),
+                ).fetchall()
+        return tuple(
+            self._structure({"at": at, "workload": w, "text": t}, Event, "an event")
+            for at, w, t in rows
+        )
+
+    # -- plumbing
+
+    @contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """SQLite's failures become one line naming the database file."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise StateError(f"{self._path}: cannot {what} ({detail})") from exc
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            yield db
+        finally:
+            db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken before anything is read; committed unless it raised
+        or was already rolled back."""
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+            if db.in_transaction:
+                db.execute("COMMIT")
+
+    def _snapshot(self, db: sqlite3.Connection) -> Snapshot:
+        records = tuple(
+            self._load(text, WorkloadRecord, f"the record of {name}")
+            for name, text in db.execute("SELECT name, record FROM workloads ORDER BY rowid")
+        )
+        reservations = tuple(
+            Reservation(workload=w, machine=m, gpu_uuid=g, bytes=b)
+            for w, m, g, b in db.execute(
+                "SELECT workload, machine, gpu_uuid, bytes FROM reservations ORDER BY rowid"
+            )
+        )
+        return Snapshot(ledger=Ledger(reservations=reservations), workloads=records)
+
+    def _record(self, db: sqlite3.Connection, name: str) -> WorkloadRecord:
+        row = db.execute("SELECT record FROM workloads WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise UnknownWorkload(f"no workload called {name} in {self._path}")
+        return self._load(row[0], WorkloadRecord, f"the record of {name}")
+
+    def _store_record(self, db: sqlite3.Connection, record: WorkloadRecord) -> None:
+        db.execute(
+            "UPDATE workloads SET record = ? WHERE name = ?",
+            (_dumps(record, WorkloadRecord), record.workload.name),
+        )
+
+    def _insert_event(self, db: sqlite3.Connection, event: Event) -> None:
+        db.execute(
+            "INSERT INTO events (at, workload, text) VALUES (?, ?, ?)",
+            (event.at.isoformat(), event.workload, event.text),
+        )
+
+    def _load(self, text: str, type_: type[T], what: str) -> T:
+        try:
+            raw = json.loads(text)
+        except ValueError as exc:
+            raise self._unreadable(what, f"not JSON: {exc}") from exc
+        return self._structure(raw, type_, what)
+
+    def _structure(self, raw: object, type_: type[T], what: str) -> T:
+        """A stored value back as a domain value; a row that does not read is a StateError."""
+        try:
+            return _converter.structure(raw, type_)
+        except cattrs.BaseValidationError as exc:
+            raise self._unreadable(what, "; ".join(cattrs.transform_error(exc))) from exc
+        except (ValueError, TypeError) as exc:
+            raise self._unreadable(what, str(exc)) from exc
+
+    def _unreadable(self, what: str, detail: str) -> StateError:
+        return StateError(f"{self._path}: {what} cannot be read ({' '.join(detail.split())})")

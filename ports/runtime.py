@@ -1,0 +1,70 @@
+"""Port of the model runtime: a real model server process serving one artifact."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from attrs import frozen
+
+from nodeau.domain.memory import RuntimeConfig
+
+
+class RuntimeFailure(Exception):
+    """The model server could not be started, reached or stopped; one line for a person."""
+
+
+@frozen(kw_only=True)
+class ServerSpec:
+    """What to serve and how: the verified file, the admitted configuration, the card."""
+
+    name: str  # the workload's name; the model id the server answers to
+    model_path: Path
+    config: RuntimeConfig
+    gpu_uuid: str | None  # None: no card (simulated hardware), the model runs on the CPU
+    log_path: Path
+
+
+@frozen(kw_only=True)
+class RunningServer:
+    """A started model server: enough to reach it, check it and stop it later, from any process."""
+
+    pid: int
+    port: int
+    started_at: datetime
+    command: tuple[str, ...]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@frozen(kw_only=True)
+class MemoryUse:
+    """What the server holds now, and how it was read ("nvml" or "rss, simulated hardware")."""
+
+    bytes: int
+    source: str
+
+
+class ModelRuntime(Protocol):
+    """Starts and stops model servers that outlive the command that started them."""
+
+    def start(self, spec: ServerSpec, ready_timeout_s: float) -> RunningServer:
+        """Start the server on a free 127.0.0.1 port and wait until it answers, at most
+        ``ready_timeout_s``; on failure the process is gone and RuntimeFailure says why
+        (with the last lines of its log)."""
+        ...
+
+    def alive(self, server: RunningServer) -> bool:
+        """Whether that process is still this server (a reused pid is not)."""
+        ...
+
+    def stop(self, server: RunningServer, grace_s: float) -> None:
+        """Stop it cleanly: SIGTERM, then SIGKILL after ``grace_s``. A gone server is fine."""
+        ...
+
+    def memory(self, server: RunningServer) -> MemoryUse | None:
+        """Its memory now, labelled by how it was read; None when it is gone."""
+        ...

@@ -1,0 +1,117 @@
+"""An in-memory StateStore, checked by the same contract suite as SQLite's.
+
+One lock around reading, deciding and recording stands for SQLite's write
+transaction; the rules on what may be recorded are the adapter's own
+(``admitted_ledger``, ``check_update``, ``check_release``), so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+
+from returns.pipeline import is_successful
+from returns.result import Result
+
+from nodeau.adapters.sqlite_state import (
+    admitted_ledger,
+    admitted_text,
+    check_release,
+    check_update,
+    released_text,
+)
+from nodeau.domain.refusals import Refusal
+from nodeau.domain.reservations import Ledger, Reservation
+from nodeau.ports.state import (
+    Admission,
+    Event,
+    Snapshot,
+    UnknownWorkload,
+    WorkloadRecord,
+)
+
+
+class FakeStateStore:
+    """``StateStore`` in memory, safe across threads of one process."""
+
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._records: dict[str, WorkloadRecord] = {}
+        self._reservations: dict[str, Reservation] = {}
+        self._admissions: dict[str, Admission] = {}
+        self._events: list[Event] = []
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            return self._snapshot()
+
+    def admit(
+        self, decide: Callable[[Snapshot], Result[Admission, Refusal]]
+    ) -> Result[Admission, Refusal]:
+        with self._lock:
+            snapshot = self._snapshot()
+            outcome = decide(snapshot)
+            if not is_successful(outcome):
+                return outcome
+            admission = outcome.unwrap()
+            admitted_ledger(snapshot, admission)
+            name = admission.record.workload.name
+            self._records[name] = admission.record
+            self._reservations[name] = admission.placement.reservation
+            self._admissions[name] = admission
+            self._events.append(
+                Event(at=self._clock(), workload=name, text=admitted_text(admission))
+            )
+            return outcome
+
+    def update(
+        self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
+    ) -> WorkloadRecord:
+        with self._lock:
+            before = self._record(name)
+            after = change(before)
+            check_update(before, after)
+            self._records[name] = after
+            return after
+
+    def release(
+        self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
+    ) -> WorkloadRecord:
+        with self._lock:
+            before = self._record(name)
+            after = change(before)
+            check_release(before, after)
+            self._records[name] = after
+            freed = self._reservations.pop(name, None)
+            if freed is not None:
+                self._events.append(
+                    Event(at=self._clock(), workload=name, text=released_text(after, freed))
+                )
+            return after
+
+    def admission(self, name: str) -> Admission:
+        with self._lock:
+            if name not in self._admissions:
+                raise UnknownWorkload(f"no workload called {name} in memory")
+            return self._admissions[name]
+
+    def record_event(self, event: Event) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    def events(self, name: str | None = None) -> tuple[Event, ...]:
+        with self._lock:
+            return tuple(e for e in self._events if name is None or e.workload == name)
+
+    def _snapshot(self) -> Snapshot:
+        return Snapshot(
+            ledger=Ledger(reservations=tuple(self._reservations.values())),
+            workloads=tuple(self._records.values()),
+        )
+
+    def _record(self, name: str) -> WorkloadRecord:
+        if name not in self._records:
+            raise UnknownWorkload(f"no workload called {name} in memory")
+        return self._records[name]
