@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 
 from attrs import evolve, frozen
 from returns.pipeline import is_successful
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
-from nodeau.domain.admission import AdmissionRequest, admit
+from nodeau.domain.admission import AdmissionRequest, Admitted, admit
 from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import Health
 from nodeau.domain.limits import OrgLimits, machine_allowed
@@ -70,12 +70,28 @@ def exclusions(
     return tuple(out)
 
 
-def admit_and_place(request: AdmissionRequest, view: FleetView) -> Result[Placement, Refusal]:
-    """Admission, then placement among the cards it accepted."""
+@frozen(kw_only=True)
+class Scheduled:
+    """Both decisions for one request: admission's arithmetic and placement's choice."""
+
+    admitted: Admitted
+    placement: Placement
+
+
+def schedule(request: AdmissionRequest, view: FleetView) -> Result[Scheduled, Refusal]:
+    """Admission, then placement among the cards it accepted; both decisions kept."""
     admitted = admit(request, view.fleet, view.ledger, view.verified_on, view.predict)
     if not is_successful(admitted):
         return Failure(admitted.failure())
-    return place(admitted.unwrap(), view.fleet, view.ledger, view.settings, dict(view.excluded))
+    placed = place(admitted.unwrap(), view.fleet, view.ledger, view.settings, dict(view.excluded))
+    if not is_successful(placed):
+        return Failure(placed.failure())
+    return Success(Scheduled(admitted=admitted.unwrap(), placement=placed.unwrap()))
+
+
+def admit_and_place(request: AdmissionRequest, view: FleetView) -> Result[Placement, Refusal]:
+    """Admission, then placement: the placement alone."""
+    return schedule(request, view).map(lambda scheduled: scheduled.placement)
 
 
 def files_target(request: AdmissionRequest, view: FleetView) -> str | None:

@@ -157,3 +157,18 @@ def test_never_a_drained_machine_nor_a_held_card(policy: Policy, drained: set[st
         case Failure(refusal):
             assert refusal.code is ReasonCode.NO_ELIGIBLE_MACHINE
             assert drained == {"garage", "attic", "shed"}
+
+
+def test_schedule_keeps_both_decisions() -> None:
+    from nodeau.domain.scheduling import schedule
+
+    scheduled = schedule(request(), view()).unwrap()
+    assert scheduled.placement == admit_and_place(request(), view()).unwrap()
+    assert [c.gpu_uuid for c in scheduled.admitted.candidates] == ["G2", "A1", "S1"]
+    refused = schedule(
+        request(), view(excluded=tuple((m, "drained") for m in ("garage", "attic", "shed")))
+    )
+    assert refused.failure().code is ReasonCode.NO_ELIGIBLE_MACHINE
+    assert schedule(request(), view(predict=flat(60 * GIB))).failure().code is (
+        ReasonCode.NO_CARD_LARGE_ENOUGH
+    )

@@ -1,0 +1,370 @@
+"""The model runtime: llama.cpp's ``llama-server`` as a real process on a free loopback port.
+
+Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
+
+- Every setting admission predicts is passed explicitly (context, slots, batch,
+  micro-batch, KV cache types, flash attention, layers on the card) and
+  ``--fit off`` stops llama-server from changing any of them to fit memory.
+  ``--kv-unified`` makes the slots share one KV cache of the context padded
+  to a multiple of 256 cells, which is what ``nodeau.domain.memory`` counts;
+  the context each slot serves (``/props``) is that padded figure.
+- The server must outlive the command that started it, and must never be
+  that command's child (a child that ends is a zombie until its parent reaps
+  it, and Python warns about children it never waited for). A short-lived
+  launcher (this Python, ``-I -S``) starts it in a new session, prints its pid
+  and exits; the server is then its own process group leader, re-parented to
+  init, and is stopped through its process group.
+- A pid is only this server while ``/proc/<pid>/cmdline`` is its command line
+  (on other systems: while the pid exists).
+- A CPU server (no card: simulated hardware) gets ``CUDA_VISIBLE_DEVICES=""``
+  so a CUDA build cannot touch a card; a GPU server sees only its card, by
+  UUID. ``LLAMA_ARG_*`` variables are not passed on: they would change the
+  configuration behind admission's back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from nodeau.domain.tasks import Task
+from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
+
+BINARY_ENV = "NODEAU_LLAMA_SERVER"
+CACHE_ENV = "NODEAU_LLAMA_CACHE"  # the build script's cache root, ~/.cache/nodeau/llama.cpp
+BUILD_HINT = "build it with scripts/build-llama-server or set NODEAU_LLAMA_SERVER"
+HOST = "127.0.0.1"
+ALL_LAYERS = "999"  # more layers than any model has: every layer on the card
+SOURCE_NVML = "nvml"
+SOURCE_RSS_SIMULATED = "rss, simulated hardware (CPU)"
+SOURCE_RSS_UNLISTED = "rss (NVML lists no memory for this process)"
+
+_PORT_ATTEMPTS = 3
+_POLL_S = 0.05
+_KILL_WAIT_S = 5.0
+_LAUNCH_TIMEOUT_S = 30.0
+_EXCERPT_CHARS = 800
+_TAIL_BYTES = 64 * 1024
+_BIND_FAILURE = "couldn't bind"
+_LOG_LINE = re.compile(r"^\d+\.\d+\.\d+\.\d+ ([A-Z]) (.*)$")
+_VERSION_PART = re.compile(r"\d+")
+
+# Runs as `python -I -S -c _LAUNCHER <log> <command...>`: starts the server in a
+# new session with its output appended to the log, prints its pid, and exits
+# without waiting, so the server is nobody's child.
+_LAUNCHER = """
+import os, subprocess, sys
+try:
+    with open(sys.argv[1], "ab") as log:
+        child = subprocess.Popen(
+            sys.argv[2:], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True,
+        )
+except OSError as exc:
+    sys.stdout.write("error: " + str(exc))
+    sys.stdout.flush()
+    os._exit(1)
+sys.stdout.write(str(child.pid))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+def find_llama_server(env: Mapping[str, str]) -> Path | None:
+    """The llama-server to use: ``$NODEAU_LLAMA_SERVER`` when set (even if it is not there:
+    an explicit choice is never silently replaced), else ``llama-server`` on ``$PATH``, else
+    the newest version built by scripts/build-llama-server under ``$NODEAU_LLAMA_CACHE``
+    (default ``~/.cache/nodeau/llama.cpp``): ``<version>/build/bin/llama-server``."""
+    chosen = env.get(BINARY_ENV, "").strip()
+    if chosen:
+        return Path(chosen).expanduser()
+    on_path = shutil.which("llama-server", path=env.get("PATH", os.defpath))
+    if on_path:
+        return Path(on_path)
+    root = env.get(CACHE_ENV, "").strip()
+    cache = Path(root).expanduser() if root else _home(env) / ".cache" / "nodeau" / "llama.cpp"
+    built = [p for p in cache.glob("*/build/bin/llama-server") if os.access(p, os.X_OK)]
+    return max(built, key=lambda p: _version_key(p.parents[2].name), default=None)
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    home = env.get("HOME", "").strip()
+    return Path(home) if home else Path.home()
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in _VERSION_PART.findall(name))
+
+
+def server_command(binary: Path, spec: ServerSpec, port: int) -> tuple[str, ...]:
+    """The exact command line that serves ``spec`` on ``port``."""
+    if "," in spec.name:
+        raise ValueError(f"workload name {spec.name!r} has a comma (llama-server splits aliases)")
+    c = spec.config
+    command = [
+        str(binary),
+        "--model", str(spec.model_path),
+        "--alias", spec.name,
+        "--host", HOST,
+        "--port", str(port),
+        "--ctx-size", str(c.context_tokens),
+        "--parallel", str(c.parallel),
+        "--kv-unified",
+        "--batch-size", str(c.batch),
+        "--ubatch-size", str(c.ubatch),
+        "--cache-type-k", c.cache_type_k.value,
+        "--cache-type-v", c.cache_type_v.value,
+        "--flash-attn", "on" if c.flash_attention else "off",
+        "--n-gpu-layers", ALL_LAYERS if spec.gpu_uuid is not None else "0",
+        "--fit", "off",
+        "--no-ui",
+        "--offline",
+        "--log-colors", "off",
+    ]  # fmt: skip
+    if c.task is Task.EMBED:
+        command.append("--embeddings")  # pooling: the model's own (mean, cls or last)
+    elif c.task is Task.RERANK:
+        command += ["--rerank", "--embeddings", "--pooling", "rank"]
+    return tuple(command)
+
+
+def server_environment(base: Mapping[str, str], gpu_uuid: str | None) -> dict[str, str]:
+    """The server's environment: ``base`` without ``LLAMA_ARG_*``, seeing only its card."""
+    env = {k: v for k, v in base.items() if not k.startswith("LLAMA_ARG_")}
+    if gpu_uuid is None:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        env.pop("NVIDIA_VISIBLE_DEVICES", None)
+    else:
+        env["CUDA_VISIBLE_DEVICES"] = gpu_uuid
+        env["NVIDIA_VISIBLE_DEVICES"] = gpu_uuid
+    return env
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 right now (another process may take it before we bind)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def log_excerpt(path: Path, offset: int = 0) -> str:
+    """The telling lines of the log written since ``offset``, as one line.
+
+    llama-server tags lines with a level; where there are errors, the first two
+    (the cause) and the last three (the outcome) are kept, else the last five lines.
+    """
+    try:
+        with path.open("rb") as f:
+            f.seek(max(offset, f.seek(0, os.SEEK_END) - _TAIL_BYTES))
+            text = f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"(log {path} unreadable: {exc.strerror or exc})"
+    lines: list[tuple[str | None, str]] = []
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if not line or line.startswith("--- nodeau:"):
+            continue
+        match = _LOG_LINE.match(line)
+        lines.append((match[1], match[2]) if match else (None, line))
+    errors = [t for level, t in lines if level == "E" or (level is None and "error" in t.lower())]
+    chosen = list(dict.fromkeys(errors[:2] + errors[-3:])) if errors else [t for _, t in lines[-5:]]
+    excerpt = " | ".join(chosen) or "(the log is empty)"
+    return excerpt if len(excerpt) <= _EXCERPT_CHARS else excerpt[: _EXCERPT_CHARS - 3] + "..."
+
+
+class LlamaServerRuntime:
+    """ModelRuntime on llama.cpp's ``llama-server`` binary."""
+
+    def __init__(
+        self,
+        binary: Path,
+        *,
+        inventory_memory: Callable[[int], int | None] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        """``inventory_memory``: a card's bytes held by a pid (``GpuInventory.process_memory``)
+        on a GPU machine; None under simulated hardware. ``environ``: the environment the
+        server starts from (default: this process's, read at each start)."""
+        self._binary = binary
+        self._inventory_memory = inventory_memory
+        self._environ = environ
+
+    def start(self, spec: ServerSpec, ready_timeout_s: float) -> RunningServer:
+        if not (self._binary.is_file() and os.access(self._binary, os.X_OK)):
+            raise RuntimeFailure(f"{self._binary}: no llama-server executable there; {BUILD_HINT}")
+        if not spec.model_path.is_file():
+            raise RuntimeFailure(f"{spec.model_path}: no such model file")
+        deadline = time.monotonic() + ready_timeout_s
+        env = server_environment(
+            os.environ if self._environ is None else self._environ, spec.gpu_uuid
+        )
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            port = free_port()
+            command = server_command(self._binary, spec, port)
+            offset = _begin_log(spec.log_path, command)
+            server = RunningServer(
+                pid=self._launch(command, spec.log_path, env),
+                port=port,
+                started_at=datetime.now(UTC),
+                command=command,
+            )
+            outcome = self._wait_ready(server, deadline)
+            if outcome == "ready":
+                return server
+            self._kill(server)
+            excerpt = log_excerpt(spec.log_path, offset)
+            if outcome == "exited" and _BIND_FAILURE in excerpt and attempt < _PORT_ATTEMPTS:
+                continue  # another process took the port between our probe and its bind
+            what = (
+                "exited while starting"
+                if outcome == "exited"
+                else f"was not ready within {ready_timeout_s:g} s"
+            )
+            raise RuntimeFailure(
+                f"llama-server for {spec.name} ({spec.model_path}) {what}: {excerpt}"
+                f" (log: {spec.log_path})"
+            )
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def alive(self, server: RunningServer) -> bool:
+        if sys.platform.startswith("linux"):
+            try:
+                raw = Path(f"/proc/{server.pid}/cmdline").read_bytes()
+            except OSError:
+                return False
+            # a zombie's command line is empty, so an ended server never matches
+            return tuple(os.fsdecode(a) for a in raw.split(b"\0")[:-1]) == server.command
+        try:
+            os.kill(server.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True  # it exists, owned by someone else
+        return True
+
+    def stop(self, server: RunningServer, grace_s: float) -> None:
+        if not self.alive(server):
+            return
+        self._signal(server, signal.SIGTERM)
+        if self._wait_gone(server, grace_s):
+            return
+        self._kill(server)
+
+    def memory(self, server: RunningServer) -> MemoryUse | None:
+        if not self.alive(server):
+            return None
+        if self._inventory_memory is not None:
+            held = self._inventory_memory(server.pid)
+            if held is not None:
+                return MemoryUse(bytes=held, source=SOURCE_NVML)
+        rss = _rss_bytes(server.pid)
+        if rss is None:
+            return None
+        source = SOURCE_RSS_SIMULATED if self._inventory_memory is None else SOURCE_RSS_UNLISTED
+        return MemoryUse(bytes=rss, source=source)
+
+    def _launch(self, command: tuple[str, ...], log_path: Path, env: Mapping[str, str]) -> int:
+        launcher = (sys.executable, "-I", "-S", "-c", _LAUNCHER, str(log_path), *command)
+        try:
+            done = subprocess.run(
+                launcher,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_LAUNCH_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise RuntimeFailure(f"{self._binary}: cannot start llama-server: {exc}") from exc
+        out = done.stdout.decode("utf-8", "replace").strip()
+        if done.returncode != 0 or not out.isdigit():
+            said = out.removeprefix("error: ") or done.stderr.decode("utf-8", "replace").strip()
+            said = " ".join(said.split())[-_EXCERPT_CHARS:]
+            raise RuntimeFailure(f"{self._binary}: cannot start llama-server: {said}")
+        return int(out)
+
+    def _wait_ready(self, server: RunningServer, deadline: float) -> str:
+        """Poll GET /health (503 while loading, 200 when ready): "ready", "exited" or "timeout"."""
+        url = f"{server.base_url}/health"
+        with httpx.Client(trust_env=False) as client:
+            while True:
+                if not self.alive(server):
+                    return "exited"
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return "timeout"
+                try:
+                    answer = client.get(url, timeout=min(1.0, left))
+                    if answer.status_code == 200:
+                        return "ready"
+                except httpx.HTTPError:
+                    pass  # not listening yet, or still loading
+                time.sleep(max(min(_POLL_S, deadline - time.monotonic()), 0.0))
+
+    def _kill(self, server: RunningServer) -> None:
+        self._signal(server, signal.SIGKILL)
+        if not self._wait_gone(server, _KILL_WAIT_S):
+            raise RuntimeFailure(
+                f"llama-server (pid {server.pid}, port {server.port}) still runs after SIGKILL"
+            )
+
+    def _signal(self, server: RunningServer, sig: signal.Signals) -> None:
+        try:
+            if os.getpgid(server.pid) == server.pid:
+                os.killpg(server.pid, sig)  # its whole group: it leads a session of its own
+            else:
+                os.kill(server.pid, sig)
+        except ProcessLookupError:
+            pass  # already gone
+        except PermissionError as exc:
+            raise RuntimeFailure(
+                f"llama-server (pid {server.pid}, port {server.port}): no permission to stop it"
+            ) from exc
+
+    def _wait_gone(self, server: RunningServer, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while self.alive(server):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(_POLL_S / 2, left))
+        return True
+
+
+def _begin_log(path: Path, command: tuple[str, ...]) -> int:
+    """Append a header naming this start to the log; return where this start's lines begin."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab") as log:
+            offset = log.tell()
+            stamp = datetime.now(UTC).isoformat(timespec="seconds")
+            log.write(f"--- nodeau: {stamp} {shlex.join(command)}\n".encode())
+            return offset
+    except OSError as exc:
+        raise RuntimeFailure(f"{path}: cannot write the server log: {exc.strerror or exc}") from exc
+
+
+def _rss_bytes(pid: int) -> int | None:
+    """The resident set size from /proc/<pid>/status (Linux); None when gone or unreadable."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            value, unit = line.split()[1:3]
+            return int(value) * 1024 if unit == "kB" else None
+    return None  # a zombie has no resident set

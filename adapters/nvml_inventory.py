@@ -1,0 +1,147 @@
+"""This machine's NVIDIA cards, read with NVML (``pynvml`` from the ``nvidia-ml-py`` package).
+
+Cards are named by their NVML UUID (``GPU-...``), never by index. A machine
+without a usable NVIDIA driver (no NVML library, driver not loaded, a
+library/driver mismatch: anything that makes ``nvmlInit`` fail) is a reading
+with no GPUs and the note "no NVIDIA GPU found: <reason>", not an error. Once
+NVML is up, a failure to read a card is a ``HardwareError`` of one line.
+``nvmlShutdown`` is called after every successful ``nvmlInit``, whatever
+happens in between.
+
+The NVML module is passed to ``__init__`` (the real ``pynvml`` by default,
+imported then and not when this module is imported) so the contract tests can
+drive the parsing and the error mapping with a stand-in module on machines
+without a card; the check against a real card runs on a GPU machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
+from nodeau.ports.hardware import HardwareError
+
+NO_GPU = "no NVIDIA GPU found"
+
+# pynvml exception class name -> what it means for a person
+_INIT_REASONS = {
+    "NVMLError_LibraryNotFound": "the NVML library (part of the NVIDIA driver) is not installed",
+    "NVMLError_DriverNotLoaded": "the NVIDIA driver is not loaded",
+    "NVMLError_NoPermission": "no permission to use the NVIDIA driver",
+    "NVMLError_LibRmVersionMismatch": (
+        "the NVML library and the loaded NVIDIA driver differ in version (reboot or reload it)"
+    ),
+}
+
+
+class _NvmlUnavailable(Exception):
+    """nvmlInit failed: this machine has no usable NVIDIA driver."""
+
+
+class NvmlGpuInventory:
+    """The GpuInventory of a machine with NVIDIA cards (or without: then it says so)."""
+
+    def __init__(self, machine: str, *, nvml: Any = None) -> None:
+        if nvml is None:
+            import pynvml  # type: ignore[import-untyped]  # no stubs; tests pass a stand-in
+
+            nvml = pynvml
+        self._machine = machine
+        self._nvml = nvml
+
+    def read(self) -> MachineReading:
+        try:
+            with self._session():
+                return self._read_cards()
+        except _NvmlUnavailable as exc:
+            return MachineReading(
+                machine=self._machine, gpus=(), simulated=False, note=f"{NO_GPU}: {exc}"
+            )
+
+    def process_memory(self, pid: int) -> int | None:
+        """Bytes ``pid`` holds over all cards, from NVML's list of compute processes.
+
+        None when NVML is unavailable, when no card lists the process (inside a
+        container NVML may list host PIDs), when the driver does not report the
+        figure, or when the list cannot be read.
+        """
+        nvml = self._nvml
+        try:
+            with self._session():
+                held: int | None = None
+                for index in range(nvml.nvmlDeviceGetCount()):
+                    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                    for proc in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                        used = getattr(proc, "usedGpuMemory", None)
+                        if proc.pid == pid and used is not None:
+                            held = (held or 0) + int(used)
+                return held
+        except (_NvmlUnavailable, nvml.NVMLError):
+            return None
+
+    @contextmanager
+    def _session(self) -> Iterator[None]:
+        nvml = self._nvml
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as exc:
+            raise _NvmlUnavailable(_init_reason(exc)) from exc
+        try:
+            yield
+        finally:
+            with suppress(nvml.NVMLError):  # nothing to undo; the reading (or its error) stands
+                nvml.nvmlShutdown()
+
+    def _read_cards(self) -> MachineReading:
+        nvml = self._nvml
+        try:
+            count = int(nvml.nvmlDeviceGetCount())
+            if count == 0:
+                return MachineReading(
+                    machine=self._machine,
+                    gpus=(),
+                    simulated=False,
+                    note=f"{NO_GPU}: the driver reports no devices",
+                )
+            driver = _text(nvml.nvmlSystemGetDriverVersion())
+            readings = tuple(self._read_card(index, driver) for index in range(count))
+        except nvml.NVMLError as exc:
+            raise HardwareError(f"NVML on {self._machine}: {_reason(exc)}") from exc
+        cards = "1 NVIDIA GPU" if count == 1 else f"{count} NVIDIA GPUs"
+        return MachineReading(
+            machine=self._machine,
+            gpus=readings,
+            simulated=False,
+            note=f"{cards}, driver {driver} (NVML)",
+        )
+
+    def _read_card(self, index: int, driver: str) -> GpuReading:
+        nvml = self._nvml
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+        name = _text(nvml.nvmlDeviceGetName(handle))
+        memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+        total, free = int(memory.total), int(memory.free)
+        if total <= 0:
+            raise HardwareError(f"NVML on {self._machine}: card {uuid} reports {total} bytes")
+        return GpuReading(
+            gpu=Gpu(uuid=uuid, model=name, total_bytes=total),
+            free_bytes=free,
+            driver_version=driver,
+        )
+
+
+def _text(value: str | bytes) -> str:
+    # pynvml returns str on Python 3 for most calls, bytes for a few versions' calls
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _reason(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _init_reason(exc: BaseException) -> str:
+    known = _INIT_REASONS.get(type(exc).__name__)
+    return f"{known} ({_reason(exc)})" if known else _reason(exc)

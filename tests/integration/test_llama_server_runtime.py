@@ -1,0 +1,454 @@
+"""The llama-server runtime on the real llama.cpp ``llama-server``, serving tiny GGUF models.
+
+The binary is found as the product finds it (``find_llama_server``); a machine
+without one fails these tests with how to build it, it never skips them. The
+models are written by ``write_tiny_llama`` (random weights: the answers are
+noise, which is fine: these tests check the process, the flags and the
+routes, not meaning). Every server a test starts is stopped by the
+``servers`` fixture even when the test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from gguf import GGUFValueType, Keys
+
+from nodeau.adapters import llama_server
+from nodeau.adapters.llama_server import (
+    SOURCE_NVML,
+    SOURCE_RSS_SIMULATED,
+    SOURCE_RSS_UNLISTED,
+    LlamaServerRuntime,
+    find_llama_server,
+    server_command,
+    server_environment,
+)
+from nodeau.domain.memory import CacheType, RuntimeConfig, kv_cells
+from nodeau.domain.tasks import Task
+from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerSpec
+from tests.support.tiny_gguf import write_tiny_llama
+
+READY_S = 60.0  # generous: a tiny model is ready in well under a second
+BUILD_HOW = (
+    "no llama-server found: run scripts/build-llama-server (about 7 minutes on 2 cores), "
+    "put llama-server on PATH, or set NODEAU_LLAMA_SERVER"
+)
+
+
+@pytest.fixture(scope="module")
+def binary() -> Path:
+    found = find_llama_server(os.environ)
+    if found is None or not found.is_file():
+        # under CI=true and elsewhere alike: a missing runtime is a failure, not a skip
+        chosen = f" ({found} is not a file)" if found else ""
+        pytest.fail(f"{BUILD_HOW}{chosen}; CI={os.environ.get('CI', '')!r}")
+    return found
+
+
+@pytest.fixture
+def runtime(binary: Path) -> LlamaServerRuntime:
+    return LlamaServerRuntime(binary)
+
+
+@pytest.fixture
+def servers(runtime: LlamaServerRuntime) -> Iterator[list[RunningServer]]:
+    """Servers a test started; whatever happens, none outlives the test."""
+    started: list[RunningServer] = []
+    yield started
+    for server in started:
+        runtime.stop(server, grace_s=2.0)
+
+
+def tiny_model(tmp_path: Path, quant: str = "f32", **kwargs: object) -> Path:
+    path = tmp_path / f"tiny-{quant}.gguf"
+    return write_tiny_llama(path, quant=quant, **kwargs)  # type: ignore[arg-type]
+
+
+def spec_for(tmp_path: Path, model: Path, name: str = "tiny", **config: object) -> ServerSpec:
+    return ServerSpec(
+        name=name,
+        model_path=model,
+        config=RuntimeConfig(**{"context_tokens": 256, **config}),  # type: ignore[arg-type]
+        gpu_uuid=None,
+        log_path=tmp_path / "logs" / f"{name}.log",
+    )
+
+
+def client(server: RunningServer) -> httpx.Client:
+    return httpx.Client(base_url=server.base_url, trust_env=False, timeout=30.0)
+
+
+def live_servers_of(model: Path) -> list[int]:
+    """Pids of running (not zombie) processes whose command line names ``model``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if os.fsencode(str(model)) in args:
+            found.append(int(entry.name))
+    return found
+
+
+# -- the command line and environment (no process) ---------------------------------------------
+
+
+def test_the_command_passes_every_admitted_setting(tmp_path: Path) -> None:
+    spec = ServerSpec(
+        name="qwen",
+        model_path=tmp_path / "m.gguf",
+        config=RuntimeConfig(
+            context_tokens=8192,
+            parallel=2,
+            batch=1024,
+            ubatch=256,
+            cache_type_k=CacheType.Q8_0,
+            cache_type_v=CacheType.Q4_0,
+            flash_attention=True,
+        ),
+        gpu_uuid="GPU-6a2b3c4d-0000-1111-2222-333344445555",
+        log_path=tmp_path / "log",
+    )
+    assert server_command(Path("/opt/llama-server"), spec, 41000) == (
+        "/opt/llama-server",
+        "--model", str(tmp_path / "m.gguf"),
+        "--alias", "qwen",
+        "--host", "127.0.0.1",
+        "--port", "41000",
+        "--ctx-size", "8192",
+        "--parallel", "2",
+        "--kv-unified",
+        "--batch-size", "1024",
+        "--ubatch-size", "256",
+        "--cache-type-k", "q8_0",
+        "--cache-type-v", "q4_0",
+        "--flash-attn", "on",
+        "--n-gpu-layers", "999",
+        "--fit", "off",
+        "--no-ui",
+        "--offline",
+        "--log-colors", "off",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("task", "extra"),
+    [
+        (Task.CHAT, ()),
+        (Task.EMBED, ("--embeddings",)),
+        (Task.RERANK, ("--rerank", "--embeddings", "--pooling", "rank")),
+    ],
+)
+def test_the_task_picks_the_server_mode(tmp_path: Path, task: Task, extra: tuple[str, ...]) -> None:
+    spec = spec_for(tmp_path, tmp_path / "m.gguf", task=task)
+    command = server_command(Path("llama-server"), spec, 1)
+    assert command[command.index("--log-colors") + 2 :] == extra
+    assert command[command.index("--n-gpu-layers") + 1] == "0"
+    assert command[command.index("--flash-attn") + 1] == "off"
+
+
+def test_a_name_with_a_comma_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="comma"):
+        server_command(Path("llama-server"), spec_for(tmp_path, tmp_path / "m", name="a,b"), 1)
+
+
+def test_the_environment_shows_only_the_card_and_drops_llama_arg_variables() -> None:
+    base = {"PATH": "/bin", "LLAMA_ARG_N_PARALLEL": "8", "NVIDIA_VISIBLE_DEVICES": "all"}
+    assert server_environment(base, "GPU-1") == {
+        "PATH": "/bin",
+        "CUDA_VISIBLE_DEVICES": "GPU-1",
+        "NVIDIA_VISIBLE_DEVICES": "GPU-1",
+    }
+    assert server_environment(base, None) == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": ""}
+
+
+def test_find_llama_server_prefers_the_setting_then_path_then_the_newest_build(
+    tmp_path: Path,
+) -> None:
+    def executable(path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+        return path
+
+    cache = tmp_path / "cache"
+    old = executable(cache / "0.3.9" / "build" / "bin" / "llama-server")
+    new = executable(cache / "0.3.36" / "build" / "bin" / "llama-server")
+    on_path = executable(tmp_path / "bin" / "llama-server")
+    env = {"PATH": str(tmp_path / "bin"), "NODEAU_LLAMA_CACHE": str(cache)}
+    assert find_llama_server({**env, "NODEAU_LLAMA_SERVER": "/nowhere/llama-server"}) == Path(
+        "/nowhere/llama-server"
+    )
+    assert find_llama_server(env) == on_path
+    assert find_llama_server({**env, "PATH": str(tmp_path / "empty")}) == new != old
+    assert find_llama_server({"PATH": "", "HOME": str(tmp_path / "nohome")}) is None
+    assert find_llama_server({"PATH": "", "HOME": str(tmp_path / "home")}) is None
+    executable(tmp_path / "home" / ".cache/nodeau/llama.cpp/1.0/build/bin/llama-server")
+    assert find_llama_server({"PATH": "", "HOME": str(tmp_path / "home")}) == (
+        tmp_path / "home" / ".cache/nodeau/llama.cpp/1.0/build/bin/llama-server"
+    )
+
+
+# -- a real server -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("quant", ["q8_0", "f32"])
+def test_a_chat_server_starts_answers_reports_memory_and_stops(
+    tmp_path: Path,
+    binary: Path,
+    runtime: LlamaServerRuntime,
+    servers: list[RunningServer],
+    quant: str,
+) -> None:
+    model = tiny_model(tmp_path, quant, context=4096)
+    spec = spec_for(tmp_path, model, context_tokens=512)
+    server = runtime.start(spec, READY_S)
+    servers.append(server)
+    assert server.command[0] == str(binary)
+    assert f"--port {server.port}" in " ".join(server.command)
+    assert isinstance(server.started_at, datetime) and server.started_at.tzinfo is not None
+    assert runtime.alive(server)
+    with client(server) as http:
+        assert http.get("/health").json() == {"status": "ok"}
+        answer = http.post(
+            "/v1/chat/completions",
+            json={
+                "model": "tiny",
+                "messages": [{"role": "user", "content": "Say hello."}],
+                "max_tokens": 8,
+                "temperature": 0,
+            },
+        )
+        assert answer.status_code == 200
+        body = answer.json()
+        assert body["model"] == "tiny"
+        assert isinstance(body["choices"][0]["message"]["content"], str)
+        assert body["usage"]["completion_tokens"] >= 1
+        models = http.get("/v1/models").json()
+        assert [m["id"] for m in models["data"]] == ["tiny"]
+        # admission predicts the configuration the server really runs with
+        props = http.get("/props").json()
+        assert props["default_generation_settings"]["n_ctx"] == 512 == kv_cells(spec.config)
+        assert props["total_slots"] == 1
+    used = runtime.memory(server)
+    assert used is not None
+    assert used.source == SOURCE_RSS_SIMULATED
+    assert used.bytes > model.stat().st_size
+    assert "--- nodeau:" in spec.log_path.read_text()
+
+    runtime.stop(server, grace_s=10.0)
+    assert not runtime.alive(server)
+    assert runtime.memory(server) is None
+    assert live_servers_of(model) == []
+    runtime.stop(server, grace_s=10.0)  # stopping a gone server is fine
+    assert not runtime.alive(server)
+
+
+@pytest.mark.parametrize(
+    ("context", "parallel", "served"),
+    [(256, 1, 256), (1024, 1, 1024), (1024, 4, 1024), (300, 1, 512), (100, 2, 256)],
+)
+def test_the_served_context_is_the_padded_configured_context(
+    tmp_path: Path,
+    runtime: LlamaServerRuntime,
+    servers: list[RunningServer],
+    context: int,
+    parallel: int,
+    served: int,
+) -> None:
+    """With --kv-unified every slot may use the whole cache, whose size is the configured
+    context padded to 256 cells: what nodeau.domain.memory.kv_cells counts."""
+    spec = spec_for(
+        tmp_path, tiny_model(tmp_path, context=4096), context_tokens=context, parallel=parallel
+    )
+    server = runtime.start(spec, READY_S)
+    servers.append(server)
+    with client(server) as http:
+        props = http.get("/props").json()
+        slots = http.get("/slots").json()
+    assert props["default_generation_settings"]["n_ctx"] == served == kv_cells(spec.config)
+    assert props["total_slots"] == parallel
+    assert [s["n_ctx"] for s in slots] == [served] * parallel
+
+
+def test_the_server_outlives_the_process_that_started_it(
+    tmp_path: Path, runtime: LlamaServerRuntime, servers: list[RunningServer], binary: Path
+) -> None:
+    model = tiny_model(tmp_path)
+    starter = """
+import json, sys
+from pathlib import Path
+from nodeau.adapters.llama_server import LlamaServerRuntime
+from nodeau.domain.memory import RuntimeConfig
+from nodeau.ports.runtime import ServerSpec
+binary, model, log = sys.argv[1:4]
+spec = ServerSpec(name="tiny", model_path=Path(model), config=RuntimeConfig(context_tokens=256),
+                  gpu_uuid=None, log_path=Path(log))
+s = LlamaServerRuntime(Path(binary)).start(spec, 60)
+print(json.dumps({"pid": s.pid, "port": s.port, "at": s.started_at.isoformat(),
+                  "command": s.command}))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", starter, str(binary), str(model), str(tmp_path / "s.log")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)
+    server = RunningServer(
+        pid=said["pid"],
+        port=said["port"],
+        started_at=datetime.fromisoformat(said["at"]),
+        command=tuple(said["command"]),
+    )
+    servers.append(server)
+    assert runtime.alive(server)  # its starter has exited; the model keeps serving
+    with client(server) as http:
+        assert http.get("/health").status_code == 200
+    runtime.stop(server, grace_s=10.0)
+    assert not runtime.alive(server)
+
+
+def test_an_embedding_server_answers_with_a_vector(
+    tmp_path: Path, runtime: LlamaServerRuntime, servers: list[RunningServer]
+) -> None:
+    # the model declares its pooling (mean), as converted embedding models do
+    pooling = {Keys.LLM.POOLING_TYPE.format(arch="llama"): (1, GGUFValueType.UINT32)}
+    model = tiny_model(tmp_path, override_keys=pooling)
+    server = runtime.start(spec_for(tmp_path, model, name="embed", task=Task.EMBED), READY_S)
+    servers.append(server)
+    with client(server) as http:
+        answer = http.post("/v1/embeddings", json={"model": "embed", "input": "hello world"})
+    assert answer.status_code == 200
+    vector = answer.json()["data"][0]["embedding"]
+    assert len(vector) == 64  # the tiny model's n_embd
+    assert all(isinstance(x, float) for x in vector)
+
+
+def test_a_rerank_server_scores_documents(
+    tmp_path: Path, runtime: LlamaServerRuntime, servers: list[RunningServer]
+) -> None:
+    model = tiny_model(tmp_path)
+    server = runtime.start(spec_for(tmp_path, model, name="rerank", task=Task.RERANK), READY_S)
+    servers.append(server)
+    with client(server) as http:
+        answer = http.post(
+            "/v1/rerank", json={"model": "rerank", "query": "a", "documents": ["b", "c"]}
+        )
+    assert answer.status_code == 200
+    assert sorted(r["index"] for r in answer.json()["results"]) == [0, 1]
+
+
+# -- failures ----------------------------------------------------------------------------------
+
+
+def test_a_bad_model_file_fails_at_once_naming_the_problem(
+    tmp_path: Path, runtime: LlamaServerRuntime
+) -> None:
+    model = tmp_path / "bad.gguf"
+    model.write_bytes(b"NOTGGUF!" + bytes(1000))
+    with pytest.raises(RuntimeFailure) as caught:
+        runtime.start(spec_for(tmp_path, model, name="bad"), READY_S)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "llama-server for bad" in message and "exited while starting" in message
+    assert "invalid magic characters" in message and str(model) in message
+    assert f"(log: {tmp_path / 'logs' / 'bad.log'})" in message
+    assert live_servers_of(model) == []
+
+
+def test_a_missed_readiness_deadline_leaves_no_process(
+    tmp_path: Path, runtime: LlamaServerRuntime, servers: list[RunningServer]
+) -> None:
+    """The deadline passes before the first readiness check can be made."""
+    model = tiny_model(tmp_path)
+    with pytest.raises(RuntimeFailure, match=r"was not ready within 0\.001 s") as caught:
+        servers.append(runtime.start(spec_for(tmp_path, model), 0.001))  # stopped if it starts
+    assert "\n" not in str(caught.value)
+    assert live_servers_of(model) == []
+
+
+def test_a_missing_model_or_binary_is_said_plainly(
+    tmp_path: Path, runtime: LlamaServerRuntime
+) -> None:
+    missing = tmp_path / "absent.gguf"
+    with pytest.raises(RuntimeFailure, match=f"^{missing}: no such model file$"):
+        runtime.start(spec_for(tmp_path, missing), READY_S)
+    nowhere = LlamaServerRuntime(tmp_path / "no-llama-server")
+    with pytest.raises(RuntimeFailure, match="no llama-server executable there; build it"):
+        nowhere.start(spec_for(tmp_path, tiny_model(tmp_path)), READY_S)
+
+
+def test_a_port_taken_before_the_server_binds_is_retried(
+    tmp_path: Path,
+    runtime: LlamaServerRuntime,
+    servers: list[RunningServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        ports = iter([busy])
+        real = llama_server.free_port
+        monkeypatch.setattr(llama_server, "free_port", lambda: next(ports, None) or real())
+        server = runtime.start(spec_for(tmp_path, tiny_model(tmp_path)), READY_S)
+        servers.append(server)
+    assert server.port != busy
+    assert "couldn't bind" in (tmp_path / "logs" / "tiny.log").read_text()
+    assert runtime.alive(server)
+
+
+def test_stopping_without_grace_still_ends_the_server(
+    tmp_path: Path, runtime: LlamaServerRuntime, servers: list[RunningServer]
+) -> None:
+    server = runtime.start(spec_for(tmp_path, tiny_model(tmp_path)), READY_S)
+    servers.append(server)
+    runtime.stop(server, grace_s=0.0)
+    assert not runtime.alive(server)
+
+
+def test_a_pid_running_something_else_is_not_the_server(runtime: LlamaServerRuntime) -> None:
+    impostor = RunningServer(
+        pid=os.getpid(),
+        port=1,
+        started_at=datetime.fromisoformat("2026-01-01T00:00:00+00:00"),
+        command=("llama-server", "--model", "x.gguf"),
+    )
+    assert not runtime.alive(impostor)
+    assert runtime.memory(impostor) is None
+    runtime.stop(impostor, grace_s=0.0)  # never signals a process that is not the server
+    assert Path(f"/proc/{os.getpid()}").exists()
+
+
+def test_memory_comes_from_the_inventory_on_a_gpu_and_says_so(
+    tmp_path: Path, binary: Path, servers: list[RunningServer]
+) -> None:
+    """On a GPU machine ``inventory_memory`` is NVML's figure for the pid; where NVML lists
+    nothing for it the RSS is reported, labelled as such and not as simulated hardware."""
+    figures: dict[int, int | None] = {}
+    gpu_runtime = LlamaServerRuntime(binary, inventory_memory=figures.get)
+    server = gpu_runtime.start(spec_for(tmp_path, tiny_model(tmp_path)), READY_S)
+    servers.append(server)
+    figures[server.pid] = 123 * 1024 * 1024
+    used = gpu_runtime.memory(server)
+    assert used is not None and (used.bytes, used.source) == (123 * 1024 * 1024, SOURCE_NVML)
+    figures[server.pid] = None
+    unlisted = gpu_runtime.memory(server)
+    assert unlisted is not None and unlisted.source == SOURCE_RSS_UNLISTED
+    assert unlisted.bytes > 0
