@@ -150,7 +150,8 @@ def admitted_ledger(snapshot: Snapshot, admission: Admission) -> Ledger:
         raise ValueError(
             f"{name} reserves {reservation.gpu_uuid}, a card its admission never assessed"
         )
-    if snapshot.named(name) is not None:
+    existing = snapshot.named(name)
+    if existing is not None and holds_gpu(existing.workload.state):
         raise StateError(f"a workload called {name} already exists")
     after = Ledger(reservations=(*snapshot.ledger.reservations, reservation))
     bad = over_committed(after, fleet)
@@ -235,7 +236,7 @@ class SqliteStateStore:
             record, reservation = admission.record, admission.placement.reservation
             name = record.workload.name
             db.execute(
-                "INSERT INTO workloads (name, record) VALUES (?, ?)",
+                "INSERT OR REPLACE INTO workloads (name, record) VALUES (?, ?)",
                 (name, _dumps(record, WorkloadRecord)),
             )
             db.execute(
@@ -243,7 +244,8 @@ class SqliteStateStore:
                 (name, reservation.machine, reservation.gpu_uuid, reservation.bytes),
             )
             db.execute(
-                "INSERT INTO admissions (workload, decided_at, decision) VALUES (?, ?, ?)",
+                "INSERT OR REPLACE INTO admissions (workload, decided_at, decision) "
+                "VALUES (?, ?, ?)",
                 (name, admission.decided_at.isoformat(), _dumps(admission, Admission)),
             )
             self._insert_event(

@@ -32,6 +32,7 @@ class Settings:
     publisher_url: str
     reserve_bytes: int
     allowances: Allowances
+    simulated_gpus: str | None = None  # e.g. "1 x 24 GiB": simulated cards, the model on the CPU
 
     @property
     def models_root(self) -> Path:
@@ -40,6 +41,14 @@ class Settings:
     @property
     def registry_path(self) -> Path:
         return self.home / "registry.sqlite3"
+
+    @property
+    def state_path(self) -> Path:
+        return self.home / "state.sqlite3"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
 
 
 def data_home(env: Mapping[str, str], platform: str = sys.platform) -> Path:
@@ -73,6 +82,7 @@ def settings_from(env: Mapping[str, str]) -> Settings:
         publisher_url=env.get("NODEAU_PUBLISHER_URL") or DEFAULT_PUBLISHER,
         reserve_bytes=int(reserve) if reserve else DEFAULT_RESERVE,
         allowances=Allowances(),
+        simulated_gpus=env.get("NODEAU_SIMULATED_GPUS") or None,
     )
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from nodeau.ports.hardware import HardwareError
 from nodeau.ports.models import ModelError
+from nodeau.ports.runtime import RuntimeFailure
+from nodeau.ports.state import StateError
 
 
 class SettingsError(Exception):
@@ -11,6 +14,6 @@ class SettingsError(Exception):
 
 def one_line(exc: BaseException) -> str | None:
     """The message for an expected failure, or None for a bug that deserves its traceback."""
-    if isinstance(exc, ModelError | SettingsError):
+    if isinstance(exc, ModelError | SettingsError | StateError | RuntimeFailure | HardwareError):
         return " ".join(str(exc).split())
     return None

@@ -21,6 +21,19 @@ app.command(
     name="models",
     help="Fetch catalog models and import your own GGUF files.",
 )
+for command, words in (
+    ("run", "Admit, place and serve a model on this machine, behind a loopback endpoint."),
+    ("ps", "Every workload holding a GPU, with its state and what happens next."),
+    ("stop", "Stop a workload's endpoint (--workload: the model too, freeing its card)."),
+    ("environment", "What this machine has, read-only."),
+):
+    app.command(f"nodeau.apps.cli.serving:{command}", name=command, help=words)
+for group, words in (
+    ("service", "Explain a service's admission."),
+    ("placement", "Explain a workload's placement."),
+    ("fleet", "The machines Nodeau can place work on."),
+):
+    app.command(f"nodeau.apps.cli.serving:{group}_app", name=group, help=words)
 app.command(
     "nodeau.apps.cli.models:model_app",
     name="model",

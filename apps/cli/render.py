@@ -1,14 +1,16 @@
 """How the CLI prints: aligned tables for people, JSON for programs.
 
 One private cattrs converter turns the domain's values into JSON: hashes as
-hex, moments as ISO 8601, enums as their values.
+hex, moments as ISO 8601, enums as their values, durations in seconds, fractions as n/d.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
+from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import cattrs
@@ -18,6 +20,9 @@ from nodeau.domain.artifacts import Sha256
 _converter = cattrs.Converter()
 _converter.register_unstructure_hook(Sha256, lambda s: s.hex)
 _converter.register_unstructure_hook(datetime, lambda d: d.isoformat())
+_converter.register_unstructure_hook(timedelta, lambda d: d.total_seconds())
+_converter.register_unstructure_hook(Fraction, lambda f: f"{f.numerator}/{f.denominator}")
+_converter.register_unstructure_hook(Path, str)
 
 
 def to_json(value: Any) -> str:

@@ -124,16 +124,19 @@ def test_a_decision_that_raises_records_nothing(store: StateStore) -> None:
     admit(store, "chat")  # and the store is still usable
 
 
-def test_a_name_in_use_is_a_callers_error_even_once_finished(store: StateStore) -> None:
-    admit(store, "chat", TWO_CARDS)
-    before = (store.snapshot(), store.events())
+def test_a_name_in_use_is_a_callers_error_until_it_finishes(store: StateStore) -> None:
+    first = admit(store, "chat", TWO_CARDS)
     with pytest.raises(StateError, match=r"^a workload called chat already exists$"):
         store.admit(decider("chat", TWO_CARDS, NOW))
     store.release("chat", in_state(WorkloadState.STOPPED))
-    with pytest.raises(StateError, match=r"^a workload called chat already exists$"):
-        store.admit(decider("chat", TWO_CARDS, NOW))
-    assert store.snapshot().ledger == Ledger()
-    assert len(store.snapshot().workloads) == len(before[0].workloads)
+    # a finished workload's name can be used again: the new admission replaces the old record
+    second = store.admit(decider("chat", TWO_CARDS, NOW)).unwrap()
+    assert store.admission("chat") == second
+    [record] = store.snapshot().workloads
+    assert record == second.record
+    assert record.workload.state is not WorkloadState.STOPPED
+    assert len(store.snapshot().ledger.reservations) == 1
+    assert first.record.workload.name == second.record.workload.name
 
 
 def test_a_decision_blind_to_the_ledger_is_not_recorded(store: StateStore) -> None:

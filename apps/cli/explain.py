@@ -1,0 +1,79 @@
+"""The text of ``nodeau service explain`` and ``nodeau placement explain``.
+
+Every figure is in bytes with its GiB reading, and says whether it was
+estimated or measured; a simulated card says it is simulated.
+"""
+
+from __future__ import annotations
+
+from nodeau.apps.cli.render import size, table
+from nodeau.ports.state import Admission
+
+
+def admission_lines(admission: Admission, simulated: bool) -> list[str]:
+    admitted = admission.admitted
+    request = admitted.request
+    lines = [
+        f"{request.workload}: admitted at {admission.decided_at:%Y-%m-%d %H:%M:%S} UTC "
+        f"({request.model}, artifact {request.artifact_id[:12]}, {request.config.key()})",
+    ]
+    if simulated:
+        lines.append("hardware: SIMULATED cards; the model runs on the CPU")
+    for gpu_model, prediction in admitted.predictions:
+        lines.append(f"predicted peak on {gpu_model} ({prediction.source.value}):")
+        rows = [
+            (t.name, f"{t.bytes:,}", size(t.bytes), t.source.value, t.basis)
+            for t in prediction.terms
+        ]
+        rows.append(
+            (
+                "total",
+                f"{prediction.total_bytes:,}",
+                size(prediction.total_bytes),
+                prediction.source.value,
+                "",
+            )
+        )
+        lines.extend(
+            "  " + line
+            for line in table(("TERM", "BYTES", "", "SOURCE", "BASIS"), rows).splitlines()
+        )
+    lines.append("cards (free memory according to the reservation ledger, not a card reading):")
+    card_rows = [
+        (
+            c.machine,
+            c.gpu_uuid,
+            size(c.total_bytes),
+            size(c.reserved_bytes),
+            size(c.free_bytes),
+            size(c.needed_bytes),
+            "accepted" if c.rejection is None else c.rejection.value,
+        )
+        for c in admitted.cards
+    ]
+    lines.extend(
+        "  " + line
+        for line in table(
+            ("MACHINE", "GPU", "TOTAL", "RESERVED", "FREE", "NEEDED", "VERDICT"), card_rows
+        ).splitlines()
+    )
+    return lines
+
+
+def placement_lines(admission: Admission) -> list[str]:
+    p = admission.placement
+    lines = [
+        f"{p.workload}: placed on {p.machine}, {p.gpu_uuid} (policy {p.policy.value})",
+        f"why: {p.why}",
+        f"reservation: {p.reservation.bytes:,} bytes ({size(p.reservation.bytes)}) on {p.gpu_uuid}",
+        "candidates, best first:",
+    ]
+    lines.extend(
+        f"  {r.machine} {r.gpu_uuid}: {r.policy.value}, machine holds {r.machine_held} of "
+        f"{r.machine_cards} cards, score {float(r.score):.2f}, card {size(r.total_bytes)}"
+        for r in p.ranked
+    )
+    if p.excluded:
+        lines.append("not candidates:")
+        lines.extend(f"  {m}: {why}" for m, why in p.excluded)
+    return lines

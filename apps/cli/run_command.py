@@ -1,0 +1,128 @@
+"""The bodies of ``nodeau run`` and ``nodeau stop``: decide, then carry the decision out."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from returns.pipeline import is_successful
+
+from nodeau.apps.cli.bootstrap import utc_now
+from nodeau.apps.cli.endpoints import endpoint_manager
+from nodeau.apps.cli.plane import Plane
+from nodeau.apps.cli.render import size, to_json
+from nodeau.apps.cli.serving import report_refusal
+from nodeau.apps.models import resolve_model
+from nodeau.apps.serving import (
+    RunRequest,
+    decide_run,
+    no_verified_copy,
+    predictor,
+    runtime_config,
+    start_server,
+    stop_workload,
+)
+from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.tasks import Task
+from nodeau.domain.workloads import RecoveryMode, WorkloadState
+from nodeau.ports.state import UnknownWorkload
+
+
+def run_workload(
+    plane: Plane,
+    *,
+    model: str,
+    name: str | None,
+    task: str,
+    context: int | None,
+    recovery: str,
+    after: timedelta,
+    json: bool,
+) -> int:
+    s = plane.models.settings
+    resolved = resolve_model(model, plane.models.registry.book(), plane.models.catalog())
+    workload = name or (resolved.names[0] if resolved.names else resolved.artifact.id.short)
+    existing = plane.state.snapshot().named(workload)
+    endpoints = endpoint_manager(s)
+    if existing is not None and existing.workload.state is WorkloadState.SERVING:
+        # the model is still loaded: starting again only brings its endpoint back
+        endpoints.start(workload, existing.endpoint_port or 0)
+        print(
+            f"{workload} is already serving; its endpoint is back at "
+            f"http://127.0.0.1:{existing.endpoint_port}/v1"
+        )
+        return 0
+    path = plane.models.store.verified_path(resolved.artifact.files[0].sha256)
+    if path is None:
+        refusal = no_verified_copy(workload, s.machine)
+        return report_refusal(refusal.kind.value, refusal.code.value, refusal.sentence)
+    summary = plane.models.inspector.inspect(path)
+    request = RunRequest(
+        name=workload,
+        task=Task(task),
+        context_tokens=context,
+        recovery=RecoveryMode(recovery),
+        recovery_after=after,
+    )
+    config = runtime_config(summary, request)
+    reading = plane.inventory.read()
+    decided = plane.state.admit(
+        decide_run(
+            request=request,
+            resolved=resolved,
+            model_path=path,
+            config=config,
+            reading=reading,
+            predict=predictor(
+                summary, resolved, config, plane.models.registry.measurements(), s.allowances
+            ),
+            settings=SchedulingSettings(),
+            now=utc_now(),
+        )
+    )
+    if not is_successful(decided):
+        refusal = decided.failure()
+        return report_refusal(refusal.kind.value, refusal.code.value, refusal.sentence)
+    admission = decided.unwrap()
+    port = existing.endpoint_port if existing and existing.endpoint_port else endpoints.free_port()
+    record = start_server(
+        admission,
+        reading=reading,
+        runtime=plane.runtime(),
+        state=plane.state,
+        log_dir=s.log_dir,
+        now=utc_now,
+        endpoint_port=port,
+    )
+    how = endpoints.start(workload, port)
+    if json:
+        print(to_json({"record": record, "endpoint_service": how}))
+        return 0
+    needed = admission.placement.reservation.bytes
+    source = admission.admitted.prediction_for(
+        next(
+            c.gpu_model for c in admission.admitted.cards if c.gpu_uuid == record.workload.gpu_uuid
+        )
+    ).source.value
+    hardware = " (SIMULATED card: the model runs on the CPU)" if reading.simulated else ""
+    print(
+        f"{workload}: admitted on {record.workload.machine}, {record.workload.gpu_uuid}{hardware}, "
+        f"reserving {size(needed)} ({source})"
+    )
+    print(f"serving at http://127.0.0.1:{record.endpoint_port}/v1 (endpoint: {how})")
+    return 0
+
+
+def stop_command(plane: Plane, name: str, *, stop_model: bool) -> int:
+    record = plane.state.snapshot().named(name)
+    if record is None:
+        raise UnknownWorkload(f"no workload called {name!r}; nodeau ps lists them")
+    endpoint_manager(plane.models.settings).stop(name)
+    if not stop_model:
+        print(
+            f"{name}: endpoint stopped; the model stays loaded (nodeau run starts it again "
+            "at once; --workload frees the card)"
+        )
+        return 0
+    released = stop_workload(name, state=plane.state, runtime=plane.runtime(), now=utc_now)
+    print(f"{name}: endpoint and model stopped; {released.workload.gpu_uuid} is free")
+    return 0

@@ -1,0 +1,250 @@
+"""``nodeau run``, ``ps``, ``stop``, ``service explain``, ``placement explain``,
+``environment`` and ``fleet list`` on the one-machine plane.
+
+A refusal prints its kind, code and sentence, exits 2 and creates nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from typing import Annotated, Literal
+
+from cyclopts import App, Parameter
+
+from nodeau.apps.cli.render import size, table, to_json
+
+service_app = App(name="service", help="Explain a service's admission.")
+placement_app = App(name="placement", help="Explain a workload's placement.")
+fleet_app = App(name="fleet", help="The machines Nodeau can place work on.")
+
+REFUSED = 2
+
+
+def parse_after(text: str) -> timedelta:
+    """A recovery delay such as 90s, 3m or 1h."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    if len(text) >= 2 and text[-1] in units and text[:-1].isdigit() and int(text[:-1]) > 0:
+        return timedelta(seconds=int(text[:-1]) * units[text[-1]])
+    from nodeau.apps.cli.errors import SettingsError
+
+    raise SettingsError(f"--after {text!r}: give a positive whole number with s, m or h (e.g. 3m)")
+
+
+def run(
+    model: str,
+    /,
+    *,
+    name: str | None = None,
+    task: Literal["chat", "embed", "rerank"] = "chat",
+    context: int | None = None,
+    recovery: Literal["never", "automatic"] = "never",
+    after: str = "3m",
+    json: bool = False,
+) -> int:
+    """Admit, place and serve a model on this machine, behind a loopback endpoint.
+
+    Parameters
+    ----------
+    model
+        An alias, a catalog name or an artifact id held verified on this machine.
+    name
+        The workload's name (default: the model's name).
+    task
+        What the workload serves: chat, embed or rerank.
+    context
+        Context size in tokens (default: the model's own, at most 4096).
+    recovery
+        What happens when its machine stops answering: never (wait) or automatic.
+    after
+        The recovery delay, e.g. 3m.
+    json
+        Print the result as JSON.
+    """
+    from nodeau.apps.cli import plane as planes
+    from nodeau.apps.cli.run_command import run_workload
+
+    return run_workload(
+        planes.build(),
+        model=model,
+        name=name,
+        task=task,
+        context=context,
+        recovery=recovery,
+        after=parse_after(after),
+        json=json,
+    )
+
+
+def ps(*, json: bool = False) -> int:
+    """Every workload holding a GPU, both kinds, with its state and what happens next.
+
+    Parameters
+    ----------
+    json
+        Print the rows as JSON.
+    """
+    from nodeau.adapters.sqlite_state import SqliteStateStore
+    from nodeau.apps.cli.bootstrap import settings, utc_now
+    from nodeau.domain.workloads import holds_gpu, ps_sentence
+    from nodeau.ports.state import WorkloadRecord
+
+    s = settings()
+    records: tuple[WorkloadRecord, ...] = ()
+    if s.state_path.exists():
+        records = tuple(
+            r
+            for r in SqliteStateStore(s.state_path, utc_now).snapshot().workloads
+            if holds_gpu(r.workload.state)
+        )
+    now = utc_now()
+    if json:
+        print(to_json([{"record": r, "sentence": ps_sentence(r.workload, now)} for r in records]))
+        return 0
+    simulated = " (simulated)" if s.simulated_gpus else ""
+    rows = [
+        (
+            r.workload.name,
+            r.workload.kind.value,
+            r.workload.model,
+            r.workload.machine,
+            r.workload.gpu_uuid + simulated,
+            r.workload.state.value,
+            f"http://127.0.0.1:{r.endpoint_port}/v1" if r.endpoint_port else "-",
+            ps_sentence(r.workload, now),
+        )
+        for r in records
+    ]
+    print(table(("NAME", "KIND", "MODEL", "MACHINE", "GPU", "STATE", "ENDPOINT", "NOW"), rows))
+    return 0
+
+
+def stop(
+    name: str,
+    /,
+    *,
+    workload: Annotated[bool, Parameter(negative="")] = False,
+) -> int:
+    """Stop a workload's endpoint; the model stays loaded, so starting again is instant.
+
+    Parameters
+    ----------
+    name
+        The workload.
+    workload
+        Stop the model too and free its card.
+    """
+    from nodeau.apps.cli import plane as planes
+    from nodeau.apps.cli.run_command import stop_command
+
+    return stop_command(planes.build(), name, stop_model=workload)
+
+
+@service_app.command(name="explain")
+def service_explain(name: str, /, *, json: bool = False) -> int:
+    """The admission arithmetic: every term in bytes, labelled estimated or measured.
+
+    Parameters
+    ----------
+    name
+        The workload.
+    json
+        Print the recorded decision as JSON.
+    """
+    from nodeau.adapters.sqlite_state import SqliteStateStore
+    from nodeau.apps.cli.bootstrap import settings, utc_now
+    from nodeau.apps.cli.explain import admission_lines
+
+    s = settings()
+    admission = SqliteStateStore(s.state_path, utc_now).admission(name)
+    if json:
+        print(to_json(admission.admitted))
+        return 0
+    simulated = any("SIM-GPU" in c.gpu_uuid for c in admission.admitted.cards)
+    print("\n".join(admission_lines(admission, simulated)))
+    return 0
+
+
+@placement_app.command(name="explain")
+def placement_explain(name: str, /, *, json: bool = False) -> int:
+    """Why this machine and this card.
+
+    Parameters
+    ----------
+    name
+        The workload.
+    json
+        Print the recorded placement as JSON.
+    """
+    from nodeau.adapters.sqlite_state import SqliteStateStore
+    from nodeau.apps.cli.bootstrap import settings, utc_now
+    from nodeau.apps.cli.explain import placement_lines
+
+    s = settings()
+    admission = SqliteStateStore(s.state_path, utc_now).admission(name)
+    if json:
+        print(to_json(admission.placement))
+        return 0
+    print("\n".join(placement_lines(admission)))
+    return 0
+
+
+def environment(*, json: bool = False) -> int:
+    """What this machine has, read-only: its GPUs by UUID, or why it has none.
+
+    Parameters
+    ----------
+    json
+        Print the reading as JSON.
+    """
+    from nodeau.apps.cli.bootstrap import settings
+    from nodeau.apps.cli.plane import inventory_for
+
+    s = settings()
+    reading = inventory_for(s.machine, s.simulated_gpus).read()
+    if json:
+        print(to_json(reading))
+        return 0
+    print(f"machine  {reading.machine}{' (SIMULATED hardware)' if reading.simulated else ''}")
+    print(f"note     {reading.note}")
+    rows = [
+        (r.gpu.uuid, r.gpu.model, size(r.gpu.total_bytes), size(r.free_bytes), r.driver_version)
+        for r in reading.gpus
+    ]
+    if rows:
+        print(table(("GPU", "MODEL", "TOTAL", "FREE (READING)", "DRIVER"), rows))
+    return 0
+
+
+@fleet_app.command(name="list")
+def fleet_list(*, json: bool = False) -> int:
+    """The machines of this fleet: on the one-machine plane, this machine.
+
+    Parameters
+    ----------
+    json
+        Print the machines as JSON.
+    """
+    from nodeau.apps.cli.bootstrap import settings
+    from nodeau.apps.cli.plane import inventory_for
+
+    s = settings()
+    reading = inventory_for(s.machine, s.simulated_gpus).read()
+    plane = "one machine (state in SQLite, no Kubernetes)"
+    if json:
+        print(to_json({"plane": plane, "machines": [reading]}))
+        return 0
+    print(f"plane: {plane}")
+    gpus = ", ".join(f"{r.gpu.uuid} ({size(r.gpu.total_bytes)})" for r in reading.gpus) or "none"
+    sim = "yes" if reading.simulated else "no"
+    print(
+        table(
+            ("MACHINE", "HEALTH", "SIMULATED", "GPUS"), [(reading.machine, "reporting", sim, gpus)]
+        )
+    )
+    return 0
+
+
+def report_refusal(kind: str, code: str, sentence: str) -> int:
+    print(f"refused ({kind}): {code}: {sentence}", file=sys.stderr)
+    return REFUSED

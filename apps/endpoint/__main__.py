@@ -1,0 +1,49 @@
+"""``python -m nodeau.apps.endpoint --workload NAME --port P --state PATH``: one workload's
+endpoint, on 127.0.0.1:P, finding its model server in the state at PATH (the composition
+root; the user service runs this)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from nodeau.adapters.sqlite_state import SqliteStateStore
+from nodeau.apps.endpoint.serve import CachedLookup, serve, upstream_from_state
+from nodeau.ports.state import StateError
+
+
+def _port(text: str) -> int:
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a TCP port (1-65535)")
+    return port
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m nodeau.apps.endpoint",
+        description="Serve one workload's OpenAI-compatible endpoint on 127.0.0.1 (only).",
+    )
+    parser.add_argument("--workload", required=True, help="the workload's name")
+    parser.add_argument("--port", required=True, type=_port, help="its fixed endpoint port")
+    parser.add_argument("--state", required=True, type=Path, help="the plane's state database")
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
+    args = parser.parse_args(argv)
+    try:
+        store = SqliteStateStore(args.state, clock=lambda: datetime.now(UTC))
+    except StateError as exc:
+        print(f"nodeau endpoint: {exc}", file=sys.stderr)
+        return 2
+    serve(
+        args.port,
+        CachedLookup(upstream_from_state(store, args.workload)),
+        log_level=args.log_level,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

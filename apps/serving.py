@@ -1,0 +1,213 @@
+"""Serving use-cases on the one-machine plane: run, stop, and what ps and explain read.
+
+``run_model`` decides before it creates anything: the model must be verified
+here, the request goes through admission and placement inside one state
+transaction, and a refusal records nothing. Only then is a model server
+started; if it cannot start, the reservation is released and the workload is
+recorded as failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from attrs import evolve, frozen
+from returns.pipeline import is_successful
+from returns.result import Failure, Result, Success
+
+from nodeau.apps.models import Resolved
+from nodeau.domain.admission import AdmissionRequest
+from nodeau.domain.hardware import Fleet, Machine, MachineReading
+from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, RuntimeConfig, predict_peak
+from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.scheduling import FleetView, schedule
+from nodeau.domain.tasks import Task
+from nodeau.domain.workloads import (
+    RecoveryMode,
+    Workload,
+    WorkloadKind,
+    WorkloadState,
+)
+from nodeau.ports.runtime import ModelRuntime, RunningServer, RuntimeFailure, ServerSpec
+from nodeau.ports.state import Admission, Snapshot, StateStore, WorkloadRecord
+
+DEFAULT_CONTEXT = 4096
+READY_TIMEOUT_S = 120.0
+
+
+@frozen(kw_only=True)
+class RunRequest:
+    name: str
+    task: Task
+    context_tokens: int | None
+    recovery: RecoveryMode
+    recovery_after: timedelta
+
+
+def fleet_of_one(reading: MachineReading) -> Fleet:
+    """This machine as a fleet of one, from what its hardware reading says."""
+    return Fleet(machines=(Machine(name=reading.machine, gpus=tuple(r.gpu for r in reading.gpus)),))
+
+
+def runtime_config(summary: ModelSummary, request: RunRequest) -> RuntimeConfig:
+    """The configuration the server will really run: one slot, the asked or default context."""
+    context = request.context_tokens or min(summary.architecture.context_length, DEFAULT_CONTEXT)
+    return RuntimeConfig(context_tokens=context, parallel=1, task=request.task)
+
+
+def predictor(
+    summary: ModelSummary,
+    resolved: Resolved,
+    config: RuntimeConfig,
+    table: MeasuredTable,
+    allowances: Allowances,
+) -> Callable[[str], Prediction]:
+    """The predicted peak for a GPU model: measured where measured, estimated otherwise."""
+
+    def predict(gpu_model: str) -> Prediction:
+        return predict_peak(
+            arch=summary.architecture,
+            artifact_id=resolved.artifact.id.hex,
+            artifact_bytes=resolved.artifact.size_bytes,
+            config=config,
+            gpu_model=gpu_model,
+            table=table,
+            allowances=allowances,
+        )
+
+    return predict
+
+
+def decide_run(
+    *,
+    request: RunRequest,
+    resolved: Resolved,
+    model_path: Path | None,
+    config: RuntimeConfig,
+    reading: MachineReading,
+    predict: Callable[[str], Prediction],
+    settings: SchedulingSettings,
+    now: datetime,
+) -> Callable[[Snapshot], Result[Admission, Refusal]]:
+    """The decision ``StateStore.admit`` runs on its snapshot, inside its transaction."""
+    fleet = fleet_of_one(reading)
+    verified_on = frozenset({reading.machine}) if model_path is not None else frozenset()
+    admission_request = AdmissionRequest(
+        workload=request.name,
+        model=resolved.names[0] if resolved.names else resolved.artifact.id.short,
+        artifact_id=resolved.artifact.id.hex,
+        config=config,
+    )
+
+    def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
+        view = FleetView(
+            fleet=fleet,
+            ledger=snapshot.ledger,
+            settings=settings,
+            excluded=(),
+            verified_on=verified_on,
+            predict=predict,
+        )
+        scheduled = schedule(admission_request, view)
+        if not is_successful(scheduled):
+            return Failure(scheduled.failure())
+        both = scheduled.unwrap()
+        workload = Workload(
+            name=request.name,
+            kind=WorkloadKind.SERVICE,
+            model=admission_request.model,
+            artifact_id=resolved.artifact.id.hex,
+            machine=both.placement.machine,
+            gpu_uuid=both.placement.gpu_uuid,
+            state=WorkloadState.ADMITTED,
+            since=now,
+            recovery_mode=request.recovery,
+            recovery_after=request.recovery_after,
+        )
+        record = WorkloadRecord(workload=workload, config=config, model_path=str(model_path))
+        return Success(
+            Admission(
+                record=record, admitted=both.admitted, placement=both.placement, decided_at=now
+            )
+        )
+
+    return decide
+
+
+def no_verified_copy(name: str, machine: str) -> Refusal:
+    return Refusal.of(
+        ReasonCode.NO_VERIFIED_COPY,
+        f"{name} has no verified copy on {machine}; pull or import it, then run it",
+    )
+
+
+def start_server(
+    admission: Admission,
+    *,
+    reading: MachineReading,
+    runtime: ModelRuntime,
+    state: StateStore,
+    log_dir: Path,
+    now: Callable[[], datetime],
+    endpoint_port: int,
+) -> WorkloadRecord:
+    """Start the admitted workload's model server and record it serving (or failed)."""
+    record = admission.record
+    name = record.workload.name
+    simulated = any(r.gpu.simulated for r in reading.gpus)
+    spec = ServerSpec(
+        name=name,
+        model_path=Path(record.model_path),
+        config=record.config,
+        gpu_uuid=None if simulated else record.workload.gpu_uuid,
+        log_path=log_dir / f"{name}.log",
+    )
+    log_dir.mkdir(parents=True, exist_ok=True)
+    state.update(
+        name,
+        lambda r: evolve(r, workload=evolve(r.workload, state=WorkloadState.STARTING, since=now())),
+    )
+    try:
+        server = runtime.start(spec, READY_TIMEOUT_S)
+    except RuntimeFailure:
+        state.release(
+            name,
+            lambda r: evolve(
+                r, workload=evolve(r.workload, state=WorkloadState.FAILED, since=now())
+            ),
+        )
+        raise
+    return serving(state, name, server, endpoint_port, now())
+
+
+def serving(
+    state: StateStore, name: str, server: RunningServer, endpoint_port: int, at: datetime
+) -> WorkloadRecord:
+    return state.update(
+        name,
+        lambda r: evolve(
+            r,
+            server=server,
+            endpoint_port=r.endpoint_port or endpoint_port,
+            workload=evolve(r.workload, state=WorkloadState.SERVING, since=at),
+        ),
+    )
+
+
+def stop_workload(
+    name: str, *, state: StateStore, runtime: ModelRuntime, now: Callable[[], datetime]
+) -> WorkloadRecord:
+    """Stop the model server and free the card."""
+    record = state.snapshot().named(name)
+    if record is not None and record.server is not None:
+        runtime.stop(record.server, grace_s=10.0)
+    return state.release(
+        name,
+        lambda r: evolve(
+            r, server=None, workload=evolve(r.workload, state=WorkloadState.STOPPED, since=now())
+        ),
+    )

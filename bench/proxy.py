@@ -1,0 +1,272 @@
+"""Benchmark: the endpoint against the model server directly, in the same run.
+
+    python bench/proxy.py [--requests 500] [--streams 200] [--concurrency 32] [--seconds 5]
+
+The model server is the minimal upstream of the tests (tests/support/upstream.py: a
+Starlette app under uvicorn that answers at once), so what the endpoint itself costs is
+visible rather than hidden behind a model's compute. The endpoint is the real one,
+``python -m nodeau.apps.endpoint``, reading the upstream's address from a state database,
+as a user service runs it. Each runs in its own process; this process is the client
+(httpx.AsyncClient, one pooled client per side).
+
+1. Added latency, non-streaming: ``--requests`` sequential chat completions on each side;
+   p50 and p99 of each and their differences. Goal: p50 added <= 1 ms.
+2. Time to the first streamed byte: ``--streams`` sequential streamed chat completions on
+   each side; p50 and p99 from sending the request to the first body bytes.
+3. Throughput: ``--concurrency`` clients sending chat completions back to back for
+   ``--seconds`` on each side; completed requests per second. Goal: >= 0.7x direct.
+
+Both sides are warmed first, and the sides alternate in blocks so drift hits both alike.
+All processes share this machine's cores: the figures hold for this machine only (its core
+count is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+from attrs import evolve
+
+from nodeau.adapters.sqlite_state import SqliteStateStore
+from nodeau.ports.runtime import RunningServer
+
+ROOT = Path(__file__).resolve().parent.parent  # the child upstream imports tests.support
+
+sys.path.insert(0, str(ROOT))
+from tests.support.admissions import decider, fleet_of  # noqa: E402
+
+P50_GOAL_MS = 1.0
+THROUGHPUT_GOAL = 0.7
+WORKLOAD = "bench"
+BODY = {"model": WORKLOAD, "messages": [{"role": "user", "content": "hello"}]}
+STREAM_BODY = {**BODY, "stream": True}
+START_S = 20.0
+
+
+def start(command: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+    )
+
+
+def wait_for(url: str, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + START_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{url}: the process exited with {process.returncode}")
+        try:
+            httpx.get(url, timeout=1.0)
+            return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise SystemExit(f"{url}: nothing answered within {START_S} s")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def one_request(client: httpx.AsyncClient) -> float:
+    began = time.perf_counter()
+    response = await client.post("/v1/chat/completions", json=BODY)
+    response.raise_for_status()
+    return time.perf_counter() - began
+
+
+async def first_byte(client: httpx.AsyncClient) -> float:
+    began = time.perf_counter()
+    async with client.stream("POST", "/v1/chat/completions", json=STREAM_BODY) as response:
+        response.raise_for_status()
+        waited = None
+        async for _chunk in response.aiter_raw():
+            if waited is None:
+                waited = time.perf_counter() - began
+    assert waited is not None
+    return waited
+
+
+async def alternate(
+    clients: dict[str, httpx.AsyncClient],
+    count: int,
+    measure: Callable[[httpx.AsyncClient], Awaitable[float]],
+    block: int = 50,
+) -> dict[str, list[float]]:
+    """``count`` sequential measurements per side, the sides alternating in blocks."""
+    times: dict[str, list[float]] = {side: [] for side in clients}
+    for client in clients.values():  # warm-up, not counted
+        for _ in range(min(block, count)):
+            await measure(client)
+    while any(len(t) < count for t in times.values()):
+        for side, client in clients.items():
+            for _ in range(min(block, count - len(times[side]))):
+                times[side].append(await measure(client))
+    return times
+
+
+async def throughput(base_url: str, concurrency: int, seconds: float) -> float:
+    """Completed requests per second of ``concurrency`` clients, each with its own connection
+    (one httpx client each: one shared pool of 32 connections costs the client far more CPU
+    per request, and more the slower the answers, which would skew the comparison)."""
+    done = 0
+    stop_at = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal done
+        async with httpx.AsyncClient(base_url=base_url, timeout=30, trust_env=False) as client:
+            await one_request(client)  # connected before the clock counts it
+            while time.perf_counter() < stop_at:
+                await one_request(client)
+                done += 1
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done / (time.perf_counter() - began)
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (Linux; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:7.3f} ms"
+
+
+async def run(args: argparse.Namespace, direct: str, proxied: str, pids: dict[str, int]) -> bool:
+    limits = httpx.Limits(
+        max_connections=args.concurrency, max_keepalive_connections=args.concurrency
+    )
+    async with (
+        httpx.AsyncClient(base_url=direct, limits=limits, timeout=30, trust_env=False) as d,
+        httpx.AsyncClient(base_url=proxied, limits=limits, timeout=30, trust_env=False) as p,
+    ):
+        clients = {"direct": d, "endpoint": p}
+        urls = {"direct": direct, "endpoint": proxied}
+        latency = await alternate(clients, args.requests, one_request)
+        ttfb = await alternate(clients, args.streams, first_byte)
+        rates: dict[str, list[float]] = {"direct": [], "endpoint": []}
+        for side in ("direct", "endpoint"):  # warm-up at full concurrency
+            await throughput(urls[side], args.concurrency, 0.5)
+        cpu = dict.fromkeys(pids, 0.0)
+        direct_cpu = dict.fromkeys(pids, 0.0)
+        served = direct_served = 0.0
+        for _ in range(2):
+            for side in clients:
+                before = {name: cpu_s(pid) for name, pid in pids.items()}
+                rate = await throughput(urls[side], args.concurrency, args.seconds / 2)
+                rates[side].append(rate)
+                if side == "endpoint":
+                    served += rate * args.seconds / 2
+                    for name, pid in pids.items():
+                        cpu[name] += cpu_s(pid) - before[name]
+                else:
+                    direct_served += rate * args.seconds / 2
+                    for name, pid in pids.items():
+                        direct_cpu[name] += cpu_s(pid) - before[name]
+
+    print(f"machine: {os.cpu_count()} cores; client, endpoint and upstream share them")
+    print(f"\n1. non-streaming latency, {args.requests} sequential requests each")
+    for label, q in (("p50", 0.5), ("p99", 0.99)):
+        a, b = percentile(latency["direct"], q), percentile(latency["endpoint"], q)
+        print(f"   {label}: direct {ms(a)}  endpoint {ms(b)}  added {ms(b - a)}")
+    added_p50 = percentile(latency["endpoint"], 0.5) - percentile(latency["direct"], 0.5)
+
+    print(f"\n2. time to first streamed byte, {args.streams} sequential streams each")
+    for label, q in (("p50", 0.5), ("p99", 0.99)):
+        a, b = percentile(ttfb["direct"], q), percentile(ttfb["endpoint"], q)
+        print(f"   {label}: direct {ms(a)}  endpoint {ms(b)}  added {ms(b - a)}")
+
+    direct_rate = statistics.mean(rates["direct"])
+    proxied_rate = statistics.mean(rates["endpoint"])
+    ratio = proxied_rate / direct_rate
+    print(f"\n3. throughput, {args.concurrency} concurrent clients, {args.seconds:g} s each")
+    print(f"   direct {direct_rate:8.0f} req/s  endpoint {proxied_rate:8.0f} req/s  {ratio:.2f}x")
+
+    print("   CPU per request, by process: direct / through the endpoint")
+    for name in pids:
+        print(f"     {name:22s} {direct_cpu[name] / direct_served * 1e6:6.0f} us")
+    for name in pids:
+        print(f"     {name:22s} {cpu[name] / served * 1e6:6.0f} us")
+    p50_ok = added_p50 * 1000 <= P50_GOAL_MS
+    said = {True: "met", False: "NOT met"}
+    rate_ok = ratio >= THROUGHPUT_GOAL
+    print("\ngoals:")
+    print(f"   p50 added <= {P50_GOAL_MS:g} ms: {said[p50_ok]} ({ms(added_p50)})")
+    print(f"   throughput >= {THROUGHPUT_GOAL}x direct: {said[rate_ok]} ({ratio:.2f}x)")
+    return p50_ok and rate_ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--streams", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+
+    upstream = start([sys.executable, "-m", "tests.support.upstream"])
+    endpoint: subprocess.Popen[str] | None = None
+    try:
+        assert upstream.stdout is not None
+        upstream_port = int(upstream.stdout.readline())
+        direct = f"http://127.0.0.1:{upstream_port}"
+        with tempfile.TemporaryDirectory() as tmp:
+            state = Path(tmp) / "state.sqlite3"
+            store = SqliteStateStore(state, clock=lambda: datetime.now(UTC))
+            store.admit(decider(WORKLOAD, fleet_of(1), datetime.now(UTC))).unwrap()
+            server = RunningServer(
+                pid=upstream.pid,
+                port=upstream_port,
+                started_at=datetime.now(UTC),
+                command=("tests.support.upstream",),
+            )
+            store.update(WORKLOAD, lambda r: evolve(r, server=server))
+            port = free_port()
+            proxied = f"http://127.0.0.1:{port}"
+            endpoint = start(
+                [
+                    sys.executable, "-m", "nodeau.apps.endpoint", "--workload", WORKLOAD,
+                    "--port", str(port), "--state", str(state), "--log-level", "warning",
+                ]
+            )  # fmt: skip
+            wait_for(f"{proxied}/health", endpoint)
+            pids = {
+                "client (this process)": os.getpid(),
+                "endpoint": endpoint.pid,
+                "upstream": upstream.pid,
+            }
+            met = asyncio.run(run(args, direct, proxied, pids))
+    finally:
+        for process in (endpoint, upstream):
+            if process is not None:
+                process.terminate()
+                process.wait(START_S)
+    sys.exit(0 if met else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""One machine end to end: import a tiny model, run it, call it with the openai client, stop it.
+
+Real parts only: the installed ``nodeau`` command, a real llama-server on a
+tiny GGUF model, the loopback endpoint, and the official ``openai`` client.
+The cards are simulated ("1 x 24 GiB"), so the model runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.support.tiny_gguf import write_tiny_llama
+
+NODEAU = Path(sys.executable).parent / "nodeau"
+
+
+class Cli:
+    def __init__(self, home: Path, simulated: str = "1 x 24 GiB") -> None:
+        self.env = {
+            **os.environ,
+            "NODEAU_HOME": str(home),
+            "NODEAU_MACHINE": "testbox",
+            "NODEAU_SIMULATED_GPUS": simulated,
+            "NODEAU_DISK_RESERVE_BYTES": "0",
+        }
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(NODEAU), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[Cli]:
+    c = Cli(tmp_path / "home")
+    yield c
+    # leave no model server or endpoint behind, whatever the test did
+    done = c("ps", "--json")
+    if done.returncode == 0:
+        for row in json.loads(done.stdout):
+            c("stop", row["record"]["workload"]["name"], "--workload")
+
+
+def endpoint_of(cli: Cli, name: str) -> str:
+    rows = json.loads(cli("ps", "--json").stdout)
+    [row] = [r for r in rows if r["record"]["workload"]["name"] == name]
+    return f"http://127.0.0.1:{row['record']['endpoint_port']}/v1"
+
+
+def test_run_serve_explain_and_stop(cli: Cli, tmp_path: Path) -> None:
+    path = write_tiny_llama(tmp_path / "tiny.gguf", seed=3, quant="q8_0")
+    assert cli("models", "import", str(path), "--alias", "tiny").returncode == 0
+
+    done = cli("run", "tiny", "--context", "512")
+    assert done.returncode == 0, done.stderr
+    assert "SIMULATED" in done.stdout
+    assert "(estimated)" in done.stdout
+    base = endpoint_of(cli, "tiny")
+
+    client = openai.OpenAI(base_url=base, api_key="unused", timeout=60)
+    assert [m.id for m in client.models.list()] == ["tiny"]
+    answer = client.chat.completions.create(
+        model="tiny", messages=[{"role": "user", "content": "hello"}], max_tokens=8
+    )
+    assert answer.choices[0].message.content is not None
+    assert answer.usage is not None and answer.usage.completion_tokens > 0
+    chunks = list(
+        client.chat.completions.create(
+            model="tiny",
+            messages=[{"role": "user", "content": "hello"}],
+            max_tokens=8,
+            stream=True,
+        )
+    )
+    assert len(chunks) >= 2
+
+    ps = cli("ps")
+    assert "tiny" in ps.stdout and "serving" in ps.stdout and "(simulated)" in ps.stdout
+    explain = cli("service", "explain", "tiny")
+    assert explain.returncode == 0, explain.stderr
+    for term in ("weights", "kv cache", "compute buffer", "margin", "estimated", "SIMULATED"):
+        assert term in explain.stdout
+    placement = cli("placement", "explain", "tiny")
+    assert "why: pack" in placement.stdout
+
+    # stopping the endpoint leaves the model loaded; running again only brings the endpoint back
+    assert cli("stop", "tiny").returncode == 0
+    with pytest.raises(openai.APIConnectionError):
+        openai.OpenAI(base_url=base, api_key="unused", timeout=5, max_retries=0).models.list()
+    again = cli("run", "tiny")
+    assert again.returncode == 0, again.stderr
+    assert "already serving" in again.stdout
+    assert endpoint_of(cli, "tiny") == base  # the same address across restarts
+    assert [m.id for m in client.models.list()] == ["tiny"]
+
+    stopped = cli("stop", "tiny", "--workload")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "is free" in stopped.stdout
+    assert json.loads(cli("ps", "--json").stdout) == []
+
+
+def test_a_refusal_says_its_kind_and_creates_nothing(tmp_path: Path) -> None:
+    cli = Cli(tmp_path / "home", simulated="1 x 1 GiB")
+    path = write_tiny_llama(tmp_path / "tiny.gguf", seed=4)
+    assert cli("models", "import", str(path), "--alias", "tiny").returncode == 0
+    # 128k tokens of context: the attention scratch alone is over a GiB (estimated)
+    done = cli("run", "tiny", "--context", "131072")
+    assert done.returncode == 2
+    assert done.stderr.startswith("refused (capacity): capacity.no-card-large-enough: ")
+    assert json.loads(cli("ps", "--json").stdout) == []
+
+
+def test_environment_and_fleet_say_simulated(cli: Cli) -> None:
+    env = cli("environment")
+    assert env.returncode == 0
+    assert "SIMULATED" in env.stdout and "Simulated GPU (24 GiB)" in env.stdout
+    fleet = cli("fleet", "list")
+    assert "testbox" in fleet.stdout and "one machine" in fleet.stdout
