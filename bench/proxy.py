@@ -7,14 +7,19 @@ Starlette app under uvicorn that answers at once), so what the endpoint itself c
 visible rather than hidden behind a model's compute. The endpoint is the real one,
 ``python -m nodeau.apps.endpoint``, reading the upstream's address from a state database,
 as a user service runs it. Each runs in its own process; this process is the client
-(httpx.AsyncClient, one pooled client per side).
+(httpx.AsyncClient: one per side for the sequential parts, one per concurrent client for
+the throughput part).
 
 1. Added latency, non-streaming: ``--requests`` sequential chat completions on each side;
    p50 and p99 of each and their differences. Goal: p50 added <= 1 ms.
 2. Time to the first streamed byte: ``--streams`` sequential streamed chat completions on
    each side; p50 and p99 from sending the request to the first body bytes.
 3. Throughput: ``--concurrency`` clients sending chat completions back to back for
-   ``--seconds`` on each side; completed requests per second. Goal: >= 0.7x direct.
+   ``--seconds`` on each side; completed requests per second. Goal: >= 0.7x direct. The CPU
+   each process spent per request is printed beside it (Linux): on a machine with fewer
+   cores than processes the ratio says as much about the client's cost as the endpoint's,
+   while the endpoint's CPU per request against the upstream's is the machine-independent
+   part.
 
 Both sides are warmed first, and the sides alternate in blocks so drift hits both alike.
 All processes share this machine's cores: the figures hold for this machine only (its core
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -54,10 +60,10 @@ STREAM_BODY = {**BODY, "stream": True}
 START_S = 20.0
 
 
-def start(command: list[str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
-    )
+def start(command: list[str], *, reads_port: bool = False) -> subprocess.Popen[str]:
+    """A child process; its standard output is read only when it prints its port."""
+    out = subprocess.PIPE if reads_port else subprocess.DEVNULL
+    return subprocess.Popen(command, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out, text=True)
 
 
 def wait_for(url: str, process: subprocess.Popen[str]) -> None:
@@ -74,8 +80,6 @@ def wait_for(url: str, process: subprocess.Popen[str]) -> None:
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -228,7 +232,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
 
-    upstream = start([sys.executable, "-m", "tests.support.upstream"])
+    upstream = start([sys.executable, "-m", "tests.support.upstream"], reads_port=True)
     endpoint: subprocess.Popen[str] | None = None
     try:
         assert upstream.stdout is not None

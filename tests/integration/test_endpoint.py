@@ -29,7 +29,8 @@ import uvicorn
 from attrs import evolve
 
 from nodeau.adapters.sqlite_state import SqliteStateStore
-from nodeau.adapters.user_service import BackgroundProcess, EndpointServiceSpec
+from nodeau.adapters.supervised_process import BackgroundProcess
+from nodeau.adapters.user_service import EndpointServiceSpec
 from nodeau.apps.endpoint.app import MAX_BODY_BYTES, Upstream, create_app
 from nodeau.apps.endpoint.serve import (
     HOST,

@@ -15,12 +15,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from nodeau.adapters.supervised_process import BackgroundProcess
 from nodeau.adapters.user_service import (
-    BackgroundProcess,
     EndpointServiceSpec,
     LaunchdAgent,
     Probe,
@@ -74,18 +75,30 @@ def exec_start_argv(value: str) -> list[str]:
 
 
 def verify_unit(tmp_path: Path, spec: EndpointServiceSpec) -> subprocess.CompletedProcess[str]:
+    """``systemd-analyze --user verify`` of the unit; its stderr keeps only what names our unit.
+
+    systemd also loads the machine's own user units (gpg-agent sockets and the like) and
+    complains about them; those lines say nothing of ours and depend on the machine.
+    """
     unit = tmp_path / "units" / unit_name(spec.workload)
     unit.parent.mkdir(parents=True, exist_ok=True)
     unit.write_text(systemd_unit(spec))
-    runtime = tmp_path / "xdg-runtime"  # systemd-analyze --user wants a runtime folder
-    runtime.mkdir(mode=0o700, exist_ok=True)
-    return subprocess.run(
-        ["systemd-analyze", "--user", "verify", str(unit)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
-        check=False,
+    # a short runtime folder: socket paths under it must fit in 108 bytes
+    runtime = Path(tempfile.mkdtemp(prefix="nodeau-rt-", dir="/tmp"))
+    try:
+        done = subprocess.run(
+            ["systemd-analyze", "--user", "verify", str(unit)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+            check=False,
+        )
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+    ours = [line for line in done.stderr.splitlines() if unit.name in line or str(unit) in line]
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout, "".join(f"{line}\n" for line in ours)
     )
 
 

@@ -150,3 +150,18 @@ def test_each_uuid_lives_on_the_machine_of_its_newest_report(rs: list[AgentRepor
         located = f.locate(uuid)
         assert located is not None
         assert located[0].name == max(claims)[1]
+
+
+def test_a_reading_makes_the_agent_report_of_its_cards() -> None:
+    from nodeau.domain.hardware import GpuReading, MachineReading
+
+    reading = MachineReading(
+        machine="garage",
+        gpus=(GpuReading(gpu=gpu("A"), free_bytes=5, driver_version="580.1"),),
+        simulated=False,
+        note="1 card",
+    )
+    assert reading.as_report(at(3), control_plane=True) == AgentReport(
+        machine="garage", reported_at=at(3), gpus=(gpu("A"),), control_plane=True
+    )
+    assert reading.as_report(at(4)).control_plane is False
