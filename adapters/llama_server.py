@@ -39,6 +39,7 @@ from pathlib import Path
 
 import httpx
 
+from nodeau.adapters.detached import launcher_argv
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
 
@@ -60,26 +61,6 @@ _TAIL_BYTES = 64 * 1024
 _BIND_FAILURE = "couldn't bind"
 _LOG_LINE = re.compile(r"^\d+\.\d+\.\d+\.\d+ ([A-Z]) (.*)$")
 _VERSION_PART = re.compile(r"\d+")
-
-# Runs as `python -I -S -c _LAUNCHER <log> <command...>`: starts the server in a
-# new session with its output appended to the log, prints its pid, and exits
-# without waiting, so the server is nobody's child.
-_LAUNCHER = """
-import os, subprocess, sys
-try:
-    with open(sys.argv[1], "ab") as log:
-        child = subprocess.Popen(
-            sys.argv[2:], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True,
-        )
-except OSError as exc:
-    sys.stdout.write("error: " + str(exc))
-    sys.stdout.flush()
-    os._exit(1)
-sys.stdout.write(str(child.pid))
-sys.stdout.flush()
-os._exit(0)
-"""
 
 
 def find_llama_server(env: Mapping[str, str]) -> Path | None:
@@ -277,7 +258,7 @@ class LlamaServerRuntime:
         return MemoryUse(bytes=rss, source=source)
 
     def _launch(self, command: tuple[str, ...], log_path: Path, env: Mapping[str, str]) -> int:
-        launcher = (sys.executable, "-I", "-S", "-c", _LAUNCHER, str(log_path), *command)
+        launcher = launcher_argv(log_path, command)
         try:
             done = subprocess.run(
                 launcher,

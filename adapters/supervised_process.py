@@ -29,6 +29,7 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
+from nodeau.adapters.detached import launcher_argv
 from nodeau.adapters.user_service import (
     START_LIMIT_BURST,
     START_LIMIT_INTERVAL_S,
@@ -45,25 +46,6 @@ _COMMAND_TIMEOUT_S = 30.0
 _POLL_S = 0.05
 _SUPERVISOR_MARK = "nodeau-endpoint-supervisor"
 
-
-# Runs as `python -I -S -c _LAUNCHER <log> <command...>`: starts the supervisor in a new
-# session with its output appended to the log, prints its pid and exits without waiting.
-_LAUNCHER = """
-import os, subprocess, sys
-try:
-    with open(sys.argv[1], "ab") as log:
-        child = subprocess.Popen(
-            sys.argv[2:], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True,
-        )
-except OSError as exc:
-    sys.stdout.write("error: " + str(exc))
-    sys.stdout.flush()
-    os._exit(1)
-sys.stdout.write(str(child.pid))
-sys.stdout.flush()
-os._exit(0)
-"""
 
 # Runs as `python -I -S -c _SUPERVISOR <pid file> <command...>`, its output on the log.
 _SUPERVISOR = f"""# {_SUPERVISOR_MARK}
@@ -156,7 +138,7 @@ class BackgroundProcess:
         pid_file.unlink(missing_ok=True)
         supervisor = [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(pid_file)]
         supervisor += [str(a) for a in saved["command"]]
-        done = run_command([sys.executable, "-I", "-S", "-c", _LAUNCHER, str(log), *supervisor])
+        done = run_command(list(launcher_argv(log, supervisor)))
         if done.returncode != 0 or not done.stdout.strip().isdigit():
             raise ServiceError(failure_line(f"starting the endpoint of {name} (log {log})", done))
         supervisor_pid = int(done.stdout.strip())

@@ -14,7 +14,7 @@ from cyclopts import App
 app = App(
     name="nodeau",
     help="Run LLM inference on your own GPU machines, admitted by predicted peak VRAM.",
-    version=version("nodeau"),
+    version=lambda: version("nodeau"),
 )
 app.command(
     "nodeau.apps.cli.models:models_app",

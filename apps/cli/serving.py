@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import sys
 from datetime import timedelta
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from cyclopts import App, Parameter
 
 from nodeau.apps.cli.render import size, table, to_json
+
+if TYPE_CHECKING:
+    from nodeau.ports.state import Admission
 
 service_app = App(name="service", help="Explain a service's admission.")
 placement_app = App(name="placement", help="Explain a workload's placement.")
@@ -151,12 +154,9 @@ def service_explain(name: str, /, *, json: bool = False) -> int:
     json
         Print the recorded decision as JSON.
     """
-    from nodeau.adapters.sqlite_state import SqliteStateStore
-    from nodeau.apps.cli.bootstrap import settings, utc_now
     from nodeau.apps.cli.explain import admission_lines
 
-    s = settings()
-    admission = SqliteStateStore(s.state_path, utc_now).admission(name)
+    admission = recorded_admission(name)
     if json:
         print(to_json(admission.admitted))
         return 0
@@ -176,12 +176,9 @@ def placement_explain(name: str, /, *, json: bool = False) -> int:
     json
         Print the recorded placement as JSON.
     """
-    from nodeau.adapters.sqlite_state import SqliteStateStore
-    from nodeau.apps.cli.bootstrap import settings, utc_now
     from nodeau.apps.cli.explain import placement_lines
 
-    s = settings()
-    admission = SqliteStateStore(s.state_path, utc_now).admission(name)
+    admission = recorded_admission(name)
     if json:
         print(to_json(admission.placement))
         return 0
@@ -243,6 +240,14 @@ def fleet_list(*, json: bool = False) -> int:
         )
     )
     return 0
+
+
+def recorded_admission(name: str) -> Admission:
+    """The admission recorded for a workload, as ``explain`` reads it."""
+    from nodeau.adapters.sqlite_state import SqliteStateStore
+    from nodeau.apps.cli.bootstrap import settings, utc_now
+
+    return SqliteStateStore(settings().state_path, utc_now).admission(name)
 
 
 def report_refusal(kind: str, code: str, sentence: str) -> int:
