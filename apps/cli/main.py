@@ -35,6 +35,11 @@ for group, words in (
 ):
     app.command(f"nodeau.apps.cli.serving:{group}_app", name=group, help=words)
 app.command(
+    "nodeau.apps.cli.batch:batch_app",
+    name="batch",
+    help="Run a finite set of requests (OpenAI batch JSONL), then free the card.",
+)
+app.command(
     "nodeau.apps.cli.models:model_app",
     name="model",
     help="What this machine holds: status, verification, details.",

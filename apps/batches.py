@@ -1,0 +1,309 @@
+"""Batch jobs on the one-machine plane: their files, their admission, their server, their end.
+
+A batch job is a workload of kind batch: admitted and placed exactly like a
+service, its model server started the same way, then a detached worker sends
+its requests one at a time and appends each result to the job's
+``results.jsonl`` (one write and an fsync per line). The job's folder
+``<home>/batches/<name>/`` holds:
+
+* ``requests.jsonl``: the lines that can run, as parsed at submit time;
+* ``problems.txt``: one ``line N: ...`` per bad line;
+* ``results.jsonl``: the OpenAI batch output, one line per finished request;
+* ``job.json``: the counts known at submit, the worker's pid and command.
+
+A result already written is never redone: a job submitted again under the
+same name runs only the requests whose ``custom_id`` has no result yet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from attrs import evolve, frozen
+from returns.pipeline import is_successful
+from returns.result import Result, Success
+
+from nodeau.adapters.detached import launcher_argv
+from nodeau.apps.serving import READY_TIMEOUT_S
+from nodeau.domain.batches import (
+    BatchRequest,
+    BatchResult,
+    LineProblem,
+    result_from_line,
+    result_line,
+)
+from nodeau.domain.hardware import MachineReading
+from nodeau.domain.refusals import Refusal
+from nodeau.domain.workloads import WorkloadKind, WorkloadState, holds_gpu
+from nodeau.ports.runtime import ModelRuntime, RuntimeFailure, ServerSpec
+from nodeau.ports.state import Admission, Snapshot, StateStore, WorkloadRecord
+
+WORKER_MODULE = "nodeau.apps.batch_worker"
+_WORKER_STOP_S = 10.0
+
+
+@frozen(kw_only=True)
+class JobFiles:
+    """Where one batch job keeps its requests, problems, results and worker."""
+
+    folder: Path
+
+    @classmethod
+    def of(cls, home: Path, name: str) -> JobFiles:
+        return cls(folder=home / "batches" / name)
+
+    @property
+    def requests(self) -> Path:
+        return self.folder / "requests.jsonl"
+
+    @property
+    def problems(self) -> Path:
+        return self.folder / "problems.txt"
+
+    @property
+    def results(self) -> Path:
+        return self.folder / "results.jsonl"
+
+    @property
+    def job(self) -> Path:
+        return self.folder / "job.json"
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "worker.log"
+
+
+@frozen(kw_only=True)
+class Progress:
+    """How far a job has come: requests to run, answered, failed, and lines that never ran."""
+
+    total: int
+    done: int
+    failed: int
+    bad_lines: int
+
+    @property
+    def left(self) -> int:
+        return max(0, self.total - self.done - self.failed)
+
+
+def as_batch(
+    decide: Callable[[Snapshot], Result[Admission, Refusal]],
+) -> Callable[[Snapshot], Result[Admission, Refusal]]:
+    """The run decision, recording a workload of kind batch (recovery never) instead."""
+
+    def decide_batch(snapshot: Snapshot) -> Result[Admission, Refusal]:
+        decided = decide(snapshot)
+        if not is_successful(decided):
+            return decided
+        admission = decided.unwrap()
+        workload = evolve(admission.record.workload, kind=WorkloadKind.BATCH)
+        return Success(evolve(admission, record=evolve(admission.record, workload=workload)))
+
+    return decide_batch
+
+
+def write_job(
+    files: JobFiles,
+    requests: Iterable[BatchRequest],
+    problems: Iterable[LineProblem],
+    meta: dict[str, Any],
+) -> None:
+    """Write what a submit knows: the requests to run, the bad lines, the counts."""
+    files.folder.mkdir(parents=True, exist_ok=True)
+    lines = [
+        json.dumps({"line_no": r.line_no, "custom_id": r.custom_id, "url": r.url, "body": r.body})
+        for r in requests
+    ]
+    files.requests.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    files.problems.write_text("".join(f"{p}\n" for p in problems), encoding="utf-8")
+    write_meta(files, meta)
+
+
+def write_meta(files: JobFiles, meta: dict[str, Any]) -> None:
+    partial = files.job.with_suffix(".json.partial")
+    partial.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    partial.replace(files.job)
+
+
+def read_meta(files: JobFiles) -> dict[str, Any]:
+    try:
+        meta = json.loads(files.job.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def read_requests(files: JobFiles) -> tuple[BatchRequest, ...]:
+    out = []
+    for line in files.requests.read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        out.append(
+            BatchRequest(
+                line_no=item["line_no"],
+                custom_id=item["custom_id"],
+                url=item["url"],
+                body=item["body"],
+            )
+        )
+    return tuple(out)
+
+
+def read_results(files: JobFiles) -> tuple[BatchResult, ...]:
+    """The results written so far; a line cut short by a crash is not a result."""
+    try:
+        text = files.results.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ()
+    results = []
+    for line in text.splitlines():
+        try:
+            result = result_from_line(json.loads(line))
+        except ValueError:
+            continue
+        if result is not None:
+            results.append(result)
+    return tuple(results)
+
+
+def append_result(files: JobFiles, result: BatchResult) -> None:
+    """Append one result as one write, then fsync: a written line survives a crash."""
+    data = (json.dumps(result_line(result)) + "\n").encode("utf-8")
+    fd = os.open(files.results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size and _last_byte(files.results, size) != b"\n":
+            data = b"\n" + data  # a line cut short by a crash stays on a line of its own
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _last_byte(path: Path, size: int) -> bytes:
+    with path.open("rb") as f:
+        f.seek(size - 1)
+        return f.read(1)
+
+
+def progress(files: JobFiles) -> Progress:
+    meta = read_meta(files)
+    results = read_results(files)
+    done = sum(1 for r in results if r.succeeded)
+    return Progress(
+        total=int(meta.get("total", 0)),
+        done=done,
+        failed=len(results) - done,
+        bad_lines=int(meta.get("bad_lines", 0)),
+    )
+
+
+def start_batch_server(
+    admission: Admission,
+    *,
+    reading: MachineReading,
+    runtime: ModelRuntime,
+    state: StateStore,
+    log_dir: Path,
+    now: Callable[[], datetime],
+) -> WorkloadRecord:
+    """Start the admitted job's model server and record it running (or failed)."""
+    record = admission.record
+    name = record.workload.name
+    simulated = any(r.gpu.simulated for r in reading.gpus)
+    spec = ServerSpec(
+        name=name,
+        model_path=Path(record.model_path),
+        config=record.config,
+        gpu_uuid=None if simulated else record.workload.gpu_uuid,
+        log_path=log_dir / f"{name}.log",
+    )
+    log_dir.mkdir(parents=True, exist_ok=True)
+    state.update(name, lambda r: in_state(r, WorkloadState.STARTING, now()))
+    try:
+        server = runtime.start(spec, READY_TIMEOUT_S)
+    except RuntimeFailure:
+        finish(state, name, WorkloadState.FAILED, now())
+        raise
+    at = now()
+    return state.update(
+        name, lambda r: evolve(in_state(r, WorkloadState.RUNNING, at), server=server)
+    )
+
+
+def in_state(record: WorkloadRecord, state: WorkloadState, at: datetime) -> WorkloadRecord:
+    return evolve(record, workload=evolve(record.workload, state=state, since=at))
+
+
+def finish(state: StateStore, name: str, end: WorkloadState, at: datetime) -> WorkloadRecord:
+    """Free the card with ``end``; a job that already finished keeps the end it had."""
+
+    def change(r: WorkloadRecord) -> WorkloadRecord:
+        if not holds_gpu(r.workload.state):
+            return r
+        return evolve(in_state(r, end, at), server=None)
+
+    return state.release(name, change)
+
+
+def worker_command(name: str, home: Path) -> tuple[str, ...]:
+    return (sys.executable, "-m", WORKER_MODULE, "--job", name, "--home", str(home))
+
+
+def worker_alive(meta: dict[str, Any]) -> bool:
+    """Whether the pid in ``job.json`` is still this job's worker (a reused pid is not)."""
+    pid = meta.get("worker_pid")
+    command = meta.get("worker_command")
+    if not isinstance(pid, int) or not isinstance(command, list):
+        return False
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return [os.fsdecode(a) for a in raw.split(b"\0")[:-1]] == command
+
+
+def stop_worker(files: JobFiles) -> bool:
+    """Stop the job's worker (SIGTERM, then SIGKILL); whether one was running."""
+    meta = read_meta(files)
+    if not worker_alive(meta):
+        return False
+    pid = int(meta["worker_pid"])
+    for sig, wait_s in ((signal.SIGTERM, _WORKER_STOP_S), (signal.SIGKILL, _WORKER_STOP_S)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + wait_s
+        while worker_alive(meta) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not worker_alive(meta):
+            return True
+    raise RuntimeFailure(f"batch worker (pid {pid}) still runs after SIGKILL")
+
+
+def launch_worker(files: JobFiles, command: Sequence[str]) -> int:
+    """Start the job's worker detached (its output on ``worker.log``); its pid."""
+    try:
+        launched = subprocess.run(
+            launcher_argv(files.log, command),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise RuntimeFailure(f"batch {files.folder.name}: cannot start its worker: {exc}") from exc
+    out = launched.stdout.decode("utf-8", "replace").strip()
+    if launched.returncode != 0 or not out.isdigit():
+        raise RuntimeFailure(f"batch {files.folder.name}: cannot start its worker: {out}")
+    return int(out)

@@ -1,0 +1,180 @@
+"""Batch jobs end to end: submit an OpenAI batch file, watch it run, read its results, stop one.
+
+Real parts only: the installed ``nodeau`` command, a real llama-server on a
+tiny GGUF model, the detached batch worker. The cards are simulated
+("1 x 24 GiB"), so the model runs on the CPU. Every wait polls with a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.tiny_gguf import write_tiny_llama
+
+NODEAU = Path(sys.executable).parent / "nodeau"
+DEADLINE_S = 120.0
+
+
+class Cli:
+    def __init__(self, home: Path) -> None:
+        self.env = {
+            **os.environ,
+            "NODEAU_HOME": str(home),
+            "NODEAU_MACHINE": "testbox",
+            "NODEAU_SIMULATED_GPUS": "1 x 24 GiB",
+            "NODEAU_DISK_RESERVE_BYTES": "0",
+        }
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(NODEAU), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+
+    def status(self, name: str) -> dict[str, Any]:
+        done = self("batch", "status", name, "--json")
+        assert done.returncode == 0, done.stderr
+        status: dict[str, Any] = json.loads(done.stdout)
+        return status
+
+    def wait_for(self, name: str, ready: Any) -> dict[str, Any]:
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            status = self.status(name)
+            if ready(status):
+                return status
+            assert time.monotonic() < deadline, f"{name} never got there: {status}"
+            time.sleep(0.2)
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[Cli]:
+    c = Cli(tmp_path / "home")
+    path = write_tiny_llama(tmp_path / "tiny.gguf", seed=5, quant="q8_0")
+    assert c("models", "import", str(path), "--alias", "tiny").returncode == 0
+    yield c
+    # leave no worker, model server or endpoint behind, whatever the test did
+    listed = c("batch", "status", "--json")
+    if listed.returncode == 0:
+        for row in json.loads(listed.stdout):
+            c("batch", "stop", row["name"])
+
+
+def request(custom_id: str, tokens: int = 4) -> str:
+    return json.dumps(
+        {
+            "custom_id": custom_id,
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {
+                "model": "tiny",
+                "messages": [{"role": "user", "content": f"hello {custom_id}"}],
+                "max_tokens": tokens,
+            },
+        }
+    )
+
+
+def result_ids(cli: Cli, name: str) -> list[str]:
+    done = cli("batch", "results", name)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line)["custom_id"] for line in done.stdout.splitlines()]
+
+
+@pytest.mark.slow
+def test_a_batch_runs_its_good_lines_reports_its_bad_one_and_frees_the_card(
+    cli: Cli, tmp_path: Path
+) -> None:
+    lines = [request("r1"), request("r2"), '{"custom_id": "r3", "method": "GET"}']
+    lines += [request("r4"), request("r5")]
+    file = tmp_path / "jobs.jsonl"
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    done = cli("batch", "submit", str(file), "--model", "tiny", "--name", "job1")
+    assert done.returncode == 0, done.stderr
+    assert "line 3: method must be POST" in done.stderr
+    assert "running 4 requests (1 bad lines skipped)" in done.stdout
+    status = cli.wait_for("job1", lambda s: s["state"] == "succeeded")
+    assert (status["total"], status["done"], status["failed"], status["bad_lines"]) == (4, 4, 0, 1)
+    assert status["left"] == 0
+    assert status["sentence"].startswith("succeeded on testbox")
+
+    results = [json.loads(x) for x in cli("batch", "results", "job1").stdout.splitlines()]
+    assert sorted(r["custom_id"] for r in results) == ["r1", "r2", "r4", "r5"]
+    for r in results:
+        assert r["error"] is None
+        assert r["response"]["status_code"] == 200
+        assert r["response"]["body"]["choices"][0]["message"]["content"] is not None
+    problems = (tmp_path / "home" / "batches" / "job1" / "problems.txt").read_text()
+    assert problems.startswith("line 3: method must be POST")
+
+    assert json.loads(cli("ps", "--json").stdout) == []  # the card is free
+    table = cli("batch", "status")
+    assert "job1" in table.stdout and "succeeded" in table.stdout
+    listed = json.loads(cli("batch", "status", "--json").stdout)
+    assert [row["name"] for row in listed] == ["job1"]
+
+
+def test_a_file_with_no_good_line_is_refused_before_admission(cli: Cli, tmp_path: Path) -> None:
+    file = tmp_path / "bad.jsonl"
+    file.write_text("{oops\n" + request("a").replace("POST", "PUT") + "\n", encoding="utf-8")
+    done = cli("batch", "submit", str(file), "--model", "tiny")
+    assert done.returncode == 1
+    assert "line 1: not valid JSON" in done.stderr
+    assert "line 2: method must be POST, not 'PUT'" in done.stderr
+    assert "nothing was admitted" in done.stderr
+    assert json.loads(cli("ps", "--json").stdout) == []
+    assert json.loads(cli("batch", "status", "--json").stdout) == []
+    unknown = cli("batch", "results", "bad")
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("nodeau: no batch job called 'bad'")
+
+
+@pytest.mark.slow
+def test_stop_keeps_what_is_done_and_a_second_run_does_nothing_twice(
+    cli: Cli, tmp_path: Path
+) -> None:
+    ids = [f"q{n}" for n in range(400)]
+    file = tmp_path / "long.jsonl"
+    file.write_text("".join(request(i, tokens=32) + "\n" for i in ids), encoding="utf-8")
+    done = cli("batch", "submit", str(file), "--model", "tiny", "--name", "long")
+    assert done.returncode == 0, done.stderr
+    running = cli.wait_for("long", lambda s: s["done"] >= 1)
+    assert running["state"] == "running"
+    ps = json.loads(cli("ps", "--json").stdout)
+    assert [(r["record"]["workload"]["kind"], r["record"]["workload"]["state"]) for r in ps] == [
+        ("batch", "running")
+    ]
+
+    stopped = cli("batch", "stop", "long")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "stopped" in stopped.stdout and "its card is free" in stopped.stdout
+    kept = result_ids(cli, "long")
+    status = cli.status("long")
+    assert status["state"] == "stopped"
+    assert 1 <= len(kept) < len(ids)
+    assert status["done"] + status["failed"] == len(kept)
+    assert json.loads(cli("ps", "--json").stdout) == []
+    time.sleep(0.5)
+    assert result_ids(cli, "long") == kept  # nothing runs on after a stop
+
+    # submitted again, the job runs only what has no result yet
+    again = cli("batch", "submit", str(file), "--model", "tiny", "--name", "long")
+    assert again.returncode == 0, again.stderr
+    cli.wait_for("long", lambda s: s["state"] == "succeeded")
+    final = result_ids(cli, "long")
+    assert final[: len(kept)] == kept
+    assert sorted(final) == sorted(ids)  # each once: nothing lost, nothing twice
