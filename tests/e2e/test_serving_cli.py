@@ -16,6 +16,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from gguf import GGUFValueType, Keys
 
 from tests.support.tiny_gguf import write_tiny_llama
 
@@ -129,3 +130,21 @@ def test_environment_and_fleet_say_simulated(cli: Cli) -> None:
     assert "SIMULATED" in env.stdout and "Simulated GPU (24 GiB)" in env.stdout
     fleet = cli("fleet", "list")
     assert "testbox" in fleet.stdout and "one machine" in fleet.stdout
+
+
+def test_an_embed_workload_answers_embeddings_and_only_them(cli: Cli, tmp_path: Path) -> None:
+    # the model declares its pooling (mean), as converted embedding models do
+    pooling = {Keys.LLM.POOLING_TYPE.format(arch="llama"): (1, GGUFValueType.UINT32)}
+    path = write_tiny_llama(tmp_path / "tiny.gguf", seed=5, override_keys=pooling)
+    assert cli("models", "import", str(path), "--alias", "tiny").returncode == 0
+    done = cli("run", "tiny", "--name", "vectors", "--task", "embed", "--context", "256")
+    assert done.returncode == 0, done.stderr
+    client = openai.OpenAI(base_url=endpoint_of(cli, "vectors"), api_key="unused", timeout=60)
+    result = client.embeddings.create(model="vectors", input=["hello there", "general kenobi"])
+    assert len(result.data) == 2
+    assert len(result.data[0].embedding) == 64  # the tiny model's embedding width
+    assert result.data[0].embedding != result.data[1].embedding
+    # the routes are the task's: a chat call to an embed workload is a clear 404
+    with pytest.raises(openai.NotFoundError) as refused:
+        client.chat.completions.create(model="vectors", messages=[{"role": "user", "content": "x"}])
+    assert "embed" in str(refused.value)
