@@ -75,16 +75,9 @@ def submit_job(
         write_meta,
     )
     from nodeau.apps.cli.bootstrap import utc_now
-    from nodeau.apps.cli.serving import report_refusal
+    from nodeau.apps.cli.run_command import admit_here, refused
     from nodeau.apps.models import resolve_model
-    from nodeau.apps.serving import (
-        RunRequest,
-        decide_run,
-        no_verified_copy,
-        predictor,
-        runtime_config,
-    )
-    from nodeau.domain.placement import SchedulingSettings
+    from nodeau.apps.serving import RunRequest
     from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode, WorkloadState
     from nodeau.ports.runtime import RuntimeFailure
@@ -96,11 +89,6 @@ def submit_job(
     s = plane.models.settings
     resolved = resolve_model(model, plane.models.registry.book(), plane.models.catalog())
     job = name or file.stem
-    path = plane.models.store.verified_path(resolved.artifact.files[0].sha256)
-    if path is None:
-        refusal = no_verified_copy(job, s.machine)
-        return report_refusal(refusal.kind.value, refusal.code.value, refusal.sentence)
-    summary = plane.models.inspector.inspect(path)
     request = RunRequest(
         name=job,
         task=Task(task),
@@ -108,27 +96,9 @@ def submit_job(
         recovery=RecoveryMode.NEVER,
         recovery_after=timedelta(minutes=3),
     )
-    config = runtime_config(summary, request)
-    reading = plane.inventory.read()
-    decided = plane.state.admit(
-        as_batch(
-            decide_run(
-                request=request,
-                resolved=resolved,
-                model_path=path,
-                config=config,
-                reading=reading,
-                predict=predictor(
-                    summary, resolved, config, plane.models.registry.measurements(), s.allowances
-                ),
-                settings=SchedulingSettings(),
-                now=utc_now(),
-            )
-        )
-    )
-    if not is_successful(decided):
-        refusal = decided.failure()
-        return report_refusal(refusal.kind.value, refusal.code.value, refusal.sentence)
+    decided, reading = admit_here(plane, resolved, request, wrap=as_batch)
+    if not is_successful(decided) or reading is None:
+        return refused(decided.failure())
     admission = decided.unwrap()
     files = JobFiles.of(s.home, job)
     command = list(worker_command(job, s.home))

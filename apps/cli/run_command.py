@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from returns.pipeline import is_successful
+from returns.result import Failure, Result
 
 from nodeau.apps.cli.bootstrap import utc_now
 from nodeau.apps.cli.endpoints import endpoint_manager
 from nodeau.apps.cli.plane import Plane
 from nodeau.apps.cli.render import size, to_json
 from nodeau.apps.cli.serving import report_refusal
-from nodeau.apps.models import resolve_model
+from nodeau.apps.models import Resolved, resolve_model
 from nodeau.apps.serving import (
     RunRequest,
     decide_run,
@@ -21,10 +23,12 @@ from nodeau.apps.serving import (
     start_server,
     stop_workload,
 )
+from nodeau.domain.hardware import MachineReading
 from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.refusals import Refusal
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadState
-from nodeau.ports.state import UnknownWorkload
+from nodeau.ports.state import Admission, Snapshot, UnknownWorkload
 
 
 def run_workload(
@@ -51,11 +55,6 @@ def run_workload(
             f"http://127.0.0.1:{existing.endpoint_port}/v1"
         )
         return 0
-    path = plane.models.store.verified_path(resolved.artifact.files[0].sha256)
-    if path is None:
-        refusal = no_verified_copy(workload, s.machine)
-        return report_refusal(refusal.kind.value, refusal.code.value, refusal.sentence)
-    summary = plane.models.inspector.inspect(path)
     request = RunRequest(
         name=workload,
         task=Task(task),
@@ -63,25 +62,9 @@ def run_workload(
         recovery=RecoveryMode(recovery),
         recovery_after=after,
     )
-    config = runtime_config(summary, request)
-    reading = plane.inventory.read()
-    decided = plane.state.admit(
-        decide_run(
-            request=request,
-            resolved=resolved,
-            model_path=path,
-            config=config,
-            reading=reading,
-            predict=predictor(
-                summary, resolved, config, plane.models.registry.measurements(), s.allowances
-            ),
-            settings=SchedulingSettings(),
-            now=utc_now(),
-        )
-    )
-    if not is_successful(decided):
-        refusal = decided.failure()
-        return report_refusal(refusal.kind.value, refusal.code.value, refusal.sentence)
+    decided, reading = admit_here(plane, resolved, request)
+    if not is_successful(decided) or reading is None:
+        return refused(decided.failure())
     admission = decided.unwrap()
     port = existing.endpoint_port if existing and existing.endpoint_port else endpoints.free_port()
     record = start_server(
@@ -110,6 +93,46 @@ def run_workload(
     )
     print(f"serving at http://127.0.0.1:{record.endpoint_port}/v1 (endpoint: {how})")
     return 0
+
+
+Wrap = Callable[
+    [Callable[[Snapshot], Result[Admission, Refusal]]],
+    Callable[[Snapshot], Result[Admission, Refusal]],
+]
+
+
+def admit_here(
+    plane: Plane, resolved: Resolved, request: RunRequest, wrap: Wrap | None = None
+) -> tuple[Result[Admission, Refusal], MachineReading | None]:
+    """Admission and placement on this machine, recorded in one state transaction.
+
+    The model must be verified here (its architecture values are read from the
+    file); ``wrap`` adjusts the decision (a batch job records its own kind).
+    """
+    s = plane.models.settings
+    path = plane.models.store.verified_path(resolved.artifact.files[0].sha256)
+    if path is None:
+        return Failure(no_verified_copy(request.name, s.machine)), None
+    summary = plane.models.inspector.inspect(path)
+    config = runtime_config(summary, request)
+    reading = plane.inventory.read()
+    table = plane.models.registry.measurements()
+    decide = decide_run(
+        request=request,
+        resolved=resolved,
+        model_path=path,
+        config=config,
+        reading=reading,
+        predict=predictor(summary, resolved, config, table, s.allowances),
+        settings=SchedulingSettings(),
+        now=utc_now(),
+    )
+    return plane.state.admit(decide if wrap is None else wrap(decide)), reading
+
+
+def refused(refusal: Refusal) -> int:
+    """Print a refusal's kind, code and sentence; the exit code of a refusal."""
+    return report_refusal(refusal.kind.value, refusal.code.value, refusal.sentence)
 
 
 def stop_command(plane: Plane, name: str, *, stop_model: bool) -> int:
