@@ -33,7 +33,8 @@ from returns.pipeline import is_successful
 from returns.result import Result, Success
 
 from nodeau.adapters.detached import launcher_argv
-from nodeau.apps.serving import READY_TIMEOUT_S
+from nodeau.apps.serving import launch_server
+from nodeau.apps.serving import with_state as in_state
 from nodeau.domain.batches import (
     BatchRequest,
     BatchResult,
@@ -44,7 +45,7 @@ from nodeau.domain.batches import (
 from nodeau.domain.hardware import MachineReading
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import WorkloadKind, WorkloadState, holds_gpu
-from nodeau.ports.runtime import ModelRuntime, RuntimeFailure, ServerSpec
+from nodeau.ports.runtime import ModelRuntime, RuntimeFailure
 from nodeau.ports.state import Admission, Snapshot, StateStore, WorkloadRecord
 
 WORKER_MODULE = "nodeau.apps.batch_worker"
@@ -217,31 +218,14 @@ def start_batch_server(
     now: Callable[[], datetime],
 ) -> WorkloadRecord:
     """Start the admitted job's model server and record it running (or failed)."""
-    record = admission.record
-    name = record.workload.name
-    simulated = any(r.gpu.simulated for r in reading.gpus)
-    spec = ServerSpec(
-        name=name,
-        model_path=Path(record.model_path),
-        config=record.config,
-        gpu_uuid=None if simulated else record.workload.gpu_uuid,
-        log_path=log_dir / f"{name}.log",
+    server = launch_server(
+        admission, reading=reading, runtime=runtime, state=state, log_dir=log_dir, now=now
     )
-    log_dir.mkdir(parents=True, exist_ok=True)
-    state.update(name, lambda r: in_state(r, WorkloadState.STARTING, now()))
-    try:
-        server = runtime.start(spec, READY_TIMEOUT_S)
-    except RuntimeFailure:
-        finish(state, name, WorkloadState.FAILED, now())
-        raise
     at = now()
     return state.update(
-        name, lambda r: evolve(in_state(r, WorkloadState.RUNNING, at), server=server)
+        admission.record.workload.name,
+        lambda r: evolve(in_state(r, WorkloadState.RUNNING, at), server=server),
     )
-
-
-def in_state(record: WorkloadRecord, state: WorkloadState, at: datetime) -> WorkloadRecord:
-    return evolve(record, workload=evolve(record.workload, state=state, since=at))
 
 
 def finish(state: StateStore, name: str, end: WorkloadState, at: datetime) -> WorkloadRecord:

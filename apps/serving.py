@@ -145,7 +145,12 @@ def no_verified_copy(name: str, machine: str) -> Refusal:
     )
 
 
-def start_server(
+def with_state(record: WorkloadRecord, state: WorkloadState, at: datetime) -> WorkloadRecord:
+    """The record with its workload in ``state`` since ``at``."""
+    return evolve(record, workload=evolve(record.workload, state=state, since=at))
+
+
+def launch_server(
     admission: Admission,
     *,
     reading: MachineReading,
@@ -153,9 +158,12 @@ def start_server(
     state: StateStore,
     log_dir: Path,
     now: Callable[[], datetime],
-    endpoint_port: int,
-) -> WorkloadRecord:
-    """Start the admitted workload's model server and record it serving (or failed)."""
+) -> RunningServer:
+    """Start the admitted workload's model server (starting, then up).
+
+    If it cannot start, its card is freed and it is recorded failed before the
+    RuntimeFailure goes on to the caller.
+    """
     record = admission.record
     name = record.workload.name
     simulated = any(r.gpu.simulated for r in reading.gpus)
@@ -167,21 +175,29 @@ def start_server(
         log_path=log_dir / f"{name}.log",
     )
     log_dir.mkdir(parents=True, exist_ok=True)
-    state.update(
-        name,
-        lambda r: evolve(r, workload=evolve(r.workload, state=WorkloadState.STARTING, since=now())),
-    )
+    state.update(name, lambda r: with_state(r, WorkloadState.STARTING, now()))
     try:
-        server = runtime.start(spec, READY_TIMEOUT_S)
+        return runtime.start(spec, READY_TIMEOUT_S)
     except RuntimeFailure:
-        state.release(
-            name,
-            lambda r: evolve(
-                r, workload=evolve(r.workload, state=WorkloadState.FAILED, since=now())
-            ),
-        )
+        state.release(name, lambda r: with_state(r, WorkloadState.FAILED, now()))
         raise
-    return serving(state, name, server, endpoint_port, now())
+
+
+def start_server(
+    admission: Admission,
+    *,
+    reading: MachineReading,
+    runtime: ModelRuntime,
+    state: StateStore,
+    log_dir: Path,
+    now: Callable[[], datetime],
+    endpoint_port: int,
+) -> WorkloadRecord:
+    """Start the admitted service's model server and record it serving (or failed)."""
+    server = launch_server(
+        admission, reading=reading, runtime=runtime, state=state, log_dir=log_dir, now=now
+    )
+    return serving(state, admission.record.workload.name, server, endpoint_port, now())
 
 
 def serving(
