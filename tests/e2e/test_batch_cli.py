@@ -8,9 +8,6 @@ tiny GGUF model, the detached batch worker. The cards are simulated
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,31 +15,15 @@ from typing import Any
 
 import pytest
 
+from tests.support.cli import Cli as BaseCli
 from tests.support.tiny_gguf import write_tiny_llama
 
-NODEAU = Path(sys.executable).parent / "nodeau"
 DEADLINE_S = 120.0
 
 
-class Cli:
+class Cli(BaseCli):
     def __init__(self, home: Path) -> None:
-        self.env = {
-            **os.environ,
-            "NODEAU_HOME": str(home),
-            "NODEAU_MACHINE": "testbox",
-            "NODEAU_SIMULATED_GPUS": "1 x 24 GiB",
-            "NODEAU_DISK_RESERVE_BYTES": "0",
-        }
-
-    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(NODEAU), *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
+        super().__init__(home, NODEAU_SIMULATED_GPUS="1 x 24 GiB")
 
     def status(self, name: str) -> dict[str, Any]:
         done = self("batch", "status", name, "--json")

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,40 +11,20 @@ from nodeau.adapters.catalog_file import catalog_json
 from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
 from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry
 from nodeau.domain.tasks import Task
+from tests.support.cli import Cli as BaseCli
 from tests.support.publisher import LocalPublisher, local_publisher
 from tests.support.tiny_gguf import tiny_llama_bytes, write_tiny_llama
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
-NODEAU = Path(sys.executable).parent / "nodeau"
 
 
-class Cli:
+class Cli(BaseCli):
     """Runs ``nodeau`` with its own data folder, catalog and publisher."""
 
     def __init__(self, home: Path, catalog: Path, publisher_url: str) -> None:
-        self.env = {
-            **os.environ,
-            "NODEAU_HOME": str(home),
-            "NODEAU_CATALOG": str(catalog),
-            "NODEAU_PUBLISHER_URL": publisher_url,
-            "NODEAU_MACHINE": "testbox",
-            "NODEAU_DISK_RESERVE_BYTES": "0",
-        }
-
-    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(NODEAU), *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
+        super().__init__(
+            home, NODEAU_CATALOG=str(catalog), NODEAU_PUBLISHER_URL=publisher_url, timeout_s=120
         )
-
-    def json(self, *args: str) -> object:
-        done = self(*args, "--json")
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
 
 
 def entry_for(name: str, data: bytes, filename: str = "model.gguf") -> CatalogEntry:

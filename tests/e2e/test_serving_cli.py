@@ -8,9 +8,6 @@ The cards are simulated ("1 x 24 GiB"), so the model runs on the CPU.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,30 +15,13 @@ import openai
 import pytest
 from gguf import GGUFValueType, Keys
 
+from tests.support.cli import Cli as BaseCli
 from tests.support.tiny_gguf import write_tiny_llama
 
-NODEAU = Path(sys.executable).parent / "nodeau"
 
-
-class Cli:
+class Cli(BaseCli):
     def __init__(self, home: Path, simulated: str = "1 x 24 GiB") -> None:
-        self.env = {
-            **os.environ,
-            "NODEAU_HOME": str(home),
-            "NODEAU_MACHINE": "testbox",
-            "NODEAU_SIMULATED_GPUS": simulated,
-            "NODEAU_DISK_RESERVE_BYTES": "0",
-        }
-
-    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(NODEAU), *args],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
+        super().__init__(home, NODEAU_SIMULATED_GPUS=simulated)
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from attrs import evolve
 
 from nodeau.domain.memory import (
     Allowances,
-    Architecture,
     MeasuredKey,
     MeasuredTable,
     Measurement,
@@ -16,22 +16,12 @@ from nodeau.domain.memory import (
 )
 from nodeau.domain.model_info import ModelSummary, info_contexts, model_info
 from nodeau.domain.tasks import Task
+from tests.unit.domain.test_memory import TINY
 
 
 def summary(context: int) -> ModelSummary:
     return ModelSummary(
-        architecture=Architecture(
-            name="llama",
-            n_layers=2,
-            n_embd=64,
-            n_head=4,
-            n_head_kv=4,
-            key_length=16,
-            value_length=16,
-            n_vocab=355,
-            n_ff=128,
-            context_length=context,
-        ),
+        architecture=evolve(TINY, context_length=context),
         quantisation="Q8_0",
         tensor_count=21,
         tensor_bytes=100,
@@ -97,7 +87,5 @@ def test_the_task_shapes_the_estimate() -> None:
 
 
 def test_a_summary_rejects_negative_counts() -> None:
-    from attrs import evolve
-
     with pytest.raises(ValueError, match="tensor_count must not be negative, got -1"):
         evolve(summary(256), tensor_count=-1)
