@@ -8,26 +8,36 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta
-from fractions import Fraction
-from pathlib import Path
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import cattrs
+if TYPE_CHECKING:
+    import cattrs
 
-from nodeau.domain.artifacts import Sha256
 
-_converter = cattrs.Converter()
-_converter.register_unstructure_hook(Sha256, lambda s: s.hex)
-_converter.register_unstructure_hook(datetime, lambda d: d.isoformat())
-_converter.register_unstructure_hook(timedelta, lambda d: d.total_seconds())
-_converter.register_unstructure_hook(Fraction, lambda f: f"{f.numerator}/{f.denominator}")
-_converter.register_unstructure_hook(Path, str)
+@cache
+def _converter() -> cattrs.Converter:
+    """Built on first use, so commands that print no JSON never import cattrs."""
+    from datetime import datetime, timedelta
+    from fractions import Fraction
+    from pathlib import Path
+
+    import cattrs
+
+    from nodeau.domain.artifacts import Sha256
+
+    converter = cattrs.Converter()
+    converter.register_unstructure_hook(Sha256, lambda s: s.hex)
+    converter.register_unstructure_hook(datetime, lambda d: d.isoformat())
+    converter.register_unstructure_hook(timedelta, lambda d: d.total_seconds())
+    converter.register_unstructure_hook(Fraction, lambda f: f"{f.numerator}/{f.denominator}")
+    converter.register_unstructure_hook(Path, str)
+    return converter
 
 
 def to_json(value: Any) -> str:
     """A JSON document of a value (attrs classes, tuples, dicts, enums)."""
-    return json.dumps(_converter.unstructure(value), indent=2, sort_keys=False)
+    return json.dumps(_converter().unstructure(value), indent=2, sort_keys=False)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

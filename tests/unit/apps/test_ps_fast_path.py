@@ -1,0 +1,234 @@
+"""``nodeau ps`` reached without cyclopts answers exactly as it does through cyclopts.
+
+``main.run`` calls ``ps`` directly for ``ps`` and ``ps --json`` only; these
+tests run both ways over an empty home and over a real state database holding
+workloads in every shape ``ps`` prints (serving with an endpoint, held,
+recovering, a batch job, one finished and so not listed), and check that any
+other argument list is cyclopts' to answer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from attrs import evolve
+
+from nodeau.adapters.sqlite_state import SqliteStateStore
+from nodeau.apps.cli import bootstrap
+from nodeau.apps.cli.main import build_app, run
+from nodeau.apps.cli.ps_command import FAST_ARGV, fast_json, ps
+from nodeau.domain.workloads import HeldReason, RecoveryMode, WorkloadKind, WorkloadState
+from nodeau.ports.state import WorkloadRecord
+from tests.support.admissions import MACHINE, decider, fleet_of
+
+SINCE = datetime(2025, 3, 1, 9, 30, 5, tzinfo=UTC)
+NOW = SINCE + timedelta(minutes=4, seconds=10)
+HEADER = ["NAME", "KIND", "MODEL", "MACHINE", "GPU", "STATE", "ENDPOINT", "NOW"]
+
+
+def served(r: WorkloadRecord) -> WorkloadRecord:
+    return evolve(r, workload=evolve(r.workload, state=WorkloadState.SERVING), endpoint_port=8123)
+
+
+def held(r: WorkloadRecord) -> WorkloadRecord:
+    w = evolve(
+        r.workload,
+        state=WorkloadState.HELD,
+        held_reason=HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF,
+    )
+    return evolve(r, workload=w)
+
+
+def recovering(r: WorkloadRecord) -> WorkloadRecord:
+    w = evolve(
+        r.workload,
+        state=WorkloadState.RECOVERING,
+        recovery_mode=RecoveryMode.AUTOMATIC,
+        target_machine="m2",
+    )
+    return evolve(r, workload=w)
+
+
+def batch_running(r: WorkloadRecord) -> WorkloadRecord:
+    w = evolve(r.workload, kind=WorkloadKind.BATCH, state=WorkloadState.RUNNING)
+    return evolve(r, workload=w)
+
+
+def stopped(r: WorkloadRecord) -> WorkloadRecord:
+    return evolve(r, workload=evolve(r.workload, state=WorkloadState.STOPPED))
+
+
+def fill(state_path: Path) -> None:
+    """Six workloads in the shapes ``ps`` prints; one stopped, so five are listed."""
+    store = SqliteStateStore(state_path, lambda: SINCE)
+    fleet = fleet_of(6)
+    for name in ("chat", "held", "moving", "batch", "pulling", "gone"):
+        store.admit(decider(name, fleet, SINCE)).unwrap()
+    store.update("chat", served)
+    store.update("held", held)
+    store.update("moving", recovering)
+    store.update("batch", batch_running)
+    store.release("gone", stopped)
+
+
+@pytest.fixture(params=["empty", "filled"])
+def home(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Nodeau home with no database, or with a real one; simulated cards; a pinned clock."""
+    monkeypatch.setenv("NODEAU_HOME", str(tmp_path))
+    monkeypatch.setenv("NODEAU_MACHINE", MACHINE)
+    monkeypatch.setenv("NODEAU_SIMULATED_GPUS", "6 x 24 GiB")
+    monkeypatch.setattr(bootstrap, "utc_now", lambda: NOW)
+    if request.param == "filled":
+        fill(tmp_path / "state.sqlite3")
+    return tmp_path
+
+
+Answer = tuple[object, str, str]
+
+
+def answer(call: Callable[[], object], capsys: pytest.CaptureFixture[str]) -> Answer:
+    """Exit code, stdout and stderr of a command line run in this process."""
+    with pytest.raises(SystemExit) as exited:
+        call()
+    out = capsys.readouterr()
+    return exited.value.code, out.out, out.err
+
+
+def both_ways(argv: Sequence[str], capsys: pytest.CaptureFixture[str]) -> tuple[Answer, Answer]:
+    """``run(argv)`` and the cyclopts app given the same argv."""
+    fast = answer(lambda: run(argv), capsys)
+    through_cyclopts = answer(lambda: build_app()(list(argv)), capsys)
+    return fast, through_cyclopts
+
+
+def test_the_table_is_the_same_both_ways(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fast, through_cyclopts = both_ways(["ps"], capsys)
+    assert fast == through_cyclopts
+    code, out, err = fast
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].split() == HEADER
+    if not (home / "state.sqlite3").exists():
+        assert len(lines) == 1
+        return
+    by_name = {line.split()[0]: line for line in lines[1:]}
+    assert sorted(by_name) == ["batch", "chat", "held", "moving", "pulling"]
+    assert all("(simulated)" in line for line in by_name.values())
+    assert "http://127.0.0.1:8123/v1" in by_name["chat"]
+    assert "serving on m1 (GPU-0000…) since 09:30:05 (4m); nothing to do" in by_name["chat"]
+    assert "held since 09:30:05 (4m): m1 stopped answering" in by_name["held"]
+    assert "recovering onto m2 since 09:30:05 (4m)" in by_name["moving"]
+    assert " batch " in by_name["batch"] and " running " in by_name["batch"]
+    assert "admitted on m1" in by_name["pulling"]
+
+
+def test_the_json_is_the_same_both_ways(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fast, through_cyclopts = both_ways(["ps", "--json"], capsys)
+    assert fast == through_cyclopts
+    code, out, err = fast
+    assert (code, err) == (0, "")
+    rows = json.loads(out)
+    names = [r["record"]["workload"]["name"] for r in rows]
+    if (home / "state.sqlite3").exists():
+        assert names == ["chat", "held", "moving", "batch", "pulling"]
+        assert rows[0]["record"]["endpoint_port"] == 8123
+        assert rows[0]["sentence"].startswith("serving on m1 (GPU-0000…) since 09:30:05 (4m)")
+    else:
+        assert rows == []
+
+
+def test_without_simulated_cards_the_gpu_is_not_labelled(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NODEAU_SIMULATED_GPUS")
+    fast, through_cyclopts = both_ways(["ps"], capsys)
+    assert fast == through_cyclopts
+    code, out, _ = fast
+    assert code == 0 and "(simulated)" not in out
+    if (home / "state.sqlite3").exists():
+        assert "GPU-0000-race  " in out
+
+
+@pytest.mark.parametrize("argv", sorted(FAST_ARGV))
+def test_the_fast_argument_lists_mean_what_cyclopts_reads(argv: tuple[str, ...]) -> None:
+    command, bound, ignored = build_app().parse_args(list(argv))
+    bound.apply_defaults()
+    assert command is ps and not ignored
+    assert dict(bound.arguments) == {"json": fast_json(argv)}
+    assert list(inspect.signature(ps).parameters) == ["json"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ps", "--help"],
+        ["ps", "-h"],
+        ["ps", "--no-json"],
+        ["ps", "--json=true"],
+        ["ps", "--jsn"],
+        ["ps", "--json", "extra"],
+        ["ps", "ps"],
+        ["ps", "--json", "--json"],
+        ["--json", "ps"],
+        ["PS"],
+    ],
+)
+def test_every_other_argument_list_is_answered_by_cyclopts(
+    argv: list[str], home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert fast_json(argv) is None
+    fast, through_cyclopts = both_ways(argv, capsys)
+    assert fast == through_cyclopts
+
+
+def test_help_and_a_wrong_flag_behave_as_a_command_line_should(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = answer(lambda: run(["ps", "--help"]), capsys)
+    assert code == 0 and "Print the rows as JSON." in out
+    code, out, err = answer(lambda: run(["ps", "--jsn"]), capsys)
+    assert code != 0 and "--jsn" in out + err and "Traceback" not in err
+
+
+# Plain ps on an empty home needs no JSON converter; --json prints "[]" through cattrs.
+@pytest.mark.parametrize(
+    ("args", "unloaded", "expected_stdout"),
+    [
+        (["ps"], ("cyclopts", "rich", "sqlite3", "cattrs", "returns"), None),
+        (["ps", "--json"], ("cyclopts", "rich", "sqlite3"), "[]"),
+    ],
+)
+def test_ps_on_an_empty_home_imports_no_cyclopts_and_creates_no_database(
+    tmp_path: Path, args: list[str], unloaded: tuple[str, ...], expected_stdout: str | None
+) -> None:
+    probe = (
+        "import sys\n"
+        "from nodeau.apps.cli.main import run\n"
+        "try:\n"
+        f"    run({args!r})\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        f"loaded = sorted(m for m in sys.modules if m.split('.')[0] in {unloaded!r})\n"
+        "print(repr((code, loaded)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env={"NODEAU_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+        check=False,
+    )
+    assert done.stderr.strip() == "(0, [])"
+    if expected_stdout is None:
+        assert done.stdout.split() == HEADER
+    else:
+        assert done.stdout.strip() == expected_stdout
+    assert list(tmp_path.iterdir()) == []
