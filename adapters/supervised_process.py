@@ -222,7 +222,9 @@ class BackgroundProcess:
             pids = self._pids(name)
             if pids is not None and pids[0] == supervisor:
                 return
-            if not self._is_supervisor(supervisor, name):
+            # not _is_supervisor: until the new process has exec'd, its command line is
+            # still its parent's, and on a loaded machine that moment can be seen
+            if not _alive(supervisor):
                 break
             time.sleep(_POLL_S)
         raise ServiceError(f"the endpoint of {name} did not start; see {log}")

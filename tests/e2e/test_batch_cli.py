@@ -128,7 +128,7 @@ def test_a_file_with_no_good_line_is_refused_before_admission(cli: Cli, tmp_path
 def test_stop_keeps_what_is_done_and_a_second_run_does_nothing_twice(
     cli: Cli, tmp_path: Path
 ) -> None:
-    ids = [f"q{n}" for n in range(400)]
+    ids = [f"q{n}" for n in range(1000)]  # long enough that ps and stop come before its end
     file = tmp_path / "long.jsonl"
     file.write_text("".join(request(i, tokens=32) + "\n" for i in ids), encoding="utf-8")
     done = cli("batch", "submit", str(file), "--model", "tiny", "--name", "long")
