@@ -22,13 +22,11 @@ Decisions recorded here:
 
 from __future__ import annotations
 
-import enum
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
-from fractions import Fraction
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +34,7 @@ import cattrs
 from returns.pipeline import is_successful
 from returns.result import Result
 
+from nodeau.adapters.record_json import converter, dumps
 from nodeau.domain.admission import Admitted, gib
 from nodeau.domain.hardware import Fleet, Gpu, Machine
 from nodeau.domain.refusals import Refusal
@@ -71,43 +70,11 @@ CREATE TABLE IF NOT EXISTS events (
 BUSY_TIMEOUT_S = 60  # racing `nodeau run` processes wait their turn rather than fail
 
 
-def _structure_fraction(value: object, _type: type) -> Fraction:
-    if not isinstance(value, str):
-        raise ValueError(f"a fraction is stored as text n/d, got {value!r}")
-    return Fraction(value)
-
-
-def _structure_datetime(value: object, _type: type) -> datetime:
-    if not isinstance(value, str):
-        raise ValueError(f"a moment is stored as ISO 8601 text, got {value!r}")
-    return datetime.fromisoformat(value)
-
-
-def _structure_timedelta(value: object, _type: type) -> timedelta:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"a duration is stored as seconds, got {value!r}")
-    return timedelta(seconds=value)
-
-
-def _is_enum(t: Any) -> bool:
-    return isinstance(t, type) and issubclass(t, enum.Enum)
-
-
-_converter = cattrs.Converter(forbid_extra_keys=True)
-_converter.register_unstructure_hook(datetime, lambda d: d.isoformat())
-_converter.register_structure_hook(datetime, _structure_datetime)
-_converter.register_unstructure_hook(timedelta, lambda d: d.total_seconds())
-_converter.register_structure_hook(timedelta, _structure_timedelta)
-_converter.register_unstructure_hook(Fraction, lambda f: f"{f.numerator}/{f.denominator}")
-_converter.register_structure_hook(Fraction, _structure_fraction)
-_converter.register_unstructure_hook(Path, str)
-_converter.register_structure_hook(Path, lambda v, _t: Path(v))
-_converter.register_unstructure_hook_func(_is_enum, lambda e: e.value)
-_converter.register_structure_hook_func(_is_enum, lambda v, t: t(v))
+_converter = converter()  # the JSON form every store shares (record_json.py)
 
 
 def _dumps(value: object, type_: Any) -> str:
-    return json.dumps(_converter.unstructure(value, type_))
+    return dumps(value, type_)
 
 
 # The rules every StateStore keeps (the in-memory fake applies the same ones).
