@@ -1,0 +1,1 @@
+"""Kubernetes adapters: the fleet's state, reports and marks kept in a real cluster."""

@@ -1,0 +1,97 @@
+"""A real control plane for the Kubernetes tests: one per test worker, shared by its tests.
+
+etcd, kube-apiserver and KWOK start once per worker (a few seconds); the namespace and
+CRDs from deploy/ are applied as a user applies them. ``fresh_fleet`` gives a test an
+empty fleet: no nodes, no Nodeau objects, no ledger.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config, utils
+
+from nodeau.adapters.kube import resources as r
+from tests.support.kube_cluster import Cluster, ControlPlane
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+BASE_MANIFESTS = ("00-namespace.yaml", "10-crds.yaml")
+
+
+def api_client(cluster: Cluster) -> client.ApiClient:
+    """A kubernetes client configured from the cluster's kubeconfig, as kubectl would be."""
+    return config.new_client_from_config(config_file=str(cluster.kubeconfig))
+
+
+def wait_established(api: client.ApiClient, names: tuple[str, ...], timeout_s: float = 30) -> None:
+    ext = client.ApiextensionsV1Api(api)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        crds = {c.metadata.name: c for c in ext.list_custom_resource_definition().items}
+        if all(
+            name in crds
+            and any(
+                c.type == "Established" and c.status == "True"
+                for c in (crds[name].status.conditions or [])
+            )
+            for name in names
+        ):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"CRDs not established within {timeout_s} s: {names}")
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    plane = ControlPlane(tmp_path_factory.mktemp("kube"))
+    try:
+        started = plane.start()
+        with api_client(started) as api:
+            for manifest in BASE_MANIFESTS:
+                utils.create_from_yaml(api, str(DEPLOY / manifest))
+            wait_established(api, (f"{r.GPUSERVICES}.{r.GROUP}", f"{r.BATCHJOBS}.{r.GROUP}"))
+        yield started
+    finally:
+        plane.stop()
+
+
+@pytest.fixture
+def kube(cluster: Cluster) -> Iterator[client.ApiClient]:
+    """An admin API client for one test."""
+    with api_client(cluster) as api:
+        yield api
+
+
+def empty_fleet(api: client.ApiClient) -> None:
+    """Remove every node, Nodeau object, Pod, Lease, ConfigMap and Event a test left."""
+    core = client.CoreV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    coordination = client.CoordinationV1Api(api)
+    for plural in (r.GPUSERVICES, r.BATCHJOBS):
+        for item in custom.list_namespaced_custom_object(r.GROUP, r.VERSION, r.NAMESPACE, plural)[
+            "items"
+        ]:
+            name = item["metadata"]["name"]
+            if item["metadata"].get("finalizers"):
+                custom.patch_namespaced_custom_object(
+                    r.GROUP, r.VERSION, r.NAMESPACE, plural, name,
+                    {"metadata": {"finalizers": None}},
+                )  # fmt: skip
+            custom.delete_namespaced_custom_object(r.GROUP, r.VERSION, r.NAMESPACE, plural, name)
+    core.delete_collection_namespaced_pod(r.NAMESPACE, grace_period_seconds=0)
+    core.delete_collection_namespaced_config_map(r.NAMESPACE)
+    core.delete_collection_namespaced_event(r.NAMESPACE)
+    coordination.delete_collection_namespaced_lease(r.NAMESPACE)
+    coordination.delete_collection_namespaced_lease(r.NODE_LEASE_NAMESPACE)
+    core.delete_collection_node()
+
+
+@pytest.fixture
+def fresh_fleet(kube: client.ApiClient) -> Iterator[client.ApiClient]:
+    """An admin client on a cluster with no nodes and no Nodeau state; cleaned after too."""
+    empty_fleet(kube)
+    yield kube
+    empty_fleet(kube)
