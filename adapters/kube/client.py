@@ -1,0 +1,165 @@
+"""Reaching the user's cluster: the kubeconfig as kubectl finds it, else the Pod's ServiceAccount.
+
+Decisions recorded here:
+
+* The order is kubectl's: an explicit file, else ``$KUBECONFIG`` (a list joined by
+  ``:`` is merged, as kubectl does), else ``~/.kube/config``, else the in-cluster
+  ServiceAccount of a Pod. None of them is one line saying so, never a traceback.
+* A kubeconfig that is missing, unreadable, or lacks the context asked for is one
+  line naming the file; nothing is sent to the cluster to find that out.
+* ``connect`` does not call the API server: the first request is what finds out
+  whether the cluster answers. ``api_errors`` turns what a request raises into the
+  port's StateError (one line), except a 409, which is ``Conflict``: the caller
+  reads again and decides again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import urllib3
+from attrs import frozen
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import InClusterConfigLoader
+from kubernetes.config.kube_config import list_kube_config_contexts
+
+from nodeau.ports.state import StateError
+
+# where a Pod finds its ServiceAccount (module constants so a test can point elsewhere)
+SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+SERVICE_ACCOUNT_CA = Path("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
+REQUEST_TIMEOUT = (5.0, 30.0)  # connect, read (seconds): a cluster that hangs is an error
+
+
+class ClusterUnreachable(Exception):
+    """No cluster could be reached or configured; one line for a person."""
+
+
+@frozen(kw_only=True)
+class Connection:
+    """A configured client and what it points at."""
+
+    api: Any  # kubernetes.client.ApiClient
+    server: str
+    context: str | None  # the kubeconfig context used; None in-cluster
+
+
+def connect(kubeconfig: Path | None = None, context: str | None = None) -> Connection:
+    """A client for the cluster kubectl would talk to; ClusterUnreachable when there is none."""
+    if kubeconfig is not None:
+        return _from_kubeconfig(str(kubeconfig), context)
+    if os.environ.get("KUBECONFIG"):
+        return _from_kubeconfig(os.environ["KUBECONFIG"], context)
+    home = Path("~/.kube/config").expanduser()
+    if home.is_file():
+        return _from_kubeconfig(str(home), context)
+    if context is not None:
+        raise ClusterUnreachable(f"no kubeconfig ({home} does not exist) has context {context}")
+    return _in_cluster(home)
+
+
+def _from_kubeconfig(files: str, context: str | None) -> Connection:
+    missing = [f for f in files.split(os.pathsep) if f and not Path(f).expanduser().is_file()]
+    if missing:
+        raise ClusterUnreachable(f"{missing[0]}: no such kubeconfig file")
+    try:
+        contexts, active = list_kube_config_contexts(config_file=files)  # type: ignore[no-untyped-call]
+    except ConfigException as exc:
+        raise ClusterUnreachable(f"{files}: {_one_line(exc)}") from exc
+    except Exception as exc:  # not YAML: the loader raises whatever its parser raised
+        raise ClusterUnreachable(f"{files}: not a readable kubeconfig ({_one_line(exc)})") from exc
+    known = sorted(c["name"] for c in contexts or ())
+    chosen = context if context is not None else (active or {}).get("name")
+    if chosen is None:
+        raise ClusterUnreachable(f"{files}: no current context; name one of {', '.join(known)}")
+    if chosen not in known:
+        raise ClusterUnreachable(
+            f"{files}: no context called {chosen} (known: {', '.join(known) or 'none'})"
+        )
+    try:
+        api = config.new_client_from_config(config_file=files, context=chosen)  # type: ignore[no-untyped-call]
+    except ConfigException as exc:
+        raise ClusterUnreachable(f"{files}: context {chosen}: {_one_line(exc)}") from exc
+    return Connection(api=api, server=api.configuration.host, context=chosen)
+
+
+def _in_cluster(home: Path) -> Connection:
+    configuration = client.Configuration()
+    try:
+        loader: Any = InClusterConfigLoader  # untyped
+        loader(
+            token_filename=str(SERVICE_ACCOUNT_TOKEN), cert_filename=str(SERVICE_ACCOUNT_CA)
+        ).load_and_set(configuration)
+    except ConfigException as exc:
+        raise ClusterUnreachable(
+            f"no kubeconfig ($KUBECONFIG is not set and {home} does not exist) and not "
+            f"running in a cluster ({_one_line(exc)})"
+        ) from exc
+    api = client.ApiClient(configuration=configuration)
+    return Connection(api=api, server=configuration.host, context=None)
+
+
+class Conflict(Exception):
+    """A write lost a race: stale resourceVersion, or the thing was created meanwhile."""
+
+
+@contextmanager
+def api_errors(what: str) -> Iterator[None]:
+    """Failures of the requests inside become one line (StateError); a 409 is ``Conflict``.
+
+    A 404 is the caller's to catch inside the block (it often means "not there yet").
+    """
+    try:
+        yield
+    except ApiException as exc:
+        if exc.status == 409:
+            raise Conflict(what) from exc
+        raise StateError(f"cannot {what}: {api_reason(exc)}") from exc
+    except urllib3.exceptions.HTTPError as exc:
+        raise StateError(f"cannot {what}: the cluster does not answer ({_one_line(exc)})") from exc
+
+
+def api_reason(exc: ApiException) -> str:
+    """What the API server said, in one line (its Status message when it sent one)."""
+    try:
+        message = json.loads(exc.body or "")["message"]
+    except (ValueError, KeyError, TypeError):
+        message = exc.reason or "no reason given"
+    return f"{exc.status} {' '.join(str(message).split())}"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def send_json(
+    api: Any, method: str, path: str, params: dict[str, str], body: dict[str, Any]
+) -> dict[str, Any]:
+    """Send ``body`` exactly as written and return the answer as plain JSON.
+
+    The client's typed API methods turn a dict body into their own model first and
+    write it back out, which reformats MicroTime fields (``eventTime``, a Lease's
+    ``renewTime``) without their fraction when it is zero, and the API server refuses
+    that. Raises ApiException for any answer that is not 2xx, as the typed methods do.
+    """
+    method, url, headers, payload, _ = api.param_serialize(
+        method=method,
+        resource_path=path,
+        path_params=params,
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    response = api.call_api(method, url, headers, payload, _request_timeout=REQUEST_TIMEOUT)
+    response.read()
+    if not 200 <= response.status < 300:
+        raise ApiException(status=response.status, reason=response.reason, body=response.data)
+    answer: dict[str, Any] = json.loads(response.data)
+    return answer

@@ -1,0 +1,114 @@
+"""Decisions and notes about workloads as core/v1 Events in ``nodeau-system``.
+
+Decisions recorded here:
+
+* Every Event Nodeau writes about a workload names it in ``involvedObject``
+  (apiVersion ``nodeau.ai/v1alpha1``, the name; kind and uid too when the object
+  exists), so ``kubectl describe`` shows it and a field selector finds it even for
+  a workload whose object was never created or is gone.
+* ``eventTime`` is the moment the writer gave (microseconds kept); first and last
+  timestamps say the same to the second for tools that read only those.
+* Events come back in the order they were recorded: the API server's
+  resourceVersion of each Event, compared as the integer it is (etcd's revision),
+  not the writer's clock, which can disagree between machines. The API server
+  deletes Events after its ``--event-ttl`` (one hour by default): this is recent
+  history, not an archive.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+
+from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, send_json
+from nodeau.adapters.kube.objects import KINDS, WorkloadObject, stamp
+from nodeau.ports.state import Event, StateError
+
+
+def record(
+    api: Any,
+    *,
+    workload: str,
+    involved: WorkloadObject | None,
+    reason: str,
+    message: str,
+    at: datetime,
+    identity: str,
+    warning: bool = False,
+) -> None:
+    """Write one Event about ``workload`` (its object when there is one)."""
+    reference = {"apiVersion": r.API_VERSION, "name": workload, "namespace": r.NAMESPACE}
+    if involved is not None:
+        meta = involved.body["metadata"]
+        reference.update(
+            kind=KINDS[involved.kind], uid=meta["uid"], resourceVersion=meta["resourceVersion"]
+        )
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{workload}.{uuid.uuid4().hex[:16]}",
+            "namespace": r.NAMESPACE,
+            "labels": {r.WORKLOAD_LABEL: workload},
+        },
+        "involvedObject": reference,
+        "type": "Warning" if warning else "Normal",
+        "reason": reason,
+        "action": reason,
+        "message": message,
+        "eventTime": at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "firstTimestamp": stamp(at),
+        "lastTimestamp": stamp(at),
+        "count": 1,
+        "source": {"component": r.CONTROLLER_COMPONENT},
+        "reportingComponent": r.CONTROLLER_COMPONENT,
+        "reportingInstance": identity,
+    }
+    try:
+        with api_errors(f"record an event about {workload}"):
+            _post(api, body)
+    except Conflict as exc:  # a random 64-bit suffix taken: not a race anyone can lose
+        raise StateError(f"cannot record an event about {workload}: its name is taken") from exc
+
+
+def _post(api: Any, body: dict[str, Any]) -> None:
+    send_json(
+        api, "POST", "/api/v1/namespaces/{namespace}/events", {"namespace": r.NAMESPACE}, body
+    )
+
+
+def read(api: Any, workload: str | None = None) -> tuple[Event, ...]:
+    """Events about workloads (about one when ``workload`` is given), in the order recorded."""
+    selector = f"involvedObject.apiVersion={r.API_VERSION}"
+    if workload is not None:
+        selector += f",involvedObject.name={workload}"
+    core: Any = client.CoreV1Api(api)
+    with api_errors("read events"):
+        response = core.list_namespaced_event(
+            r.NAMESPACE,
+            field_selector=selector,
+            _preload_content=False,
+            _request_timeout=REQUEST_TIMEOUT,
+        )
+        items = json.loads(response.data)["items"]
+    items.sort(key=_recorded)
+    return tuple(
+        Event(at=_moment(i), workload=i["involvedObject"]["name"], text=i.get("message") or "")
+        for i in items
+    )
+
+
+def _recorded(item: dict[str, Any]) -> int:
+    return int(item["metadata"]["resourceVersion"])
+
+
+def _moment(item: dict[str, Any]) -> datetime:
+    """When it happened: eventTime, else the last timestamp, else when it was created."""
+    text = item.get("eventTime") or item.get("lastTimestamp")
+    text = text or item["metadata"]["creationTimestamp"]
+    return datetime.fromisoformat(text)

@@ -1,0 +1,264 @@
+"""Controllers racing on one API server never over-commit a card; a lost write is decided again.
+
+Eight processes (started with "spawn", each its own client and store, like
+separate controllers) are released together by a barrier each round and each
+tries to admit a workload of its own onto the one card through
+``KubeStateStore.admit``, deciding with the real ``admit_and_place`` and pausing
+between reading the ledger and returning, so overlapping decisions show. The
+ledger ConfigMap's resourceVersion is the only thing that serialises them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from attrs import evolve
+from kubernetes import client
+from returns.pipeline import is_successful
+from returns.result import Result
+
+from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.ledger import CLAIM_GRACE, Claim, read_ledger, write_ledger
+from nodeau.adapters.kube.objects import get_object
+from nodeau.adapters.kube.state_store import AdmissionInFlight, KubeStateStore, holds_other_card
+from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.reservations import Reservation, over_committed
+from nodeau.domain.workloads import WorkloadKind
+from nodeau.ports.state import Admission, Snapshot
+from tests.support.admissions import BOUND_S, NEEDED_BYTES, decider, fleet_of
+from tests.support.kube_cluster import Cluster
+from tests.support.kube_store import crash_after_the_ledger, race, stopped
+
+PROCESSES = 8
+ROUNDS = 4
+PAUSE_S = 0.005  # inside each decision, between reading the ledger and writing it
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+ONE_CARD, TWO_CARDS = fleet_of(1), fleet_of(2)
+
+
+def a_store(api: client.ApiClient, identity: str) -> KubeStateStore:
+    return KubeStateStore(api, clock=lambda: datetime.now(UTC), identity=identity)
+
+
+def objects(api: client.ApiClient) -> list[str]:
+    custom: Any = client.CustomObjectsApi(api)
+    listed = custom.list_namespaced_custom_object(r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES)
+    return sorted(item["metadata"]["name"] for item in listed["items"])
+
+
+@pytest.mark.slow
+def test_racing_controllers_never_over_commit_a_card(
+    cluster: Cluster, fresh_fleet: client.ApiClient
+) -> None:
+    store = a_store(fresh_fleet, "referee")
+    spawn = multiprocessing.get_context("spawn")
+    start = spawn.Barrier(PROCESSES + 1)
+    results = spawn.Queue()
+    racers = [
+        spawn.Process(
+            target=race, args=(str(cluster.kubeconfig), i, ROUNDS, 1, PAUSE_S, start, results)
+        )
+        for i in range(PROCESSES)
+    ]
+    for racer in racers:
+        racer.start()
+    winners: list[str] = []
+    try:
+        for round_ in range(ROUNDS):
+            start.wait(timeout=BOUND_S)
+            said = [results.get(timeout=BOUND_S) for _ in range(PROCESSES)]
+            assert sorted((n, i) for n, i, _, _ in said) == [(round_, i) for i in range(PROCESSES)]
+            assert [o for _, _, _, o in said if o.startswith("error")] == []
+            won = [name for _, _, name, outcome in said if outcome == "won"]
+            assert len(won) == 1, said
+            assert {o for _, _, _, o in said if o != "won"} == {ReasonCode.NO_FREE_CARD.value}
+            # read back from the cluster: one reservation, the winner's, and its decision
+            ledger = store.snapshot().ledger
+            assert over_committed(ledger, ONE_CARD) == ()
+            assert [x.workload for x in ledger.reservations] == won
+            assert store.admission(won[0]).placement.reservation == ledger.reservations[0]
+            winners.extend(won)
+            assert objects(fresh_fleet) == sorted(winners)  # the refused created nothing
+            store.release(won[0], stopped)
+    finally:
+        start.abort()
+        for racer in racers:
+            racer.join(timeout=BOUND_S)
+            if racer.is_alive():
+                racer.kill()
+                racer.join()
+        results.close()
+        results.join_thread()
+    assert [racer.exitcode for racer in racers] == [0] * PROCESSES
+    assert store.snapshot().ledger.reservations == ()
+    assert len(store.events()) == 2 * ROUNDS  # one Admitted, one Released per round
+
+
+def interleaved(
+    decide: Callable[[Snapshot], Result[Admission, Refusal]], meanwhile: Callable[[], object]
+) -> tuple[Callable[[Snapshot], Result[Admission, Refusal]], list[Snapshot]]:
+    """``decide``, with ``meanwhile`` run after its first read: its write is then stale."""
+    seen: list[Snapshot] = []
+
+    def wrapped(snapshot: Snapshot) -> Result[Admission, Refusal]:
+        seen.append(snapshot)
+        outcome = decide(snapshot)
+        if len(seen) == 1:
+            meanwhile()
+        return outcome
+
+    return wrapped, seen
+
+
+@pytest.fixture(params=["replaced", "created"])
+def ledger_api(request: pytest.FixtureRequest, fresh_fleet: client.ApiClient) -> client.ApiClient:
+    """A cluster whose ledger ConfigMap exists (a stale write is a stale replace) or does not
+    (two first writes race to create it)."""
+    if request.param == "replaced":
+        write_ledger(fresh_fleet, (), None)
+    return fresh_fleet
+
+
+def test_a_stale_write_is_decided_again_not_lost(ledger_api: client.ApiClient) -> None:
+    fresh_fleet = ledger_api
+    mine, theirs = a_store(fresh_fleet, "mine"), a_store(fresh_fleet, "theirs")
+    taken: list[Admission] = []
+    decide, seen = interleaved(
+        decider("chat", TWO_CARDS, NOW),
+        lambda: taken.append(theirs.admit(decider("embed", TWO_CARDS, NOW)).unwrap()),
+    )
+    chat = mine.admit(decide).unwrap()
+    # the first decision chose the card the other store took first; its write was refused
+    assert len(seen) == 2
+    assert seen[0].ledger.reservations == ()
+    assert seen[1].ledger.reservations == (taken[0].placement.reservation,)
+    assert chat.placement.gpu_uuid != taken[0].placement.gpu_uuid
+    ledger = mine.snapshot().ledger
+    assert ledger.reservations == (chat.placement.reservation, taken[0].placement.reservation)
+    assert over_committed(ledger, TWO_CARDS) == ()
+    assert mine.admission("chat") == chat
+
+
+def test_a_stale_write_for_the_last_card_becomes_a_capacity_refusal(
+    ledger_api: client.ApiClient,
+) -> None:
+    fresh_fleet = ledger_api
+    mine, theirs = a_store(fresh_fleet, "mine"), a_store(fresh_fleet, "theirs")
+    decide, seen = interleaved(
+        decider("chat", ONE_CARD, NOW),
+        lambda: theirs.admit(decider("embed", ONE_CARD, NOW)).unwrap(),
+    )
+    outcome = mine.admit(decide)
+    assert not is_successful(outcome)
+    assert outcome.failure().code is ReasonCode.NO_FREE_CARD
+    # decided on the stale ledger, again on the new one, then once on an empty ledger: the
+    # probe that names the workload a refusal is about (its own leftover may be the cause)
+    assert len(seen) == 3
+    assert seen[2].ledger.reservations == ()
+    assert [x.workload for x in mine.snapshot().ledger.reservations] == ["embed"]
+    assert objects(fresh_fleet) == ["embed"]
+
+
+def leftover(workload: str, card: int = 0) -> Reservation:
+    return Reservation(
+        workload=workload, machine="m1", gpu_uuid=f"GPU-{card:04d}-race", bytes=NEEDED_BYTES
+    )
+
+
+def test_a_crash_leftover_is_dropped_when_its_workload_is_admitted(
+    fresh_fleet: client.ApiClient,
+) -> None:
+    store = a_store(fresh_fleet, "after-the-crash")
+    crash_after_the_ledger(fresh_fleet, leftover("chat"))
+    # the card is held by nobody that recorded it: the snapshot still shows it
+    assert store.snapshot().ledger.reservations == (leftover("chat"),)
+    # chat's own leftover does not keep chat off the only card, and is replaced
+    chat = store.admit(decider("chat", ONE_CARD, NOW)).unwrap()
+    assert chat.placement.gpu_uuid == "GPU-0000-race"
+    assert store.snapshot().ledger.reservations == (chat.placement.reservation,)
+    assert all(c.held_by is None for c in chat.admitted.cards)  # decided without it
+    # a leftover of a finished workload's new admission is dropped the same way
+    store.release("chat", stopped)
+    crash_after_the_ledger(fresh_fleet, leftover("chat"))
+    again = store.admit(decider("chat", ONE_CARD, NOW)).unwrap()
+    assert read_ledger(fresh_fleet).reservations == (again.placement.reservation,)
+
+
+def test_another_workloads_leftover_is_left_alone(fresh_fleet: client.ApiClient) -> None:
+    store = a_store(fresh_fleet, "careful")
+    crash_after_the_ledger(fresh_fleet, leftover("ghost"))
+    # it may be an admission still in flight: the card stays taken
+    refused = store.admit(decider("chat", ONE_CARD, NOW))
+    assert refused.failure().code is ReasonCode.NO_FREE_CARD
+    chat = store.admit(decider("chat", TWO_CARDS, NOW)).unwrap()
+    assert chat.placement.gpu_uuid == "GPU-0001-race"
+    assert store.snapshot().ledger.reservations == (
+        chat.placement.reservation,
+        leftover("ghost"),
+    )
+
+
+def admission_in_flight(
+    api: client.ApiClient, reservation: Reservation, by: str, at: datetime
+) -> None:
+    """What another controller has written between its ledger write and its status write."""
+    read = read_ledger(api)
+    claims = {**read.claims, reservation.workload: Claim(by=by, at=at)}
+    write_ledger(api, (*read.reservations, reservation), read.version, claims)
+
+
+def test_another_controllers_admission_in_flight_of_the_same_workload_stands(
+    fresh_fleet: client.ApiClient,
+) -> None:
+    store = KubeStateStore(fresh_fleet, clock=lambda: NOW, identity="second")
+    admission_in_flight(fresh_fleet, leftover("chat"), "first", NOW - timedelta(seconds=5))
+    with pytest.raises(AdmissionInFlight, match="chat is being admitted by first"):
+        store.admit(decider("chat", TWO_CARDS, NOW))
+    # nothing was written: the first controller's reservation and claim are as it left them
+    after = read_ledger(fresh_fleet)
+    assert after.reservations == (leftover("chat"),)
+    assert after.claims == {"chat": Claim(by="first", at=NOW - timedelta(seconds=5))}
+    assert objects(fresh_fleet) == []
+
+
+def test_a_claim_older_than_the_grace_is_a_leftover_and_is_replaced(
+    fresh_fleet: client.ApiClient,
+) -> None:
+    store = KubeStateStore(fresh_fleet, clock=lambda: NOW, identity="second")
+    stale = NOW - CLAIM_GRACE
+    admission_in_flight(fresh_fleet, leftover("chat", card=1), "first", stale)
+    chat = store.admit(decider("chat", TWO_CARDS, NOW)).unwrap()
+    after = read_ledger(fresh_fleet)
+    assert after.reservations == (chat.placement.reservation,)
+    assert after.claims == {"chat": Claim(by="second", at=NOW)}
+
+
+def test_a_status_recording_another_live_admission_is_never_overwritten(
+    fresh_fleet: client.ApiClient,
+) -> None:
+    first = KubeStateStore(fresh_fleet, clock=lambda: NOW, identity="first")
+    recorded = first.admit(decider("chat", TWO_CARDS, NOW)).unwrap()
+    # what a controller stalled past the grace would write: chat on the other card
+    other_card = next(
+        c.gpu_uuid for c in recorded.admitted.cards if c.gpu_uuid != recorded.placement.gpu_uuid
+    )
+    moved = evolve(
+        recorded,
+        placement=evolve(
+            recorded.placement,
+            gpu_uuid=other_card,
+            reservation=evolve(recorded.placement.reservation, gpu_uuid=other_card),
+        ),
+    )
+    live = get_object(fresh_fleet, WorkloadKind.SERVICE, "chat")
+    assert live is not None
+    assert holds_other_card(live, moved)
+    assert not holds_other_card(live, recorded)  # writing the same decision again is harmless
+    first.release("chat", stopped)
+    finished = get_object(fresh_fleet, WorkloadKind.SERVICE, "chat")
+    assert finished is not None
+    assert not holds_other_card(finished, moved)  # a finished workload may be admitted again
