@@ -1,0 +1,1 @@
+"""The node agent: reports its machine's GPUs and verified models, renews its Lease."""
