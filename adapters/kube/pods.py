@@ -1,0 +1,190 @@
+"""The model-server Pod of an admitted workload: its manifest, and creating, reading, deleting it.
+
+Decisions (docs/adr/0004-fleet-on-kubernetes.md has the contract):
+
+* The server's arguments are llama_server's own ``server_command`` for the
+  admitted configuration (every setting admission predicted, ``--fit off``),
+  listening on 0.0.0.0:8080 inside the Pod: one flag choice for both planes.
+* ``spec.nodeName`` pins the Pod (no scheduler decides), and
+  ``NVIDIA_VISIBLE_DEVICES`` the card, by UUID; no ``nvidia.com/gpu`` resource
+  is requested, because the ledger, not a device plugin, says who holds a card.
+* The model's folder on the machine is mounted read-only at the same path, so
+  ``--model`` names the verified copy as the agent reported it.
+* A service's Pod restarts (``Always``), a batch job's does not (``Never``).
+  The owner reference names the object for people and tools; deletion is
+  driven by the controller (the object's finalizer), never a garbage collector.
+* A readiness probe on ``/health``: a Pod is serving only once Kubernetes
+  says it is Ready (llama-server answers 200 once its model has loaded).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from attrs import frozen
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.client import api_errors
+from nodeau.adapters.llama_server import HOST, server_command
+from nodeau.ports.runtime import ServerSpec
+from nodeau.ports.state import WorkloadRecord
+
+CONTAINER = "server"
+MODELS_VOLUME = "models"
+LISTEN_HOST = "0.0.0.0"  # all addresses of the Pod's own network namespace
+_KINDS = {"service": "GPUService", "batch": "BatchJob"}
+
+
+@frozen(kw_only=True)
+class PodView:
+    """What the controller reads back from a model-server Pod."""
+
+    name: str
+    workload: str
+    kind_label: str
+    node: str | None
+    phase: str  # Pending, Running, Succeeded, Failed, Unknown
+    ready: bool
+    pod_ip: str | None
+    deleting: bool
+    gpu_uuid: str | None
+
+
+def _core(api: Any) -> Any:
+    return client.CoreV1Api(api)
+
+
+def server_args(record: WorkloadRecord) -> list[str]:
+    """llama-server's arguments for the record's admitted configuration, inside a Pod."""
+    spec = ServerSpec(
+        name=record.workload.name,
+        model_path=Path(record.model_path),
+        config=record.config,
+        gpu_uuid=record.workload.gpu_uuid,
+        log_path=Path("/dev/stderr"),  # unused: the container's output is its log
+    )
+    args = list(server_command(Path("llama-server"), spec, r.SERVER_PORT)[1:])
+    host = args.index("--host") + 1
+    if args[host] != HOST:
+        raise ValueError(f"llama_server listens on {args[host]}, expected {HOST}")
+    args[host] = LISTEN_HOST
+    return args
+
+
+def pod_manifest(record: WorkloadRecord, owner_uid: str) -> dict[str, Any]:
+    """The Pod serving an admitted workload, pinned to its machine and card."""
+    w = record.workload
+    kind_label = w.kind.value
+    models_dir = str(PurePosixPath(record.model_path).parent)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": r.server_pod_name(kind_label, w.name),
+            "namespace": r.NAMESPACE,
+            "labels": {
+                r.WORKLOAD_LABEL: w.name,
+                r.KIND_LABEL: kind_label,
+                "app.kubernetes.io/part-of": "nodeau",
+                "app.kubernetes.io/managed-by": r.CONTROLLER_COMPONENT,
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": r.API_VERSION,
+                    "kind": _KINDS[kind_label],
+                    "name": w.name,
+                    "uid": owner_uid,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "nodeName": w.machine,
+            "restartPolicy": "Always" if kind_label == "service" else "Never",
+            "containers": [
+                {
+                    "name": CONTAINER,
+                    "image": r.SERVER_IMAGE,
+                    "args": server_args(record),
+                    "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": w.gpu_uuid}],
+                    "ports": [{"name": "http", "containerPort": r.SERVER_PORT}],
+                    "readinessProbe": {
+                        "httpGet": {"path": "/health", "port": r.SERVER_PORT},
+                        "periodSeconds": 5,
+                    },
+                    "volumeMounts": [
+                        {"name": MODELS_VOLUME, "mountPath": models_dir, "readOnly": True}
+                    ],
+                }
+            ],
+            "volumes": [
+                {
+                    "name": MODELS_VOLUME,
+                    "hostPath": {"path": models_dir, "type": "Directory"},
+                }
+            ],
+        },
+    }
+
+
+def create_pod(api: Any, manifest: dict[str, Any]) -> bool:
+    """Create the Pod; False when it already exists (another pass or controller made it)."""
+    with api_errors(f"create Pod {manifest['metadata']['name']}"):
+        try:
+            _core(api).create_namespaced_pod(r.NAMESPACE, manifest)
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+    return True
+
+
+def delete_pod(api: Any, kind_label: str, workload: str) -> bool:
+    """Ask for the workload's Pod to go; False when there was none."""
+    try:
+        _core(api).delete_namespaced_pod(r.server_pod_name(kind_label, workload), r.NAMESPACE)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def view_of(pod: Any) -> PodView:
+    """A Pod object (kubernetes client model) as the controller reads it."""
+    meta, spec, status = pod.metadata, pod.spec, pod.status
+    labels = meta.labels or {}
+    conditions = (status.conditions if status else None) or []
+    env = {e.name: e.value for c in spec.containers for e in (c.env or [])}
+    return PodView(
+        name=meta.name,
+        workload=labels.get(r.WORKLOAD_LABEL, ""),
+        kind_label=labels.get(r.KIND_LABEL, ""),
+        node=spec.node_name,
+        phase=(status.phase if status else None) or "Pending",
+        ready=any(c.type == "Ready" and c.status == "True" for c in conditions),
+        pod_ip=(status.pod_ip if status else None) or None,
+        deleting=meta.deletion_timestamp is not None,
+        gpu_uuid=env.get("NVIDIA_VISIBLE_DEVICES"),
+    )
+
+
+def read_pod(api: Any, kind_label: str, workload: str) -> PodView | None:
+    """The workload's Pod as it is now, or None when there is none."""
+    try:
+        pod = _core(api).read_namespaced_pod(r.server_pod_name(kind_label, workload), r.NAMESPACE)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return view_of(pod)
+
+
+def list_pods(api: Any) -> tuple[PodView, ...]:
+    """Every model-server Pod Nodeau created, by name."""
+    with api_errors("list model-server Pods"):
+        pods = _core(api).list_namespaced_pod(r.NAMESPACE, label_selector=r.WORKLOAD_LABEL)
+    return tuple(sorted((view_of(p) for p in pods.items), key=lambda v: v.name))

@@ -1,0 +1,138 @@
+"""Watching what the controller acts on: GPUServices, BatchJobs and their model-server Pods.
+
+Each watched resource is listed once, then watched from the list's
+resourceVersion; every object seen (listed, added, changed or deleted) is
+passed on as a key ``(plural, name)``, a model-server Pod as its workload's
+key. Decisions:
+
+* A watch ends every ``WATCH_S`` seconds (the server closes it) and resumes
+  from the last resourceVersion seen; a 410 Gone (that version is too old)
+  lists again, so no change is missed, only seen twice.
+* Keys, not objects, are passed on: the reconcile reads the object fresh, so
+  a stale event can never make it decide on old data.
+* Any other failure (the API server restarting) waits ``RETRY_S`` and lists
+  again; the controller's periodic resync covers the gap.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from nodeau.adapters.kube import resources as r
+
+Key = tuple[str, str]  # (plural, object name)
+WATCH_S = 60
+RETRY_S = 2.0
+_WATCH: Any = watch.Watch  # the client's watch is untyped
+POD_PLURALS = {"service": r.GPUSERVICES, "batch": r.BATCHJOBS}
+
+
+def list_names(api: Any, plural: str) -> tuple[str, ...]:
+    """The names of every object of one kind in nodeau-system."""
+    custom: Any = client.CustomObjectsApi(api)
+    listed = custom.list_namespaced_custom_object(r.GROUP, r.VERSION, r.NAMESPACE, plural)
+    return tuple(sorted(item["metadata"]["name"] for item in listed["items"]))
+
+
+def _custom_source(api: Any, plural: str) -> Callable[..., Any]:
+    custom: Any = client.CustomObjectsApi(api)
+
+    def source(**kwargs: Any) -> Any:
+        return custom.list_namespaced_custom_object(
+            r.GROUP, r.VERSION, r.NAMESPACE, plural, **kwargs
+        )
+
+    return source
+
+
+def _pod_source(api: Any) -> Callable[..., Any]:
+    core: Any = client.CoreV1Api(api)
+
+    def source(**kwargs: Any) -> Any:
+        return core.list_namespaced_pod(r.NAMESPACE, label_selector=r.WORKLOAD_LABEL, **kwargs)
+
+    return source
+
+
+def _key_of_custom(plural: str) -> Callable[[dict[str, Any]], Key | None]:
+    return lambda obj: (plural, obj["metadata"]["name"])
+
+
+def _key_of_pod(obj: dict[str, Any]) -> Key | None:
+    labels = obj["metadata"].get("labels") or {}
+    plural = POD_PLURALS.get(labels.get(r.KIND_LABEL, ""))
+    workload = labels.get(r.WORKLOAD_LABEL)
+    return None if plural is None or not workload else (plural, workload)
+
+
+def _events(source: Callable[..., Any], stop: threading.Event) -> Iterator[dict[str, Any]]:
+    """Every object the list, then the watch, shows; lists again on 410 Gone."""
+    while not stop.is_set():
+        listed = source(_preload_content=False)
+        data = _json(listed)
+        version = data["metadata"]["resourceVersion"]
+        yield from data["items"]
+        w = _WATCH()
+        try:
+            while not stop.is_set():
+                for event in w.stream(
+                    source, resource_version=version, timeout_seconds=WATCH_S, deserialize=False
+                ):
+                    obj = event["object"]
+                    version = obj["metadata"]["resourceVersion"]
+                    yield obj
+                    if stop.is_set():
+                        w.stop()
+                        break
+        except ApiException as exc:
+            if exc.status != 410:
+                raise
+
+
+def _json(response: Any) -> dict[str, Any]:
+    parsed: dict[str, Any] = json.loads(response.data)
+    return parsed
+
+
+def follow(
+    source: Callable[..., Any],
+    key_of: Callable[[dict[str, Any]], Key | None],
+    notify: Callable[[Key], None],
+    stop: threading.Event,
+) -> None:
+    """Pass on the key of every object seen until ``stop`` is set; survives API failures."""
+    while not stop.is_set():
+        try:
+            for obj in _events(source, stop):
+                key = key_of(obj)
+                if key is not None:
+                    notify(key)
+        except (ApiException, HTTPError, OSError, ValueError):
+            stop.wait(RETRY_S)
+
+
+def start_watches(
+    api: Any, notify: Callable[[Key], None], stop: threading.Event
+) -> tuple[threading.Thread, ...]:
+    """Watch GPUServices, BatchJobs and model-server Pods in background threads."""
+    feeds: tuple[tuple[str, Callable[..., Any], Callable[[dict[str, Any]], Key | None]], ...] = (
+        (r.GPUSERVICES, _custom_source(api, r.GPUSERVICES), _key_of_custom(r.GPUSERVICES)),
+        (r.BATCHJOBS, _custom_source(api, r.BATCHJOBS), _key_of_custom(r.BATCHJOBS)),
+        ("pods", _pod_source(api), _key_of_pod),
+    )
+    threads = tuple(
+        threading.Thread(
+            target=follow, args=(source, key_of, notify, stop), name=f"watch-{name}", daemon=True
+        )
+        for name, source, key_of in feeds
+    )
+    for t in threads:
+        t.start()
+    return threads

@@ -1,0 +1,1 @@
+"""The fleet controller: admission, placement and health for a Kubernetes fleet."""

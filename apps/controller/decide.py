@@ -1,0 +1,221 @@
+"""The controller's decision for one GPUService or BatchJob, pure of I/O given its inputs.
+
+The fleet is what the agents report (one report per Node), the marks are a
+person's (drained, control plane, scheduling policy), the health is the
+controller's last assessment; admission and placement are the domain's, the
+same ``schedule`` the one-machine plane runs. Decisions recorded here:
+
+* The model is resolved among the artifacts the machines report as verified:
+  a name or alias any machine knows it by, its SHA-256, or a prefix of at
+  least six hex digits. A name is tried before a prefix.
+* Nothing reported matches: capacity ``no-verified-copy`` (no machine holds
+  the files), the refusal that says what to do (pull or import it somewhere).
+* The text matches several different artifacts (two machines give one alias
+  to different bytes, or a short prefix): refused with the same code and a
+  sentence naming them, since no machine holds *one* verified copy of what
+  was asked; nothing is guessed.
+* A report from a machine that is not a Node (a Node deleted, its agent Lease
+  left behind) is not part of the fleet.
+* The prediction has no measurements in the cluster yet: an empty table, so
+  every figure is labelled estimated.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+
+from attrs import frozen
+from returns.pipeline import is_successful
+from returns.result import Failure, Result, Success
+
+from nodeau.adapters.kube.marks import FleetMarks
+from nodeau.adapters.kube.reports import MachineArtifact, MachineReport
+from nodeau.apps.controller.asks import Ask
+from nodeau.apps.models import MIN_PREFIX
+from nodeau.apps.serving import runtime_config
+from nodeau.domain.admission import AdmissionRequest
+from nodeau.domain.hardware import Fleet, merge_reports
+from nodeau.domain.health import MachineHealth
+from nodeau.domain.limits import OrgLimits
+from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, RuntimeConfig, predict_peak
+from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.scheduling import FleetView, exclusions, schedule
+from nodeau.domain.workloads import Workload, WorkloadState
+from nodeau.ports.state import Admission, Snapshot, WorkloadRecord
+
+Decide = Callable[[Snapshot], Result[Admission, Refusal]]
+
+
+@frozen(kw_only=True)
+class Resolution:
+    """The artifact a model text names, and where verified copies of it are."""
+
+    artifact_id: str
+    names: tuple[str, ...]
+    size_bytes: int
+    summary: ModelSummary
+    paths: tuple[tuple[str, str], ...]  # (machine, path of its verified copy), by machine
+
+    def path_on(self, machine: str) -> str:
+        return dict(self.paths)[machine]
+
+    def display_name(self, asked: str) -> str:
+        """The name a person reads in ps: what they typed when it is a name, else a name."""
+        if asked in self.names:
+            return asked
+        return self.names[0] if self.names else self.artifact_id[:12]
+
+
+def _matches(text: str, artifact: MachineArtifact) -> tuple[bool, bool]:
+    """(named, by id or prefix) for one reported artifact."""
+    prefix = text.lower().removeprefix("sha256:")
+    hexadecimal = all(c in string.hexdigits for c in prefix)
+    by_id = hexadecimal and len(prefix) >= MIN_PREFIX and artifact.id.lower().startswith(prefix)
+    return text in artifact.names, by_id
+
+
+def resolve(text: str, reports: Iterable[MachineReport]) -> Result[Resolution, Refusal]:
+    """The one artifact ``text`` names among the machines' verified artifacts."""
+    held = [(rep.reading.machine, a) for rep in reports for a in rep.artifacts]
+    named = [(m, a) for m, a in held if _matches(text, a)[0]]
+    found = named or [(m, a) for m, a in held if _matches(text, a)[1]]
+    ids = sorted({a.id for _, a in found})
+    if not ids:
+        return Failure(
+            Refusal.of(
+                ReasonCode.NO_VERIFIED_COPY,
+                f"{text}: no machine in the fleet holds a verified copy of a model by that "
+                f"name or id (at least {MIN_PREFIX} hex digits); pull or import it on a "
+                "machine, then run it",
+            )
+        )
+    if len(ids) > 1:
+        which = "; ".join(
+            f"{i[:12]} on {', '.join(sorted({m for m, a in found if a.id == i}))}" for i in ids
+        )
+        return Failure(
+            Refusal.of(
+                ReasonCode.NO_VERIFIED_COPY,
+                f"{text} names {len(ids)} different artifacts ({which}); "
+                "ask for one by its SHA-256 prefix",
+            )
+        )
+    copies = sorted(((m, a) for m, a in held if a.id == ids[0]), key=lambda c: c[0])
+    first = copies[0][1]
+    return Success(
+        Resolution(
+            artifact_id=first.id,
+            names=tuple(sorted({n for _, a in copies for n in a.names})),
+            size_bytes=first.size_bytes,
+            summary=first.summary,
+            paths=tuple(dict((m, a.path) for m, a in copies).items()),
+        )
+    )
+
+
+def fleet_of(reports: Iterable[MachineReport], marks: FleetMarks) -> Fleet:
+    """The fleet the reports of the cluster's Nodes describe (control plane from the marks)."""
+    nodes = frozenset(marks.nodes)
+    return merge_reports(
+        rep.as_agent_report(control_plane=rep.reading.machine in marks.control_plane)
+        for rep in reports
+        if rep.reading.machine in nodes
+    )
+
+
+def predictor_for(
+    resolution: Resolution, config: RuntimeConfig, table: MeasuredTable, allowances: Allowances
+) -> Callable[[str], Prediction]:
+    """The predicted peak of this artifact in this configuration, per GPU model."""
+
+    def predict(gpu_model: str) -> Prediction:
+        return predict_peak(
+            arch=resolution.summary.architecture,
+            artifact_id=resolution.artifact_id,
+            artifact_bytes=resolution.size_bytes,
+            config=config,
+            gpu_model=gpu_model,
+            table=table,
+            allowances=allowances,
+        )
+
+    return predict
+
+
+def decider(
+    ask: Ask,
+    *,
+    reports: tuple[MachineReport, ...],
+    marks: FleetMarks,
+    health: Mapping[str, MachineHealth],
+    now: datetime,
+    limits: OrgLimits | None = None,
+    table: MeasuredTable | None = None,
+    allowances: Allowances | None = None,
+) -> Decide:
+    """The ``decide(snapshot)`` that ``KubeStateStore.admit`` runs for one object."""
+    fleet = fleet_of(reports, marks)
+    on_nodes = tuple(rep for rep in reports if fleet.machine(rep.reading.machine) is not None)
+    resolved = resolve(ask.model, on_nodes)
+    if not is_successful(resolved):
+        refusal = resolved.failure()
+        return lambda _snapshot: Failure(refusal)
+    resolution = resolved.unwrap()
+    config = runtime_config(resolution.summary, ask.run_request())
+    predict = predictor_for(
+        resolution, config, table or MeasuredTable(), allowances or Allowances()
+    )
+    excluded = exclusions(
+        machines=(m.name for m in fleet.machines),
+        drained=marks.drained,
+        health={m: h.state for m, h in health.items()},
+        limits=limits or OrgLimits.unbounded(),
+    )
+    request = AdmissionRequest(
+        workload=ask.name,
+        model=resolution.display_name(ask.model),
+        artifact_id=resolution.artifact_id,
+        config=config,
+    )
+    verified_on = frozenset(m for m, _ in resolution.paths)
+
+    def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
+        view = FleetView(
+            fleet=fleet,
+            ledger=snapshot.ledger,
+            settings=marks.settings,
+            excluded=excluded,
+            verified_on=verified_on,
+            predict=predict,
+        )
+        scheduled = schedule(request, view)
+        if not is_successful(scheduled):
+            return Failure(scheduled.failure())
+        both = scheduled.unwrap()
+        workload = Workload(
+            name=ask.name,
+            kind=ask.kind,
+            model=request.model,
+            artifact_id=resolution.artifact_id,
+            machine=both.placement.machine,
+            gpu_uuid=both.placement.gpu_uuid,
+            state=WorkloadState.ADMITTED,
+            since=now,
+            recovery_mode=ask.recovery,
+            recovery_after=ask.recovery_after,
+        )
+        record = WorkloadRecord(
+            workload=workload,
+            config=config,
+            model_path=resolution.path_on(both.placement.machine),
+        )
+        return Success(
+            Admission(
+                record=record, admitted=both.admitted, placement=both.placement, decided_at=now
+            )
+        )
+
+    return decide

@@ -1,0 +1,74 @@
+"""Two controller processes against one API server: many GPUServices, few cards, no card shared.
+
+Both run ``python -m nodeau.apps.controller`` with their watches; every object
+reaches a decision, every card ends up held by exactly one workload (in the
+ledger and in the Pods), and the rest are refused for capacity.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from nodeau.adapters.kube.pods import list_pods
+from tests.support.kube_cluster import Cluster
+from tests.support.kube_controller import add_machine, create, gpu_uuid, ledger, small, status
+from tests.support.kube_nodes import wait_for
+
+MACHINES = {"m1": 2, "m2": 2, "m3": 1}
+SERVICES = 14
+
+
+def start(cluster: Cluster, identity: str, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "nodeau.apps.controller", "--kubeconfig",
+             str(cluster.kubeconfig), "--identity", identity, "--resync", "2"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+def test_two_controllers_never_put_two_workloads_on_one_card(
+    cluster: Cluster, fresh_fleet: Any, tmp_path: Path
+) -> None:
+    api = fresh_fleet
+    for machine, cards in MACHINES.items():
+        add_machine(api, machine, cards, small(machine))
+    cards = {gpu_uuid(m, i) for m, n in MACHINES.items() for i in range(n)}
+    names = [f"svc-{i:02d}" for i in range(SERVICES)]
+    controllers = [start(cluster, f"c{i}", tmp_path / f"c{i}.log") for i in (1, 2)]
+    try:
+        for name in names:
+            create(api, name, "qwen")
+
+        def settled() -> bool:
+            states = Counter(status(api, n).get("state") for n in names)
+            return states["serving"] == len(cards) and states["refused"] == SERVICES - len(cards)
+
+        wait_for(settled, "every service serving or refused", timeout_s=120)
+        held = ledger(api)
+        assert sorted(x.gpu_uuid for x in held) == sorted(cards)  # each card once, all used
+        pods = list_pods(api)
+        assert len(pods) == len(cards)
+        assert sorted(p.gpu_uuid or "" for p in pods) == sorted(cards)
+        by_workload = {x.workload: x for x in held}
+        for pod in pods:
+            reservation = by_workload[pod.workload]
+            assert (pod.node, pod.gpu_uuid) == (reservation.machine, reservation.gpu_uuid)
+            st = status(api, pod.workload)
+            assert (st["machine"], st["gpuUUID"]) == (reservation.machine, reservation.gpu_uuid)
+        for name in set(names) - set(by_workload):
+            refusal = status(api, name)["refusal"]
+            assert (refusal["kind"], refusal["code"]) == ("capacity", "capacity.no-free-card")
+        assert {status(api, n)["decidedBy"] for n in by_workload} <= {"c1", "c2"}
+    finally:
+        for process in controllers:
+            process.send_signal(signal.SIGTERM)
+        codes = [process.wait(timeout=30) for process in controllers]
+    logs = [(tmp_path / f"c{i}.log").read_text() for i in (1, 2)]
+    assert codes == [0, 0], logs
+    assert all("stopped" in log for log in logs)

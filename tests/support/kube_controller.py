@@ -1,0 +1,145 @@
+"""Builders for the controller's Kubernetes tests: machines reporting simulated cards and models.
+
+A machine is a KWOK node plus its agent's report (published as the agent does,
+``reports.publish_report``) naming simulated GPUs and a fake verified artifact:
+a ``ModelSummary`` of the tiny test architecture with a size chosen so it fits
+a 24 GiB card (``SMALL``) or no card at all (``HUGE``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+
+from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.ledger import read_ledger
+from nodeau.adapters.kube.reports import MachineArtifact, MachineReport, publish_report
+from nodeau.apps.controller.loop import Controller
+from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
+from nodeau.domain.memory import GIB
+from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.reservations import Reservation
+from tests.support.kube_nodes import kwok_node, wait_for
+from tests.unit.domain.test_memory import TINY
+
+SMALL_ID = "ab" * 32
+HUGE_ID = "cd" * 32
+SUMMARY = ModelSummary(
+    architecture=TINY,
+    quantisation="Q8_0",
+    tensor_count=21,
+    tensor_bytes=100,
+    has_tokenizer=True,
+    has_chat_template=True,
+)
+
+
+def model_path(machine: str, name: str) -> str:
+    return f"/var/lib/nodeau/{machine}/models/{name}.gguf"
+
+
+def artifact(machine: str, sha: str, name: str, gib: int) -> MachineArtifact:
+    return MachineArtifact(
+        id=sha, names=(name,), size_bytes=gib * GIB, path=model_path(machine, name), summary=SUMMARY
+    )
+
+
+def small(machine: str) -> MachineArtifact:
+    """A 4 GiB model called qwen: fits any 24 GiB card."""
+    return artifact(machine, SMALL_ID, "qwen", 4)
+
+
+def huge(machine: str) -> MachineArtifact:
+    """A 40 GiB model called giant: fits no 24 GiB card."""
+    return artifact(machine, HUGE_ID, "giant", 40)
+
+
+def report(
+    machine: str, cards: int, *artifacts: MachineArtifact, at: datetime | None = None
+) -> MachineReport:
+    gpus = tuple(
+        GpuReading(
+            gpu=Gpu(uuid=gpu_uuid(machine, i), model="NVIDIA L4", total_bytes=24 * GIB,
+                    simulated=True),
+            free_bytes=24 * GIB,
+            driver_version="550.54",
+        )
+        for i in range(cards)
+    )  # fmt: skip
+    reading = MachineReading(machine=machine, gpus=gpus, simulated=True, note="simulated")
+    return MachineReport(reading=reading, at=at or datetime.now(UTC), artifacts=artifacts)
+
+
+def gpu_uuid(machine: str, i: int) -> str:
+    return f"GPU-{machine}-{i:02d}-0000-sim"
+
+
+def add_machine(api: Any, machine: str, cards: int, *artifacts: MachineArtifact) -> None:
+    """A KWOK node and its agent's report."""
+    client.CoreV1Api(api).create_node(kwok_node(machine))
+    publish_report(api, report(machine, cards, *artifacts))
+
+
+def create(api: Any, name: str, model: str, plural: str = r.GPUSERVICES, **spec: Any) -> None:
+    """Create a GPUService (or BatchJob) as a person applies one."""
+    kind = r.GPUSERVICE_KIND if plural == r.GPUSERVICES else r.BATCHJOB_KIND
+    body = {
+        "apiVersion": r.API_VERSION,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": r.NAMESPACE},
+        "spec": {"model": model, **spec},
+    }
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        r.GROUP, r.VERSION, r.NAMESPACE, plural, body
+    )
+
+
+def get(api: Any, name: str, plural: str = r.GPUSERVICES) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = client.CustomObjectsApi(api).get_namespaced_custom_object(
+            r.GROUP, r.VERSION, r.NAMESPACE, plural, name
+        )
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return found
+
+
+def status(api: Any, name: str, plural: str = r.GPUSERVICES) -> dict[str, Any]:
+    found = get(api, name, plural)
+    return {} if found is None else dict(found.get("status") or {})
+
+
+def condition(st: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next(c for c in st.get("conditions") or [] if c["type"] == kind)
+
+
+def event_reasons(api: Any, name: str) -> set[str]:
+    listed = client.CoreV1Api(api).list_namespaced_event(
+        r.NAMESPACE, field_selector=f"involvedObject.name={name}"
+    )
+    return {e.reason for e in listed.items}
+
+
+def ledger(api: Any) -> tuple[Reservation, ...]:
+    return read_ledger(api).reservations
+
+
+def controller(api: Any, identity: str = "test-controller") -> Controller:
+    return Controller(api, clock=lambda: datetime.now(UTC), identity=identity, log=lambda _l: None)
+
+
+def settle(
+    ctl: Controller, predicate: Callable[[], bool], what: str, timeout_s: float = 60
+) -> None:
+    """Run resync passes until ``predicate`` holds (KWOK moves Pods in between)."""
+
+    def step() -> bool:
+        ctl.resync()
+        return predicate()
+
+    wait_for(step, what, timeout_s)

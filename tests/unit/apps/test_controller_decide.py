@@ -1,0 +1,299 @@
+"""The controller's decision for one object, and the Pod it asks for: pure, no cluster."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from attrs import evolve
+from returns.pipeline import is_successful
+
+from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.marks import FleetMarks
+from nodeau.adapters.kube.pods import pod_manifest
+from nodeau.adapters.kube.reports import MachineArtifact, MachineReport
+from nodeau.apps.controller.asks import Ask, ask_of
+from nodeau.apps.controller.decide import decider, resolve
+from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
+from nodeau.domain.health import Health, MachineHealth, Signal
+from nodeau.domain.memory import GIB
+from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.placement import Policy, SchedulingSettings
+from nodeau.domain.refusals import ReasonCode, RefusalKind
+from nodeau.domain.reservations import Ledger, Reservation
+from nodeau.domain.tasks import Task
+from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
+from nodeau.ports.state import Admission, Snapshot
+from tests.unit.domain.test_memory import TINY
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+SMALL = "ab" * 32
+HUGE = "cd" * 32
+SUMMARY = ModelSummary(
+    architecture=TINY,
+    quantisation="Q8_0",
+    tensor_count=21,
+    tensor_bytes=100,
+    has_tokenizer=True,
+    has_chat_template=True,
+)
+EMPTY = Snapshot(ledger=Ledger(), workloads=())
+
+
+def artifact(sha: str, *names: str, gib: int = 4, path: str | None = None) -> MachineArtifact:
+    return MachineArtifact(
+        id=sha,
+        names=names,
+        size_bytes=gib * GIB,
+        path=path or f"/var/lib/nodeau/models/{sha[:8]}/model.gguf",
+        summary=SUMMARY,
+    )
+
+
+def report(machine: str, cards: int, *artifacts: MachineArtifact, gib: int = 24) -> MachineReport:
+    gpus = tuple(
+        GpuReading(
+            gpu=Gpu(uuid=f"GPU-{machine}-{i}", model="NVIDIA L4", total_bytes=gib * GIB),
+            free_bytes=gib * GIB,
+            driver_version="550",
+        )
+        for i in range(cards)
+    )
+    reading = MachineReading(machine=machine, gpus=gpus, simulated=True, note="")
+    return MachineReport(reading=reading, at=NOW, artifacts=artifacts)
+
+
+def marks(*nodes: str, drained: tuple[str, ...] = (), **kw: Any) -> FleetMarks:
+    return FleetMarks(
+        nodes=nodes,
+        drained=frozenset(drained),
+        upgrading=frozenset(),
+        control_plane=frozenset(),
+        settings=kw.get("settings", SchedulingSettings()),
+    )
+
+
+def ask(name: str = "chat", model: str = "qwen", kind: WorkloadKind = WorkloadKind.SERVICE) -> Ask:
+    return Ask(
+        kind=kind,
+        name=name,
+        uid="uid-1",
+        model=model,
+        task=Task.CHAT,
+        context_tokens=None,
+        recovery=RecoveryMode.NEVER,
+        recovery_after=timedelta(seconds=180),
+        endpoint_stopped=False,
+    )
+
+
+def admitted(result: Any) -> Admission:
+    assert is_successful(result), result
+    value: Admission = result.unwrap()
+    return value
+
+
+FLEET = (
+    report("m1", 1, artifact(SMALL, "qwen", path="/models/m1/qwen.gguf")),
+    report("m2", 2, artifact(SMALL, "qwen-alias", path="/models/m2/q.gguf")),
+    report("m3", 4),  # free cards, no copy of anything
+)
+
+
+@pytest.mark.parametrize("text", ["qwen", "qwen-alias", SMALL, SMALL[:6], "sha256:" + SMALL[:10]])
+def test_a_model_is_found_by_any_name_its_id_or_a_prefix(text: str) -> None:
+    found = resolve(text, FLEET).unwrap()
+    assert found.artifact_id == SMALL
+    assert found.names == ("qwen", "qwen-alias")
+    assert found.paths == (("m1", "/models/m1/qwen.gguf"), ("m2", "/models/m2/q.gguf"))
+
+
+@pytest.mark.parametrize("text", ["llama", SMALL[:5], "zz" + SMALL[:8]])
+def test_a_model_no_machine_holds_is_refused_as_capacity_no_verified_copy(text: str) -> None:
+    refusal = resolve(text, FLEET).failure()
+    assert (refusal.kind, refusal.code) == (RefusalKind.CAPACITY, ReasonCode.NO_VERIFIED_COPY)
+    assert text in refusal.sentence
+
+
+def test_a_name_given_to_two_different_artifacts_is_refused_naming_both() -> None:
+    fleet = (report("m1", 1, artifact(SMALL, "qwen")), report("m2", 1, artifact(HUGE, "qwen")))
+    refusal = resolve("qwen", fleet).failure()
+    assert refusal.code is ReasonCode.NO_VERIFIED_COPY
+    assert f"{SMALL[:12]} on m1" in refusal.sentence and f"{HUGE[:12]} on m2" in refusal.sentence
+
+
+def test_admission_places_on_a_machine_holding_the_copy_and_uses_its_path() -> None:
+    decide = decider(ask(), reports=FLEET, marks=marks("m1", "m2", "m3"), health={}, now=NOW)
+    a = admitted(decide(EMPTY))
+    w = a.record.workload
+    assert w.machine in {"m1", "m2"}
+    assert w.gpu_uuid.startswith(f"GPU-{w.machine}-")
+    assert a.record.model_path == dict(m1="/models/m1/qwen.gguf", m2="/models/m2/q.gguf")[w.machine]
+    assert (w.kind, w.state, w.since, w.model, w.artifact_id) == (
+        WorkloadKind.SERVICE, WorkloadState.ADMITTED, NOW, "qwen", SMALL,
+    )  # fmt: skip
+    assert a.placement.reservation.bytes == a.admitted.prediction_for("NVIDIA L4").total_bytes
+    assert a.record.config.context_tokens == TINY.context_length  # the model's own (< 4096)
+    assert a.decided_at == NOW
+
+
+def test_the_decision_reads_the_snapshots_ledger() -> None:
+    decide = decider(ask(), reports=FLEET, marks=marks("m1", "m2", "m3"), health={}, now=NOW)
+    held = Ledger(
+        reservations=tuple(
+            Reservation(workload=f"w{u}", machine=m, gpu_uuid=u, bytes=GIB)
+            for m, u in (("m1", "GPU-m1-0"), ("m2", "GPU-m2-0"))
+        )
+    )
+    a = admitted(decide(Snapshot(ledger=held, workloads=())))
+    assert (a.record.workload.machine, a.record.workload.gpu_uuid) == ("m2", "GPU-m2-1")
+    full = Ledger(
+        reservations=(
+            *held.reservations,
+            Reservation(workload="x", machine="m2", gpu_uuid="GPU-m2-1", bytes=GIB),
+        )
+    )
+    refusal = decide(Snapshot(ledger=full, workloads=())).failure()
+    assert refusal.code is ReasonCode.NO_VERIFIED_COPY  # m3's cards are free: the nearer fix
+    assert "on m3" in refusal.sentence
+    without_m3 = decider(ask(), reports=FLEET, marks=marks("m1", "m2"), health={}, now=NOW)
+    refusal = without_m3(Snapshot(ledger=full, workloads=())).failure()
+    assert refusal.code is ReasonCode.NO_FREE_CARD
+    assert "GPU-m2-1 on m2 by x" in refusal.sentence
+
+
+def test_a_model_too_big_for_every_card_is_refused_as_capacity() -> None:
+    fleet = (report("m1", 2, artifact(HUGE, "giant", gib=40)),)
+    decide = decider(ask(model="giant"), reports=fleet, marks=marks("m1"), health={}, now=NOW)
+    refusal = decide(EMPTY).failure()
+    assert (refusal.kind, refusal.code) == (RefusalKind.CAPACITY, ReasonCode.NO_CARD_LARGE_ENOUGH)
+    assert "GPU-m1-" in refusal.sentence
+
+
+def test_drained_and_unreachable_machines_are_never_chosen() -> None:
+    unreachable = MachineHealth(
+        state=Health.UNREACHABLE,
+        since=NOW,
+        quiet=frozenset({Signal.AGENT_REPORT, Signal.NODE_HEARTBEAT}),
+        sentence="unreachable",
+    )
+    decide = decider(
+        ask(),
+        reports=FLEET,
+        marks=marks("m1", "m2", "m3", drained=("m2",)),
+        health={"m1": unreachable},
+        now=NOW,
+    )
+    refusal = decide(EMPTY).failure()
+    assert (refusal.kind, refusal.code) == (RefusalKind.CAPACITY, ReasonCode.NO_ELIGIBLE_MACHINE)
+    only_m1_drained = decider(
+        ask(), reports=FLEET, marks=marks("m1", "m2", "m3", drained=("m1",)), health={}, now=NOW
+    )
+    assert admitted(only_m1_drained(EMPTY)).record.workload.machine == "m2"
+
+
+def test_a_report_from_a_machine_that_is_no_node_is_not_part_of_the_fleet() -> None:
+    by_id = ask(model=SMALL[:8])
+    decide = decider(by_id, reports=FLEET, marks=marks("m2", "m3"), health={}, now=NOW)
+    assert admitted(decide(EMPTY)).record.workload.machine == "m2"
+    named_on_m1_only = decider(ask(), reports=FLEET, marks=marks("m2", "m3"), health={}, now=NOW)
+    assert named_on_m1_only(EMPTY).failure().code is ReasonCode.NO_VERIFIED_COPY
+    gone = decider(by_id, reports=FLEET, marks=marks("m3"), health={}, now=NOW)
+    assert gone(EMPTY).failure().code is ReasonCode.NO_VERIFIED_COPY
+
+
+def test_the_policy_of_the_marks_decides_between_machines() -> None:
+    fleet = (report("m1", 2, artifact(SMALL, "qwen")), report("m2", 2, artifact(SMALL, "qwen")))
+    one_held = Snapshot(
+        ledger=Ledger(
+            reservations=(Reservation(workload="x", machine="m1", gpu_uuid="GPU-m1-0", bytes=GIB),)
+        ),
+        workloads=(),
+    )
+    packed = decider(ask(), reports=fleet, marks=marks("m1", "m2"), health={}, now=NOW)
+    assert admitted(packed(one_held)).record.workload.machine == "m1"
+    spread = SchedulingSettings(fleet_policy=Policy.PACK, overrides=(("m2", Policy.SPREAD),))
+    spreading = decider(
+        ask(), reports=fleet, marks=marks("m1", "m2", settings=spread), health={}, now=NOW
+    )
+    assert admitted(spreading(one_held)).record.workload.machine == "m2"
+
+
+def obj(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": r.API_VERSION, "kind": kind, "metadata": {"name": "x", "uid": "u"},
+            "spec": spec}  # fmt: skip
+
+
+def test_a_spec_is_read_with_the_schemas_defaults_and_the_domains_rules() -> None:
+    service = ask_of(WorkloadKind.SERVICE, obj("GPUService", {"model": "qwen"}))
+    assert (service.task, service.context_tokens, service.recovery, service.endpoint_stopped) == (
+        Task.CHAT, None, RecoveryMode.NEVER, False,
+    )  # fmt: skip
+    assert service.recovery_after == timedelta(seconds=180)
+    full = ask_of(
+        WorkloadKind.SERVICE,
+        obj("GPUService", {"model": "q", "task": "embed", "contextTokens": 8192,
+                           "recovery": "automatic", "recoveryAfterSeconds": 0,
+                           "endpoint": "stopped"}),
+    )  # fmt: skip
+    assert (full.task, full.context_tokens, full.recovery, full.endpoint_stopped) == (
+        Task.EMBED, 8192, RecoveryMode.AUTOMATIC, True,
+    )  # fmt: skip
+    assert full.recovery_after == timedelta(seconds=1)
+    batch = ask_of(WorkloadKind.BATCH, obj("BatchJob", {"model": "q", "recovery": "automatic"}))
+    assert (batch.recovery, batch.endpoint_stopped) == (RecoveryMode.NEVER, False)
+
+
+@pytest.mark.parametrize(
+    ("task", "flags"),
+    [
+        (Task.CHAT, set()),
+        (Task.EMBED, {"--embeddings"}),
+        (Task.RERANK, {"--rerank", "--embeddings"}),
+    ],
+)
+def test_the_pod_is_pinned_to_the_machine_and_card_and_runs_the_admitted_config(
+    task: Task, flags: set[str]
+) -> None:
+    decide = decider(
+        evolve(ask(), task=task, context_tokens=2048),
+        reports=FLEET,
+        marks=marks("m1"),
+        health={},
+        now=NOW,
+    )
+    record = admitted(decide(EMPTY)).record
+    pod = pod_manifest(record, owner_uid="uid-1")
+    spec = pod["spec"]
+    (container,) = spec["containers"]
+    args = container["args"]
+    assert pod["metadata"]["name"] == "service-chat"
+    assert pod["metadata"]["labels"][r.WORKLOAD_LABEL] == "chat"
+    assert pod["metadata"]["labels"][r.KIND_LABEL] == "service"
+    assert pod["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
+    assert spec["nodeName"] == "m1" and spec["restartPolicy"] == "Always"
+    assert container["env"] == [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "GPU-m1-0"}]
+    assert container["image"] == r.SERVER_IMAGE
+    assert args[args.index("--model") + 1] == "/models/m1/qwen.gguf"
+    assert args[args.index("--ctx-size") + 1] == "2048"
+    assert args[args.index("--host") + 1] == "0.0.0.0"
+    assert args[args.index("--port") + 1] == str(r.SERVER_PORT)
+    assert {"--embeddings", "--rerank"} & set(args) == flags
+    assert spec["volumes"][0]["hostPath"]["path"] == "/models/m1"
+    assert container["volumeMounts"][0] == {"name": "models", "mountPath": "/models/m1",
+                                            "readOnly": True}  # fmt: skip
+
+
+def test_a_batch_jobs_pod_never_restarts() -> None:
+    decide = decider(
+        ask(name="nightly", kind=WorkloadKind.BATCH),
+        reports=FLEET,
+        marks=marks("m1"),
+        health={},
+        now=NOW,
+    )
+    pod = pod_manifest(admitted(decide(EMPTY)).record, owner_uid="u")
+    assert pod["metadata"]["name"] == "batch-nightly"
+    assert pod["metadata"]["ownerReferences"][0]["kind"] == r.BATCHJOB_KIND
+    assert pod["spec"]["restartPolicy"] == "Never"
