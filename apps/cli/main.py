@@ -2,60 +2,103 @@
 
 Commands are registered lazily (``"module:function"``), so ``--help`` and
 quick listings import little; the work is done by the domain and adapters.
+The app itself is built only when a command line needs it: a bare ``nodeau
+ps`` or ``nodeau ps --json`` (see ``ps_command.FAST_ARGV``) calls the same
+``ps`` directly, without importing cyclopts.
 """
 
 from __future__ import annotations
 
 import sys
-from importlib.metadata import version
+from collections.abc import Sequence
+from functools import cache
+from typing import TYPE_CHECKING
 
-from cyclopts import App
+if TYPE_CHECKING:
+    from cyclopts import App
 
-app = App(
-    name="nodeau",
-    help="Run LLM inference on your own GPU machines, admitted by predicted peak VRAM.",
-    version=lambda: version("nodeau"),
-)
-app.command(
-    "nodeau.apps.cli.models:models_app",
-    name="models",
-    help="Fetch catalog models and import your own GGUF files.",
-)
-for command, words in (
-    ("run", "Admit, place and serve a model on this machine, behind a loopback endpoint."),
-    ("ps", "Every workload holding a GPU, with its state and what happens next."),
-    ("stop", "Stop a workload's endpoint (--workload: the model too, freeing its card)."),
-    ("environment", "What this machine has, read-only."),
-):
-    app.command(f"nodeau.apps.cli.serving:{command}", name=command, help=words)
-for group, words in (
-    ("service", "Explain a service's admission."),
-    ("placement", "Explain a workload's placement."),
-    ("fleet", "The machines Nodeau can place work on."),
-):
-    app.command(f"nodeau.apps.cli.serving:{group}_app", name=group, help=words)
-app.command(
-    "nodeau.apps.cli.batch:batch_app",
-    name="batch",
-    help="Run a finite set of requests (OpenAI batch JSONL), then free the card.",
-)
-app.command(
-    "nodeau.apps.cli.models:model_app",
-    name="model",
-    help="What this machine holds: status, verification, details.",
-)
+HELP = "Run LLM inference on your own GPU machines, admitted by predicted peak VRAM."
 
 
-def run() -> None:
-    """Console-script entry point: expected failures print one line, never a traceback."""
+def installed_version() -> str:
+    from importlib.metadata import version
+
+    return version("nodeau")
+
+
+@cache
+def build_app() -> App:
+    """The cyclopts app with every command registered (built once)."""
+    from cyclopts import App
+
+    app = App(name="nodeau", help=HELP, version=installed_version)
+    app.command(
+        "nodeau.apps.cli.models:models_app",
+        name="models",
+        help="Fetch catalog models and import your own GGUF files.",
+    )
+    for command, words in (
+        ("run", "Admit, place and serve a model on this machine, behind a loopback endpoint."),
+        ("ps", "Every workload holding a GPU, with its state and what happens next."),
+        ("stop", "Stop a workload's endpoint (--workload: the model too, freeing its card)."),
+        ("environment", "What this machine has, read-only."),
+    ):
+        module = "ps_command" if command == "ps" else "serving"
+        app.command(f"nodeau.apps.cli.{module}:{command}", name=command, help=words)
+    for group, words in (
+        ("service", "Explain a service's admission."),
+        ("placement", "Explain a workload's placement."),
+        ("fleet", "The machines Nodeau can place work on."),
+    ):
+        app.command(f"nodeau.apps.cli.serving:{group}_app", name=group, help=words)
+    app.command(
+        "nodeau.apps.cli.batch:batch_app",
+        name="batch",
+        help="Run a finite set of requests (OpenAI batch JSONL), then free the card.",
+    )
+    app.command(
+        "nodeau.apps.cli.models:model_app",
+        name="model",
+        help="What this machine holds: status, verification, details.",
+    )
+    app.command(
+        "nodeau.apps.cli.cluster_scheduling:scheduling_app",
+        name="scheduling",
+        help="Drain machines and choose the scheduling policy; new placements only.",
+    )
+    app.command(
+        "nodeau.apps.cli.cluster_join:join",
+        name="join",
+        help="Join this machine to a fleet on Kubernetes (see nodeau fleet invite).",
+    )
+    return app
+
+
+def run(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point: expected failures print one line, never a traceback.
+
+    ``argv`` defaults to ``sys.argv[1:]``; the process exits with the command's code.
+    """
+    tokens = list(sys.argv[1:] if argv is None else argv)
     try:
-        app()
+        from nodeau.apps.cli.ps_command import fast_json
+
+        json = fast_json(tokens)
+        if json is not None:
+            from nodeau.apps.cli.ps_command import ps
+
+            sys.exit(ps(json=json))
+        build_app()(tokens)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
         from nodeau.apps.cli.errors import one_line
 
         message = one_line(exc)
+        if message is None:
+            from nodeau.apps.cli.cluster_plane import cluster_line
+
+            message = cluster_line(exc)
         if message is None:
             raise
         print(f"nodeau: {message}", file=sys.stderr)

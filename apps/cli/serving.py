@@ -1,7 +1,12 @@
-"""``nodeau run``, ``ps``, ``stop``, ``service explain``, ``placement explain``,
+"""``nodeau run``, ``stop``, ``service explain``, ``placement explain``,
 ``environment`` and ``fleet list`` on the one-machine plane.
 
+On a fleet on Kubernetes (``cluster_plane``) run, stop, the explains and
+``fleet list`` hand over to the ``cluster_*`` modules; ``environment`` always
+reads this machine.
+
 A refusal prints its kind, code and sentence, exits 2 and creates nothing.
+``nodeau ps`` has its own light module, ``ps_command``.
 """
 
 from __future__ import annotations
@@ -20,6 +25,11 @@ if TYPE_CHECKING:
 service_app = App(name="service", help="Explain a service's admission.")
 placement_app = App(name="placement", help="Explain a workload's placement.")
 fleet_app = App(name="fleet", help="The machines Nodeau can place work on.")
+fleet_app.command(
+    "nodeau.apps.cli.cluster_join:invite",
+    name="invite",
+    help="Create a bootstrap token and print the command that joins a new machine.",
+)
 
 REFUSED = 2
 
@@ -43,6 +53,7 @@ def run(
     context: int | None = None,
     recovery: Literal["never", "automatic"] = "never",
     after: str = "3m",
+    wait: float = 60,
     json: bool = False,
 ) -> int:
     """Admit, place and serve a model on this machine, behind a loopback endpoint.
@@ -61,9 +72,26 @@ def run(
         What happens when its machine stops answering: never (wait) or automatic.
     after
         The recovery delay, e.g. 3m.
+    wait
+        On Kubernetes: seconds to wait for the controller's decision.
     json
         Print the result as JSON.
     """
+    from nodeau.apps.cli.cluster_plane import on_kubernetes
+
+    if on_kubernetes():
+        from nodeau.apps.cli.cluster_run import run_on_cluster
+
+        return run_on_cluster(
+            model=model,
+            name=name,
+            task=task,
+            context=context,
+            recovery=recovery,
+            after=parse_after(after),
+            wait_s=wait,
+            json=json,
+        )
     from nodeau.apps.cli import plane as planes
     from nodeau.apps.cli.run_command import run_workload
 
@@ -77,49 +105,6 @@ def run(
         after=parse_after(after),
         json=json,
     )
-
-
-def ps(*, json: bool = False) -> int:
-    """Every workload holding a GPU, both kinds, with its state and what happens next.
-
-    Parameters
-    ----------
-    json
-        Print the rows as JSON.
-    """
-    from nodeau.adapters.sqlite_state import SqliteStateStore
-    from nodeau.apps.cli.bootstrap import settings, utc_now
-    from nodeau.domain.workloads import holds_gpu, ps_sentence
-    from nodeau.ports.state import WorkloadRecord
-
-    s = settings()
-    records: tuple[WorkloadRecord, ...] = ()
-    if s.state_path.exists():
-        records = tuple(
-            r
-            for r in SqliteStateStore(s.state_path, utc_now).snapshot().workloads
-            if holds_gpu(r.workload.state)
-        )
-    now = utc_now()
-    if json:
-        print(to_json([{"record": r, "sentence": ps_sentence(r.workload, now)} for r in records]))
-        return 0
-    simulated = " (simulated)" if s.simulated_gpus else ""
-    rows = [
-        (
-            r.workload.name,
-            r.workload.kind.value,
-            r.workload.model,
-            r.workload.machine,
-            r.workload.gpu_uuid + simulated,
-            r.workload.state.value,
-            f"http://127.0.0.1:{r.endpoint_port}/v1" if r.endpoint_port else "-",
-            ps_sentence(r.workload, now),
-        )
-        for r in records
-    ]
-    print(table(("NAME", "KIND", "MODEL", "MACHINE", "GPU", "STATE", "ENDPOINT", "NOW"), rows))
-    return 0
 
 
 def stop(
@@ -137,6 +122,12 @@ def stop(
     workload
         Stop the model too and free its card.
     """
+    from nodeau.apps.cli.cluster_plane import on_kubernetes
+
+    if on_kubernetes():
+        from nodeau.apps.cli.cluster_workloads import stop as cluster_stop
+
+        return cluster_stop(name, stop_model=workload)
     from nodeau.apps.cli import plane as planes
     from nodeau.apps.cli.run_command import stop_command
 
@@ -222,6 +213,12 @@ def fleet_list(*, json: bool = False) -> int:
     json
         Print the machines as JSON.
     """
+    from nodeau.apps.cli.cluster_plane import on_kubernetes
+
+    if on_kubernetes():
+        from nodeau.apps.cli.cluster_fleet import fleet_list as cluster_fleet_list
+
+        return cluster_fleet_list(json=json)
     from nodeau.apps.cli.bootstrap import settings
     from nodeau.apps.cli.plane import inventory_for
 
@@ -243,7 +240,13 @@ def fleet_list(*, json: bool = False) -> int:
 
 
 def recorded_admission(name: str) -> Admission:
-    """The admission recorded for a workload, as ``explain`` reads it."""
+    """The admission recorded for a workload, as ``explain`` reads it (on either plane)."""
+    from nodeau.apps.cli.cluster_plane import on_kubernetes
+
+    if on_kubernetes():
+        from nodeau.apps.cli.cluster_workloads import recorded_admission as on_cluster
+
+        return on_cluster(name)
     from nodeau.adapters.sqlite_state import SqliteStateStore
     from nodeau.apps.cli.bootstrap import settings, utc_now
 

@@ -43,3 +43,13 @@ class Cli:
         done = self(*args, "--json")
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """Start ``nodeau`` without waiting (for commands that wait on something the test does)."""
+        return subprocess.Popen(
+            [str(NODEAU), *args],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )

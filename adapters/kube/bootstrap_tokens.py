@@ -1,0 +1,156 @@
+"""Bootstrap tokens: how a new machine is invited into the fleet, the way kubeadm does it.
+
+Decisions recorded here:
+
+* ``nodeau fleet invite`` creates an ordinary Kubernetes bootstrap token through
+  the API (Secret ``bootstrap-token-<id>`` in ``kube-system``, type
+  ``bootstrap.kubernetes.io/token``), so ``kubeadm join`` on the new machine
+  accepts it and the cluster's own token cleaner removes it when it expires.
+* The token is ``<id>.<secret>``: 6 then 16 characters of ``[a-z0-9]``, drawn
+  from the operating system's random source.
+* The CA pin is kubeadm's: ``sha256:`` and the hex SHA-256 of the cluster CA
+  certificate's DER SubjectPublicKeyInfo. The CA is the one the kubeconfig trusts.
+* A token or pin a person typed that has the wrong shape is an expected "no"
+  (a returned Failure with one sentence), never an exception.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import secrets
+from datetime import datetime, timedelta
+from typing import Any
+
+from attrs import frozen
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from kubernetes import client
+from returns.result import Failure, Result, Success
+
+SYSTEM_NAMESPACE = "kube-system"
+SECRET_TYPE = "bootstrap.kubernetes.io/token"
+SECRET_PREFIX = "bootstrap-token-"
+NODE_GROUP = "system:bootstrappers:kubeadm:default-node-token"
+ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+ID_LENGTH, SECRET_LENGTH = 6, 16
+TOKEN_SHAPE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
+HASH_SHAPE = re.compile(r"^sha256:([0-9a-f]{64})$")
+DEFAULT_TTL = timedelta(hours=24)
+
+
+class TokenError(Exception):
+    """The cluster would not take a bootstrap token; one line for a person."""
+
+
+@frozen(kw_only=True)
+class BootstrapToken:
+    """A bootstrap token: its public id and its secret half."""
+
+    id: str
+    secret: str
+
+    def __attrs_post_init__(self) -> None:
+        if TOKEN_SHAPE.match(f"{self.id}.{self.secret}") is None:
+            raise ValueError("a bootstrap token is 6 and 16 characters of [a-z0-9]")
+
+    @property
+    def text(self) -> str:
+        """The token as kubeadm takes it: ``<id>.<secret>``."""
+        return f"{self.id}.{self.secret}"
+
+
+def new_token() -> BootstrapToken:
+    """A fresh token from the operating system's random source."""
+
+    def draw(n: int) -> str:
+        return "".join(secrets.choice(ALPHABET) for _ in range(n))
+
+    return BootstrapToken(id=draw(ID_LENGTH), secret=draw(SECRET_LENGTH))
+
+
+def parse_token(text: str) -> Result[BootstrapToken, str]:
+    """A token a person typed, or the sentence saying what shape it must have."""
+    shape = TOKEN_SHAPE.match(text.strip())
+    if shape is None:
+        return Failure(
+            "--token must look like abcdef.0123456789abcdef "
+            "(6 and 16 characters of a-z and 0-9, joined by a dot)"
+        )
+    return Success(BootstrapToken(id=shape.group(1), secret=shape.group(2)))
+
+
+def parse_ca_hash(text: str) -> Result[str, str]:
+    """A CA pin a person typed (``sha256:<64 hex>``), or the sentence saying its shape."""
+    cleaned = text.strip().lower()
+    if HASH_SHAPE.match(cleaned) is None:
+        return Failure(
+            "--ca-cert-hash must be sha256: followed by 64 hex digits "
+            "(as nodeau fleet invite prints it)"
+        )
+    return Success(cleaned)
+
+
+def ca_cert_hash(ca_pem: bytes) -> str:
+    """kubeadm's pin of a CA certificate: sha256 of its DER SubjectPublicKeyInfo."""
+    certificate = x509.load_pem_x509_certificates(ca_pem)[0]
+    spki = certificate.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return "sha256:" + hashlib.sha256(spki).hexdigest()
+
+
+def cluster_ca(api: Any) -> bytes:
+    """The PEM of the CA the client trusts for this cluster (the kubeconfig's)."""
+    path = getattr(api.configuration, "ssl_ca_cert", None)
+    if not path:
+        raise TokenError(
+            "the kubeconfig names no certificate authority for this cluster, so the new "
+            "machine could not pin it; use a kubeconfig with certificate-authority-data"
+        )
+    with open(path, "rb") as held:
+        return held.read()
+
+
+def token_secret(token: BootstrapToken, expires: datetime, description: str) -> Any:
+    """The Secret that makes a bootstrap token, as kubeadm writes it."""
+    data = {
+        "token-id": token.id,
+        "token-secret": token.secret,
+        "expiration": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "usage-bootstrap-authentication": "true",
+        "usage-bootstrap-signing": "true",
+        "auth-extra-groups": NODE_GROUP,
+        "description": description,
+    }
+    return client.V1Secret(
+        metadata=client.V1ObjectMeta(name=SECRET_PREFIX + token.id, namespace=SYSTEM_NAMESPACE),
+        type=SECRET_TYPE,
+        data={k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    )
+
+
+def create_token(
+    api: Any, *, now: datetime, ttl: timedelta = DEFAULT_TTL, description: str = ""
+) -> tuple[BootstrapToken, datetime]:
+    """Create a bootstrap token in the cluster; the token and when it expires.
+
+    A clash with an existing token id (one chance in two billion) draws again.
+    """
+    if ttl <= timedelta(0):
+        raise TokenError("--ttl must be positive")
+    expires = (now + ttl).replace(microsecond=0)
+    core: Any = client.CoreV1Api(api)
+    for _ in range(5):
+        token = new_token()
+        try:
+            core.create_namespaced_secret(
+                SYSTEM_NAMESPACE, token_secret(token, expires, description)
+            )
+        except client.ApiException as exc:
+            if exc.status == 409:
+                continue
+            raise
+        return token, expires
+    raise TokenError("five fresh bootstrap token ids all clashed with existing ones; try again")
