@@ -82,6 +82,42 @@ def predictor(
     return predict
 
 
+def scheduled_admission(
+    request: AdmissionRequest,
+    view: FleetView,
+    *,
+    kind: WorkloadKind,
+    recovery: RecoveryMode,
+    recovery_after: timedelta,
+    model_path: Callable[[str], str],
+    now: datetime,
+) -> Result[Admission, Refusal]:
+    """Admission and placement on ``view``, and the admitted workload's record on the card
+    chosen (its model file as ``model_path(machine)`` gives it): what every plane records."""
+    scheduled = schedule(request, view)
+    if not is_successful(scheduled):
+        return Failure(scheduled.failure())
+    both = scheduled.unwrap()
+    workload = Workload(
+        name=request.workload,
+        kind=kind,
+        model=request.model,
+        artifact_id=request.artifact_id,
+        machine=both.placement.machine,
+        gpu_uuid=both.placement.gpu_uuid,
+        state=WorkloadState.ADMITTED,
+        since=now,
+        recovery_mode=recovery,
+        recovery_after=recovery_after,
+    )
+    record = WorkloadRecord(
+        workload=workload, config=request.config, model_path=model_path(workload.machine)
+    )
+    return Success(
+        Admission(record=record, admitted=both.admitted, placement=both.placement, decided_at=now)
+    )
+
+
 def decide_run(
     *,
     request: RunRequest,
@@ -112,27 +148,14 @@ def decide_run(
             verified_on=verified_on,
             predict=predict,
         )
-        scheduled = schedule(admission_request, view)
-        if not is_successful(scheduled):
-            return Failure(scheduled.failure())
-        both = scheduled.unwrap()
-        workload = Workload(
-            name=request.name,
+        return scheduled_admission(
+            admission_request,
+            view,
             kind=WorkloadKind.SERVICE,
-            model=admission_request.model,
-            artifact_id=resolved.artifact.id.hex,
-            machine=both.placement.machine,
-            gpu_uuid=both.placement.gpu_uuid,
-            state=WorkloadState.ADMITTED,
-            since=now,
-            recovery_mode=request.recovery,
+            recovery=request.recovery,
             recovery_after=request.recovery_after,
-        )
-        record = WorkloadRecord(workload=workload, config=config, model_path=str(model_path))
-        return Success(
-            Admission(
-                record=record, admitted=both.admitted, placement=both.placement, decided_at=now
-            )
+            model_path=lambda _machine: str(model_path),
+            now=now,
         )
 
     return decide

@@ -34,7 +34,7 @@ from nodeau.adapters.kube.marks import FleetMarks
 from nodeau.adapters.kube.reports import MachineArtifact, MachineReport
 from nodeau.apps.controller.asks import Ask
 from nodeau.apps.models import MIN_PREFIX
-from nodeau.apps.serving import runtime_config
+from nodeau.apps.serving import runtime_config, scheduled_admission
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
@@ -42,9 +42,8 @@ from nodeau.domain.limits import OrgLimits
 from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, RuntimeConfig, predict_peak
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.refusals import ReasonCode, Refusal
-from nodeau.domain.scheduling import FleetView, exclusions, schedule
-from nodeau.domain.workloads import Workload, WorkloadState
-from nodeau.ports.state import Admission, Snapshot, WorkloadRecord
+from nodeau.domain.scheduling import FleetView, exclusions
+from nodeau.ports.state import Admission, Snapshot
 
 Decide = Callable[[Snapshot], Result[Admission, Refusal]]
 
@@ -191,31 +190,14 @@ def decider(
             verified_on=verified_on,
             predict=predict,
         )
-        scheduled = schedule(request, view)
-        if not is_successful(scheduled):
-            return Failure(scheduled.failure())
-        both = scheduled.unwrap()
-        workload = Workload(
-            name=ask.name,
+        return scheduled_admission(
+            request,
+            view,
             kind=ask.kind,
-            model=request.model,
-            artifact_id=resolution.artifact_id,
-            machine=both.placement.machine,
-            gpu_uuid=both.placement.gpu_uuid,
-            state=WorkloadState.ADMITTED,
-            since=now,
-            recovery_mode=ask.recovery,
+            recovery=ask.recovery,
             recovery_after=ask.recovery_after,
-        )
-        record = WorkloadRecord(
-            workload=workload,
-            config=config,
-            model_path=resolution.path_on(both.placement.machine),
-        )
-        return Success(
-            Admission(
-                record=record, admitted=both.admitted, placement=both.placement, decided_at=now
-            )
+            model_path=resolution.path_on,
+            now=now,
         )
 
     return decide

@@ -12,7 +12,6 @@ ledger not over-committed; then it releases the winners for the next round.
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.reservations import over_committed
 from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.state import WorkloadRecord
-from tests.support.admissions import BOUND_S, fleet_of, race
+from tests.support.admissions import Racers, fleet_of
 from tests.support.fakes import StepClock
 
 PROCESSES = 8
@@ -43,20 +42,10 @@ def test_racing_processes_never_over_commit(tmp_path: Path, cards: int) -> None:
     path = tmp_path / "plane.sqlite3"
     store = SqliteStateStore(path, clock=StepClock())
     fleet = fleet_of(cards)
-    spawn = multiprocessing.get_context("spawn")
-    start = spawn.Barrier(PROCESSES + 1)
-    results = spawn.Queue()
-    racers = [
-        spawn.Process(target=race, args=(str(path), i, ROUNDS, cards, PAUSE_S, start, results))
-        for i in range(PROCESSES)
-    ]
-    for racer in racers:
-        racer.start()
     wins: dict[int, int] = {}
-    try:
+    with Racers(f"sqlite:{path}", PROCESSES, ROUNDS, cards, PAUSE_S) as racers:
         for round_ in range(ROUNDS):
-            start.wait(timeout=BOUND_S)
-            said = [results.get(timeout=BOUND_S) for _ in range(PROCESSES)]
+            said = racers.round()
             assert sorted((r, i) for r, i, _, _ in said) == [(round_, i) for i in range(PROCESSES)]
             errors = [outcome for _, _, _, outcome in said if outcome.startswith("error")]
             assert errors == []
@@ -73,16 +62,7 @@ def test_racing_processes_never_over_commit(tmp_path: Path, cards: int) -> None:
                 assert store.admission(name).placement.reservation == ledger.of_workload(name)
                 store.release(name, stopped)
                 wins[int(name.split("-p")[1])] = wins.get(int(name.split("-p")[1]), 0) + 1
-    finally:
-        start.abort()
-        for racer in racers:
-            racer.join(timeout=BOUND_S)
-            if racer.is_alive():
-                racer.kill()
-                racer.join()
-        results.close()
-        results.join_thread()
-    assert [racer.exitcode for racer in racers] == [0] * PROCESSES
+    assert racers.exit_codes() == [0] * PROCESSES
     snapshot = store.snapshot()
     assert snapshot.ledger.reservations == ()
     assert len(snapshot.workloads) == ROUNDS * cards  # the refused left no trace

@@ -114,15 +114,20 @@ def still_serves(url: str) -> None:
 def raw_exchange(url: str, data: bytes) -> bytes:
     """Send ``data`` on a fresh connection and read until the server closes it."""
     port = int(url.rsplit(":", 1)[1])
-    received = b""
     with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as sock:
         with suppress(OSError):  # it may close before reading all; its answer is still there
             sock.sendall(data)
-        try:
-            while chunk := sock.recv(65536):
-                received += chunk
-        except ConnectionResetError:
-            pass  # closed with our bytes unread: what it sent before is what counts
+        return read_until_closed(sock)
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends on ``sock`` until it closes the connection."""
+    received = b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass  # closed with our bytes unread: what it sent before is what counts
     return received
 
 

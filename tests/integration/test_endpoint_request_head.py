@@ -9,17 +9,13 @@ import socket
 from contextlib import suppress
 
 from nodeau.apps.endpoint.request_head import MAX_HEAD_BYTES
-from tests.integration.test_endpoint import BOUND_S, Target, running_endpoint, still_serves
-
-
-def read_until_closed(sock: socket.socket) -> bytes:
-    received = b""
-    try:
-        while chunk := sock.recv(65536):
-            received += chunk
-    except ConnectionResetError:
-        pass  # closed with our bytes unread: what it sent before is what counts
-    return received
+from tests.integration.test_endpoint import (
+    BOUND_S,
+    Target,
+    read_until_closed,
+    running_endpoint,
+    still_serves,
+)
 
 
 def test_a_head_sent_in_small_pieces_past_the_bound_is_a_431() -> None:

@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from nodeau.adapters.kube import resources as r
-from tests.support.kube_cluster import KWOK_ANNOTATION, Cluster
-
-
-def kwok_node(name: str) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "annotations": {KWOK_ANNOTATION: "fake"}},
-        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
-    }
-
-
-def wait_for(predicate: object, timeout_s: float = 30.0) -> None:
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not true within {timeout_s} s")
+from tests.support.kube_cluster import Cluster
+from tests.support.kube_nodes import kwok_node, wait_for
 
 
 def test_the_api_server_is_ready_and_refuses_anonymous_requests(cluster: Cluster) -> None:
@@ -52,7 +32,10 @@ def test_kwok_makes_a_node_ready_renews_its_lease_and_runs_its_pods(
             "spec": {"nodeName": "garage", "containers": [{"name": "c", "image": "none"}]},
         },
     )
-    wait_for(lambda: core.read_namespaced_pod("probe", r.NAMESPACE).status.phase == "Running")
+    wait_for(
+        lambda: core.read_namespaced_pod("probe", r.NAMESPACE).status.phase == "Running",
+        "the probe Pod running on garage",
+    )
     ready = {c.type: c.status for c in core.read_node("garage").status.conditions}
     assert ready["Ready"] == "True"
     lease = client.CoordinationV1Api(fresh_fleet).read_namespaced_lease(

@@ -10,7 +10,6 @@ ledger ConfigMap's resourceVersion is the only thing that serialises them.
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,9 +28,9 @@ from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Reservation, over_committed
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.state import Admission, Snapshot
-from tests.support.admissions import BOUND_S, NEEDED_BYTES, decider, fleet_of
+from tests.support.admissions import NEEDED_BYTES, Racers, decider, fleet_of
 from tests.support.kube_cluster import Cluster
-from tests.support.kube_store import crash_after_the_ledger, race, stopped
+from tests.support.kube_store import crash_after_the_ledger, stopped
 
 PROCESSES = 8
 ROUNDS = 4
@@ -55,22 +54,11 @@ def test_racing_controllers_never_over_commit_a_card(
     cluster: Cluster, fresh_fleet: client.ApiClient
 ) -> None:
     store = a_store(fresh_fleet, "referee")
-    spawn = multiprocessing.get_context("spawn")
-    start = spawn.Barrier(PROCESSES + 1)
-    results = spawn.Queue()
-    racers = [
-        spawn.Process(
-            target=race, args=(str(cluster.kubeconfig), i, ROUNDS, 1, PAUSE_S, start, results)
-        )
-        for i in range(PROCESSES)
-    ]
-    for racer in racers:
-        racer.start()
     winners: list[str] = []
-    try:
+    where = f"kube:{cluster.kubeconfig}"
+    with Racers(where, PROCESSES, ROUNDS, 1, PAUSE_S) as racers:
         for round_ in range(ROUNDS):
-            start.wait(timeout=BOUND_S)
-            said = [results.get(timeout=BOUND_S) for _ in range(PROCESSES)]
+            said = racers.round()
             assert sorted((n, i) for n, i, _, _ in said) == [(round_, i) for i in range(PROCESSES)]
             assert [o for _, _, _, o in said if o.startswith("error")] == []
             won = [name for _, _, name, outcome in said if outcome == "won"]
@@ -84,16 +72,7 @@ def test_racing_controllers_never_over_commit_a_card(
             winners.extend(won)
             assert objects(fresh_fleet) == sorted(winners)  # the refused created nothing
             store.release(won[0], stopped)
-    finally:
-        start.abort()
-        for racer in racers:
-            racer.join(timeout=BOUND_S)
-            if racer.is_alive():
-                racer.kill()
-                racer.join()
-        results.close()
-        results.join_thread()
-    assert [racer.exitcode for racer in racers] == [0] * PROCESSES
+    assert racers.exit_codes() == [0] * PROCESSES
     assert store.snapshot().ledger.reservations == ()
     assert len(store.events()) == 2 * ROUNDS  # one Admitted, one Released per round
 

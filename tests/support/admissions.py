@@ -2,12 +2,14 @@
 
 ``decider`` builds the ``decide`` a ``StateStore.admit`` runs: the real
 ``admit_and_place`` over a fleet and the snapshot's ledger, with one flat
-prediction. ``race`` is the body of one racing process of
-tests/integration/test_admission_race.py (run with the "spawn" start method).
+prediction. ``Racers`` runs racing processes (``race``, started with "spawn") against
+one store, SQLite (tests/integration/test_admission_race.py) or a cluster
+(tests/kube/test_state_store_race.py).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -26,7 +28,7 @@ from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.scheduling import FleetView, admit_and_place
 from nodeau.domain.workloads import Workload, WorkloadKind, WorkloadState
-from nodeau.ports.state import Admission, Snapshot, WorkloadRecord
+from nodeau.ports.state import Admission, Snapshot, StateStore, WorkloadRecord
 
 MACHINE = "m1"
 CARD_BYTES = 24 * GIB
@@ -114,8 +116,20 @@ def decider(
     return decide
 
 
+def open_store(where: str, index: int) -> StateStore:
+    """The store a racing process uses: ``sqlite:PATH`` or ``kube:KUBECONFIG``."""
+    kind, _, location = where.partition(":")
+    if kind == "sqlite":
+        return SqliteStateStore(Path(location), clock=lambda: datetime.now(UTC))
+    from nodeau.adapters.kube.client import connect
+    from nodeau.adapters.kube.state_store import KubeStateStore
+
+    api = connect(Path(location)).api
+    return KubeStateStore(api, clock=lambda: datetime.now(UTC), identity=f"racer-{index}")
+
+
 def race(
-    db: str,
+    where: str,
     index: int,
     rounds: int,
     cards: int,
@@ -123,12 +137,13 @@ def race(
     start: Barrier,
     results: Queue[tuple[int, int, str, str]],
 ) -> None:
-    """One racing process: each round, wait for the start, then try to admit a workload.
+    """One racing process (a ``nodeau run`` or a controller): each round, wait for the
+    start, then try to admit a workload of its own through the store at ``where``.
 
     Puts ``(round, index, name, outcome)`` on ``results``; the outcome is
     ``won``, a refusal's reason code, or ``error: ...``.
     """
-    store = SqliteStateStore(Path(db), clock=lambda: datetime.now(UTC))
+    store = open_store(where, index)
     fleet = fleet_of(cards)
     for round_ in range(rounds):
         start.wait(timeout=BOUND_S)
@@ -139,3 +154,42 @@ def race(
         except Exception as exc:
             said = f"error: {exc!r}"
         results.put((round_, index, name, said))
+
+
+class Racers:
+    """``processes`` racing processes (started with "spawn"), released round by round."""
+
+    def __init__(self, where: str, processes: int, rounds: int, cards: int, pause_s: float):
+        spawn = multiprocessing.get_context("spawn")
+        self.processes = processes
+        self.start = spawn.Barrier(processes + 1)
+        self.results: Queue[tuple[int, int, str, str]] = spawn.Queue()
+        self.racers = [
+            spawn.Process(
+                target=race, args=(where, i, rounds, cards, pause_s, self.start, self.results)
+            )
+            for i in range(processes)
+        ]
+
+    def __enter__(self) -> Racers:
+        for racer in self.racers:
+            racer.start()
+        return self
+
+    def round(self) -> list[tuple[int, int, str, str]]:
+        """Release every racer once; what each said."""
+        self.start.wait(timeout=BOUND_S)
+        return [self.results.get(timeout=BOUND_S) for _ in range(self.processes)]
+
+    def __exit__(self, *_exc: object) -> None:
+        self.start.abort()
+        for racer in self.racers:
+            racer.join(timeout=BOUND_S)
+            if racer.is_alive():
+                racer.kill()
+                racer.join()
+        self.results.close()
+        self.results.join_thread()
+
+    def exit_codes(self) -> list[int | None]:
+        return [racer.exitcode for racer in self.racers]

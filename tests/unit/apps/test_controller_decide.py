@@ -18,26 +18,17 @@ from nodeau.apps.controller.decide import decider, resolve
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.memory import GIB
-from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.state import Admission, Snapshot
+from tests.support.kube_controller import HUGE_ID, SMALL_ID, SUMMARY
 from tests.unit.domain.test_memory import TINY
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-SMALL = "ab" * 32
-HUGE = "cd" * 32
-SUMMARY = ModelSummary(
-    architecture=TINY,
-    quantisation="Q8_0",
-    tensor_count=21,
-    tensor_bytes=100,
-    has_tokenizer=True,
-    has_chat_template=True,
-)
+SMALL, HUGE = SMALL_ID, HUGE_ID
 EMPTY = Snapshot(ledger=Ledger(), workloads=())
 
 
