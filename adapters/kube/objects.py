@@ -28,7 +28,7 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors
 from nodeau.adapters.record_json import RecordError, from_plain, to_plain
 from nodeau.domain.refusals import Refusal
-from nodeau.domain.workloads import WorkloadKind, ps_sentence
+from nodeau.domain.workloads import FINISHED, WorkloadKind, ps_sentence
 from nodeau.ports.state import Admission, StateError, UnknownWorkload, WorkloadRecord
 
 MAX_TRIES = 50  # writes lost to others in a row before giving up (each loss is progress)
@@ -100,10 +100,16 @@ def get_object(api: Any, kind: WorkloadKind, name: str) -> WorkloadObject | None
 
 
 def find_object(api: Any, name: str) -> WorkloadObject | None:
-    """The workload's object of either kind, the one with a recorded record first."""
+    """The workload's object of either kind: one holding a card first, then one with a
+    record (a name is free again once its workload finished, for either kind)."""
     found = [o for o in (get_object(api, kind, name) for kind in PLURALS) if o is not None]
-    found.sort(key=lambda o: "record" not in o.status)
+    found.sort(key=lambda o: ("record" not in o.status, _finished(o)))
     return found[0] if found else None
+
+
+def _finished(found: WorkloadObject) -> bool:
+    state = (found.status.get("record") or {}).get("workload", {}).get("state")
+    return state in {s.value for s in FINISHED}
 
 
 def spec_of(record: WorkloadRecord) -> dict[str, Any]:

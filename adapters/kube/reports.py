@@ -18,9 +18,7 @@ Decisions recorded here:
   ``read_reports`` and named, one line each, in ``read_report_set``'s
   ``problems``; it never stops the other reports being read. Its renewTime
   still counts as the agent's signal in ``read_signals``: the agent is alive.
-* Unknown keys in a report are refused, as the codec refuses them everywhere,
-  and a value of the wrong JSON type too (the codec would turn "false" into
-  True): a report is read exactly as an agent wrote it.
+* The report's form and JSON are report_form.py's.
 * Every call has a request timeout, so an unreachable server is an error
   within seconds, never a hang.
 """
@@ -30,20 +28,21 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, get_args, get_origin
+from typing import Any
 
-from attrs import field, frozen
-from cattrs import BaseValidationError, transform_error
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import send_json
-from nodeau.adapters.record_json import RecordError, converter, to_plain
-from nodeau.domain.artifacts import is_sha256_hex
-from nodeau.domain.hardware import AgentReport, Gpu, GpuReading, MachineReading
+from nodeau.adapters.kube.report_form import (
+    MachineReport,
+    ReportSet,
+    parse_report,
+    report_json,
+)
+from nodeau.adapters.record_json import RecordError
 from nodeau.domain.health import Signals
-from nodeau.domain.model_info import ModelSummary
 
 PUBLISH_TRIES = 8
 REQUEST_TIMEOUT = (5.0, 15.0)  # connect, read (seconds)
@@ -52,159 +51,6 @@ LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 
 class ReportConflict(Exception):
     """The agent Lease kept changing under every try; one line for a person."""
-
-
-def _sha256_hex(_instance: object, _attribute: object, value: str) -> None:
-    if not is_sha256_hex(value):
-        raise ValueError(f"an artifact id is 64 lowercase hex digits, got {value!r}")
-
-
-def _aware(_instance: object, _attribute: object, value: datetime) -> None:
-    if value.utcoffset() is None:
-        raise ValueError(f"a report's moment must carry a timezone, got {value.isoformat()}")
-
-
-@frozen(kw_only=True)
-class MachineArtifact:
-    """One artifact verified on the reporting machine, and where its file is there."""
-
-    id: str = field(validator=_sha256_hex)  # SHA-256 hex
-    names: tuple[str, ...]  # aliases and catalog names it is known by on that machine
-    size_bytes: int
-    path: str  # the verified file (the first one of a split artifact)
-    summary: ModelSummary
-
-
-@frozen(kw_only=True)
-class MachineReport:
-    """What one machine's agent published at one moment: its cards and its verified models."""
-
-    reading: MachineReading
-    at: datetime = field(validator=_aware)
-    artifacts: tuple[MachineArtifact, ...] = ()
-
-    @property
-    def machine(self) -> str:
-        return self.reading.machine
-
-    def as_agent_report(self, *, control_plane: bool = False) -> AgentReport:
-        """The domain's agent report (the cards only) this report makes."""
-        return self.reading.as_report(self.at, control_plane=control_plane)
-
-
-@frozen(kw_only=True)
-class ReportSet:
-    """Every readable report, and one line for each agent Lease that could not be read."""
-
-    reports: tuple[MachineReport, ...]
-    problems: tuple[str, ...]
-
-
-# -- the JSON form (docs/adr/0004) -------------------------------------------------------------
-
-
-@frozen(kw_only=True)
-class _GpuJson:
-    uuid: str
-    model: str
-    total_bytes: int
-    free_bytes: int
-    driver_version: str
-
-
-@frozen(kw_only=True)
-class _ReportJson:
-    machine: str
-    at: datetime
-    simulated: bool
-    note: str = ""
-    gpus: tuple[_GpuJson, ...]
-    artifacts: tuple[MachineArtifact, ...]  # the same keys as the ADR's
-
-
-def _exactly(value: object, type_: type) -> object:
-    # the codec's own hooks convert ("false" would read as True); a report is read as written
-    if type(value) is not type_:
-        raise ValueError(f"expected {type_.__name__}, got {value!r}")
-    return value
-
-
-def _is_tuple(type_: Any) -> bool:
-    return get_origin(type_) is tuple
-
-
-def _listed(value: object, type_: Any) -> tuple[Any, ...]:
-    if not isinstance(value, list):  # the codec would take a mapping's keys for a list
-        raise ValueError(f"expected a list, got {value!r}")
-    return tuple(_STRICT.structure(v, get_args(type_)[0]) for v in value)
-
-
-_STRICT = converter()
-for _type in (str, int, bool):
-    _STRICT.register_structure_hook(_type, _exactly)
-_STRICT.register_structure_hook_func(_is_tuple, _listed)
-
-
-def report_json(report: MachineReport) -> str:
-    """The annotation text of a report."""
-    reading = report.reading
-    wire = _ReportJson(
-        machine=reading.machine,
-        at=report.at.astimezone(UTC),
-        simulated=reading.simulated,
-        note=reading.note,
-        gpus=tuple(
-            _GpuJson(
-                uuid=g.gpu.uuid,
-                model=g.gpu.model,
-                total_bytes=g.gpu.total_bytes,
-                free_bytes=g.free_bytes,
-                driver_version=g.driver_version,
-            )
-            for g in reading.gpus
-        ),
-        artifacts=report.artifacts,
-    )
-    return json.dumps(to_plain(wire, _ReportJson), sort_keys=True)
-
-
-def parse_report(text: str, what: str) -> MachineReport:
-    """A report from its annotation text; RecordError naming ``what`` if it is not one."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"{what} is not JSON: {exc.msg} at character {exc.pos}") from exc
-    try:
-        wire = _STRICT.structure(raw, _ReportJson)
-    except Exception as exc:  # cattrs raises exception groups for every problem it finds
-        problems = transform_error(exc) if isinstance(exc, BaseValidationError) else [str(exc)]
-        raise RecordError(f"{what} is not a readable report: {problems[0]}") from exc
-    try:
-        reading = MachineReading(
-            machine=wire.machine,
-            gpus=tuple(
-                GpuReading(
-                    gpu=Gpu(
-                        uuid=g.uuid,
-                        model=g.model,
-                        total_bytes=g.total_bytes,
-                        simulated=wire.simulated,
-                    ),
-                    free_bytes=g.free_bytes,
-                    driver_version=g.driver_version,
-                )
-                for g in wire.gpus
-            ),
-            simulated=wire.simulated,
-            note=wire.note,
-        )
-        report = MachineReport(
-            reading=reading, at=wire.at.astimezone(UTC), artifacts=wire.artifacts
-        )
-        report.as_agent_report()  # the domain's own checks (a UUID listed twice)
-    except ValueError as exc:
-        raise RecordError(f"{what} is not a readable report: {exc}") from exc
-    return report
 
 
 # -- the Lease -------------------------------------------------------------------------------

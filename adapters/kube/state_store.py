@@ -44,8 +44,13 @@ from returns.result import Result
 from nodeau.adapters.kube import events
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import Conflict
+from nodeau.adapters.kube.guards import (
+    AdmissionInFlight,
+    check_in_flight,
+    check_name_free,
+    holds_other_card,
+)
 from nodeau.adapters.kube.ledger import (
-    CLAIM_GRACE,
     Claim,
     LedgerRead,
     leftovers,
@@ -68,7 +73,7 @@ from nodeau.adapters.kube.objects import (
     with_conditions,
     write_status,
 )
-from nodeau.adapters.record_json import RecordError, from_plain, to_plain
+from nodeau.adapters.record_json import RecordError, from_plain
 from nodeau.adapters.sqlite_state import (
     admitted_ledger,
     admitted_text,
@@ -78,7 +83,7 @@ from nodeau.adapters.sqlite_state import (
 )
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger, Reservation
-from nodeau.domain.workloads import FINISHED, WorkloadKind
+from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.state import (
     Admission,
     Event,
@@ -89,20 +94,6 @@ from nodeau.ports.state import (
 )
 
 STORE_OWNED = frozenset({"record", "admission"})  # written by admit, update and release only
-
-
-class AdmissionInFlight(StateError):
-    """Another controller is between its ledger write and its status write for this workload."""
-
-
-def holds_other_card(current: WorkloadObject, admission: Admission) -> bool:
-    """Whether the object records a live admission of a different reservation."""
-    if "admission" not in current.status or "record" not in current.status:
-        return False
-    if record_of(current).workload.state in FINISHED:
-        return False
-    recorded = (current.status["admission"].get("placement") or {}).get("reservation")
-    return bool(recorded != to_plain(admission.placement.reservation, Reservation))
 
 
 class KubeStateStore:
@@ -136,7 +127,7 @@ class KubeStateStore:
             name = admission.record.workload.name
             now = self._clock()
             if leftover:
-                self._check_in_flight(ledger, name, now)
+                check_in_flight(ledger, name, now, self._identity)
             kept = tuple(x for x in ledger.reservations if not (leftover and x.workload == name))
             records = (record_of(own),) if own is not None and "record" in own.status else ()
             before = Snapshot(ledger=Ledger(reservations=kept), workloads=records)
@@ -251,17 +242,6 @@ class KubeStateStore:
 
     # -- plumbing
 
-    def _check_in_flight(self, ledger: LedgerRead, name: str, now: datetime) -> None:
-        """AdmissionInFlight when ``name``'s unbacked reservation is another controller's
-        fresh claim: its admission is in flight, and its decision will stand."""
-        claim = ledger.claims.get(name)
-        if claim is None or claim.by == self._identity or now - claim.at >= CLAIM_GRACE:
-            return
-        raise AdmissionInFlight(
-            f"{name} is being admitted by {claim.by} (since {claim.at.isoformat()}); "
-            "its decision stands"
-        )
-
     def _decide(
         self, decide: Callable[[Snapshot], Result[Admission, Refusal]], ledger: LedgerRead
     ) -> tuple[Result[Admission, Refusal], WorkloadObject | None, bool]:
@@ -278,6 +258,7 @@ class KubeStateStore:
             if not is_successful(probe):
                 return outcome, None, False  # it fails with no reservation at all
         record = probe.unwrap().record
+        check_name_free(self._api, record)
         own = get_object(self._api, record.workload.kind, record.workload.name)
         held = tuple(x for x in ledger.reservations if x.workload == record.workload.name)
         if not held or not leftovers(held, (own,) if own is not None else ()):

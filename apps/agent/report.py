@@ -29,7 +29,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-from nodeau.adapters.kube.reports import MachineArtifact, MachineReport
+from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.apps.models import model_names
 from nodeau.domain.aliases import AliasBook
 from nodeau.domain.artifacts import Artifact

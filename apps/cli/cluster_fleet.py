@@ -19,7 +19,8 @@ from typing import Any
 
 from nodeau.adapters.kube.health_store import read_health
 from nodeau.adapters.kube.marks import read_ledger, read_marks
-from nodeau.adapters.kube.reports import MachineReport, read_reports
+from nodeau.adapters.kube.report_form import MachineReport
+from nodeau.adapters.kube.reports import read_reports
 from nodeau.apps.cli.cluster_plane import banner, open_cluster
 from nodeau.apps.cli.render import size, table, to_json
 from nodeau.domain.health import Health, MachineHealth

@@ -31,7 +31,7 @@ from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
 from nodeau.adapters.kube.marks import FleetMarks
-from nodeau.adapters.kube.reports import MachineArtifact, MachineReport
+from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.apps.controller.asks import Ask
 from nodeau.apps.models import MIN_PREFIX
 from nodeau.apps.serving import runtime_config, scheduled_admission

@@ -38,7 +38,7 @@ from nodeau.adapters.kube.client import Conflict, api_errors
 from nodeau.adapters.kube.marks import FleetMarks
 from nodeau.adapters.kube.objects import WorkloadObject, get_object
 from nodeau.adapters.kube.pods import PodView, create_pod, delete_pod, pod_manifest, read_pod
-from nodeau.adapters.kube.reports import MachineReport
+from nodeau.adapters.kube.report_form import MachineReport
 from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.record_json import RecordError, from_plain
 from nodeau.apps.controller.asks import PLURALS, ask_of

@@ -25,7 +25,8 @@ from returns.result import Success
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.health_store import read_health
-from nodeau.adapters.kube.reports import MachineReport, publish_report, read_reports
+from nodeau.adapters.kube.report_form import MachineReport
+from nodeau.adapters.kube.reports import publish_report, read_reports
 from nodeau.adapters.record_json import to_plain
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_state import SqliteStateStore

@@ -12,9 +12,8 @@ from kubernetes.client.exceptions import ApiException
 
 from nodeau.adapters.kube import reports
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.adapters.kube.reports import (
-    MachineArtifact,
-    MachineReport,
     ReportConflict,
     publish_report,
     read_report_set,

@@ -27,7 +27,7 @@ from nodeau.adapters.kube.state_store import AdmissionInFlight, KubeStateStore, 
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Reservation, over_committed
 from nodeau.domain.workloads import WorkloadKind
-from nodeau.ports.state import Admission, Snapshot
+from nodeau.ports.state import Admission, Snapshot, StateError
 from tests.support.admissions import NEEDED_BYTES, Racers, decider, fleet_of
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_store import crash_after_the_ledger, stopped
@@ -241,3 +241,38 @@ def test_a_status_recording_another_live_admission_is_never_overwritten(
     finished = get_object(fresh_fleet, WorkloadKind.SERVICE, "chat")
     assert finished is not None
     assert not holds_other_card(finished, moved)  # a finished workload may be admitted again
+
+
+def as_batch(
+    decide: Callable[[Snapshot], Result[Admission, Refusal]],
+) -> Callable[[Snapshot], Result[Admission, Refusal]]:
+    """The same decision, for a batch job of that name."""
+
+    def batch(snapshot: Snapshot) -> Result[Admission, Refusal]:
+        return decide(snapshot).map(
+            lambda a: evolve(
+                a,
+                record=evolve(
+                    a.record, workload=evolve(a.record.workload, kind=WorkloadKind.BATCH)
+                ),
+            )
+        )
+
+    return batch
+
+
+def test_a_batch_job_may_not_take_the_name_of_a_service_holding_a_card(
+    fresh_fleet: client.ApiClient,
+) -> None:
+    store = a_store(fresh_fleet, "names")
+    store.admit(decider("chat", TWO_CARDS, NOW)).unwrap()
+    with pytest.raises(StateError, match="a GPUService and a BatchJob cannot share a name"):
+        store.admit(as_batch(decider("chat", TWO_CARDS, NOW)))
+    assert [x.workload for x in store.snapshot().ledger.reservations] == ["chat"]
+    store.release("chat", stopped)  # once the service is finished, the name is free again
+    job = store.admit(as_batch(decider("chat", TWO_CARDS, NOW))).unwrap()
+    assert job.record.workload.kind is WorkloadKind.BATCH
+    # the batch job is the one its name now finds
+    moved = store.update("chat", lambda r: evolve(r, endpoint_port=9))
+    assert moved.workload.kind is WorkloadKind.BATCH
+    assert store.admission("chat").record.workload.kind is WorkloadKind.BATCH

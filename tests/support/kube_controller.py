@@ -16,7 +16,8 @@ from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.ledger import read_ledger
-from nodeau.adapters.kube.reports import MachineArtifact, MachineReport, publish_report
+from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
+from nodeau.adapters.kube.reports import publish_report
 from nodeau.apps.controller.loop import Controller
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.memory import GIB

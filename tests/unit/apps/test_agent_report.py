@@ -16,7 +16,12 @@ from hypothesis import strategies as st
 
 from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
-from nodeau.adapters.kube.reports import MachineArtifact, MachineReport, parse_report, report_json
+from nodeau.adapters.kube.report_form import (
+    MachineArtifact,
+    MachineReport,
+    parse_report,
+    report_json,
+)
 from nodeau.adapters.record_json import RecordError
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory, simulated_uuid
 from nodeau.adapters.sqlite_registry import SqliteRegistry

@@ -12,7 +12,7 @@ from returns.pipeline import is_successful
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.marks import FleetMarks
 from nodeau.adapters.kube.pods import pod_manifest
-from nodeau.adapters.kube.reports import MachineArtifact, MachineReport
+from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.apps.controller.asks import Ask, ask_of
 from nodeau.apps.controller.decide import decider, resolve
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading

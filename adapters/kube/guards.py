@@ -1,0 +1,65 @@
+"""What an admission in the cluster checks before it writes: names, claims, recorded cards.
+
+Decisions recorded here (docs/adr/0004-fleet-on-kubernetes.md):
+
+* GPUServices and BatchJobs share one set of workload names, because the ledger
+  names workloads: an object may not be admitted while the other kind's object of
+  the same name holds a card.
+* A workload's own reservation that no recorded admission backs, claimed by another
+  controller less than ``CLAIM_GRACE`` ago, is that controller's admission in
+  flight: its decision stands (AdmissionInFlight), this one is not taken.
+* A status that already records a live admission of another card is never
+  overwritten.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from nodeau.adapters.kube.ledger import CLAIM_GRACE, LedgerRead
+from nodeau.adapters.kube.objects import WorkloadObject, get_object, record_of
+from nodeau.adapters.record_json import to_plain
+from nodeau.domain.reservations import Reservation
+from nodeau.domain.workloads import FINISHED, WorkloadKind
+from nodeau.ports.state import Admission, StateError, WorkloadRecord
+
+
+class AdmissionInFlight(StateError):
+    """Another controller is between its ledger write and its status write for this workload."""
+
+
+def holds_other_card(current: WorkloadObject, admission: Admission) -> bool:
+    """Whether the object records a live admission of a different reservation."""
+    if "admission" not in current.status or "record" not in current.status:
+        return False
+    if record_of(current).workload.state in FINISHED:
+        return False
+    recorded = (current.status["admission"].get("placement") or {}).get("reservation")
+    return bool(recorded != to_plain(admission.placement.reservation, Reservation))
+
+
+def check_name_free(api: Any, record: WorkloadRecord) -> None:
+    """StateError when the other kind's object of the same name holds a card."""
+    name = record.workload.name
+    for kind in WorkloadKind:
+        other = None if kind is record.workload.kind else get_object(api, kind, name)
+        if other is None or "record" not in other.status:
+            continue
+        if record_of(other).workload.state not in FINISHED:
+            raise StateError(
+                f"{other.title} already holds a card under the name {name}; "
+                "a GPUService and a BatchJob cannot share a name"
+            )
+
+
+def check_in_flight(ledger: LedgerRead, name: str, now: datetime, identity: str) -> None:
+    """AdmissionInFlight when ``name``'s unbacked reservation is another controller's fresh
+    claim: its admission is in flight, and its decision will stand."""
+    claim = ledger.claims.get(name)
+    if claim is None or claim.by == identity or now - claim.at >= CLAIM_GRACE:
+        return
+    raise AdmissionInFlight(
+        f"{name} is being admitted by {claim.by} (since {claim.at.isoformat()}); "
+        "its decision stands"
+    )
