@@ -8,14 +8,11 @@ Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
   ``--kv-unified`` makes the slots share one KV cache of the context padded
   to a multiple of 256 cells, which is what ``nodeau.domain.memory`` counts;
   the context each slot serves (``/props``) is that padded figure.
-- The server must outlive the command that started it, and must never be
-  that command's child (a child that ends is a zombie until its parent reaps
-  it, and Python warns about children it never waited for). A short-lived
-  launcher (this Python, ``-I -S``) starts it in a new session, prints its pid
-  and exits; the server is then its own process group leader, re-parented to
-  init, and is stopped through its process group.
-- A pid is only this server while ``/proc/<pid>/cmdline`` is its command line
-  (on other systems: while the pid exists).
+- Starting, readiness, stopping, logs and memory are the shared
+  ``nodeau.adapters.model_server_process`` mechanics.
+- Which model server runs (``choose_runtime``): llama-server when it is
+  configured or on ``$PATH``, else llama-cpp-python's embedded server when its
+  package is installed, else a llama-server built by scripts/build-llama-server.
 - A CPU server (no card: simulated hardware) gets ``CUDA_VISIBLE_DEVICES=""``
   so a CUDA build cannot touch a card; a GPU server sees only its card, by
   UUID. ``LLAMA_ARG_*`` variables are not passed on: they would change the
@@ -24,43 +21,142 @@ Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
 
 from __future__ import annotations
 
+import enum
+import importlib.util
 import os
 import re
-import shlex
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
+from attrs import frozen
+from returns.result import Failure, Result, Success
 
-from nodeau.adapters.detached import launcher_argv
+from nodeau.adapters.model_server_process import (
+    HOST,
+    SOURCE_NVML,
+    SOURCE_RSS_SIMULATED,
+    SOURCE_RSS_UNLISTED,
+    ServerProcessRuntime,
+    free_port,
+    log_excerpt,
+)
 from nodeau.domain.tasks import Task
-from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
+from nodeau.ports.runtime import RuntimeFailure, ServerSpec
+
+__all__ = [
+    "HOST",
+    "SOURCE_NVML",
+    "SOURCE_RSS_SIMULATED",
+    "SOURCE_RSS_UNLISTED",
+    "LlamaServerRuntime",
+    "ModelServer",
+    "RuntimeChoice",
+    "choose_runtime",
+    "find_llama_server",
+    "free_port",
+    "log_excerpt",
+    "server_command",
+    "server_environment",
+]
 
 BINARY_ENV = "NODEAU_LLAMA_SERVER"
 CACHE_ENV = "NODEAU_LLAMA_CACHE"  # the build script's cache root, ~/.cache/nodeau/llama.cpp
+LIB_ENV = "LLAMA_CPP_LIB_PATH"  # where llama-cpp-python loads libllama from
 BUILD_HINT = "build it with scripts/build-llama-server or set NODEAU_LLAMA_SERVER"
-HOST = "127.0.0.1"
+NO_SERVER = (
+    "no model server found: set NODEAU_LLAMA_SERVER to a llama-server, put llama-server on "
+    "PATH, or run scripts/build-llama-server (it builds llama-server and installs "
+    "llama-cpp-python[server])"
+)
 ALL_LAYERS = "999"  # more layers than any model has: every layer on the card
-SOURCE_NVML = "nvml"
-SOURCE_RSS_SIMULATED = "rss, simulated hardware (CPU)"
-SOURCE_RSS_UNLISTED = "rss (NVML lists no memory for this process)"
 
-_PORT_ATTEMPTS = 3
-_POLL_S = 0.05
-_KILL_WAIT_S = 5.0
-_LAUNCH_TIMEOUT_S = 30.0
-_EXCERPT_CHARS = 800
-_TAIL_BYTES = 64 * 1024
-_BIND_FAILURE = "couldn't bind"
-_LOG_LINE = re.compile(r"^\d+\.\d+\.\d+\.\d+ ([A-Z]) (.*)$")
 _VERSION_PART = re.compile(r"\d+")
+_LIBLLAMA = "libllama.so"
+
+
+class ModelServer(enum.Enum):
+    """The model servers Nodeau runs."""
+
+    LLAMA_SERVER = "llama-server"
+    LLAMA_CPP_PYTHON = "llama-cpp-python"
+
+
+@frozen(kw_only=True)
+class RuntimeChoice:
+    """Which model server serves, the program that runs it, and why it was chosen."""
+
+    server: ModelServer
+    program: Path  # the llama-server binary, or the Python that runs ``-m llama_cpp.server``
+    library: Path | None  # llama-cpp-python: the folder with libllama; None: the package's own
+    reason: str
+
+
+def choose_runtime(
+    env: Mapping[str, str],
+    *,
+    has_llama_cpp: Callable[[], bool] | None = None,
+    python: Path | None = None,
+) -> Result[RuntimeChoice, str]:
+    """The model server to use, in this order: ``$NODEAU_LLAMA_SERVER`` when set; ``llama-server``
+    on ``$PATH``; llama-cpp-python's server when the ``llama_cpp`` package is installed (with
+    libllama from ``$LLAMA_CPP_LIB_PATH``, the package itself or the newest build); else the
+    newest llama-server built by scripts/build-llama-server. Failure: how to get one.
+
+    ``has_llama_cpp`` (default: whether this Python finds the package, without importing it)
+    and ``python`` (default: this Python) are for tests."""
+    chosen = env.get(BINARY_ENV, "").strip()
+    if chosen:
+        return Success(_llama_server(Path(chosen).expanduser(), f"{BINARY_ENV} is set"))
+    on_path = shutil.which("llama-server", path=env.get("PATH", os.defpath))
+    if on_path:
+        return Success(_llama_server(Path(on_path), "llama-server is on PATH"))
+    built = _newest_build(env)
+    found = has_llama_cpp() if has_llama_cpp is not None else _llama_cpp_installed()
+    if found:
+        usable, library = _llama_cpp_library(env, built)
+        if not usable:
+            return Failure(
+                f"the llama_cpp package has no libllama here: set {LIB_ENV}; {NO_SERVER}"
+            )
+        return Success(
+            RuntimeChoice(
+                server=ModelServer.LLAMA_CPP_PYTHON,
+                program=python or Path(sys.executable),
+                library=library,
+                reason="no llama-server configured or on PATH; the llama_cpp package is installed",
+            )
+        )
+    if built is not None:
+        reason = "no llama-server configured or on PATH, no llama_cpp package; the newest build"
+        return Success(_llama_server(built, f"{reason} of scripts/build-llama-server"))
+    return Failure(NO_SERVER)
+
+
+def _llama_server(binary: Path, reason: str) -> RuntimeChoice:
+    return RuntimeChoice(
+        server=ModelServer.LLAMA_SERVER, program=binary, library=None, reason=reason
+    )
+
+
+def _llama_cpp_installed() -> bool:
+    """Whether this Python finds the ``llama_cpp`` package (importing it would load libllama)."""
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def _llama_cpp_library(env: Mapping[str, str], built: Path | None) -> tuple[bool, Path | None]:
+    """Where llama-cpp-python's server loads libllama from: ``$LLAMA_CPP_LIB_PATH`` when set,
+    else the package's own ``lib`` folder when it has one (None), else the newest build's
+    ``bin`` folder; (False, None) when there is none."""
+    chosen = env.get(LIB_ENV, "").strip()
+    if chosen:
+        return True, Path(chosen).expanduser()
+    spec = importlib.util.find_spec("llama_cpp")
+    origin = spec.origin if spec is not None else None
+    if origin is not None and (Path(origin).parent / "lib" / _LIBLLAMA).exists():
+        return True, None
+    return built is not None, built.parent if built is not None else None
 
 
 def find_llama_server(env: Mapping[str, str]) -> Path | None:
@@ -74,6 +170,11 @@ def find_llama_server(env: Mapping[str, str]) -> Path | None:
     on_path = shutil.which("llama-server", path=env.get("PATH", os.defpath))
     if on_path:
         return Path(on_path)
+    return _newest_build(env)
+
+
+def _newest_build(env: Mapping[str, str]) -> Path | None:
+    """The newest llama-server scripts/build-llama-server built (numeric version order)."""
     root = env.get(CACHE_ENV, "").strip()
     cache = Path(root).expanduser() if root else _home(env) / ".cache" / "nodeau" / "llama.cpp"
     built = [p for p in cache.glob("*/build/bin/llama-server") if os.access(p, os.X_OK)]
@@ -133,41 +234,12 @@ def server_environment(base: Mapping[str, str], gpu_uuid: str | None) -> dict[st
     return env
 
 
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now (another process may take it before we bind)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def log_excerpt(path: Path, offset: int = 0) -> str:
-    """The telling lines of the log written since ``offset``, as one line.
-
-    llama-server tags lines with a level; where there are errors, the first two
-    (the cause) and the last three (the outcome) are kept, else the last five lines.
-    """
-    try:
-        with path.open("rb") as f:
-            f.seek(max(offset, f.seek(0, os.SEEK_END) - _TAIL_BYTES))
-            text = f.read().decode("utf-8", "replace")
-    except OSError as exc:
-        return f"(log {path} unreadable: {exc.strerror or exc})"
-    lines: list[tuple[str | None, str]] = []
-    for raw in text.splitlines():
-        line = " ".join(raw.split())
-        if not line or line.startswith("--- nodeau:"):
-            continue
-        match = _LOG_LINE.match(line)
-        lines.append((match[1], match[2]) if match else (None, line))
-    errors = [t for level, t in lines if level == "E" or (level is None and "error" in t.lower())]
-    chosen = list(dict.fromkeys(errors[:2] + errors[-3:])) if errors else [t for _, t in lines[-5:]]
-    excerpt = " | ".join(chosen) or "(the log is empty)"
-    return excerpt if len(excerpt) <= _EXCERPT_CHARS else excerpt[: _EXCERPT_CHARS - 3] + "..."
-
-
-class LlamaServerRuntime:
+class LlamaServerRuntime(ServerProcessRuntime):
     """ModelRuntime on llama.cpp's ``llama-server`` binary."""
+
+    server_name = "llama-server"
+    ready_path = "/health"  # 503 while loading, 200 when ready
+    bind_failure = "couldn't bind"
 
     def __init__(
         self,
@@ -176,176 +248,16 @@ class LlamaServerRuntime:
         inventory_memory: Callable[[int], int | None] | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        """``inventory_memory``: a card's bytes held by a pid (``GpuInventory.process_memory``)
-        on a GPU machine; None under simulated hardware. ``environ``: the environment the
-        server starts from (default: this process's, read at each start)."""
+        """``binary``: the llama-server to run; the rest as ``ServerProcessRuntime``."""
+        super().__init__(inventory_memory=inventory_memory, environ=environ)
         self._binary = binary
-        self._inventory_memory = inventory_memory
-        self._environ = environ
 
-    def start(self, spec: ServerSpec, ready_timeout_s: float) -> RunningServer:
+    def check(self, spec: ServerSpec) -> None:
         if not (self._binary.is_file() and os.access(self._binary, os.X_OK)):
             raise RuntimeFailure(f"{self._binary}: no llama-server executable there; {BUILD_HINT}")
-        if not spec.model_path.is_file():
-            raise RuntimeFailure(f"{spec.model_path}: no such model file")
-        deadline = time.monotonic() + ready_timeout_s
-        env = server_environment(
-            os.environ if self._environ is None else self._environ, spec.gpu_uuid
-        )
-        for attempt in range(1, _PORT_ATTEMPTS + 1):
-            port = free_port()
-            command = server_command(self._binary, spec, port)
-            offset = _begin_log(spec.log_path, command)
-            server = RunningServer(
-                pid=self._launch(command, spec.log_path, env),
-                port=port,
-                started_at=datetime.now(UTC),
-                command=command,
-            )
-            outcome = self._wait_ready(server, deadline)
-            if outcome == "ready":
-                return server
-            self._kill(server)
-            excerpt = log_excerpt(spec.log_path, offset)
-            if outcome == "exited" and _BIND_FAILURE in excerpt and attempt < _PORT_ATTEMPTS:
-                continue  # another process took the port between our probe and its bind
-            what = (
-                "exited while starting"
-                if outcome == "exited"
-                else f"was not ready within {ready_timeout_s:g} s"
-            )
-            raise RuntimeFailure(
-                f"llama-server for {spec.name} ({spec.model_path}) {what}: {excerpt}"
-                f" (log: {spec.log_path})"
-            )
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def alive(self, server: RunningServer) -> bool:
-        if sys.platform.startswith("linux"):
-            try:
-                raw = Path(f"/proc/{server.pid}/cmdline").read_bytes()
-            except OSError:
-                return False
-            # a zombie's command line is empty, so an ended server never matches
-            return tuple(os.fsdecode(a) for a in raw.split(b"\0")[:-1]) == server.command
-        try:
-            os.kill(server.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True  # it exists, owned by someone else
-        return True
+    def command(self, spec: ServerSpec, port: int) -> tuple[str, ...]:
+        return server_command(self._binary, spec, port)
 
-    def stop(self, server: RunningServer, grace_s: float) -> None:
-        if not self.alive(server):
-            return
-        self._signal(server, signal.SIGTERM)
-        if self._wait_gone(server, grace_s):
-            return
-        self._kill(server)
-
-    def memory(self, server: RunningServer) -> MemoryUse | None:
-        if not self.alive(server):
-            return None
-        if self._inventory_memory is not None:
-            held = self._inventory_memory(server.pid)
-            if held is not None:
-                return MemoryUse(bytes=held, source=SOURCE_NVML)
-        rss = _rss_bytes(server.pid)
-        if rss is None:
-            return None
-        source = SOURCE_RSS_SIMULATED if self._inventory_memory is None else SOURCE_RSS_UNLISTED
-        return MemoryUse(bytes=rss, source=source)
-
-    def _launch(self, command: tuple[str, ...], log_path: Path, env: Mapping[str, str]) -> int:
-        launcher = launcher_argv(log_path, command)
-        try:
-            done = subprocess.run(
-                launcher,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=_LAUNCH_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise RuntimeFailure(f"{self._binary}: cannot start llama-server: {exc}") from exc
-        out = done.stdout.decode("utf-8", "replace").strip()
-        if done.returncode != 0 or not out.isdigit():
-            said = out.removeprefix("error: ") or done.stderr.decode("utf-8", "replace").strip()
-            said = " ".join(said.split())[-_EXCERPT_CHARS:]
-            raise RuntimeFailure(f"{self._binary}: cannot start llama-server: {said}")
-        return int(out)
-
-    def _wait_ready(self, server: RunningServer, deadline: float) -> str:
-        """Poll GET /health (503 while loading, 200 when ready): "ready", "exited" or "timeout"."""
-        url = f"{server.base_url}/health"
-        with httpx.Client(trust_env=False) as client:
-            while True:
-                if not self.alive(server):
-                    return "exited"
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return "timeout"
-                try:
-                    answer = client.get(url, timeout=min(1.0, left))
-                    if answer.status_code == 200:
-                        return "ready"
-                except httpx.HTTPError:
-                    pass  # not listening yet, or still loading
-                time.sleep(max(min(_POLL_S, deadline - time.monotonic()), 0.0))
-
-    def _kill(self, server: RunningServer) -> None:
-        self._signal(server, signal.SIGKILL)
-        if not self._wait_gone(server, _KILL_WAIT_S):
-            raise RuntimeFailure(
-                f"llama-server (pid {server.pid}, port {server.port}) still runs after SIGKILL"
-            )
-
-    def _signal(self, server: RunningServer, sig: signal.Signals) -> None:
-        try:
-            if os.getpgid(server.pid) == server.pid:
-                os.killpg(server.pid, sig)  # its whole group: it leads a session of its own
-            else:
-                os.kill(server.pid, sig)
-        except ProcessLookupError:
-            pass  # already gone
-        except PermissionError as exc:
-            raise RuntimeFailure(
-                f"llama-server (pid {server.pid}, port {server.port}): no permission to stop it"
-            ) from exc
-
-    def _wait_gone(self, server: RunningServer, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while self.alive(server):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            time.sleep(min(_POLL_S / 2, left))
-        return True
-
-
-def _begin_log(path: Path, command: tuple[str, ...]) -> int:
-    """Append a header naming this start to the log; return where this start's lines begin."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("ab") as log:
-            offset = log.tell()
-            stamp = datetime.now(UTC).isoformat(timespec="seconds")
-            log.write(f"--- nodeau: {stamp} {shlex.join(command)}\n".encode())
-            return offset
-    except OSError as exc:
-        raise RuntimeFailure(f"{path}: cannot write the server log: {exc.strerror or exc}") from exc
-
-
-def _rss_bytes(pid: int) -> int | None:
-    """The resident set size from /proc/<pid>/status (Linux); None when gone or unreadable."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
-            value, unit = line.split()[1:3]
-            return int(value) * 1024 if unit == "kB" else None
-    return None  # a zombie has no resident set
+    def environment(self, base: Mapping[str, str], spec: ServerSpec) -> dict[str, str]:
+        return server_environment(base, spec.gpu_uuid)

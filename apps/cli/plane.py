@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from attrs import frozen
+from returns.result import Failure
 
 from nodeau.apps.cli import services
 from nodeau.apps.cli.bootstrap import utc_now
@@ -12,6 +14,9 @@ from nodeau.apps.cli.errors import SettingsError
 from nodeau.ports.hardware import GpuInventory
 from nodeau.ports.runtime import ModelRuntime
 from nodeau.ports.state import StateStore
+
+if TYPE_CHECKING:
+    from nodeau.adapters.llama_server import RuntimeChoice
 
 
 @frozen(kw_only=True)
@@ -21,18 +26,27 @@ class Plane:
     state: StateStore
 
     def runtime(self) -> ModelRuntime:
-        from nodeau.adapters.llama_server import LlamaServerRuntime, find_llama_server
+        from nodeau.adapters.llama_cpp_python import LlamaCppPythonRuntime
+        from nodeau.adapters.llama_server import LlamaServerRuntime, ModelServer
 
-        binary = find_llama_server(os.environ)
-        if binary is None:
-            raise SettingsError(
-                "no llama-server found: set NODEAU_LLAMA_SERVER, put llama-server on PATH, "
-                "or build one with scripts/build-llama-server"
-            )
+        choice = model_server()
         simulated = self.models.settings.simulated_gpus is not None
-        return LlamaServerRuntime(
-            binary, inventory_memory=None if simulated else self.inventory.process_memory
-        )
+        memory = None if simulated else self.inventory.process_memory
+        if choice.server is ModelServer.LLAMA_CPP_PYTHON:
+            return LlamaCppPythonRuntime(
+                choice.program, library=choice.library, inventory_memory=memory
+            )
+        return LlamaServerRuntime(choice.program, inventory_memory=memory)
+
+
+def model_server() -> RuntimeChoice:
+    """The model server this machine runs (``choose_runtime``'s order); none: a SettingsError."""
+    from nodeau.adapters.llama_server import choose_runtime
+
+    chosen = choose_runtime(os.environ)
+    if isinstance(chosen, Failure):
+        raise SettingsError(chosen.failure())
+    return chosen.unwrap()
 
 
 def inventory_for(machine: str, simulated: str | None) -> GpuInventory:

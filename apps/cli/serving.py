@@ -195,6 +195,7 @@ def environment(*, json: bool = False) -> int:
         return 0
     print(f"machine  {reading.machine}{' (SIMULATED hardware)' if reading.simulated else ''}")
     print(f"note     {reading.note}")
+    print(f"server   {server_line()}")
     rows = [
         (r.gpu.uuid, r.gpu.model, size(r.gpu.total_bytes), size(r.free_bytes), r.driver_version)
         for r in reading.gpus
@@ -202,6 +203,18 @@ def environment(*, json: bool = False) -> int:
     if rows:
         print(table(("GPU", "MODEL", "TOTAL", "FREE (READING)", "DRIVER"), rows))
     return 0
+
+
+def server_line() -> str:
+    """Which model server ``run`` would start, and why; or why there is none."""
+    from nodeau.apps.cli.errors import SettingsError
+    from nodeau.apps.cli.plane import model_server
+
+    try:
+        choice = model_server()
+    except SettingsError as exc:
+        return str(exc)
+    return f"{choice.server.value} ({choice.program}): {choice.reason}"
 
 
 @fleet_app.command(name="list")

@@ -1,4 +1,9 @@
-"""The llama-server runtime on the real llama.cpp ``llama-server``, serving tiny GGUF models.
+"""The model server runtimes on real servers, serving tiny GGUF models.
+
+Tests taking ``runtime`` are the ModelRuntime contract, run against both
+llama.cpp's ``llama-server`` and llama-cpp-python's server
+(tests/integration/test_llama_cpp_python_runtime.py has what only the latter
+does); tests taking ``llama_runtime`` are llama-server's own.
 
 The binary is found as the product finds it (``find_llama_server``); a machine
 without one fails these tests with how to build it, it never skips them. The
@@ -23,7 +28,7 @@ import httpx
 import pytest
 from gguf import GGUFValueType, Keys
 
-from nodeau.adapters import llama_server
+from nodeau.adapters import model_server_process
 from nodeau.adapters.llama_server import (
     SOURCE_NVML,
     SOURCE_RSS_SIMULATED,
@@ -33,9 +38,11 @@ from nodeau.adapters.llama_server import (
     server_command,
     server_environment,
 )
+from nodeau.adapters.model_server_process import ServerProcessRuntime
 from nodeau.domain.memory import CacheType, RuntimeConfig, kv_cells
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerSpec
+from tests.integration.test_llama_cpp_python_runtime import llama_cpp_python_runtime
 from tests.support.tiny_gguf import write_tiny_llama
 
 READY_S = 60.0  # generous: a tiny model is ready in well under a second
@@ -56,17 +63,26 @@ def binary() -> Path:
 
 
 @pytest.fixture
-def runtime(binary: Path) -> LlamaServerRuntime:
+def llama_runtime(binary: Path) -> LlamaServerRuntime:
     return LlamaServerRuntime(binary)
 
 
+@pytest.fixture(params=["llama-server", "llama-cpp-python"])
+def runtime(request: pytest.FixtureRequest) -> ServerProcessRuntime:
+    """Each runtime in turn: the contract every model server runtime keeps."""
+    if request.param == "llama-server":
+        return LlamaServerRuntime(request.getfixturevalue("binary"))
+    return llama_cpp_python_runtime()
+
+
 @pytest.fixture
-def servers(runtime: LlamaServerRuntime) -> Iterator[list[RunningServer]]:
-    """Servers a test started; whatever happens, none outlives the test."""
+def servers() -> Iterator[list[RunningServer]]:
+    """Servers a test started; whatever happens, none outlives the test (any runtime stops
+    any server: stopping needs only the pid and the command line)."""
     started: list[RunningServer] = []
     yield started
     for server in started:
-        runtime.stop(server, grace_s=2.0)
+        LlamaServerRuntime(Path("llama-server")).stop(server, grace_s=2.0)
 
 
 def tiny_model(tmp_path: Path, quant: str = "f32", **kwargs: object) -> Path:
@@ -208,8 +224,7 @@ def test_find_llama_server_prefers_the_setting_then_path_then_the_newest_build(
 @pytest.mark.parametrize("quant", ["q8_0", "f32"])
 def test_a_chat_server_starts_answers_reports_memory_and_stops(
     tmp_path: Path,
-    binary: Path,
-    runtime: LlamaServerRuntime,
+    runtime: ServerProcessRuntime,
     servers: list[RunningServer],
     quant: str,
 ) -> None:
@@ -217,12 +232,10 @@ def test_a_chat_server_starts_answers_reports_memory_and_stops(
     spec = spec_for(tmp_path, model, context_tokens=512)
     server = runtime.start(spec, READY_S)
     servers.append(server)
-    assert server.command[0] == str(binary)
-    assert f"--port {server.port}" in " ".join(server.command)
+    assert server.command == runtime.command(spec, server.port)
     assert isinstance(server.started_at, datetime) and server.started_at.tzinfo is not None
     assert runtime.alive(server)
     with client(server) as http:
-        assert http.get("/health").json() == {"status": "ok"}
         answer = http.post(
             "/v1/chat/completions",
             json={
@@ -239,10 +252,6 @@ def test_a_chat_server_starts_answers_reports_memory_and_stops(
         assert body["usage"]["completion_tokens"] >= 1
         models = http.get("/v1/models").json()
         assert [m["id"] for m in models["data"]] == ["tiny"]
-        # admission predicts the configuration the server really runs with
-        props = http.get("/props").json()
-        assert props["default_generation_settings"]["n_ctx"] == 512 == kv_cells(spec.config)
-        assert props["total_slots"] == 1
     used = runtime.memory(server)
     assert used is not None
     assert used.source == SOURCE_RSS_SIMULATED
@@ -263,7 +272,7 @@ def test_a_chat_server_starts_answers_reports_memory_and_stops(
 )
 def test_the_served_context_is_the_padded_configured_context(
     tmp_path: Path,
-    runtime: LlamaServerRuntime,
+    llama_runtime: LlamaServerRuntime,
     servers: list[RunningServer],
     context: int,
     parallel: int,
@@ -274,9 +283,10 @@ def test_the_served_context_is_the_padded_configured_context(
     spec = spec_for(
         tmp_path, tiny_model(tmp_path, context=4096), context_tokens=context, parallel=parallel
     )
-    server = runtime.start(spec, READY_S)
+    server = llama_runtime.start(spec, READY_S)
     servers.append(server)
     with client(server) as http:
+        assert http.get("/health").json() == {"status": "ok"}
         props = http.get("/props").json()
         slots = http.get("/slots").json()
     assert props["default_generation_settings"]["n_ctx"] == served == kv_cells(spec.config)
@@ -285,24 +295,38 @@ def test_the_served_context_is_the_padded_configured_context(
 
 
 def test_the_server_outlives_the_process_that_started_it(
-    tmp_path: Path, runtime: LlamaServerRuntime, servers: list[RunningServer], binary: Path
+    tmp_path: Path, runtime: ServerProcessRuntime, servers: list[RunningServer]
 ) -> None:
+    """A starter process starts the server as ``nodeau run`` does (the runtime the product
+    chooses, given the same setting) and exits; the server keeps serving."""
     model = tiny_model(tmp_path)
     starter = """
 import json, sys
 from pathlib import Path
-from nodeau.adapters.llama_server import LlamaServerRuntime
 from nodeau.domain.memory import RuntimeConfig
 from nodeau.ports.runtime import ServerSpec
-binary, model, log = sys.argv[1:4]
+model, log = sys.argv[1:3]
 spec = ServerSpec(name="tiny", model_path=Path(model), config=RuntimeConfig(context_tokens=256),
                   gpu_uuid=None, log_path=Path(log))
-s = LlamaServerRuntime(Path(binary)).start(spec, 60)
+from nodeau.adapters.llama_cpp_python import LlamaCppPythonRuntime
+from nodeau.adapters.llama_server import LlamaServerRuntime, ModelServer
+from nodeau.apps.cli.plane import model_server
+c = model_server()
+rt = (LlamaCppPythonRuntime(c.program, library=c.library)
+      if c.server is ModelServer.LLAMA_CPP_PYTHON else LlamaServerRuntime(c.program))
+s = rt.start(spec, 60)
 print(json.dumps({"pid": s.pid, "port": s.port, "at": s.started_at.isoformat(),
-                  "command": s.command}))
+                  "command": s.command, "server": c.server.value}))
 """
+    env = dict(os.environ)
+    if isinstance(runtime, LlamaServerRuntime):
+        env["NODEAU_LLAMA_SERVER"] = runtime.command(spec_for(tmp_path, model), 1)[0]
+    else:
+        env.pop("NODEAU_LLAMA_SERVER", None)
+        env["PATH"] = str(Path(sys.executable).parent)  # no llama-server on it
     done = subprocess.run(
-        [sys.executable, "-c", starter, str(binary), str(model), str(tmp_path / "s.log")],
+        [sys.executable, "-c", starter, str(model), str(tmp_path / "s.log")],
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -310,6 +334,8 @@ print(json.dumps({"pid": s.pid, "port": s.port, "at": s.started_at.isoformat(),
     )
     assert done.returncode == 0, done.stderr
     said = json.loads(done.stdout)
+    kind = "llama-server" if isinstance(runtime, LlamaServerRuntime) else "llama-cpp-python"
+    assert said["server"] == kind
     server = RunningServer(
         pid=said["pid"],
         port=said["port"],
@@ -319,13 +345,13 @@ print(json.dumps({"pid": s.pid, "port": s.port, "at": s.started_at.isoformat(),
     servers.append(server)
     assert runtime.alive(server)  # its starter has exited; the model keeps serving
     with client(server) as http:
-        assert http.get("/health").status_code == 200
+        assert http.get(runtime.ready_path).status_code == 200
     runtime.stop(server, grace_s=10.0)
     assert not runtime.alive(server)
 
 
 def test_an_embedding_server_answers_with_a_vector(
-    tmp_path: Path, runtime: LlamaServerRuntime, servers: list[RunningServer]
+    tmp_path: Path, runtime: ServerProcessRuntime, servers: list[RunningServer]
 ) -> None:
     # the model declares its pooling (mean), as converted embedding models do
     pooling = {Keys.LLM.POOLING_TYPE.format(arch="llama"): (1, GGUFValueType.UINT32)}
@@ -341,10 +367,12 @@ def test_an_embedding_server_answers_with_a_vector(
 
 
 def test_a_rerank_server_scores_documents(
-    tmp_path: Path, runtime: LlamaServerRuntime, servers: list[RunningServer]
+    tmp_path: Path, llama_runtime: LlamaServerRuntime, servers: list[RunningServer]
 ) -> None:
     model = tiny_model(tmp_path)
-    server = runtime.start(spec_for(tmp_path, model, name="rerank", task=Task.RERANK), READY_S)
+    server = llama_runtime.start(
+        spec_for(tmp_path, model, name="rerank", task=Task.RERANK), READY_S
+    )
     servers.append(server)
     with client(server) as http:
         answer = http.post(
@@ -357,8 +385,14 @@ def test_a_rerank_server_scores_documents(
 # -- failures ----------------------------------------------------------------------------------
 
 
+BAD_MODEL_SAYS = {
+    "llama-server": "invalid magic characters",
+    "llama-cpp-python's server": "Failed to load model from file",
+}
+
+
 def test_a_bad_model_file_fails_at_once_naming_the_problem(
-    tmp_path: Path, runtime: LlamaServerRuntime
+    tmp_path: Path, runtime: ServerProcessRuntime
 ) -> None:
     model = tmp_path / "bad.gguf"
     model.write_bytes(b"NOTGGUF!" + bytes(1000))
@@ -366,14 +400,14 @@ def test_a_bad_model_file_fails_at_once_naming_the_problem(
         runtime.start(spec_for(tmp_path, model, name="bad"), READY_S)
     message = str(caught.value)
     assert "\n" not in message
-    assert "llama-server for bad" in message and "exited while starting" in message
-    assert "invalid magic characters" in message and str(model) in message
+    assert f"{runtime.server_name} for bad" in message and "exited while starting" in message
+    assert BAD_MODEL_SAYS[runtime.server_name] in message and str(model) in message
     assert f"(log: {tmp_path / 'logs' / 'bad.log'})" in message
     assert live_servers_of(model) == []
 
 
 def test_a_missed_readiness_deadline_leaves_no_process(
-    tmp_path: Path, runtime: LlamaServerRuntime, servers: list[RunningServer]
+    tmp_path: Path, runtime: ServerProcessRuntime, servers: list[RunningServer]
 ) -> None:
     """The deadline passes before the first readiness check can be made."""
     model = tiny_model(tmp_path)
@@ -383,12 +417,13 @@ def test_a_missed_readiness_deadline_leaves_no_process(
     assert live_servers_of(model) == []
 
 
-def test_a_missing_model_or_binary_is_said_plainly(
-    tmp_path: Path, runtime: LlamaServerRuntime
-) -> None:
+def test_a_missing_model_is_said_plainly(tmp_path: Path, runtime: ServerProcessRuntime) -> None:
     missing = tmp_path / "absent.gguf"
     with pytest.raises(RuntimeFailure, match=f"^{missing}: no such model file$"):
         runtime.start(spec_for(tmp_path, missing), READY_S)
+
+
+def test_a_missing_binary_is_said_plainly(tmp_path: Path) -> None:
     nowhere = LlamaServerRuntime(tmp_path / "no-llama-server")
     with pytest.raises(RuntimeFailure, match="no llama-server executable there; build it"):
         nowhere.start(spec_for(tmp_path, tiny_model(tmp_path)), READY_S)
@@ -396,7 +431,7 @@ def test_a_missing_model_or_binary_is_said_plainly(
 
 def test_a_port_taken_before_the_server_binds_is_retried(
     tmp_path: Path,
-    runtime: LlamaServerRuntime,
+    runtime: ServerProcessRuntime,
     servers: list[RunningServer],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -405,17 +440,17 @@ def test_a_port_taken_before_the_server_binds_is_retried(
         taken.listen()
         busy = taken.getsockname()[1]
         ports = iter([busy])
-        real = llama_server.free_port
-        monkeypatch.setattr(llama_server, "free_port", lambda: next(ports, None) or real())
+        real = model_server_process.free_port
+        monkeypatch.setattr(model_server_process, "free_port", lambda: next(ports, None) or real())
         server = runtime.start(spec_for(tmp_path, tiny_model(tmp_path)), READY_S)
         servers.append(server)
     assert server.port != busy
-    assert "couldn't bind" in (tmp_path / "logs" / "tiny.log").read_text()
+    assert runtime.bind_failure in (tmp_path / "logs" / "tiny.log").read_text()
     assert runtime.alive(server)
 
 
 def test_stopping_without_grace_still_ends_the_server(
-    tmp_path: Path, runtime: LlamaServerRuntime, servers: list[RunningServer]
+    tmp_path: Path, runtime: ServerProcessRuntime, servers: list[RunningServer]
 ) -> None:
     server = runtime.start(spec_for(tmp_path, tiny_model(tmp_path)), READY_S)
     servers.append(server)
@@ -423,7 +458,7 @@ def test_stopping_without_grace_still_ends_the_server(
     assert not runtime.alive(server)
 
 
-def test_a_pid_running_something_else_is_not_the_server(runtime: LlamaServerRuntime) -> None:
+def test_a_pid_running_something_else_is_not_the_server(runtime: ServerProcessRuntime) -> None:
     impostor = RunningServer(
         pid=os.getpid(),
         port=1,
@@ -437,12 +472,17 @@ def test_a_pid_running_something_else_is_not_the_server(runtime: LlamaServerRunt
 
 
 def test_memory_comes_from_the_inventory_on_a_gpu_and_says_so(
-    tmp_path: Path, binary: Path, servers: list[RunningServer]
+    tmp_path: Path, runtime: ServerProcessRuntime, servers: list[RunningServer]
 ) -> None:
     """On a GPU machine ``inventory_memory`` is NVML's figure for the pid; where NVML lists
     nothing for it the RSS is reported, labelled as such and not as simulated hardware."""
     figures: dict[int, int | None] = {}
-    gpu_runtime = LlamaServerRuntime(binary, inventory_memory=figures.get)
+    gpu_runtime: ServerProcessRuntime = (
+        LlamaServerRuntime(Path(runtime.command(spec_for(tmp_path, tmp_path), 1)[0]),
+                           inventory_memory=figures.get)
+        if isinstance(runtime, LlamaServerRuntime)
+        else llama_cpp_python_runtime(inventory_memory=figures.get)
+    )  # fmt: skip
     server = gpu_runtime.start(spec_for(tmp_path, tiny_model(tmp_path)), READY_S)
     servers.append(server)
     figures[server.pid] = 123 * 1024 * 1024

@@ -1,0 +1,284 @@
+"""A model server as a real process: what every model server runtime shares.
+
+Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
+
+- The server must outlive the command that started it, and must never be
+  that command's child (a child that ends is a zombie until its parent reaps
+  it, and Python warns about children it never waited for). A short-lived
+  launcher (this Python, ``-I -S``) starts it in a new session, prints its pid
+  and exits; the server is then its own process group leader, re-parented to
+  init, and is stopped through its process group.
+- A pid is only this server while ``/proc/<pid>/cmdline`` is its command line
+  (on other systems: while the pid exists).
+- Readiness is one GET answering 200 before a deadline; a server that exits
+  because another process took its port first is started again on a new port.
+- Memory is NVML's figure for the pid on a GPU machine, else the resident set
+  size, labelled with how it was read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from nodeau.adapters.detached import launcher_argv
+from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
+
+HOST = "127.0.0.1"
+SOURCE_NVML = "nvml"
+SOURCE_RSS_SIMULATED = "rss, simulated hardware (CPU)"
+SOURCE_RSS_UNLISTED = "rss (NVML lists no memory for this process)"
+
+_PORT_ATTEMPTS = 3
+_POLL_S = 0.05
+_KILL_WAIT_S = 5.0
+_LAUNCH_TIMEOUT_S = 30.0
+_EXCERPT_CHARS = 800
+_TAIL_BYTES = 64 * 1024
+_LOG_LINE = re.compile(r"^\d+\.\d+\.\d+\.\d+ ([A-Z]) (.*)$")
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 right now (another process may take it before we bind)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def log_excerpt(path: Path, offset: int = 0) -> str:
+    """The telling lines of the log written since ``offset``, as one line.
+
+    llama-server tags lines with a level; other lines count as errors when they
+    say "error". Where there are errors, the first two (the cause) and the last
+    three (the outcome) are kept, else the last five lines.
+    """
+    try:
+        with path.open("rb") as f:
+            f.seek(max(offset, f.seek(0, os.SEEK_END) - _TAIL_BYTES))
+            text = f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"(log {path} unreadable: {exc.strerror or exc})"
+    lines: list[tuple[str | None, str]] = []
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if not line or line.startswith("--- nodeau:"):
+            continue
+        match = _LOG_LINE.match(line)
+        lines.append((match[1], match[2]) if match else (None, line))
+    errors = [t for level, t in lines if level == "E" or (level is None and "error" in t.lower())]
+    chosen = list(dict.fromkeys(errors[:2] + errors[-3:])) if errors else [t for _, t in lines[-5:]]
+    excerpt = " | ".join(chosen) or "(the log is empty)"
+    return excerpt if len(excerpt) <= _EXCERPT_CHARS else excerpt[: _EXCERPT_CHARS - 3] + "..."
+
+
+class ServerProcessRuntime(ABC):
+    """ModelRuntime for a server started as a detached process; subclasses say how to start it."""
+
+    #: the server's name in messages ("llama-server")
+    server_name: str
+    #: the GET that answers 200 once the model is loaded and the server listens
+    ready_path: str
+    #: what the log says when another process took the port first
+    bind_failure: str
+
+    def __init__(
+        self,
+        *,
+        inventory_memory: Callable[[int], int | None] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        """``inventory_memory``: a card's bytes held by a pid (``GpuInventory.process_memory``)
+        on a GPU machine; None under simulated hardware. ``environ``: the environment the
+        server starts from (default: this process's, read at each start)."""
+        self._inventory_memory = inventory_memory
+        self._environ = environ
+
+    @abstractmethod
+    def check(self, spec: ServerSpec) -> None:
+        """Raise RuntimeFailure when ``spec`` cannot be served at all (before any process)."""
+
+    @abstractmethod
+    def command(self, spec: ServerSpec, port: int) -> tuple[str, ...]:
+        """The exact command line that serves ``spec`` on ``port``."""
+
+    @abstractmethod
+    def environment(self, base: Mapping[str, str], spec: ServerSpec) -> dict[str, str]:
+        """The server's environment, made from ``base``."""
+
+    def start(self, spec: ServerSpec, ready_timeout_s: float) -> RunningServer:
+        self.check(spec)
+        if not spec.model_path.is_file():
+            raise RuntimeFailure(f"{spec.model_path}: no such model file")
+        deadline = time.monotonic() + ready_timeout_s
+        env = self.environment(os.environ if self._environ is None else self._environ, spec)
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            port = free_port()
+            command = self.command(spec, port)
+            offset = _begin_log(spec.log_path, command)
+            server = RunningServer(
+                pid=self._launch(command, spec.log_path, env),
+                port=port,
+                started_at=datetime.now(UTC),
+                command=command,
+            )
+            outcome = self._wait_ready(server, deadline)
+            if outcome == "ready":
+                return server
+            self._kill(server)
+            excerpt = log_excerpt(spec.log_path, offset)
+            if outcome == "exited" and self.bind_failure in excerpt and attempt < _PORT_ATTEMPTS:
+                continue  # another process took the port between our probe and its bind
+            what = (
+                "exited while starting"
+                if outcome == "exited"
+                else f"was not ready within {ready_timeout_s:g} s"
+            )
+            raise RuntimeFailure(
+                f"{self.server_name} for {spec.name} ({spec.model_path}) {what}: {excerpt}"
+                f" (log: {spec.log_path})"
+            )
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def alive(self, server: RunningServer) -> bool:
+        if sys.platform.startswith("linux"):
+            try:
+                raw = Path(f"/proc/{server.pid}/cmdline").read_bytes()
+            except OSError:
+                return False
+            # a zombie's command line is empty, so an ended server never matches
+            return tuple(os.fsdecode(a) for a in raw.split(b"\0")[:-1]) == server.command
+        try:
+            os.kill(server.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True  # it exists, owned by someone else
+        return True
+
+    def stop(self, server: RunningServer, grace_s: float) -> None:
+        if not self.alive(server):
+            return
+        self._signal(server, signal.SIGTERM)
+        if self._wait_gone(server, grace_s):
+            return
+        self._kill(server)
+
+    def memory(self, server: RunningServer) -> MemoryUse | None:
+        if not self.alive(server):
+            return None
+        if self._inventory_memory is not None:
+            held = self._inventory_memory(server.pid)
+            if held is not None:
+                return MemoryUse(bytes=held, source=SOURCE_NVML)
+        rss = _rss_bytes(server.pid)
+        if rss is None:
+            return None
+        source = SOURCE_RSS_SIMULATED if self._inventory_memory is None else SOURCE_RSS_UNLISTED
+        return MemoryUse(bytes=rss, source=source)
+
+    def _launch(self, command: tuple[str, ...], log_path: Path, env: Mapping[str, str]) -> int:
+        launcher = launcher_argv(log_path, command)
+        cannot = f"{command[0]}: cannot start {self.server_name}"
+        try:
+            done = subprocess.run(
+                launcher,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_LAUNCH_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise RuntimeFailure(f"{cannot}: {exc}") from exc
+        out = done.stdout.decode("utf-8", "replace").strip()
+        if done.returncode != 0 or not out.isdigit():
+            said = out.removeprefix("error: ") or done.stderr.decode("utf-8", "replace").strip()
+            raise RuntimeFailure(f"{cannot}: {' '.join(said.split())[-_EXCERPT_CHARS:]}")
+        return int(out)
+
+    def _wait_ready(self, server: RunningServer, deadline: float) -> str:
+        """Poll the readiness GET until it answers 200: "ready", "exited" or "timeout"."""
+        url = f"{server.base_url}{self.ready_path}"
+        with httpx.Client(trust_env=False) as client:
+            while True:
+                if not self.alive(server):
+                    return "exited"
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return "timeout"
+                try:
+                    if client.get(url, timeout=min(1.0, left)).status_code == 200:
+                        return "ready"
+                except httpx.HTTPError:
+                    pass  # not listening yet, or still loading
+                time.sleep(max(min(_POLL_S, deadline - time.monotonic()), 0.0))
+
+    def _kill(self, server: RunningServer) -> None:
+        self._signal(server, signal.SIGKILL)
+        if not self._wait_gone(server, _KILL_WAIT_S):
+            raise RuntimeFailure(
+                f"{self.server_name} (pid {server.pid}, port {server.port})"
+                " still runs after SIGKILL"
+            )
+
+    def _signal(self, server: RunningServer, sig: signal.Signals) -> None:
+        try:
+            if os.getpgid(server.pid) == server.pid:
+                os.killpg(server.pid, sig)  # its whole group: it leads a session of its own
+            else:
+                os.kill(server.pid, sig)
+        except ProcessLookupError:
+            pass  # already gone
+        except PermissionError as exc:
+            raise RuntimeFailure(
+                f"{self.server_name} (pid {server.pid}, port {server.port}): "
+                "no permission to stop it"
+            ) from exc
+
+    def _wait_gone(self, server: RunningServer, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while self.alive(server):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(_POLL_S / 2, left))
+        return True
+
+
+def _begin_log(path: Path, command: tuple[str, ...]) -> int:
+    """Append a header naming this start to the log; return where this start's lines begin."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab") as log:
+            offset = log.tell()
+            stamp = datetime.now(UTC).isoformat(timespec="seconds")
+            log.write(f"--- nodeau: {stamp} {shlex.join(command)}\n".encode())
+            return offset
+    except OSError as exc:
+        raise RuntimeFailure(f"{path}: cannot write the server log: {exc.strerror or exc}") from exc
+
+
+def _rss_bytes(pid: int) -> int | None:
+    """The resident set size from /proc/<pid>/status (Linux); None when gone or unreadable."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            value, unit = line.split()[1:3]
+            return int(value) * 1024 if unit == "kB" else None
+    return None  # a zombie has no resident set
