@@ -8,7 +8,10 @@ their values, paths as text, sets as sorted lists. Unknown keys are refused, nev
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
+import gzip
 import json
 from datetime import datetime, timedelta
 from fractions import Fraction
@@ -99,6 +102,22 @@ def loads(text: str, type_: type[T], what: str) -> T:
     except json.JSONDecodeError as exc:
         raise RecordError(f"{what} is not JSON: {exc.msg} at character {exc.pos}") from exc
     return from_plain(raw, type_, what)
+
+
+def pack(value: object, type_: Any) -> str:
+    """A domain value as gzip-compressed JSON in base64 text: for large records kept in
+    places every reader pays for (an admission weighs every card it assessed)."""
+    raw = json.dumps(to_plain(value, type_), separators=(",", ":")).encode()
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+
+
+def unpack(text: str, type_: type[T], what: str) -> T:
+    """A domain value back from ``pack``'s text; RecordError naming ``what`` if it is not one."""
+    try:
+        raw = gzip.decompress(base64.b64decode(text, validate=True))
+    except (binascii.Error, OSError, EOFError, ValueError) as exc:
+        raise RecordError(f"{what} is not packed JSON: {exc}") from exc
+    return loads(raw.decode("utf-8", errors="replace"), type_, what)
 
 
 def _first_problem(exc: BaseException) -> str:

@@ -35,7 +35,7 @@ def holds_other_card(current: WorkloadObject, admission: Admission) -> bool:
         return False
     if record_of(current).workload.state in FINISHED:
         return False
-    recorded = (current.status["admission"].get("placement") or {}).get("reservation")
+    recorded = current.status.get("reservation")
     return bool(recorded != to_plain(admission.placement.reservation, Reservation))
 
 

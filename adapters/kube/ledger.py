@@ -168,7 +168,7 @@ def leftovers(
 
 def _backs(found: WorkloadObject, reservation: Reservation) -> bool:
     status = found.status
-    admitted = (status.get("admission") or {}).get("placement", {}).get("reservation")
+    admitted = status.get("reservation") if "admission" in status else None
     state = (status.get("record") or {}).get("workload", {}).get("state")
     return (
         found.name == reservation.workload

@@ -26,8 +26,9 @@ from kubernetes.client.exceptions import ApiException
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors
-from nodeau.adapters.record_json import RecordError, from_plain, to_plain
+from nodeau.adapters.record_json import RecordError, from_plain, pack, to_plain
 from nodeau.domain.refusals import Refusal
+from nodeau.domain.reservations import Reservation
 from nodeau.domain.workloads import FINISHED, WorkloadKind, ps_sentence
 from nodeau.ports.state import Admission, StateError, UnknownWorkload, WorkloadRecord
 
@@ -227,7 +228,8 @@ def admitted_status(
     status = {k: v for k, v in current.status.items() if k != "refusal"}
     status.update(
         record_fields(admission.record, now),
-        admission=to_plain(admission, Admission),
+        admission=pack(admission, Admission),
+        reservation=to_plain(reservation, Reservation),
         reservedBytes=reservation.bytes,
         source=admission.admitted.prediction_for(card.gpu_model).source.value,
         decidedBy=identity,

@@ -73,7 +73,7 @@ from nodeau.adapters.kube.objects import (
     with_conditions,
     write_status,
 )
-from nodeau.adapters.record_json import RecordError, from_plain
+from nodeau.adapters.record_json import RecordError, unpack
 from nodeau.adapters.sqlite_state import (
     admitted_ledger,
     admitted_text,
@@ -93,7 +93,9 @@ from nodeau.ports.state import (
     WorkloadRecord,
 )
 
-STORE_OWNED = frozenset({"record", "admission"})  # written by admit, update and release only
+STORE_OWNED = frozenset(
+    {"record", "admission", "reservation"}
+)  # written by admit, update and release only
 
 
 class KubeStateStore:
@@ -192,7 +194,7 @@ class KubeStateStore:
         if found is None or "admission" not in found.status:
             raise UnknownWorkload(f"no workload called {name} in {r.NAMESPACE}")
         try:
-            return from_plain(found.status["admission"], Admission, f"the admission of {name}")
+            return unpack(found.status["admission"], Admission, f"the admission of {name}")
         except RecordError as exc:
             raise StateError(f"{found.title}: {exc}") from exc
 

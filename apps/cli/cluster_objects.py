@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.record_json import RecordError, from_plain
+from nodeau.adapters.record_json import RecordError, from_plain, unpack
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.state import Admission, StateError, UnknownWorkload, WorkloadRecord
 
@@ -111,9 +111,9 @@ def admission_of(obj: dict[str, Any]) -> Admission:
     """The admission in status, as ``service explain`` and ``placement explain`` read it."""
     name = obj["metadata"]["name"]
     held = status(obj)
-    raw = held.get("admission")
-    if raw:
-        return from_plain(raw, Admission, f"{name}'s recorded admission")
+    packed = held.get("admission")
+    if isinstance(packed, str) and packed:
+        return unpack(packed, Admission, f"{name}'s recorded admission")
     refusal = held.get("refusal")
     if isinstance(refusal, dict):
         raise NotDecided(

@@ -27,12 +27,12 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.health_store import read_health
 from nodeau.adapters.kube.report_form import MachineReport
 from nodeau.adapters.kube.reports import publish_report, read_reports
-from nodeau.adapters.record_json import to_plain
+from nodeau.adapters.record_json import pack, to_plain
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.domain.health import Health
 from nodeau.domain.placement import Policy, SchedulingSettings
-from nodeau.domain.reservations import Ledger
+from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.scheduling import change_fleet_policy, drain, set_machine_policy, undrain
 from nodeau.ports.state import Admission, Snapshot, WorkloadRecord
 from tests.support.admissions import decider, fleet_of
@@ -385,7 +385,8 @@ def test_run_admitted_then_ps_explain_and_stop_read_the_cluster(
             "gpuUUID": record.workload.gpu_uuid,
             "reservedBytes": admission.placement.reservation.bytes, "source": "estimated",
             "endpoint": "http://10.1.2.3:8080/v1", "decidedBy": "test",
-            "record": to_plain(record, WorkloadRecord), "admission": to_plain(admission, Admission),
+            "record": to_plain(record, WorkloadRecord), "admission": pack(admission, Admission),
+            "reservation": to_plain(admission.placement.reservation, Reservation),
             "conditions": [condition("Admitted", True, "Admitted", "fits")],
         },
     )  # fmt: skip

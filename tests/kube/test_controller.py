@@ -17,8 +17,11 @@ from nodeau.adapters.kube.health_store import read_health
 from nodeau.adapters.kube.marks import drain, set_policy
 from nodeau.adapters.kube.pods import list_pods, read_pod
 from nodeau.adapters.kube.reports import publish_report
+from nodeau.adapters.record_json import to_plain, unpack
 from nodeau.domain.health import Health
 from nodeau.domain.placement import Policy
+from nodeau.domain.reservations import Reservation
+from nodeau.ports.state import Admission
 from tests.support.kube_controller import (
     add_machine,
     condition,
@@ -62,9 +65,10 @@ def test_a_service_is_admitted_placed_on_its_card_and_serves(fresh_fleet: Any) -
     assert st["endpoint"] == f"http://{pod.status.pod_ip}:{r.SERVER_PORT}/v1"
     for kind in ("Admitted", "Placed", "Ready"):
         assert condition(st, kind)["status"] == "True", kind
-    placement = st["admission"]["placement"]
-    assert (placement["machine"], placement["gpu_uuid"]) == ("m1", gpu_uuid("m1", 0))
-    assert st["reservedBytes"] == placement["reservation"]["bytes"]
+    placement = admission_in(st).placement
+    assert (placement.machine, placement.gpu_uuid) == ("m1", gpu_uuid("m1", 0))
+    assert st["reservedBytes"] == placement.reservation.bytes
+    assert st["reservation"] == to_plain(placement.reservation, Reservation)
     assert [(x.workload, x.gpu_uuid) for x in ledger(api)] == [("chat", gpu_uuid("m1", 0))]
     assert {"Admitted", "Placed", "Started", "Serving"} <= event_reasons(api, "chat")
     assert r.FINALIZER in get(api, "chat")["metadata"]["finalizers"]  # type: ignore[index]
@@ -116,11 +120,16 @@ def test_a_drained_machine_is_never_chosen_and_its_workload_is_untouched(fresh_f
     create(api, "second", "qwen")
     settle(ctl, lambda: serving(api, "second"), "second serving")
     assert status(api, "second")["machine"] == "m2"  # pack would have chosen m1
-    excluded = status(api, "second")["admission"]["placement"]["excluded"]
-    assert ["m1", "drained"] in excluded
+    excluded = admission_in(status(api, "second")).placement.excluded
+    assert ("m1", "drained") in excluded
     after = client.CoreV1Api(api).read_namespaced_pod("service-first", r.NAMESPACE)
     assert (after.metadata.uid, after.spec.node_name) == (before.metadata.uid, "m1")
     assert (status(api, "first")["state"], status(api, "first")["machine"]) == ("serving", "m1")
+
+
+def admission_in(st: dict[str, Any]) -> Admission:
+    """The admission a status records (packed: it weighs every card assessed)."""
+    return unpack(st["admission"], Admission, "the recorded admission")
 
 
 def test_a_per_machine_policy_changes_new_placements_only(fresh_fleet: Any) -> None:
@@ -137,7 +146,7 @@ def test_a_per_machine_policy_changes_new_placements_only(fresh_fleet: Any) -> N
     create(api, "b", "qwen")
     settle(ctl, lambda: serving(api, "b"), "b serving")
     assert status(api, "b")["machine"] == "m2"  # fleet-wide pack would have chosen m1
-    assert status(api, "b")["admission"]["placement"]["policy"] == "spread"
+    assert admission_in(status(api, "b")).placement.policy is Policy.SPREAD
     assert status(api, "a")["machine"] == "m1"
     assert client.CoreV1Api(api).read_namespaced_pod("service-a", r.NAMESPACE).metadata.uid == pod_a
 
