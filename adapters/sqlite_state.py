@@ -35,11 +35,16 @@ from returns.pipeline import is_successful
 from returns.result import Result
 
 from nodeau.adapters.record_json import converter, dumps
-from nodeau.domain.admission import Admitted, gib
-from nodeau.domain.hardware import Fleet, Gpu, Machine
+from nodeau.domain.recording import (
+    Conflict,
+    admitted_ledger,
+    admitted_text,
+    check_release,
+    check_update,
+    released_text,
+)
 from nodeau.domain.refusals import Refusal
-from nodeau.domain.reservations import Ledger, Reservation, over_committed
-from nodeau.domain.workloads import holds_gpu
+from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.ports.state import (
     Admission,
     Event,
@@ -77,101 +82,6 @@ def _dumps(value: object, type_: Any) -> str:
     return dumps(value, type_)
 
 
-# The rules every StateStore keeps (the in-memory fake applies the same ones).
-
-
-def _assessed_fleet(admitted: Admitted) -> Fleet:
-    """The cards the decision weighed, as a fleet ``over_committed`` can check against."""
-    machines: dict[str, list[Gpu]] = {}
-    for c in admitted.cards:
-        gpu = Gpu(uuid=c.gpu_uuid, model=c.gpu_model, total_bytes=c.total_bytes)
-        machines.setdefault(c.machine, []).append(gpu)
-    return Fleet(machines=tuple(Machine(name=m, gpus=tuple(g)) for m, g in machines.items()))
-
-
-def admitted_ledger(snapshot: Snapshot, admission: Admission) -> Ledger:
-    """The ledger once this admission is recorded; raises if it must not be recorded.
-
-    ValueError: the admission contradicts itself (a programming error).
-    StateError: recording it would break the state (a name in use, a card over-committed).
-    """
-    workload = admission.record.workload
-    reservation = admission.placement.reservation
-    name = workload.name
-    names = {
-        admission.admitted.request.workload,
-        admission.placement.workload,
-        reservation.workload,
-    }
-    if names != {name}:
-        raise ValueError(f"an admission names more than one workload: {sorted(names | {name})}")
-    if (workload.machine, workload.gpu_uuid) != (reservation.machine, reservation.gpu_uuid):
-        raise ValueError(
-            f"workload {name} is on {workload.gpu_uuid} ({workload.machine}) but its "
-            f"reservation is for {reservation.gpu_uuid} ({reservation.machine})"
-        )
-    if not holds_gpu(workload.state):
-        raise ValueError(f"an admitted workload holds its card; {name} is {workload.state.value}")
-    fleet = _assessed_fleet(admission.admitted)
-    if fleet.locate(reservation.gpu_uuid) is None:
-        raise ValueError(
-            f"{name} reserves {reservation.gpu_uuid}, a card its admission never assessed"
-        )
-    existing = snapshot.named(name)
-    if existing is not None and holds_gpu(existing.workload.state):
-        raise StateError(f"a workload called {name} already exists")
-    after = Ledger(reservations=(*snapshot.ledger.reservations, reservation))
-    bad = over_committed(after, fleet)
-    if bad:
-        raise StateError(
-            f"admitting {name} would over-commit {', '.join(bad)}; nothing was recorded"
-        )
-    return after
-
-
-def check_update(before: WorkloadRecord, after: WorkloadRecord) -> None:
-    """An update keeps the workload's name and card, and whether it holds the card."""
-    _check_same_workload(before, after)
-    if holds_gpu(before.workload.state) != holds_gpu(after.workload.state):
-        raise ValueError(
-            f"{before.workload.name} cannot go from {before.workload.state.value} to "
-            f"{after.workload.state.value} by an update: release frees a card, admission takes one"
-        )
-
-
-def check_release(before: WorkloadRecord, after: WorkloadRecord) -> None:
-    """A release keeps the workload's name and card and leaves it in a finished state."""
-    _check_same_workload(before, after)
-    if holds_gpu(after.workload.state):
-        raise ValueError(
-            f"releasing {before.workload.name} needs a finished state, "
-            f"not {after.workload.state.value}"
-        )
-
-
-def _check_same_workload(before: WorkloadRecord, after: WorkloadRecord) -> None:
-    b, a = before.workload, after.workload
-    if (a.name, a.machine, a.gpu_uuid) != (b.name, b.machine, b.gpu_uuid):
-        raise ValueError(
-            f"a change to {b.name} on {b.gpu_uuid} ({b.machine}) may not make it "
-            f"{a.name} on {a.gpu_uuid} ({a.machine})"
-        )
-
-
-def admitted_text(admission: Admission) -> str:
-    """The event an admission writes."""
-    r = admission.placement.reservation
-    return f"admitted onto {r.gpu_uuid} on {r.machine}, reserving {gib(r.bytes)}"
-
-
-def released_text(record: WorkloadRecord, reservation: Reservation) -> str:
-    """The event a release writes."""
-    return (
-        f"{record.workload.state.value}; {reservation.gpu_uuid} on {reservation.machine} "
-        f"is free again ({gib(reservation.bytes)} released)"
-    )
-
-
 class SqliteStateStore:
     """``StateStore`` kept in one SQLite file (WAL), shared by every process of the plane."""
 
@@ -199,7 +109,8 @@ class SqliteStateStore:
                 db.execute("ROLLBACK")  # a refusal records nothing
                 return outcome
             admission = outcome.unwrap()
-            admitted_ledger(snapshot, admission)
+            if isinstance(conflict := admitted_ledger(snapshot, admission), Conflict):
+                raise StateError(conflict.sentence)
             record, reservation = admission.record, admission.placement.reservation
             name = record.workload.name
             db.execute(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from nodeau.domain.hardware import MachineReading
+from nodeau.ports.errors import NodeauError
 
 
-class HardwareError(Exception):
+class HardwareError(NodeauError):
     """The hardware could not be read; ``str()`` is one line for a person."""
 
 

@@ -18,9 +18,10 @@ from nodeau.domain.artifacts import ArtifactFile, Sha256
 from nodeau.domain.cache import CachedFile
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.model_info import ModelSummary
+from nodeau.ports.errors import NodeauError
 
 
-class ModelError(Exception):
+class ModelError(NodeauError):
     """Base of the model side's expected failures; ``str()`` is one line for a person."""
 
 

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from attrs import frozen
 
 from nodeau.domain.memory import RuntimeConfig
+from nodeau.domain.records import RunningServer
+from nodeau.ports.errors import NodeauError
+
+__all__ = ["MemoryUse", "ModelRuntime", "RunningServer", "RuntimeFailure", "ServerSpec"]
 
 
-class RuntimeFailure(Exception):
+class RuntimeFailure(NodeauError):
     """The model server could not be started, reached or stopped; one line for a person."""
 
 
@@ -24,20 +27,6 @@ class ServerSpec:
     config: RuntimeConfig
     gpu_uuid: str | None  # None: no card (simulated hardware), the model runs on the CPU
     log_path: Path
-
-
-@frozen(kw_only=True)
-class RunningServer:
-    """A started model server: enough to reach it, check it and stop it later, from any process."""
-
-    pid: int
-    port: int
-    started_at: datetime
-    command: tuple[str, ...]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
 
 @frozen(kw_only=True)

@@ -9,70 +9,33 @@ reservation.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Protocol, TypeVar
 
-from attrs import frozen
 from returns.result import Result
 
-from nodeau.domain.admission import Admitted
-from nodeau.domain.memory import RuntimeConfig
-from nodeau.domain.placement import Placement
+from nodeau.domain.records import Admission, Event, Snapshot, WorkloadRecord
 from nodeau.domain.refusals import Refusal
-from nodeau.domain.reservations import Ledger
-from nodeau.domain.workloads import Workload
-from nodeau.ports.runtime import RunningServer
+from nodeau.ports.errors import NodeauError
 
 T = TypeVar("T")
 
+__all__ = [
+    "Admission",
+    "Event",
+    "Snapshot",
+    "StateError",
+    "StateStore",
+    "UnknownWorkload",
+    "WorkloadRecord",
+]
 
-class StateError(Exception):
+
+class StateError(NodeauError):
     """The state could not be read or written; one line for a person."""
 
 
 class UnknownWorkload(StateError):
     """No workload by that name."""
-
-
-@frozen(kw_only=True)
-class WorkloadRecord:
-    """A workload as the plane keeps it: the domain value plus how it is served."""
-
-    workload: Workload
-    config: RuntimeConfig
-    model_path: str
-    endpoint_port: int | None = None  # fixed once chosen: the address survives restarts
-    server: RunningServer | None = None
-
-
-@frozen(kw_only=True)
-class Admission:
-    """What one admission decided and recorded: the arithmetic and the placement."""
-
-    record: WorkloadRecord
-    admitted: Admitted
-    placement: Placement
-    decided_at: datetime
-
-
-@frozen(kw_only=True)
-class Snapshot:
-    """The plane's state at one moment, as a decision reads it."""
-
-    ledger: Ledger
-    workloads: tuple[WorkloadRecord, ...]
-
-    def named(self, name: str) -> WorkloadRecord | None:
-        return next((w for w in self.workloads if w.workload.name == name), None)
-
-
-@frozen(kw_only=True)
-class Event:
-    """Something that happened to a workload, for ``nodeau ps`` history and audits."""
-
-    at: datetime
-    workload: str
-    text: str
 
 
 class StateStore(Protocol):

@@ -29,7 +29,7 @@ Decisions recorded here:
   between leaves a record that a second release finishes, never a card held by
   nobody.
 * Workloads come back sorted by name; the rules on what may be recorded are the
-  SQLite store's own (``admitted_ledger``, ``check_update``, ``check_release``).
+  domain's (``nodeau.domain.recording``).
 """
 
 from __future__ import annotations
@@ -74,7 +74,10 @@ from nodeau.adapters.kube.objects import (
     write_status,
 )
 from nodeau.adapters.record_json import RecordError, unpack
-from nodeau.adapters.sqlite_state import (
+from nodeau.domain.recording import (
+    Conflict as RecordingConflict,
+)
+from nodeau.domain.recording import (
     admitted_ledger,
     admitted_text,
     check_release,
@@ -134,6 +137,8 @@ class KubeStateStore:
             records = (record_of(own),) if own is not None and "record" in own.status else ()
             before = Snapshot(ledger=Ledger(reservations=kept), workloads=records)
             after = admitted_ledger(before, admission)
+            if isinstance(after, RecordingConflict):
+                raise StateError(after.sentence)
             claims = {**ledger.claims, name: Claim(by=self._identity, at=now)}
             try:
                 write_ledger(self._api, after.reservations, ledger.version, claims)

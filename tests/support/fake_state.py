@@ -1,7 +1,7 @@
 """An in-memory StateStore, checked by the same contract suite as SQLite's.
 
 One lock around reading, deciding and recording stands for SQLite's write
-transaction; the rules on what may be recorded are the adapter's own
+transaction; the rules on what may be recorded are the domain's (``nodeau.domain.recording``:
 (``admitted_ledger``, ``check_update``, ``check_release``), so the two cannot drift.
 """
 
@@ -14,7 +14,8 @@ from datetime import datetime
 from returns.pipeline import is_successful
 from returns.result import Result
 
-from nodeau.adapters.sqlite_state import (
+from nodeau.domain.recording import (
+    Conflict,
     admitted_ledger,
     admitted_text,
     check_release,
@@ -27,6 +28,7 @@ from nodeau.ports.state import (
     Admission,
     Event,
     Snapshot,
+    StateError,
     UnknownWorkload,
     WorkloadRecord,
 )
@@ -56,7 +58,8 @@ class FakeStateStore:
             if not is_successful(outcome):
                 return outcome
             admission = outcome.unwrap()
-            admitted_ledger(snapshot, admission)
+            if isinstance(conflict := admitted_ledger(snapshot, admission), Conflict):
+                raise StateError(conflict.sentence)
             name = admission.record.workload.name
             self._records[name] = admission.record
             self._reservations[name] = admission.placement.reservation

@@ -1,0 +1,121 @@
+"""What a plane may record: the ledger-write rules every ``StateStore`` keeps.
+
+SQLite on one machine, the cluster's ledger on a fleet and the in-memory fake
+all ask these functions before they write, so no store can record what
+another would refuse. Decisions recorded here:
+
+* An admission is recorded through ``reservations.reserve``: a card already
+  held, or too small for the reservation, is a conflict (another decision
+  recorded first), never an over-commit.
+* A workload's name is taken while its workload holds a card.
+* The over-commit check needs the cards; a store knows none, so it uses the
+  cards the decision itself assessed (``Admitted.cards``).
+* An admission that contradicts itself (two names, a card it never assessed,
+  a state that holds no card) is a programming error: ``ValueError``.
+* An update keeps name, card and whether the card is held; a release keeps
+  name and card and ends in a finished state. Anything else is a programming
+  error too.
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+from returns.result import Failure, Success
+
+from nodeau.domain.admission import gib
+from nodeau.domain.hardware import Gpu
+from nodeau.domain.records import Admission, Snapshot, WorkloadRecord
+from nodeau.domain.refusals import Refusal
+from nodeau.domain.reservations import Ledger, Reservation, reserve
+from nodeau.domain.workloads import holds_gpu
+
+
+@frozen(kw_only=True)
+class Conflict:
+    """Recording this would break the state: another decision was recorded first."""
+
+    sentence: str
+
+
+def admitted_ledger(snapshot: Snapshot, admission: Admission) -> Ledger | Conflict:
+    """The ledger once this admission is recorded, or why it must not be recorded."""
+    workload = admission.record.workload
+    reservation = admission.placement.reservation
+    name = workload.name
+    names = {
+        admission.admitted.request.workload,
+        admission.placement.workload,
+        reservation.workload,
+    }
+    if names != {name}:
+        raise ValueError(f"an admission names more than one workload: {sorted(names | {name})}")
+    if (workload.machine, workload.gpu_uuid) != (reservation.machine, reservation.gpu_uuid):
+        raise ValueError(
+            f"workload {name} is on {workload.gpu_uuid} ({workload.machine}) but its "
+            f"reservation is for {reservation.gpu_uuid} ({reservation.machine})"
+        )
+    if not holds_gpu(workload.state):
+        raise ValueError(f"an admitted workload holds its card; {name} is {workload.state.value}")
+    card = next((c for c in admission.admitted.cards if c.gpu_uuid == reservation.gpu_uuid), None)
+    if card is None or card.machine != reservation.machine:
+        raise ValueError(
+            f"{name} reserves {reservation.gpu_uuid}, a card its admission never assessed"
+        )
+    existing = snapshot.named(name)
+    if existing is not None and holds_gpu(existing.workload.state):
+        return Conflict(sentence=f"a workload called {name} already exists")
+    if snapshot.ledger.of_workload(name) is not None:
+        return Conflict(sentence=f"{name} already holds a reservation; nothing was recorded")
+    gpu = Gpu(uuid=card.gpu_uuid, model=card.gpu_model, total_bytes=card.total_bytes)
+    match reserve(snapshot.ledger, reservation, gpu):
+        case Success(Ledger() as after):
+            return after
+        case Failure(Refusal() as refusal):
+            return Conflict(
+                sentence=f"admitting {name} would over-commit {reservation.gpu_uuid}; "
+                f"nothing was recorded ({refusal.sentence})"
+            )
+    raise AssertionError("reserve returns a Result")  # pragma: no cover
+
+
+def check_update(before: WorkloadRecord, after: WorkloadRecord) -> None:
+    """An update keeps the workload's name and card, and whether it holds the card."""
+    _check_same_workload(before, after)
+    if holds_gpu(before.workload.state) != holds_gpu(after.workload.state):
+        raise ValueError(
+            f"{before.workload.name} cannot go from {before.workload.state.value} to "
+            f"{after.workload.state.value} by an update: release frees a card, admission takes one"
+        )
+
+
+def check_release(before: WorkloadRecord, after: WorkloadRecord) -> None:
+    """A release keeps the workload's name and card and leaves it in a finished state."""
+    _check_same_workload(before, after)
+    if holds_gpu(after.workload.state):
+        raise ValueError(
+            f"releasing {before.workload.name} needs a finished state, "
+            f"not {after.workload.state.value}"
+        )
+
+
+def _check_same_workload(before: WorkloadRecord, after: WorkloadRecord) -> None:
+    b, a = before.workload, after.workload
+    if (a.name, a.machine, a.gpu_uuid) != (b.name, b.machine, b.gpu_uuid):
+        raise ValueError(
+            f"a change to {b.name} on {b.gpu_uuid} ({b.machine}) may not make it "
+            f"{a.name} on {a.gpu_uuid} ({a.machine})"
+        )
+
+
+def admitted_text(admission: Admission) -> str:
+    """The event an admission writes."""
+    r = admission.placement.reservation
+    return f"admitted onto {r.gpu_uuid} on {r.machine}, reserving {gib(r.bytes)}"
+
+
+def released_text(record: WorkloadRecord, reservation: Reservation) -> str:
+    """The event a release writes."""
+    return (
+        f"{record.workload.state.value}; {reservation.gpu_uuid} on {reservation.machine} "
+        f"is free again ({gib(reservation.bytes)} released)"
+    )

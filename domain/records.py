@@ -1,0 +1,73 @@
+"""What a plane records about a workload: its record, its admission, the state a decision reads.
+
+These are values every plane keeps in the same form (SQLite on one machine,
+object status in a cluster); the rules on what may be recorded are in
+``nodeau.domain.recording``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from attrs import frozen
+
+from nodeau.domain.admission import Admitted
+from nodeau.domain.memory import RuntimeConfig
+from nodeau.domain.placement import Placement
+from nodeau.domain.reservations import Ledger
+from nodeau.domain.workloads import Workload
+
+
+@frozen(kw_only=True)
+class RunningServer:
+    """A started model server: enough to reach it, check it and stop it later, from any process."""
+
+    pid: int
+    port: int
+    started_at: datetime
+    command: tuple[str, ...]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@frozen(kw_only=True)
+class WorkloadRecord:
+    """A workload as the plane keeps it: the domain value plus how it is served."""
+
+    workload: Workload
+    config: RuntimeConfig
+    model_path: str
+    endpoint_port: int | None = None  # fixed once chosen: the address survives restarts
+    server: RunningServer | None = None
+
+
+@frozen(kw_only=True)
+class Admission:
+    """What one admission decided and recorded: the arithmetic and the placement."""
+
+    record: WorkloadRecord
+    admitted: Admitted
+    placement: Placement
+    decided_at: datetime
+
+
+@frozen(kw_only=True)
+class Snapshot:
+    """The plane's state at one moment, as a decision reads it."""
+
+    ledger: Ledger
+    workloads: tuple[WorkloadRecord, ...]
+
+    def named(self, name: str) -> WorkloadRecord | None:
+        return next((w for w in self.workloads if w.workload.name == name), None)
+
+
+@frozen(kw_only=True)
+class Event:
+    """Something that happened to a workload, for ``nodeau ps`` history and audits."""
+
+    at: datetime
+    workload: str
+    text: str
