@@ -26,6 +26,7 @@ from nodeau.domain.cache import CachedFile
 from nodeau.domain.catalog import Catalog, CatalogEntry, find_entry
 from nodeau.domain.memory import Allowances
 from nodeau.domain.model_info import ModelInfo, ModelSummary, model_info
+from nodeau.domain.resolution import Known, Resolution, Unresolved, display_name, resolve_name
 from nodeau.ports.models import (
     DiskReserveError,
     FetchProgress,
@@ -36,8 +37,6 @@ from nodeau.ports.models import (
     Publisher,
 )
 from nodeau.ports.registry import ArtifactRegistry
-
-MIN_PREFIX = 6
 
 
 class UnknownModel(ModelError):
@@ -157,6 +156,20 @@ class Resolved:
 
     artifact: Artifact
     names: tuple[str, ...]
+    asked: str | None = None
+
+    @property
+    def display_name(self) -> str:
+        """The name a person reads (the domain's ``display_name``)."""
+        return display_name(self.asked, self.names, self.artifact.id.hex)
+
+
+def known_here(book: AliasBook, catalog: Catalog) -> dict[Sha256, Artifact]:
+    """Every artifact this machine knows: the catalog's and the registry's."""
+    return {
+        **{e.entry.artifact().id: e.entry.artifact() for e in catalog.entries},
+        **book.artifacts,
+    }
 
 
 def model_names(artifact: Artifact, book: AliasBook, catalog: Catalog) -> tuple[str, ...]:
@@ -167,33 +180,17 @@ def model_names(artifact: Artifact, book: AliasBook, catalog: Catalog) -> tuple[
 
 
 def resolve_model(text: str, book: AliasBook, catalog: Catalog) -> Resolved:
-    """An alias, a catalog name, an artifact id, or a unique id prefix of six or more digits."""
-    known = {
-        **{e.entry.artifact().id: e.entry.artifact() for e in catalog.entries},
-        **book.artifacts,
-    }
-    current = book.resolve(text)
-    if current is not None:
-        artifact = known[current]
-    elif (entry := next((e for e in catalog.entries if e.name == text), None)) is not None:
-        artifact = entry.entry.artifact()
-    else:
-        artifact = _by_prefix(text, known)
-    return Resolved(artifact=artifact, names=model_names(artifact, book, catalog))
-
-
-def _by_prefix(text: str, known: dict[Sha256, Artifact]) -> Artifact:
-    prefix = text.lower().removeprefix("sha256:")
-    matches = [
-        a for i, a in known.items() if len(prefix) >= MIN_PREFIX and i.hex.startswith(prefix)
+    """An alias, a catalog name, an artifact id, or a unique id prefix (``resolve_name``)."""
+    known = known_here(book, catalog)
+    candidates = [
+        Known(artifact_id=i.hex, names=model_names(a, book, catalog)) for i, a in known.items()
     ]
-    if len(matches) == 1:
-        return matches[0]
-    if len(matches) > 1:
-        raise UnknownModel(f"{text}: matches {len(matches)} artifacts; type more of the id")
-    raise UnknownModel(
-        f"{text}: no alias, catalog model or artifact id (at least {MIN_PREFIX} hex digits) matches"
-    )
+    match resolve_name(text, candidates):
+        case Resolution() as found:
+            artifact = next(a for i, a in known.items() if i.hex == found.artifact_id)
+            return Resolved(artifact=artifact, names=found.names, asked=text)
+        case Unresolved() as missed:
+            raise UnknownModel(missed.sentence)
 
 
 def verify_model(resolved: Resolved, store: ModelStore) -> tuple[CachedFile, ...]:
@@ -214,7 +211,7 @@ def describe_model(
     path = store.verified_path(first.sha256)
     if path is None:
         raise ModelError(
-            f"{resolved.names[0] if resolved.names else resolved.artifact.id.short}: this machine "
+            f"{resolved.display_name}: this machine "
             "holds no verified copy, so its architecture values cannot be read; pull or import it"
         )
     return model_info(

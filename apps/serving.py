@@ -20,8 +20,7 @@ from returns.result import Failure, Result, Success
 from nodeau.apps.models import Resolved
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.hardware import Fleet, Machine, MachineReading
-from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, RuntimeConfig, predict_peak
-from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.memory import Prediction, RuntimeConfig
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.scheduling import FleetView, schedule
@@ -35,7 +34,6 @@ from nodeau.domain.workloads import (
 from nodeau.ports.runtime import ModelRuntime, RunningServer, RuntimeFailure, ServerSpec
 from nodeau.ports.state import Admission, Snapshot, StateStore, WorkloadRecord
 
-DEFAULT_CONTEXT = 4096
 READY_TIMEOUT_S = 120.0
 
 
@@ -51,35 +49,6 @@ class RunRequest:
 def fleet_of_one(reading: MachineReading) -> Fleet:
     """This machine as a fleet of one, from what its hardware reading says."""
     return Fleet(machines=(Machine(name=reading.machine, gpus=tuple(r.gpu for r in reading.gpus)),))
-
-
-def runtime_config(summary: ModelSummary, request: RunRequest) -> RuntimeConfig:
-    """The configuration the server will really run: one slot, the asked or default context."""
-    context = request.context_tokens or min(summary.architecture.context_length, DEFAULT_CONTEXT)
-    return RuntimeConfig(context_tokens=context, parallel=1, task=request.task)
-
-
-def predictor(
-    summary: ModelSummary,
-    resolved: Resolved,
-    config: RuntimeConfig,
-    table: MeasuredTable,
-    allowances: Allowances,
-) -> Callable[[str], Prediction]:
-    """The predicted peak for a GPU model: measured where measured, estimated otherwise."""
-
-    def predict(gpu_model: str) -> Prediction:
-        return predict_peak(
-            arch=summary.architecture,
-            artifact_id=resolved.artifact.id.hex,
-            artifact_bytes=resolved.artifact.size_bytes,
-            config=config,
-            gpu_model=gpu_model,
-            table=table,
-            allowances=allowances,
-        )
-
-    return predict
 
 
 def scheduled_admission(
@@ -134,7 +103,7 @@ def decide_run(
     verified_on = frozenset({reading.machine}) if model_path is not None else frozenset()
     admission_request = AdmissionRequest(
         workload=request.name,
-        model=resolved.names[0] if resolved.names else resolved.artifact.id.short,
+        model=resolved.display_name,
         artifact_id=resolved.artifact.id.hex,
         config=config,
     )

@@ -21,7 +21,7 @@ The terms follow what llama.cpp allocates (see docs/adr/0002-memory-prediction.m
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from attrs import field, frozen
 
@@ -318,3 +318,29 @@ def predict_peak(
         basis=f"measured on {gpu_model}" + (f" ({measured.note})" if measured.note else ""),
     )
     return Prediction(terms=(term,), source=Source.MEASURED)
+
+
+def predictor(
+    *,
+    arch: Architecture,
+    artifact_id: str,
+    artifact_bytes: int,
+    config: RuntimeConfig,
+    table: MeasuredTable,
+    allowances: Allowances,
+) -> Callable[[str], Prediction]:
+    """The predicted peak of this artifact in this configuration, per GPU model: measured
+    where the table has it, estimated otherwise (``predict_peak``)."""
+
+    def predict(gpu_model: str) -> Prediction:
+        return predict_peak(
+            arch=arch,
+            artifact_id=artifact_id,
+            artifact_bytes=artifact_bytes,
+            config=config,
+            gpu_model=gpu_model,
+            table=table,
+            allowances=allowances,
+        )
+
+    return predict

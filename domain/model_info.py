@@ -95,3 +95,13 @@ def model_info(
         estimates=estimates,
         measured=table.configurations_of(artifact_id),
     )
+
+
+DEFAULT_CONTEXT = 4096
+
+
+def runtime_config(summary: ModelSummary, task: Task, context_tokens: int | None) -> RuntimeConfig:
+    """The configuration a model server really runs: one slot, the asked context, else the
+    model's own capped at ``DEFAULT_CONTEXT``."""
+    context = context_tokens or min(summary.architecture.context_length, DEFAULT_CONTEXT)
+    return RuntimeConfig(context_tokens=context, parallel=1, task=task)

@@ -18,12 +18,12 @@ from nodeau.apps.serving import (
     RunRequest,
     decide_run,
     no_verified_copy,
-    predictor,
-    runtime_config,
     start_server,
     stop_workload,
 )
 from nodeau.domain.hardware import MachineReading
+from nodeau.domain.memory import predictor
+from nodeau.domain.model_info import runtime_config
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.tasks import Task
@@ -44,7 +44,7 @@ def run_workload(
 ) -> int:
     s = plane.models.settings
     resolved = resolve_model(model, plane.models.registry.book(), plane.models.catalog())
-    workload = name or (resolved.names[0] if resolved.names else resolved.artifact.id.short)
+    workload = name or resolved.display_name
     existing = plane.state.snapshot().named(workload)
     endpoints = endpoint_manager(s)
     if existing is not None and existing.workload.state is WorkloadState.SERVING:
@@ -114,16 +114,22 @@ def admit_here(
     if path is None:
         return Failure(no_verified_copy(request.name, s.machine)), None
     summary = plane.models.inspector.inspect(path)
-    config = runtime_config(summary, request)
+    config = runtime_config(summary, request.task, request.context_tokens)
     reading = plane.inventory.read()
-    table = plane.models.registry.measurements()
     decide = decide_run(
         request=request,
         resolved=resolved,
         model_path=path,
         config=config,
         reading=reading,
-        predict=predictor(summary, resolved, config, table, s.allowances),
+        predict=predictor(
+            arch=summary.architecture,
+            artifact_id=resolved.artifact.id.hex,
+            artifact_bytes=resolved.artifact.size_bytes,
+            config=config,
+            table=plane.models.registry.measurements(),
+            allowances=s.allowances,
+        ),
         settings=SchedulingSettings(),
         now=utc_now(),
     )

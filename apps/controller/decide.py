@@ -22,26 +22,25 @@ same ``schedule`` the one-machine plane runs. Decisions recorded here:
 
 from __future__ import annotations
 
-import string
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 from attrs import frozen
-from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
 from nodeau.adapters.kube.marks import FleetMarks
-from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
+from nodeau.adapters.kube.report_form import MachineReport
 from nodeau.apps.controller.asks import Ask
-from nodeau.apps.models import MIN_PREFIX
-from nodeau.apps.serving import runtime_config, scheduled_admission
+from nodeau.apps.serving import scheduled_admission
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
 from nodeau.domain.limits import OrgLimits
-from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, RuntimeConfig, predict_peak
-from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.memory import Allowances, MeasuredTable, predictor
+from nodeau.domain.model_info import ModelSummary, runtime_config
 from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.resolution import MIN_PREFIX, Known, Miss, Unresolved, display_name, resolve_name
+from nodeau.domain.resolution import Resolution as DomainResolution
 from nodeau.domain.scheduling import FleetView, exclusions
 from nodeau.ports.state import Admission, Snapshot
 
@@ -62,57 +61,41 @@ class Resolution:
         return dict(self.paths)[machine]
 
     def display_name(self, asked: str) -> str:
-        """The name a person reads in ps: what they typed when it is a name, else a name."""
-        if asked in self.names:
-            return asked
-        return self.names[0] if self.names else self.artifact_id[:12]
-
-
-def _matches(text: str, artifact: MachineArtifact) -> tuple[bool, bool]:
-    """(named, by id or prefix) for one reported artifact."""
-    prefix = text.lower().removeprefix("sha256:")
-    hexadecimal = all(c in string.hexdigits for c in prefix)
-    by_id = hexadecimal and len(prefix) >= MIN_PREFIX and artifact.id.lower().startswith(prefix)
-    return text in artifact.names, by_id
+        """The name a person reads in ps (the domain's ``display_name``)."""
+        return display_name(asked, self.names, self.artifact_id)
 
 
 def resolve(text: str, reports: Iterable[MachineReport]) -> Result[Resolution, Refusal]:
     """The one artifact ``text`` names among the machines' verified artifacts."""
     held = [(rep.reading.machine, a) for rep in reports for a in rep.artifacts]
-    named = [(m, a) for m, a in held if _matches(text, a)[0]]
-    found = named or [(m, a) for m, a in held if _matches(text, a)[1]]
-    ids = sorted({a.id for _, a in found})
-    if not ids:
-        return Failure(
-            Refusal.of(
-                ReasonCode.NO_VERIFIED_COPY,
-                f"{text}: no machine in the fleet holds a verified copy of a model by that "
-                f"name or id (at least {MIN_PREFIX} hex digits); pull or import it on a "
-                "machine, then run it",
+    known = [Known(artifact_id=a.id.lower(), names=a.names, where=m) for m, a in held]
+    match resolve_name(text, known):
+        case Unresolved(miss=Miss.UNKNOWN):
+            return Failure(
+                Refusal.of(
+                    ReasonCode.NO_VERIFIED_COPY,
+                    f"{text}: no machine in the fleet holds a verified copy of a model by that "
+                    f"name or id (at least {MIN_PREFIX} hex digits); pull or import it on a "
+                    "machine, then run it",
+                )
             )
-        )
-    if len(ids) > 1:
-        which = "; ".join(
-            f"{i[:12]} on {', '.join(sorted({m for m, a in found if a.id == i}))}" for i in ids
-        )
-        return Failure(
-            Refusal.of(
-                ReasonCode.NO_VERIFIED_COPY,
-                f"{text} names {len(ids)} different artifacts ({which}); "
-                "ask for one by its SHA-256 prefix",
+        case Unresolved() as missed:
+            return Failure(Refusal.of(ReasonCode.NO_VERIFIED_COPY, missed.sentence))
+        case DomainResolution() as found:
+            copies = sorted(
+                ((m, a) for m, a in held if a.id.lower() == found.artifact_id), key=lambda c: c[0]
             )
-        )
-    copies = sorted(((m, a) for m, a in held if a.id == ids[0]), key=lambda c: c[0])
-    first = copies[0][1]
-    return Success(
-        Resolution(
-            artifact_id=first.id,
-            names=tuple(sorted({n for _, a in copies for n in a.names})),
-            size_bytes=first.size_bytes,
-            summary=first.summary,
-            paths=tuple(dict((m, a.path) for m, a in copies).items()),
-        )
-    )
+            first = copies[0][1]
+            return Success(
+                Resolution(
+                    artifact_id=first.id,
+                    names=found.names,
+                    size_bytes=first.size_bytes,
+                    summary=first.summary,
+                    paths=tuple(dict((m, a.path) for m, a in copies).items()),
+                )
+            )
+    raise AssertionError("resolve_name answers a Resolution or an Unresolved")
 
 
 def fleet_of(reports: Iterable[MachineReport], marks: FleetMarks) -> Fleet:
@@ -123,25 +106,6 @@ def fleet_of(reports: Iterable[MachineReport], marks: FleetMarks) -> Fleet:
         for rep in reports
         if rep.reading.machine in nodes
     )
-
-
-def predictor_for(
-    resolution: Resolution, config: RuntimeConfig, table: MeasuredTable, allowances: Allowances
-) -> Callable[[str], Prediction]:
-    """The predicted peak of this artifact in this configuration, per GPU model."""
-
-    def predict(gpu_model: str) -> Prediction:
-        return predict_peak(
-            arch=resolution.summary.architecture,
-            artifact_id=resolution.artifact_id,
-            artifact_bytes=resolution.size_bytes,
-            config=config,
-            gpu_model=gpu_model,
-            table=table,
-            allowances=allowances,
-        )
-
-    return predict
 
 
 def decider(
@@ -158,14 +122,19 @@ def decider(
     """The ``decide(snapshot)`` that ``KubeStateStore.admit`` runs for one object."""
     fleet = fleet_of(reports, marks)
     on_nodes = tuple(rep for rep in reports if fleet.machine(rep.reading.machine) is not None)
-    resolved = resolve(ask.model, on_nodes)
-    if not is_successful(resolved):
-        refusal = resolved.failure()
-        return lambda _snapshot: Failure(refusal)
-    resolution = resolved.unwrap()
-    config = runtime_config(resolution.summary, ask.run_request())
-    predict = predictor_for(
-        resolution, config, table or MeasuredTable(), allowances or Allowances()
+    match resolve(ask.model, on_nodes):
+        case Success(Resolution() as resolution):
+            pass
+        case Failure(Refusal() as refusal):
+            return lambda _snapshot: Failure(refusal)
+    config = runtime_config(resolution.summary, ask.task, ask.context_tokens)
+    predict = predictor(
+        arch=resolution.summary.architecture,
+        artifact_id=resolution.artifact_id,
+        artifact_bytes=resolution.size_bytes,
+        config=config,
+        table=table or MeasuredTable(),
+        allowances=allowances or Allowances(),
     )
     excluded = exclusions(
         machines=(m.name for m in fleet.machines),
