@@ -26,7 +26,7 @@ from nodeau.apps.batches import (
     read_requests,
     read_results,
 )
-from nodeau.apps.cli.bootstrap import utc_now
+from nodeau.apps.settings import utc_now
 from nodeau.domain.batches import BatchRequest, BatchResult, still_to_run
 from nodeau.domain.workloads import WorkloadState, holds_gpu
 from nodeau.ports.runtime import RunningServer

@@ -41,9 +41,9 @@ from nodeau.adapters.kube.client import ClusterUnreachable, Connection, api_reas
 from nodeau.adapters.kube.reports import ReportConflict, publish_report
 from nodeau.adapters.sqlite_registry import SqliteRegistry
 from nodeau.apps.agent.report import build_report
-from nodeau.apps.cli.bootstrap import Settings, settings_from, utc_now
+from nodeau.apps.settings import Settings, settings_from, utc_now
 from nodeau.apps.cli.errors import SettingsError, one_line
-from nodeau.apps.cli.plane import inventory_for
+from nodeau.apps.machine import inventory_for
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.model_info import ModelSummary
 from nodeau.ports.hardware import GpuInventory

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from nodeau.ports.errors import SettingsError
 from nodeau.ports.hardware import HardwareError
 from nodeau.ports.models import ModelError
 from nodeau.ports.runtime import RuntimeFailure
 from nodeau.ports.state import StateError
 
-
-class SettingsError(Exception):
-    """An environment setting Nodeau cannot use."""
+__all__ = ["SettingsError", "one_line"]
 
 
 def one_line(exc: BaseException) -> str | None:

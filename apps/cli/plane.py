@@ -6,11 +6,11 @@ import os
 from typing import TYPE_CHECKING
 
 from attrs import frozen
-from returns.result import Failure
 
+from nodeau.apps import machine
 from nodeau.apps.cli import services
 from nodeau.apps.cli.bootstrap import utc_now
-from nodeau.apps.cli.errors import SettingsError
+from nodeau.apps.machine import inventory_for
 from nodeau.ports.hardware import GpuInventory
 from nodeau.ports.runtime import ModelRuntime
 from nodeau.ports.state import StateStore
@@ -40,26 +40,8 @@ class Plane:
 
 
 def model_server() -> RuntimeChoice:
-    """The model server this machine runs (``choose_runtime``'s order); none: a SettingsError."""
-    from nodeau.adapters.llama_server import choose_runtime
-
-    chosen = choose_runtime(os.environ)
-    if isinstance(chosen, Failure):
-        raise SettingsError(chosen.failure())
-    return chosen.unwrap()
-
-
-def inventory_for(machine: str, simulated: str | None) -> GpuInventory:
-    if simulated is not None:
-        from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
-
-        try:
-            return SimulatedGpuInventory(machine, simulated)
-        except ValueError as exc:
-            raise SettingsError(f"NODEAU_SIMULATED_GPUS: {exc}") from exc
-    from nodeau.adapters.nvml_inventory import NvmlGpuInventory
-
-    return NvmlGpuInventory(machine)
+    """The model server this machine runs; none: a SettingsError."""
+    return machine.model_server(os.environ)
 
 
 def build() -> Plane:

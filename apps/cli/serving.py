@@ -186,7 +186,7 @@ def environment(*, json: bool = False) -> int:
         Print the reading as JSON.
     """
     from nodeau.apps.cli.bootstrap import settings
-    from nodeau.apps.cli.plane import inventory_for
+    from nodeau.apps.machine import inventory_for
 
     s = settings()
     reading = inventory_for(s.machine, s.simulated_gpus).read()
@@ -233,7 +233,7 @@ def fleet_list(*, json: bool = False) -> int:
 
         return cluster_fleet_list(json=json)
     from nodeau.apps.cli.bootstrap import settings
-    from nodeau.apps.cli.plane import inventory_for
+    from nodeau.apps.machine import inventory_for
 
     s = settings()
     reading = inventory_for(s.machine, s.simulated_gpus).read()

@@ -1,0 +1,94 @@
+"""Settings every app is configured with: one frozen value, read from the environment once.
+
+Nothing here runs at import time; commands call these functions lazily, so
+``nodeau --help`` imports none of the adapters.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from importlib.resources import files
+from pathlib import Path
+
+from attrs import frozen
+
+from nodeau.domain.memory import GIB, Allowances
+
+DEFAULT_PUBLISHER = "https://huggingface.co"
+DEFAULT_RESERVE = 2 * GIB
+
+
+@frozen(kw_only=True)
+class Settings:
+    """Everything the CLI is configured with, read once."""
+
+    home: Path
+    machine: str
+    catalog: Path
+    publisher_url: str
+    reserve_bytes: int
+    allowances: Allowances
+    simulated_gpus: str | None = None  # e.g. "1 x 24 GiB": simulated cards, the model on the CPU
+
+    @property
+    def models_root(self) -> Path:
+        return self.home / "models"
+
+    @property
+    def registry_path(self) -> Path:
+        return self.home / "registry.sqlite3"
+
+    @property
+    def state_path(self) -> Path:
+        return self.home / "state.sqlite3"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
+
+
+def data_home(env: Mapping[str, str], platform: str = sys.platform) -> Path:
+    """Where Nodeau keeps its data: $NODEAU_HOME, else the user's data folder.
+
+    XDG on Linux (a relative $XDG_DATA_HOME is invalid by the spec and ignored),
+    Application Support on macOS.
+    """
+    if env.get("NODEAU_HOME"):
+        return Path(env["NODEAU_HOME"]).expanduser()
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    if platform == "darwin":
+        return home / "Library" / "Application Support" / "nodeau"
+    xdg = env.get("XDG_DATA_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else home / ".local" / "share"
+    return base / "nodeau"
+
+
+def shipped_catalog() -> Path:
+    """The catalog document installed with Nodeau."""
+    return Path(str(files("nodeau.apps").joinpath("catalog.json")))
+
+
+def settings_from(env: Mapping[str, str]) -> Settings:
+    """Settings from environment variables, each with a documented default."""
+    reserve = env.get("NODEAU_DISK_RESERVE_BYTES")
+    return Settings(
+        home=data_home(env),
+        machine=env.get("NODEAU_MACHINE") or platform.node() or "localhost",
+        catalog=Path(env["NODEAU_CATALOG"]) if env.get("NODEAU_CATALOG") else shipped_catalog(),
+        publisher_url=env.get("NODEAU_PUBLISHER_URL") or DEFAULT_PUBLISHER,
+        reserve_bytes=int(reserve) if reserve else DEFAULT_RESERVE,
+        allowances=Allowances(),
+        simulated_gpus=env.get("NODEAU_SIMULATED_GPUS") or None,
+    )
+
+
+def settings() -> Settings:
+    return settings_from(os.environ)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
