@@ -186,7 +186,7 @@ def report_once(api: object) -> str:
     from nodeau.adapters.kube.reports import publish_report
     from nodeau.apps.agent.report import build_report
     from nodeau.apps.cli import services
-    from nodeau.apps.cli.plane import inventory_for
+    from nodeau.apps.machine import inventory_for
 
     models = services.build()
     s = models.settings
