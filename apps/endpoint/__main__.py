@@ -1,6 +1,7 @@
-"""``python -m nodeau.apps.endpoint --workload NAME --port P --state PATH``: one workload's
-endpoint, on 127.0.0.1:P, finding its model server in the state at PATH (the composition
-root; the user service runs this)."""
+"""``python -m nodeau.apps.endpoint --workload NAME --port P --state PATH [--allow-origin
+ORIGIN ...]``: one workload's endpoint, on 127.0.0.1:P, finding its model server in the state
+at PATH, serving requests from web pages of loopback origins and of each ORIGIN given
+(``callers``) (the composition root; the user service runs this)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from nodeau.adapters.sqlite_state import SqliteStateStore
+from nodeau.apps.endpoint.callers import parse_origin
 from nodeau.apps.endpoint.serve import CachedLookup, serve, upstream_from_state
 from nodeau.ports.state import StateError
 
@@ -22,6 +24,13 @@ def _port(text: str) -> int:
     return port
 
 
+def _origin(text: str) -> str:
+    try:
+        return parse_origin(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m nodeau.apps.endpoint",
@@ -30,6 +39,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workload", required=True, help="the workload's name")
     parser.add_argument("--port", required=True, type=_port, help="its fixed endpoint port")
     parser.add_argument("--state", required=True, type=Path, help="the plane's state database")
+    parser.add_argument(
+        "--allow-origin",
+        dest="allowed_origins",
+        action="append",
+        default=[],
+        type=_origin,
+        metavar="ORIGIN",
+        help="also serve requests whose Origin is ORIGIN (scheme://host[:port]; repeatable); "
+        "loopback pages are always served, other web origins refused (403); no CORS headers "
+        "are sent either way",
+    )
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
     args = parser.parse_args(argv)
     try:
@@ -40,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve(
         args.port,
         CachedLookup(upstream_from_state(store, args.workload)),
+        allowed_origins=args.allowed_origins,
         log_level=args.log_level,
     )
     return 0

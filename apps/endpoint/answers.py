@@ -6,10 +6,15 @@ Decisions:
   its message one line naming what went wrong and, where it helps, what to do.
 * An unreachable model server (502) is named by its address and why it could not be
   reached; a full pool of upstream connections is a 503 (too busy), not a 502.
+* A request the endpoint refuses (``callers``: 403, or 400 for a missing or repeated
+  ``Host``) or finds malformed (``bodies``: 400) is answered here and never sent upstream:
+  its message names the rule and what to send instead. What the client sent is quoted
+  shortened (``SHOWN_CHARS``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import httpx
@@ -21,6 +26,7 @@ from nodeau.domain.tasks import Task, routes_for
 CONNECT_TIMEOUT_S = 5.0
 WRITE_TIMEOUT_S = 60.0
 POOL_TIMEOUT_S = 60.0
+SHOWN_CHARS = 80
 
 
 @frozen(kw_only=True)
@@ -81,6 +87,89 @@ def too_large(limit: int) -> Response:
 def client_left() -> Response:
     """The 400 of a client that hung up before sending its whole body (nobody reads it)."""
     return error(400, "the client left before sending its whole body", "invalid_request")
+
+
+def host_refused(host: str, port: int | None) -> Response:
+    """The 403 of a request whose ``Host`` does not name this endpoint."""
+    return error(
+        403,
+        f"Host {_shown(host)} is not this endpoint: it answers to Host {_hosts(port)} only "
+        "(a request through any other name is refused, against DNS rebinding)",
+        "forbidden",
+    )
+
+
+def host_missing(port: int | None) -> Response:
+    """The 400 of an HTTP/1.1 request without a ``Host``."""
+    return error(
+        400,
+        f"the request has no Host header, which HTTP/1.1 requires; send Host: {_hosts(port)}",
+        "invalid_request",
+    )
+
+
+def two_hosts() -> Response:
+    """The 400 of a request with more than one ``Host``."""
+    return error(400, "the request has more than one Host header", "invalid_request")
+
+
+def origin_refused(origin: str) -> Response:
+    """The 403 of a request from a web origin that is neither loopback nor allowed."""
+    return error(
+        403,
+        f"requests from the web origin {_shown(origin)} are refused: this endpoint serves "
+        "programs on this machine and pages from http://127.0.0.1, http://localhost or "
+        "http://[::1] (any port); another origin is served only by an endpoint started with "
+        "--allow-origin ORIGIN",
+        "forbidden",
+    )
+
+
+def not_a_json_request(path: str, content_types: Sequence[str]) -> Response:
+    """The 400 of a request to a JSON route whose ``Content-Type`` headers (their values)
+    are not one ``application/json``."""
+    if not content_types:
+        given = "this request has none"
+    elif len(content_types) > 1:
+        given = f"this request has {len(content_types)}"
+    else:
+        given = f"this request's is {_shown(content_types[0])}"
+    return error(
+        400,
+        f"POST {path} takes a JSON object sent with Content-Type: application/json; {given}",
+        "invalid_request",
+    )
+
+
+def not_json(path: str, why: str) -> Response:
+    """The 400 of a request to a JSON route whose body does not parse as JSON."""
+    return error(
+        400,
+        f"the request body is not valid JSON ({why}); POST {path} takes a JSON object",
+        "invalid_request",
+    )
+
+
+def not_an_object(path: str, kind: str) -> Response:
+    """The 400 of a request to a JSON route whose body is JSON but not an object."""
+    return error(
+        400,
+        f"the request body is JSON but not an object (it is {kind}); "
+        f"POST {path} takes a JSON object",
+        "invalid_request",
+    )
+
+
+def _shown(text: str) -> str:
+    """What a client sent, quoted, shortened to ``SHOWN_CHARS``."""
+    if len(text) > SHOWN_CHARS:
+        return repr(text[:SHOWN_CHARS] + "...")
+    return repr(text)
+
+
+def _hosts(port: int | None) -> str:
+    shown = "PORT" if port is None else str(port)
+    return f"127.0.0.1:{shown}, localhost:{shown} or [::1]:{shown}"
 
 
 def unreachable(base_url: str, exc: httpx.HTTPError) -> Response:

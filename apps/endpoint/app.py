@@ -15,20 +15,30 @@ Decisions:
 * The model server is reached through httpx (``connections.KeepAliveTransport``). No read
   timeout upstream: a non-streamed generation may take minutes to its first byte.
   Connecting (5 s), writing (60 s) and waiting for a free connection (60 s) are bounded.
-* Every failure is an OpenAI-style JSON error (``answers``): 404, 413, 502 (upstream
-  unreachable), 503 (not running), 500 (anything unexpected; the server logs the traceback
-  and keeps serving).
+* Before anything else, every request passes the caller rules (``callers.CallerRules``, an
+  ASGI middleware): its ``Host`` must be ``127.0.0.1:PORT``, ``localhost:PORT`` or
+  ``[::1]:PORT`` (403 otherwise; a missing ``Host`` only from HTTP/1.0, a repeated one is a
+  400), and an ``Origin``, when sent, a loopback page (``http://127.0.0.1``, ``localhost``,
+  ``[::1]``, any port) or one allowed at start (``allowed_origins``, the endpoint's
+  ``--allow-origin``); 403 otherwise. No CORS header is ever sent.
+* Proxied routes take POST only (any other method, OPTIONS preflights included, is a 405
+  answered here), and a JSON object sent as ``application/json``: anything else is a 400
+  answered here (``bodies``), after the size check (413), never a model server's 500.
+* Every failure is an OpenAI-style JSON error (``answers``): 400, 403, 404, 405, 413, 502
+  (upstream unreachable), 503 (not running), 500 (anything unexpected; the server logs the
+  traceback and keeps serving).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 
 import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -47,6 +57,8 @@ from nodeau.apps.endpoint.answers import (
     too_large,
     wrong_task,
 )
+from nodeau.apps.endpoint.bodies import malformed
+from nodeau.apps.endpoint.callers import CallerRules, parse_origin
 from nodeau.apps.endpoint.connections import KeepAliveTransport
 from nodeau.apps.endpoint.exchange import (
     ClientLeft,
@@ -67,7 +79,7 @@ TIMEOUTS = httpx.Timeout(
     connect=CONNECT_TIMEOUT_S, read=None, write=WRITE_TIMEOUT_S, pool=POOL_TIMEOUT_S
 )
 
-_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+_METHODS = ("POST",)  # every proxied route; OPTIONS too is a 405 answered here
 PROXIED_PATHS = tuple(dict.fromkeys(path for task in Task for path in routes_for(task)))
 _ANSWERED = {task: frozenset(routes_for(task)) for task in Task}
 
@@ -167,6 +179,10 @@ class ProxiedRoute:
         if body is None:
             await too_large(endpoint.max_body_bytes)(scope, receive, send)
             return
+        refused = malformed(self._path, scope["headers"], body)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
         assert endpoint.transport is not None, "the lifespan creates the transport"
         request = httpx.Request(
             scope["method"],
@@ -187,6 +203,14 @@ async def _http_error(request: Request, exc: Exception) -> Response:
             f"routes of its workload's task ({', '.join(PROXIED_PATHS)})",
             "not_found",
         )
+    if exc.status_code == 405 and exc.headers is not None:
+        allowed = exc.headers["Allow"]
+        return error(
+            405,
+            f"{request.method} is not answered on {request.url.path}; it takes {allowed}",
+            "method_not_allowed",
+            headers={"Allow": allowed},
+        )
     return error(exc.status_code, exc.detail, "invalid_request")
 
 
@@ -204,11 +228,14 @@ def create_app(
     *,
     transport: httpx.AsyncBaseTransport | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    allowed_origins: Iterable[str] = (),
 ) -> Starlette:
     """The endpoint app. ``upstream()`` says where the model server is now (None: not
     running). ``transport`` reaches it; when None, the app's lifespan makes one
-    (``new_transport``) and closes it."""
+    (``new_transport``) and closes it. ``allowed_origins``: web origins served besides
+    loopback pages (``callers.parse_origin`` forms; ValueError for one that is not)."""
     endpoint = _Endpoint(upstream, transport, max_body_bytes)
+    origins = tuple(parse_origin(origin) for origin in allowed_origins)  # checked now
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -227,6 +254,7 @@ def create_app(
     ]
     return Starlette(
         routes=routes,
+        middleware=[Middleware(CallerRules, allowed_origins=origins)],
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )

@@ -9,7 +9,8 @@ Decisions:
   redirect and cookie handling, none of which a reverse proxy wants.
 * Only the route's own path is sent upstream (with the client's query string), so no crafted
   path reaches another upstream URL. Hop-by-hop headers (and those the client's
-  ``Connection`` names), ``Host``, ``Content-Length`` and ``Expect`` are not forwarded;
+  ``Connection`` names), ``Host``, ``Origin``, ``Content-Length`` and ``Expect`` are not
+  forwarded (the model server has no use for the caller's web origin: ``callers`` decided);
   nothing is added but what httpx adds to any request with a body (``Host``,
   ``Content-Length``): no client default headers, so an upstream never compresses for a
   client that did not ask for it, and no ``X-Forwarded-For`` (every client is on 127.0.0.1).
@@ -23,8 +24,11 @@ Decisions:
   sent: nothing is left to stop, so the watch ends there.
 * An answer is relayed chunk by chunk as it arrives (the upstream's bytes, its
   Content-Encoding and Content-Length kept), never buffered, and its upstream response is
-  closed whatever happens. An upstream that breaks off mid-answer leaves the client's
-  response incomplete (uvicorn closes its connection) rather than ending it as if whole.
+  closed whatever happens. Its hop-by-hop headers are dropped, and so is any CORS header
+  (``Access-Control-*``): llama-server sends ``Access-Control-Allow-Origin: *`` by default,
+  and the endpoint grants no web page access. An upstream that breaks off mid-answer
+  leaves the client's response incomplete (uvicorn closes its connection) rather than
+  ending it as if whole.
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ _HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
-_NOT_FORWARDED = _HOP_BY_HOP | {b"host", b"content-length", b"expect"}
+_NOT_FORWARDED = _HOP_BY_HOP | {b"host", b"origin", b"content-length", b"expect"}
+_CORS = b"access-control-"
 
 log = logging.getLogger("nodeau.endpoint")
 
@@ -86,12 +91,16 @@ def forwarded_headers(raw: Headers) -> tuple[Headers, int | None]:
 
 
 def relayed_headers(raw: Headers) -> tuple[Headers, bool]:
-    """The upstream response headers sent back (names in lower case, all but hop-by-hop ones
-    and those its ``Connection`` names), and whether they declare a Content-Length."""
+    """The upstream response headers sent back (names in lower case, all but hop-by-hop ones,
+    those its ``Connection`` names and CORS ones), and whether they declare a Content-Length."""
     lowered = [(name.lower(), value) for name, value in raw]
     named = frozenset().union(*(_listed(v) for n, v in lowered if n == b"connection"))
     dropped = _HOP_BY_HOP | named if named else _HOP_BY_HOP
-    kept = [(name, value) for name, value in lowered if name not in dropped]
+    kept = [
+        (name, value)
+        for name, value in lowered
+        if name not in dropped and not name.startswith(_CORS)
+    ]
     return kept, any(name == b"content-length" for name, _ in kept)
 
 

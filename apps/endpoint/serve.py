@@ -3,7 +3,9 @@
 Decisions:
 
 * The host is ``HOST`` and no parameter, setting or flag can change it: the endpoint binds
-  loopback only, by construction (concepts: "that is not a setting").
+  loopback only, by construction (concepts: "that is not a setting"). Which web origins it
+  serves besides loopback pages is the one thing set per endpoint (``--allow-origin``;
+  ``callers`` has the rules).
 * uvicorn runs on uvloop with httptools (``request_head.BoundedHeadProtocol``: a request's
   head is bounded), both named explicitly, so the endpoint behaves the same whatever else is
   installed: with h11 and asyncio's own loop, the server's share of the endpoint's CPU per
@@ -19,7 +21,7 @@ Decisions:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import uvicorn
 
@@ -52,9 +54,17 @@ def endpoint_config(app: object, port: int, *, log_level: str = "info") -> uvico
     )
 
 
-def serve(port: int, upstream: Callable[[], Upstream | None], *, log_level: str = "info") -> None:
-    """Serve the endpoint on 127.0.0.1:``port`` until SIGINT/SIGTERM (graceful shutdown)."""
-    uvicorn.Server(endpoint_config(create_app(upstream), port, log_level=log_level)).run()
+def serve(
+    port: int,
+    upstream: Callable[[], Upstream | None],
+    *,
+    allowed_origins: Sequence[str] = (),
+    log_level: str = "info",
+) -> None:
+    """Serve the endpoint on 127.0.0.1:``port`` until SIGINT/SIGTERM (graceful shutdown),
+    serving requests from the web origins ``allowed_origins`` besides loopback pages."""
+    app = create_app(upstream, allowed_origins=allowed_origins)
+    uvicorn.Server(endpoint_config(app, port, log_level=log_level)).run()
 
 
 def upstream_from_state(store: StateStore, name: str) -> Callable[[], Upstream | None]:

@@ -71,11 +71,12 @@ def read_answer(sock: socket.socket) -> bytes:
 
 def test_heads_under_the_bound_are_served_one_after_another_on_one_connection() -> None:
     """Each head is most of the bound: counted together they would pass it."""
-    request = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n" % (
-        b"v" * (MAX_HEAD_BYTES - 2048)
-    )
     with running_endpoint(Target()) as url:
         port = int(url.rsplit(":", 1)[1])
+        request = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Big: %s\r\n\r\n" % (
+            port,
+            b"v" * (MAX_HEAD_BYTES - 2048),
+        )
         with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as sock:
             answers = []
             for _ in range(5):

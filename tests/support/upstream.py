@@ -2,9 +2,11 @@
 
 It answers /v1/chat/completions (plain, or as an SSE stream of ``STREAM_CHUNKS`` events with
 ``chunk_delay_s`` between them), /v1/completions, /v1/embeddings and /v1/rerank, and keeps
-what it saw: every request (method, path, query, headers, body) and, for each stream, when
-it sent each event. A malformed JSON body is answered by *it* with a 400 whose message starts
-with ``UPSTREAM_MARK``, so a test can tell the upstream's answer from the endpoint's.
+what it saw: every request that arrived at all (``arrived``: method and path, whatever the
+route), every request to its routes (method, path, query, headers, body) and, for each
+stream, when it sent each event. As llama-server does, it answers a body that is not a JSON
+object with a 500 (its message starts with ``UPSTREAM_MARK``) and adds
+``Access-Control-Allow-Origin: *`` to every answer.
 
 ``gate``: when set to an Event, a stream sends its first event, then waits for the Event (at
 most ``GATE_S``) before sending the rest, and records whether the Event released it. A proxy
@@ -34,9 +36,11 @@ import anyio
 import uvicorn
 from attrs import define, field, frozen
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UPSTREAM_MARK = "upstream:"
 STREAM_CHUNKS = 5
@@ -75,6 +79,7 @@ class MinimalUpstream:
     chunk_delay_s: float = 0.05
     gate: threading.Event | None = None
     record: bool = True
+    arrived: list[str] = field(factory=list)  # "METHOD /path" of every request that arrived
     seen: list[Seen] = field(factory=list)
     streams: list[StreamLog] = field(factory=list)
     waits: list[str] = field(factory=list)  # each gated plain answer: how its wait ended
@@ -86,7 +91,7 @@ class MinimalUpstream:
             Route("/v1/embeddings", self._embeddings, methods=["POST"]),
             Route("/v1/rerank", self._rerank, methods=["POST"]),
         ]
-        return Starlette(routes=routes)
+        return Starlette(routes=routes, middleware=[Middleware(_AsLlamaServer, upstream=self)])
 
     async def _json(self, request: Request) -> dict[str, Any] | Response:
         body = await request.body()
@@ -103,9 +108,9 @@ class MinimalUpstream:
         try:
             parsed = json.loads(body)
         except ValueError as exc:
-            return _error(400, f"{UPSTREAM_MARK} malformed JSON ({exc})")
+            return _error(500, f"{UPSTREAM_MARK} malformed JSON ({exc})")
         if not isinstance(parsed, dict):
-            return _error(400, f"{UPSTREAM_MARK} the body is not a JSON object")
+            return _error(500, f"{UPSTREAM_MARK} the body is not a JSON object")
         return parsed
 
     async def _chat(self, request: Request) -> Response:
@@ -201,6 +206,30 @@ class MinimalUpstream:
         documents = asked.get("documents", [])
         results = [{"index": i, "relevance_score": 1.0 / (1 + i)} for i in range(len(documents))]
         return JSONResponse({"model": self.model, "object": "list", "results": results})
+
+
+class _AsLlamaServer:
+    """Around the routes: notes every request that arrives (``arrived``) and adds
+    ``Access-Control-Allow-Origin: *`` to every answer, as llama-server does by default."""
+
+    def __init__(self, app: ASGIApp, upstream: MinimalUpstream) -> None:
+        self.app = app
+        self.upstream = upstream
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.upstream.record:
+            self.upstream.arrived.append(f"{scope['method']} {scope['path']}")
+
+        async def with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", ()), (b"access-control-allow-origin", b"*")]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_cors)
 
 
 def _error(status: int, message: str) -> Response:
