@@ -20,7 +20,7 @@ from attrs import frozen
 from cattrs.cols import homogenous_tuple_structure_factory, is_sequence
 from cattrs.errors import ForbiddenExtraKeysError
 from cattrs.v import format_exception
-from returns.result import Failure
+from returns.result import Failure, Success
 
 from nodeau.domain.artifacts import (
     ArtifactFile,
@@ -134,10 +134,12 @@ def _version(value: object, _type: object) -> _Version:
 
 def _sha256(value: object, _type: object) -> Sha256:
     text = _strict(str, "a string")(value, _type)
-    parsed = Sha256.parse(text)
-    if isinstance(parsed, Failure):
-        raise _FieldProblem(parsed.failure())
-    return parsed.unwrap()
+    match Sha256.parse(text):
+        case Success(Sha256() as parsed):
+            return parsed
+        case Failure(why):
+            raise _FieldProblem(str(why))
+    raise AssertionError("Sha256.parse answers a Result")
 
 
 def _task(value: object, _type: object) -> Task:

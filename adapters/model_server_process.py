@@ -8,8 +8,9 @@ Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
   launcher (this Python, ``-I -S``) starts it in a new session, prints its pid
   and exits; the server is then its own process group leader, re-parented to
   init, and is stopped through its process group.
-- A pid is only this server while ``/proc/<pid>/cmdline`` is its command line
-  (on other systems: while the pid exists).
+- A pid is only this server while it runs with the server's command line and the
+  start time recorded when it was launched (``nodeau.adapters.processes``; records
+  written before the start time was kept go by the command line alone).
 - Readiness is one GET answering 200 before a deadline; a server that exits
   because another process took its port first is started again on a new port.
 - Memory is NVML's figure for the pid on a GPU machine, else the resident set
@@ -21,10 +22,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import socket
 import subprocess
-import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import httpx
 
+from nodeau.adapters import processes
 from nodeau.adapters.detached import launcher_argv
 from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
 
@@ -128,11 +128,13 @@ class ServerProcessRuntime(ABC):
             port = free_port()
             command = self.command(spec, port)
             offset = _begin_log(spec.log_path, command)
+            pid = self._launch(command, spec.log_path, env)
             server = RunningServer(
-                pid=self._launch(command, spec.log_path, env),
+                pid=pid,
                 port=port,
                 started_at=datetime.now(UTC),
                 command=command,
+                created_at=processes.started(pid),
             )
             outcome = self._wait_ready(server, deadline)
             if outcome == "ready":
@@ -153,28 +155,13 @@ class ServerProcessRuntime(ABC):
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def alive(self, server: RunningServer) -> bool:
-        if sys.platform.startswith("linux"):
-            try:
-                raw = Path(f"/proc/{server.pid}/cmdline").read_bytes()
-            except OSError:
-                return False
-            # a zombie's command line is empty, so an ended server never matches
-            return tuple(os.fsdecode(a) for a in raw.split(b"\0")[:-1]) == server.command
-        try:
-            os.kill(server.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True  # it exists, owned by someone else
-        return True
+        return processes.alive(_process(server))
 
     def stop(self, server: RunningServer, grace_s: float) -> None:
-        if not self.alive(server):
-            return
-        self._signal(server, signal.SIGTERM)
-        if self._wait_gone(server, grace_s):
-            return
-        self._kill(server)
+        try:
+            processes.terminate(_process(server), grace_s, group=True, kill_wait_s=_KILL_WAIT_S)
+        except processes.ProcessError as exc:
+            raise self._failure(server, exc) from exc
 
     def memory(self, server: RunningServer) -> MemoryUse | None:
         if not self.alive(server):
@@ -183,7 +170,7 @@ class ServerProcessRuntime(ABC):
             held = self._inventory_memory(server.pid)
             if held is not None:
                 return MemoryUse(bytes=held, source=SOURCE_NVML)
-        rss = _rss_bytes(server.pid)
+        rss = processes.rss(_process(server))
         if rss is None:
             return None
         source = SOURCE_RSS_SIMULATED if self._inventory_memory is None else SOURCE_RSS_UNLISTED
@@ -227,35 +214,23 @@ class ServerProcessRuntime(ABC):
                 time.sleep(max(min(_POLL_S, deadline - time.monotonic()), 0.0))
 
     def _kill(self, server: RunningServer) -> None:
-        self._signal(server, signal.SIGKILL)
-        if not self._wait_gone(server, _KILL_WAIT_S):
-            raise RuntimeFailure(
-                f"{self.server_name} (pid {server.pid}, port {server.port})"
-                " still runs after SIGKILL"
-            )
-
-    def _signal(self, server: RunningServer, sig: signal.Signals) -> None:
         try:
-            if os.getpgid(server.pid) == server.pid:
-                os.killpg(server.pid, sig)  # its whole group: it leads a session of its own
-            else:
-                os.kill(server.pid, sig)
-        except ProcessLookupError:
-            pass  # already gone
-        except PermissionError as exc:
-            raise RuntimeFailure(
-                f"{self.server_name} (pid {server.pid}, port {server.port}): "
-                "no permission to stop it"
-            ) from exc
+            processes.kill(_process(server), group=True, wait_s=_KILL_WAIT_S)
+        except processes.ProcessError as exc:
+            raise self._failure(server, exc) from exc
 
-    def _wait_gone(self, server: RunningServer, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while self.alive(server):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            time.sleep(min(_POLL_S / 2, left))
-        return True
+    def _failure(self, server: RunningServer, exc: processes.ProcessError) -> RuntimeFailure:
+        which = f"{self.server_name} (pid {server.pid}, port {server.port})"
+        if isinstance(exc, processes.ProcessDenied):
+            return RuntimeFailure(f"{which}: no permission to stop it")
+        return RuntimeFailure(f"{which} still runs after SIGKILL")
+
+
+def _process(server: RunningServer) -> processes.OurProcess:
+    """The server's process as recorded (a record without its start time: by its command line)."""
+    return processes.OurProcess(
+        pid=server.pid, created_at=server.created_at, command=server.command
+    )
 
 
 def _begin_log(path: Path, command: tuple[str, ...]) -> int:
@@ -269,16 +244,3 @@ def _begin_log(path: Path, command: tuple[str, ...]) -> int:
             return offset
     except OSError as exc:
         raise RuntimeFailure(f"{path}: cannot write the server log: {exc.strerror or exc}") from exc
-
-
-def _rss_bytes(pid: int) -> int | None:
-    """The resident set size from /proc/<pid>/status (Linux); None when gone or unreadable."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
-            value, unit = line.split()[1:3]
-            return int(value) * 1024 if unit == "kB" else None
-    return None  # a zombie has no resident set

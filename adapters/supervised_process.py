@@ -15,20 +15,22 @@ Decisions:
   passes it on), then SIGKILL to the group after the grace period, only while one of them is
   still there. A pid is only the supervisor while its command line is the one this module
   starts, and only the endpoint while its command line names the workload and it is in the
-  supervisor's group (Linux; elsewhere: while the pid exists, in that group).
+  supervisor's group (``nodeau.adapters.processes``); a supervisor that could not start is
+  known by its start time.
 * It does not survive a reboot.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 import time
 from contextlib import suppress
+from functools import partial
 from pathlib import Path
 
+from nodeau.adapters import processes
 from nodeau.adapters.detached import launcher_argv
 from nodeau.adapters.user_service import (
     START_LIMIT_BURST,
@@ -142,36 +144,33 @@ class BackgroundProcess:
         if done.returncode != 0 or not done.stdout.strip().isdigit():
             raise ServiceError(failure_line(f"starting the endpoint of {name} (log {log})", done))
         supervisor_pid = int(done.stdout.strip())
+        launched = processes.OurProcess(
+            pid=supervisor_pid, created_at=processes.started(supervisor_pid)
+        )
         try:
-            self._wait_for_pid_file(name, supervisor_pid, log)
+            self._wait_for_pid_file(name, launched, log)
         except BaseException:
-            self._end_group(supervisor_pid, name)  # never leave behind what could not start
+            self._end_group(launched, name)  # never leave behind what could not start
             raise
 
     def stop(self, name: str, grace_s: float = STOP_GRACE_S) -> None:
         pids = self._pids(name)
         if pids is None:
             return
-        supervisor, endpoint = pids
-        group = supervisor  # the supervisor leads its session, so its pid is the group's id
-
-        def left() -> bool:
-            return self._is_supervisor(supervisor, name) or _is_endpoint(endpoint, name, group)
-
-        if self._is_supervisor(supervisor, name):
-            _signal(supervisor, signal.SIGTERM, group=False)  # it passes it on to the endpoint
-        elif endpoint is not None and _is_endpoint(endpoint, name, group):
-            _signal(endpoint, signal.SIGTERM, group=False)  # its supervisor is gone, it is not
-        deadline = time.monotonic() + grace_s
-        while left() and time.monotonic() < deadline:
-            time.sleep(_POLL_S)
-        if left():
-            _signal(group, signal.SIGKILL, group=True)
+        supervisor = self._supervisor(pids[0], name)
+        group = supervisor.pid  # the supervisor leads its session, so its pid is the group's id
+        endpoint = None if pids[1] is None else _endpoint(pids[1], name, group)
+        with suppress(processes.ProcessDenied):
+            if not processes.send(supervisor, signal.SIGTERM) and endpoint is not None:
+                processes.send(endpoint, signal.SIGTERM)  # its supervisor is gone, it is not
+        ours = [supervisor] if endpoint is None else [supervisor, endpoint]
+        if not processes.wait_gone(ours, grace_s):
+            processes.signal_group(group, signal.SIGKILL)
         self._pid_path(name).unlink(missing_ok=True)
 
     def running(self, name: str) -> bool:
         pids = self._pids(name)
-        return pids is not None and self._is_supervisor(pids[0], name)
+        return pids is not None and processes.alive(self._supervisor(pids[0], name))
 
     def uninstall(self, name: str) -> None:
         self.stop(name)
@@ -191,40 +190,30 @@ class BackgroundProcess:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def _end_group(self, supervisor: int, name: str) -> None:
+    def _end_group(self, launched: processes.OurProcess, name: str) -> None:
         """SIGTERM to a supervisor this object launched, then SIGKILL to its group."""
-        if self._is_supervisor(supervisor, name):
-            _signal(supervisor, signal.SIGTERM, group=False)
-            deadline = time.monotonic() + STOP_GRACE_S
-            while self._is_supervisor(supervisor, name) and time.monotonic() < deadline:
-                time.sleep(_POLL_S)
-        with suppress(OSError):
-            if os.getpgid(supervisor) == supervisor:
-                os.killpg(supervisor, signal.SIGKILL)
+        supervisor = self._supervisor(launched.pid, name)
+        with suppress(processes.ProcessDenied):
+            if processes.send(supervisor, signal.SIGTERM):
+                processes.wait_gone([supervisor], STOP_GRACE_S)
+            processes.send(launched, signal.SIGKILL, group=True)
 
-    def _is_supervisor(self, pid: int, name: str) -> bool:
-        if not sys.platform.startswith("linux"):
-            return _alive(pid)
-        try:
-            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return False
-        # a zombie's command line is empty, so an ended supervisor never matches
-        args = [os.fsdecode(a) for a in raw.split(b"\0")]
-        # [python, -I, -S, -c, script, pid file]
-        return (
-            len(args) > 5 and _SUPERVISOR_MARK in args[4] and args[5] == str(self._pid_path(name))
+    def _supervisor(self, pid: int, name: str) -> processes.OurProcess:
+        """The supervisor of ``name``: the pid while its command line is the one ``start``
+        runs (a zombie's is empty, so an ended supervisor never matches)."""
+        return processes.OurProcess(
+            pid=pid, matches=partial(_is_supervisor_command, pid_file=str(self._pid_path(name)))
         )
 
-    def _wait_for_pid_file(self, name: str, supervisor: int, log: Path) -> None:
+    def _wait_for_pid_file(self, name: str, launched: processes.OurProcess, log: Path) -> None:
         deadline = time.monotonic() + _COMMAND_TIMEOUT_S
         while time.monotonic() < deadline:
             pids = self._pids(name)
-            if pids is not None and pids[0] == supervisor:
+            if pids is not None and pids[0] == launched.pid:
                 return
-            # not _is_supervisor: until the new process has exec'd, its command line is
-            # still its parent's, and on a loaded machine that moment can be seen
-            if not _alive(supervisor):
+            # by its start time, not its command line: until the new process has exec'd, its
+            # command line is still its parent's, and on a loaded machine that moment is seen
+            if not processes.alive(launched):
                 break
             time.sleep(_POLL_S)
         raise ServiceError(f"the endpoint of {name} did not start; see {log}")
@@ -233,46 +222,19 @@ class BackgroundProcess:
 # -- processes
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process runs with this pid (a zombie does not run)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc: the pid exists
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+def _is_supervisor_command(args: tuple[str, ...], *, pid_file: str) -> bool:
+    # [python, -I, -S, -c, script, pid file, command...]
+    return len(args) > 5 and _SUPERVISOR_MARK in args[4] and args[5] == pid_file
 
 
-def _is_endpoint(pid: int | None, name: str, group: int) -> bool:
-    """Whether ``pid`` is still workload ``name``'s endpoint, started in process group
-    ``group`` (Linux: by its command line too)."""
-    if pid is None:
-        return False
-    try:
-        if not _alive(pid) or os.getpgid(pid) != group:
-            return False
-    except OSError:
-        return False
-    if not sys.platform.startswith("linux"):
-        return True
-    try:
-        args = [os.fsdecode(a) for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
-    except OSError:
-        return False
-    named = any(args[i : i + 2] == ["--workload", name] for i in range(len(args)))
+def _is_endpoint_command(args: tuple[str, ...], *, name: str) -> bool:
+    named = any(args[i : i + 2] == ("--workload", name) for i in range(len(args)))
     return "nodeau.apps.endpoint" in args and named
 
 
-def _signal(pid: int, sig: signal.Signals, *, group: bool) -> None:
-    try:
-        if group:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _endpoint(pid: int, name: str, group: int) -> processes.OurProcess:
+    """Workload ``name``'s endpoint: the pid while it runs in the supervisor's ``group`` with
+    a command line naming the workload."""
+    return processes.OurProcess(
+        pid=pid, group=group, matches=partial(_is_endpoint_command, name=name)
+    )

@@ -37,6 +37,8 @@ from typing import Protocol
 
 from attrs import frozen
 
+from nodeau.ports.errors import NodeauError
+
 UNIT_PREFIX = "nodeau-endpoint-"
 LABEL_PREFIX = "nodeau.endpoint."
 START_LIMIT_BURST = 5
@@ -47,7 +49,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
 _SYSTEMD_BARE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 
 
-class ServiceError(Exception):
+class ServiceError(NodeauError):
     """The user service could not be installed, started or stopped; one line for a person."""
 
 
@@ -60,6 +62,7 @@ class EndpointServiceSpec:
     state_path: Path
     log_path: Path
     python: Path  # the interpreter that has nodeau installed (sys.executable)
+    allowed_origins: tuple[str, ...] = ()  # web origins the endpoint also answers
 
     def __attrs_post_init__(self) -> None:
         check_name(self.workload)
@@ -82,6 +85,7 @@ class EndpointServiceSpec:
             "--workload", self.workload,
             "--port", str(self.port),
             "--state", str(self.state_path),
+            *(arg for origin in self.allowed_origins for arg in ("--allow-origin", origin)),
         )  # fmt: skip
 
 

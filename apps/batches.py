@@ -19,19 +19,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from attrs import evolve, frozen
-from returns.pipeline import is_successful
-from returns.result import Result, Success
 
+from nodeau.adapters import processes
 from nodeau.adapters.detached import launcher_argv
 from nodeau.apps.serving import launch_server
 from nodeau.apps.serving import with_state as in_state
@@ -42,11 +39,9 @@ from nodeau.domain.batches import (
     result_from_line,
     result_line,
 )
-from nodeau.domain.hardware import MachineReading
-from nodeau.domain.refusals import Refusal
-from nodeau.domain.workloads import WorkloadKind, WorkloadState, holds_gpu
+from nodeau.domain.workloads import WorkloadState, holds_gpu
 from nodeau.ports.runtime import ModelRuntime, RuntimeFailure
-from nodeau.ports.state import Admission, Snapshot, StateStore, WorkloadRecord
+from nodeau.ports.state import Admission, StateStore, WorkloadRecord
 
 WORKER_MODULE = "nodeau.apps.batch_worker"
 _WORKER_STOP_S = 10.0
@@ -95,22 +90,6 @@ class Progress:
     @property
     def left(self) -> int:
         return max(0, self.total - self.done - self.failed)
-
-
-def as_batch(
-    decide: Callable[[Snapshot], Result[Admission, Refusal]],
-) -> Callable[[Snapshot], Result[Admission, Refusal]]:
-    """The run decision, recording a workload of kind batch (recovery never) instead."""
-
-    def decide_batch(snapshot: Snapshot) -> Result[Admission, Refusal]:
-        decided = decide(snapshot)
-        if not is_successful(decided):
-            return decided
-        admission = decided.unwrap()
-        workload = evolve(admission.record.workload, kind=WorkloadKind.BATCH)
-        return Success(evolve(admission, record=evolve(admission.record, workload=workload)))
-
-    return decide_batch
 
 
 def write_job(
@@ -211,7 +190,7 @@ def progress(files: JobFiles) -> Progress:
 def start_batch_server(
     admission: Admission,
     *,
-    reading: MachineReading,
+    simulated: bool,
     runtime: ModelRuntime,
     state: StateStore,
     log_dir: Path,
@@ -219,7 +198,7 @@ def start_batch_server(
 ) -> WorkloadRecord:
     """Start the admitted job's model server and record it running (or failed)."""
     server = launch_server(
-        admission, reading=reading, runtime=runtime, state=state, log_dir=log_dir, now=now
+        admission, simulated=simulated, runtime=runtime, state=state, log_dir=log_dir, now=now
     )
     at = now()
     return state.update(
@@ -243,36 +222,34 @@ def worker_command(name: str, home: Path) -> tuple[str, ...]:
     return (sys.executable, "-m", WORKER_MODULE, "--job", name, "--home", str(home))
 
 
-def worker_alive(meta: dict[str, Any]) -> bool:
-    """Whether the pid in ``job.json`` is still this job's worker (a reused pid is not)."""
+def _worker(meta: dict[str, Any]) -> processes.OurProcess | None:
+    """The worker ``job.json`` names: its pid, known by the command line it was started with."""
     pid = meta.get("worker_pid")
     command = meta.get("worker_command")
     if not isinstance(pid, int) or not isinstance(command, list):
-        return False
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return [os.fsdecode(a) for a in raw.split(b"\0")[:-1]] == command
+        return None
+    if not all(isinstance(a, str) for a in command):
+        return None
+    return processes.OurProcess(pid=pid, command=tuple(command))
+
+
+def worker_alive(meta: dict[str, Any]) -> bool:
+    """Whether the pid in ``job.json`` is still this job's worker (a reused pid is not)."""
+    worker = _worker(meta)
+    return worker is not None and processes.alive(worker)
 
 
 def stop_worker(files: JobFiles) -> bool:
     """Stop the job's worker (SIGTERM, then SIGKILL); whether one was running."""
-    meta = read_meta(files)
-    if not worker_alive(meta):
+    worker = _worker(read_meta(files))
+    if worker is None:
         return False
-    pid = int(meta["worker_pid"])
-    for sig, wait_s in ((signal.SIGTERM, _WORKER_STOP_S), (signal.SIGKILL, _WORKER_STOP_S)):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return True
-        deadline = time.monotonic() + wait_s
-        while worker_alive(meta) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not worker_alive(meta):
-            return True
-    raise RuntimeFailure(f"batch worker (pid {pid}) still runs after SIGKILL")
+    try:
+        return processes.terminate(worker, _WORKER_STOP_S, kill_wait_s=_WORKER_STOP_S)
+    except processes.ProcessDenied as exc:
+        raise RuntimeFailure(f"batch worker (pid {worker.pid}): no permission to stop it") from exc
+    except processes.ProcessError as exc:
+        raise RuntimeFailure(f"batch worker (pid {worker.pid}) still runs after SIGKILL") from exc
 
 
 def launch_worker(files: JobFiles, command: Sequence[str]) -> int:

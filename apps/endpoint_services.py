@@ -15,7 +15,7 @@ from nodeau.adapters.user_service import (
     UserService,
     choose_service_manager,
 )
-from nodeau.apps.cli.bootstrap import Settings
+from nodeau.apps.settings import Settings
 
 
 @frozen(kw_only=True)
@@ -26,8 +26,9 @@ class Endpoints:
     def free_port(self) -> int:
         return any_free_port()
 
-    def start(self, name: str, port: int) -> str:
-        """Install and start the endpoint of ``name`` on 127.0.0.1:``port``; say how it runs."""
+    def start(self, name: str, port: int, allowed_origins: tuple[str, ...] = ()) -> str:
+        """Install and start the endpoint of ``name`` on 127.0.0.1:``port`` (also answering
+        pages from ``allowed_origins``); say how it runs."""
         self.manager.install(
             EndpointServiceSpec(
                 workload=name,
@@ -35,6 +36,7 @@ class Endpoints:
                 state_path=self.settings.state_path.resolve(),
                 log_path=(self.settings.log_dir / f"{name}.endpoint.log").resolve(),
                 python=Path(sys.executable),
+                allowed_origins=allowed_origins,
             )
         )
         self.manager.start(name)

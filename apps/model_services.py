@@ -6,7 +6,7 @@ from contextlib import AbstractContextManager
 
 from attrs import frozen
 
-from nodeau.apps.cli.bootstrap import Settings, settings, utc_now
+from nodeau.apps.settings import Settings, utc_now
 from nodeau.domain.artifacts import ArtifactFile
 from nodeau.domain.catalog import Catalog, CatalogEntry
 from nodeau.ports.models import FetchProgress, ModelInspector, ModelStore, Publisher
@@ -44,13 +44,12 @@ class ModelServices:
         return fetch_progress(file.path)
 
 
-def build() -> ModelServices:
-    """Every adapter of the model side, configured from the environment."""
+def build(s: Settings) -> ModelServices:
+    """Every adapter of the model side, configured by the settings."""
     from nodeau.adapters.fs_store import FilesystemModelStore
     from nodeau.adapters.gguf_inspector import GgufModelInspector
     from nodeau.adapters.sqlite_registry import SqliteRegistry
 
-    s = settings()
     return ModelServices(
         settings=s,
         store=FilesystemModelStore(

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from attrs import frozen
-from returns.pipeline import is_successful
+from returns.result import Failure, Success
 
 from nodeau.domain.aliases import (
     AliasBook,
@@ -144,10 +144,12 @@ def pull_model(
 
 def catalog_entry(catalog: Catalog, name: str) -> CatalogEntry:
     """The catalog entry called ``name``, or UnknownModel saying what is close."""
-    found = find_entry(catalog, name)
-    if is_successful(found):
-        return found.unwrap()
-    raise UnknownModel(found.failure())
+    match find_entry(catalog, name):
+        case Success(CatalogEntry() as entry):
+            return entry
+        case Failure(str() as why):
+            raise UnknownModel(why)
+    raise AssertionError("find_entry answers a Result")
 
 
 @frozen(kw_only=True)

@@ -1,6 +1,6 @@
-"""Serving use-cases on the one-machine plane: run, stop, and what ps and explain read.
+"""Serving use-cases on the one-machine plane: admit, start, stop.
 
-``run_model`` decides before it creates anything: the model must be verified
+``admit_on_this_machine`` decides before it creates anything: the model must be verified
 here, the request goes through admission and placement inside one state
 transaction, and a refusal records nothing. Only then is a model server
 started; if it cannot start, the reservation is released and the workload is
@@ -14,23 +14,24 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from attrs import evolve, frozen
-from returns.pipeline import is_successful
 from returns.result import Failure, Result, Success
 
+from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import Resolved
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.hardware import Fleet, Machine, MachineReading
-from nodeau.domain.memory import Prediction, RuntimeConfig
-from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.limits import OrgLimits
+from nodeau.domain.memory import Prediction, RuntimeConfig, predictor
+from nodeau.domain.model_info import runtime_config
 from nodeau.domain.refusals import ReasonCode, Refusal
-from nodeau.domain.scheduling import FleetView, schedule
+from nodeau.domain.scheduling import FleetView, Marks, exclusions, scheduled_admission
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import (
     RecoveryMode,
-    Workload,
     WorkloadKind,
     WorkloadState,
 )
+from nodeau.ports.hardware import GpuInventory
 from nodeau.ports.runtime import ModelRuntime, RunningServer, RuntimeFailure, ServerSpec
 from nodeau.ports.state import Admission, Snapshot, StateStore, WorkloadRecord
 
@@ -51,83 +52,102 @@ def fleet_of_one(reading: MachineReading) -> Fleet:
     return Fleet(machines=(Machine(name=reading.machine, gpus=tuple(r.gpu for r in reading.gpus)),))
 
 
-def scheduled_admission(
-    request: AdmissionRequest,
-    view: FleetView,
-    *,
-    kind: WorkloadKind,
-    recovery: RecoveryMode,
-    recovery_after: timedelta,
-    model_path: Callable[[str], str],
-    now: datetime,
-) -> Result[Admission, Refusal]:
-    """Admission and placement on ``view``, and the admitted workload's record on the card
-    chosen (its model file as ``model_path(machine)`` gives it): what every plane records."""
-    scheduled = schedule(request, view)
-    if not is_successful(scheduled):
-        return Failure(scheduled.failure())
-    both = scheduled.unwrap()
-    workload = Workload(
-        name=request.workload,
-        kind=kind,
-        model=request.model,
-        artifact_id=request.artifact_id,
-        machine=both.placement.machine,
-        gpu_uuid=both.placement.gpu_uuid,
-        state=WorkloadState.ADMITTED,
-        since=now,
-        recovery_mode=recovery,
-        recovery_after=recovery_after,
-    )
-    record = WorkloadRecord(
-        workload=workload, config=request.config, model_path=model_path(workload.machine)
-    )
-    return Success(
-        Admission(record=record, admitted=both.admitted, placement=both.placement, decided_at=now)
-    )
-
-
 def decide_run(
     *,
     request: RunRequest,
+    kind: WorkloadKind,
     resolved: Resolved,
-    model_path: Path | None,
+    model_path: Path,
     config: RuntimeConfig,
     reading: MachineReading,
     predict: Callable[[str], Prediction],
-    settings: SchedulingSettings,
+    marks: Marks,
     now: datetime,
 ) -> Callable[[Snapshot], Result[Admission, Refusal]]:
-    """The decision ``StateStore.admit`` runs on its snapshot, inside its transaction."""
+    """The decision ``StateStore.admit`` runs on its snapshot, inside its transaction:
+    admission and placement on this machine with its marks (drained, policy) applied."""
     fleet = fleet_of_one(reading)
-    verified_on = frozenset({reading.machine}) if model_path is not None else frozenset()
     admission_request = AdmissionRequest(
         workload=request.name,
         model=resolved.display_name,
         artifact_id=resolved.artifact.id.hex,
         config=config,
     )
+    excluded = exclusions(
+        machines=(reading.machine,),
+        drained=marks.drained,
+        health={},
+        limits=OrgLimits.unbounded(),
+    )
 
     def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
         view = FleetView(
             fleet=fleet,
             ledger=snapshot.ledger,
-            settings=settings,
-            excluded=(),
-            verified_on=verified_on,
+            settings=marks.settings,
+            excluded=excluded,
+            verified_on=frozenset({reading.machine}),
             predict=predict,
         )
         return scheduled_admission(
             admission_request,
             view,
-            kind=WorkloadKind.SERVICE,
-            recovery=request.recovery,
+            kind=kind,
+            recovery=request.recovery if kind is WorkloadKind.SERVICE else RecoveryMode.NEVER,
             recovery_after=request.recovery_after,
             model_path=lambda _machine: str(model_path),
             now=now,
         )
 
     return decide
+
+
+def admit_on_this_machine(
+    resolved: Resolved,
+    request: RunRequest,
+    *,
+    kind: WorkloadKind,
+    models: ModelServices,
+    inventory: GpuInventory,
+    state: StateStore,
+    marks: Marks,
+    now: datetime,
+) -> tuple[Admission, bool] | Refusal:
+    """Admission and placement on this machine, recorded in one state transaction; the
+    admission and whether the cards are simulated, or the refusal (nothing recorded).
+
+    The model must be verified here: its architecture values are read from the file.
+    """
+    path = models.store.verified_path(resolved.artifact.files[0].sha256)
+    if path is None:
+        return no_verified_copy(request.name, models.settings.machine)
+    summary = models.inspector.inspect(path)
+    config = runtime_config(summary, request.task, request.context_tokens)
+    reading = inventory.read()
+    decide = decide_run(
+        request=request,
+        kind=kind,
+        resolved=resolved,
+        model_path=path,
+        config=config,
+        reading=reading,
+        predict=predictor(
+            arch=summary.architecture,
+            artifact_id=resolved.artifact.id.hex,
+            artifact_bytes=resolved.artifact.size_bytes,
+            config=config,
+            table=models.registry.measurements(),
+            allowances=models.settings.allowances,
+        ),
+        marks=marks,
+        now=now,
+    )
+    match state.admit(request.name, decide):
+        case Success(Admission() as admission):
+            return admission, reading.simulated
+        case Failure(Refusal() as refusal):
+            return refusal
+    raise AssertionError("admit answers a Result")
 
 
 def no_verified_copy(name: str, machine: str) -> Refusal:
@@ -145,7 +165,7 @@ def with_state(record: WorkloadRecord, state: WorkloadState, at: datetime) -> Wo
 def launch_server(
     admission: Admission,
     *,
-    reading: MachineReading,
+    simulated: bool,
     runtime: ModelRuntime,
     state: StateStore,
     log_dir: Path,
@@ -158,7 +178,6 @@ def launch_server(
     """
     record = admission.record
     name = record.workload.name
-    simulated = any(r.gpu.simulated for r in reading.gpus)
     spec = ServerSpec(
         name=name,
         model_path=Path(record.model_path),
@@ -178,7 +197,7 @@ def launch_server(
 def start_server(
     admission: Admission,
     *,
-    reading: MachineReading,
+    simulated: bool,
     runtime: ModelRuntime,
     state: StateStore,
     log_dir: Path,
@@ -187,7 +206,7 @@ def start_server(
 ) -> WorkloadRecord:
     """Start the admitted service's model server and record it serving (or failed)."""
     server = launch_server(
-        admission, reading=reading, runtime=runtime, state=state, log_dir=log_dir, now=now
+        admission, simulated=simulated, runtime=runtime, state=state, log_dir=log_dir, now=now
     )
     return serving(state, admission.record.workload.name, server, endpoint_port, now())
 

@@ -6,7 +6,6 @@ Nothing here runs at import time; commands call these functions lazily, so
 
 from __future__ import annotations
 
-import os
 import platform
 import sys
 from collections.abc import Mapping
@@ -84,10 +83,6 @@ def settings_from(env: Mapping[str, str]) -> Settings:
         allowances=Allowances(),
         simulated_gpus=env.get("NODEAU_SIMULATED_GPUS") or None,
     )
-
-
-def settings() -> Settings:
-    return settings_from(os.environ)
 
 
 def utc_now() -> datetime:

@@ -26,6 +26,9 @@ class RunningServer:
     port: int
     started_at: datetime
     command: tuple[str, ...]
+    # the process's start time as the system gives it (seconds since the epoch), which a
+    # reused pid cannot share; None in records written before it was kept
+    created_at: float | None = None
 
     @property
     def base_url(self) -> str:

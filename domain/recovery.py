@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from attrs import frozen
-from returns.pipeline import is_successful
+from returns.result import Failure, Success
 
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.health import Health, MachineHealth, unreachable_for
@@ -135,10 +135,11 @@ def decide_recovery(
         )
     if w.machine not in dict(view.excluded):
         raise ValueError(f"{w.machine} is unreachable but still a candidate in the view")
-    outcome = admit_and_place(request, view)
-    if not is_successful(outcome):
-        return nowhere_to_go(w, request, view, outcome.failure())
-    placement = outcome.unwrap()
+    match admit_and_place(request, view):
+        case Failure(Refusal() as refusal):
+            return nowhere_to_go(w, request, view, refusal)
+        case Success(Placement() as placement):
+            pass
     return RecoveryDecision(
         workload=w.name,
         action=RecoveryAction.RECOVER,

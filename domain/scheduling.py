@@ -9,9 +9,9 @@ happens to new placements and never stop, move or restart anything.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
 
-from attrs import evolve, frozen
-from returns.pipeline import is_successful
+from attrs import evolve, field, frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.domain.admission import AdmissionRequest, Admitted, admit
@@ -20,8 +20,10 @@ from nodeau.domain.health import Health
 from nodeau.domain.limits import OrgLimits, machine_allowed
 from nodeau.domain.memory import Prediction
 from nodeau.domain.placement import Placement, Policy, SchedulingSettings, place
+from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
+from nodeau.domain.workloads import RecoveryMode, Workload, WorkloadKind, WorkloadState
 
 DRAINED = "drained"
 UNREACHABLE = "unreachable"
@@ -81,12 +83,17 @@ class Scheduled:
 def schedule(request: AdmissionRequest, view: FleetView) -> Result[Scheduled, Refusal]:
     """Admission, then placement among the cards it accepted; both decisions kept."""
     admitted = admit(request, view.fleet, view.ledger, view.verified_on, view.predict)
-    if not is_successful(admitted):
-        return Failure(admitted.failure())
-    placed = place(admitted.unwrap(), view.fleet, view.ledger, view.settings, dict(view.excluded))
-    if not is_successful(placed):
-        return Failure(placed.failure())
-    return Success(Scheduled(admitted=admitted.unwrap(), placement=placed.unwrap()))
+    match admitted:
+        case Failure(Refusal() as refusal):
+            return Failure(refusal)
+        case Success(Admitted() as accepted):
+            pass
+    match place(accepted, view.fleet, view.ledger, view.settings, dict(view.excluded)):
+        case Failure(Refusal() as refusal):
+            return Failure(refusal)
+        case Success(Placement() as placement):
+            return Success(Scheduled(admitted=accepted, placement=placement))
+    raise AssertionError("place answers a Result")
 
 
 def admit_and_place(request: AdmissionRequest, view: FleetView) -> Result[Placement, Refusal]:
@@ -167,4 +174,49 @@ def undrain(drained: frozenset[str], machine: str) -> DrainChange:
     return DrainChange(
         drained=drained - {machine},
         sentence=f"{machine} takes new placements again; nothing is moved back to it",
+    )
+
+
+@frozen(kw_only=True)
+class Marks:
+    """A person's marks on the fleet: drained machines and the scheduling settings."""
+
+    drained: frozenset[str] = frozenset()
+    settings: SchedulingSettings = field(factory=SchedulingSettings)
+
+
+def scheduled_admission(
+    request: AdmissionRequest,
+    view: FleetView,
+    *,
+    kind: WorkloadKind,
+    recovery: RecoveryMode,
+    recovery_after: timedelta,
+    model_path: Callable[[str], str],
+    now: datetime,
+) -> Result[Admission, Refusal]:
+    """Admission and placement on ``view``, and the admitted workload's record on the card
+    chosen (its model file as ``model_path(machine)`` gives it): what every plane records."""
+    match schedule(request, view):
+        case Success(Scheduled() as both):
+            pass
+        case Failure(Refusal() as refusal):
+            return Failure(refusal)
+    workload = Workload(
+        name=request.workload,
+        kind=kind,
+        model=request.model,
+        artifact_id=request.artifact_id,
+        machine=both.placement.machine,
+        gpu_uuid=both.placement.gpu_uuid,
+        state=WorkloadState.ADMITTED,
+        since=now,
+        recovery_mode=recovery,
+        recovery_after=recovery_after,
+    )
+    record = WorkloadRecord(
+        workload=workload, config=request.config, model_path=model_path(workload.machine)
+    )
+    return Success(
+        Admission(record=record, admitted=both.admitted, placement=both.placement, decided_at=now)
     )

@@ -1,25 +1,24 @@
-"""``nodeau batch submit|status|results|stop``: finite sets of requests on the one-machine plane.
+"""``nodeau batch submit|status|results|stop``: finite sets of requests, on either plane.
 
-A submit admits and places like ``nodeau run`` (a workload of kind batch),
-starts the model server, hands the requests to a detached worker and returns.
-Bad lines are printed one per line and kept in the job's ``problems.txt``; a
-file with no line that can run is refused before anything is admitted.
+A submit reads the OpenAI batch file here, prints its bad lines one per line,
+and refuses a file with no line that can run before anything is admitted;
+the plane admits and places the job like ``nodeau run`` (a workload of kind
+batch) and starts it.
 """
 
 from __future__ import annotations
 
+import json as jsonlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from cyclopts import App
 
 from nodeau.apps.cli.render import size, table, to_json
 
 if TYPE_CHECKING:
-    from nodeau.apps.cli.plane import Plane
-    from nodeau.domain.batches import BatchRequest, LineProblem
-    from nodeau.domain.tasks import Task
+    from nodeau.apps.planes.plane import BatchOutcome, BatchView
 
 batch_app = App(name="batch", help="Run a finite set of requests (OpenAI batch JSONL).")
 
@@ -33,6 +32,7 @@ def submit(
     name: str | None = None,
     task: Literal["chat", "embed"] = "chat",
     context: int | None = None,
+    json: bool = False,
 ) -> int:
     """Admit, place and run every request of an OpenAI batch file; returns at once.
 
@@ -48,143 +48,59 @@ def submit(
         What the requests ask for: chat or embed.
     context
         Context size in tokens (default: the model's own, at most 4096).
+    json
+        Print the result as JSON.
     """
-    from nodeau.apps.cli import plane as planes
-
-    return submit_job(planes.build(), file, model=model, name=name, task=task, context=context)
-
-
-def submit_job(
-    plane: Plane, file: Path, *, model: str, name: str | None, task: str, context: int | None
-) -> int:
-    import os
-    from datetime import timedelta
-
-    from returns.pipeline import is_successful
-
-    from nodeau.adapters.llama_server import find_llama_server
-    from nodeau.apps.batches import (
-        JobFiles,
-        as_batch,
-        finish,
-        launch_worker,
-        read_meta,
-        start_batch_server,
-        worker_command,
-        write_job,
-        write_meta,
-    )
-    from nodeau.apps.cli.bootstrap import utc_now
-    from nodeau.apps.cli.run_command import admit_here, refused
-    from nodeau.apps.models import resolve_model
-    from nodeau.apps.serving import RunRequest
-    from nodeau.domain.tasks import Task
-    from nodeau.domain.workloads import RecoveryMode, WorkloadState
-    from nodeau.ports.runtime import RuntimeFailure
-
-    parsed = read_batch_file(file, Task(task))
-    if parsed is None:
-        return 1
-    requests, problems = parsed
-    s = plane.models.settings
-    resolved = resolve_model(model, plane.models.registry.book(), plane.models.catalog())
-    job = name or file.stem
-    request = RunRequest(
-        name=job,
-        task=Task(task),
-        context_tokens=context,
-        recovery=RecoveryMode.NEVER,
-        recovery_after=timedelta(minutes=3),
-    )
-    decided, reading = admit_here(plane, resolved, request, wrap=as_batch)
-    if not is_successful(decided) or reading is None:
-        return refused(decided.failure())
-    admission = decided.unwrap()
-    files = JobFiles.of(s.home, job)
-    command = list(worker_command(job, s.home))
-    binary = find_llama_server(os.environ)
-    meta = {
-        "name": job,
-        "file": str(file.resolve()),
-        "model": admission.record.workload.model,
-        "total": len(requests),
-        "bad_lines": len(problems),
-        "llama_server": str(binary) if binary else None,
-        "worker_command": command,
-    }
-    write_job(files, requests, problems, meta)
-    record = start_batch_server(
-        admission,
-        reading=reading,
-        runtime=plane.runtime(),
-        state=plane.state,
-        log_dir=s.log_dir,
-        now=utc_now,
-    )
-    try:
-        pid = launch_worker(files, command)
-    except RuntimeFailure:
-        if record.server is not None:
-            plane.runtime().stop(record.server, grace_s=10.0)
-        finish(plane.state, job, WorkloadState.FAILED, utc_now())
-        raise
-    write_meta(files, {**read_meta(files), "worker_pid": pid})
-    hardware = " (SIMULATED card: the model runs on the CPU)" if reading.simulated else ""
-    print(
-        f"{job}: admitted on {record.workload.machine}, {record.workload.gpu_uuid}{hardware}, "
-        f"reserving {size(admission.placement.reservation.bytes)}"
-    )
-    bad = f" ({len(problems)} bad lines skipped)" if problems else ""
-    print(f"{job}: running {len(requests)} requests{bad}; nodeau batch status {job}")
-    return 0
-
-
-def read_batch_file(
-    file: Path, task: Task
-) -> tuple[tuple[BatchRequest, ...], tuple[LineProblem, ...]] | None:
-    """The file's requests and bad lines (printed one per line); None when none can run."""
+    from nodeau.apps.cli.bootstrap import plane
+    from nodeau.apps.planes.plane import BatchAsk
     from nodeau.domain.batches import parse_batch_lines
-    from nodeau.domain.tasks import routes_for
+    from nodeau.domain.runs import name_from_model
+    from nodeau.domain.tasks import Task, routes_for
+    from nodeau.ports.errors import SettingsError
 
     try:
         lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as exc:
-        print(f"nodeau: {file}: cannot read it ({exc.strerror})", file=sys.stderr)
-        return None
-    requests, problems = parse_batch_lines(lines, routes_for(task))
+        raise SettingsError(f"{file}: cannot read it ({exc.strerror})") from exc
+    requests, problems = parse_batch_lines(lines, routes_for(Task(task)))
     for problem in problems:
         print(f"{file}: {problem}", file=sys.stderr)
     if not requests:
         print(f"nodeau: {file}: no line can run; nothing was admitted", file=sys.stderr)
-        return None
-    return requests, problems
+        return 1
+    job = name if name is not None else name_from_model(file.stem)
+    if job is None:
+        raise SettingsError(f"cannot make a job name from {file.name!r}; give --name")
+    ask = BatchAsk(
+        model=model,
+        name=job,
+        task=Task(task),
+        context_tokens=context,
+        requests=requests,
+        problems=problems,
+        source=str(file.resolve()),
+    )
+    return report_submit(plane().submit_batch(ask), json=json)
 
 
-def job_status(name: str) -> dict[str, Any]:
-    from nodeau.adapters.sqlite_state import SqliteStateStore
-    from nodeau.apps.batches import JobFiles, progress, read_meta
-    from nodeau.apps.cli.bootstrap import settings, utc_now
-    from nodeau.domain.workloads import ps_sentence
-    from nodeau.ports.state import UnknownWorkload
+def report_submit(outcome: BatchOutcome, *, json: bool) -> int:
+    from nodeau.apps.cli.serving import report_run
+    from nodeau.apps.planes.plane import BatchSubmitted
 
-    s = settings()
-    files = JobFiles.of(s.home, name)
-    if not files.job.is_file():
-        raise UnknownWorkload(f"no batch job called {name!r}; nodeau batch status lists them")
-    record = SqliteStateStore(s.state_path, utc_now).snapshot().named(name)
-    p = progress(files)
-    return {
-        "name": name,
-        "model": read_meta(files).get("model"),
-        "state": record.workload.state.value if record else "unknown",
-        "sentence": ps_sentence(record.workload, utc_now()) if record else "",
-        "total": p.total,
-        "done": p.done,
-        "failed": p.failed,
-        "left": p.left,
-        "bad_lines": p.bad_lines,
-        "results": str(files.results),
-    }
+    if not isinstance(outcome, BatchSubmitted):
+        return report_run(outcome, json=json)
+    if json:
+        print(to_json(outcome))
+        return 0
+    w, job = outcome.workload, outcome.job
+    hardware = " (SIMULATED card: the model runs on the CPU)" if w.simulated else ""
+    print(
+        f"{w.name}: admitted on {w.machine}, {w.gpu}{hardware}, "
+        f"reserving {size(outcome.reserved_bytes)}"
+    )
+    bad = f" ({job.bad_lines} bad lines skipped)" if job.bad_lines else ""
+    print(f"{w.name}: running {job.total} requests{bad}; nodeau batch status {w.name}")
+    return 0
 
 
 @batch_app.command(name="status")
@@ -198,40 +114,30 @@ def status(name: str | None = None, /, *, json: bool = False) -> int:
     json
         Print the status as JSON.
     """
-    from nodeau.apps.cli.bootstrap import settings
+    from nodeau.apps.cli.bootstrap import plane
 
-    if name is not None:
-        rows = [job_status(name)]
-    else:
-        root = settings().home / "batches"
-        found = (
-            sorted(p.name for p in root.iterdir() if (p / "job.json").is_file())
-            if root.is_dir()
-            else []
-        )
-        rows = [job_status(n) for n in found]
+    rows = plane().batches(name)
     if json:
         print(to_json(rows[0] if name is not None else rows))
         return 0
-    print(
-        table(
-            ("NAME", "STATE", "TOTAL", "DONE", "FAILED", "LEFT", "BAD LINES", "NOW"),
-            [
-                (
-                    r["name"],
-                    r["state"],
-                    str(r["total"]),
-                    str(r["done"]),
-                    str(r["failed"]),
-                    str(r["left"]),
-                    str(r["bad_lines"]),
-                    r["sentence"],
-                )
-                for r in rows
-            ],
-        )
-    )
+    print(table(STATUS_HEADERS, [status_row(r) for r in rows]))
     return 0
+
+
+STATUS_HEADERS = ("NAME", "STATE", "TOTAL", "DONE", "FAILED", "LEFT", "BAD LINES", "NOW")
+
+
+def status_row(r: BatchView) -> tuple[str, ...]:
+    return (
+        r.name,
+        r.state,
+        str(r.total),
+        str(r.done),
+        str(r.failed),
+        str(r.left),
+        str(r.bad_lines),
+        r.sentence,
+    )
 
 
 @batch_app.command(name="results")
@@ -243,16 +149,10 @@ def results(name: str, /) -> int:
     name
         The job.
     """
-    import json as jsonlib
+    from nodeau.apps.cli.bootstrap import plane
 
-    from nodeau.apps.batches import JobFiles, read_results
-    from nodeau.apps.cli.bootstrap import settings
-    from nodeau.domain.batches import result_line
-
-    files = JobFiles.of(settings().home, name)
-    job_status(name)  # an unknown job says so
-    for result in read_results(files):
-        print(jsonlib.dumps(result_line(result)))
+    for line in plane().batch_results(name):
+        print(jsonlib.dumps(line))
     return 0
 
 
@@ -265,23 +165,7 @@ def stop(name: str, /) -> int:
     name
         The job.
     """
-    from nodeau.apps.batches import JobFiles, finish, stop_worker
-    from nodeau.apps.cli import plane as planes
-    from nodeau.apps.cli.bootstrap import utc_now
-    from nodeau.domain.workloads import WorkloadState, holds_gpu
+    from nodeau.apps.cli.bootstrap import plane
 
-    job_status(name)
-    plane = planes.build()
-    files = JobFiles.of(plane.models.settings.home, name)
-    stop_worker(files)
-    record = plane.state.snapshot().named(name)
-    if record is not None and holds_gpu(record.workload.state):
-        if record.server is not None:
-            plane.runtime().stop(record.server, grace_s=10.0)
-        finish(plane.state, name, WorkloadState.STOPPED, utc_now())
-    after = job_status(name)
-    print(
-        f"{name}: {after['state']}; {after['done'] + after['failed']} results kept "
-        f"({files.results}); its card is free"
-    )
+    print(plane().stop_batch(name))
     return 0

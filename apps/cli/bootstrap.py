@@ -1,28 +1,116 @@
-"""The CLI's settings: the one frozen ``Settings`` of ``nodeau.apps.settings``, read once.
+"""The CLI's composition root: settings read once, the plane chosen once, adapters built lazily.
 
-Kept as the CLI's import point while its commands move to one composition root.
+Nothing here runs at import time; a command asks for :func:`plane` (or for
+``settings``) when it runs, and each adapter is built the first time the plane
+uses it, so ``nodeau --help`` and ``nodeau ps`` on an empty home import little.
 """
 
 from __future__ import annotations
+
+import os
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from nodeau.apps.settings import (
     DEFAULT_PUBLISHER,
     DEFAULT_RESERVE,
     Settings,
     data_home,
-    settings,
     settings_from,
     shipped_catalog,
     utc_now,
 )
+
+if TYPE_CHECKING:
+    from nodeau.apps.endpoint_services import Endpoints
+    from nodeau.apps.model_services import ModelServices
+    from nodeau.apps.planes.plane import Plane
+    from nodeau.ports.hardware import GpuInventory
+    from nodeau.ports.marks import SchedulingMarks
+    from nodeau.ports.runtime import ModelRuntime
+    from nodeau.ports.state import StateStore
 
 __all__ = [
     "DEFAULT_PUBLISHER",
     "DEFAULT_RESERVE",
     "Settings",
     "data_home",
+    "plane",
     "settings",
     "settings_from",
     "shipped_catalog",
     "utc_now",
 ]
+
+
+def settings() -> Settings:
+    """The settings of this command, read from the environment."""
+    return settings_from(os.environ)
+
+
+class LazyMachineParts:
+    """``MachineParts``: each adapter of this machine built when first used."""
+
+    def __init__(self, s: Settings) -> None:
+        self._settings = s
+
+    @cached_property
+    def models(self) -> ModelServices:
+        from nodeau.apps import model_services
+
+        return model_services.build(self._settings)
+
+    @cached_property
+    def inventory(self) -> GpuInventory:
+        from nodeau.apps.machine import inventory_for
+
+        return inventory_for(self._settings.machine, self._settings.simulated_gpus)
+
+    @cached_property
+    def state(self) -> StateStore:
+        from nodeau.adapters.sqlite_state import SqliteStateStore
+
+        return SqliteStateStore(self._settings.state_path, utc_now)
+
+    @cached_property
+    def marks(self) -> SchedulingMarks:
+        from nodeau.adapters.sqlite_marks import SqliteMarks
+
+        return SqliteMarks(self._settings.state_path)
+
+    @cached_property
+    def runtime(self) -> ModelRuntime:
+        from nodeau.adapters.llama_cpp_python import LlamaCppPythonRuntime
+        from nodeau.adapters.llama_server import LlamaServerRuntime, ModelServer
+        from nodeau.apps.machine import model_server
+
+        choice = model_server(os.environ)
+        simulated = self._settings.simulated_gpus is not None
+        memory = None if simulated else self.inventory.process_memory
+        if choice.server is ModelServer.LLAMA_CPP_PYTHON:
+            return LlamaCppPythonRuntime(
+                choice.program, library=choice.library, inventory_memory=memory
+            )
+        return LlamaServerRuntime(choice.program, inventory_memory=memory)
+
+    @cached_property
+    def endpoints(self) -> Endpoints:
+        from nodeau.apps.endpoint_services import endpoint_manager
+
+        return endpoint_manager(self._settings)
+
+
+def plane() -> Plane:
+    """The plane this command acts on (``cluster_plane.chosen``); a command asks once."""
+    from nodeau.apps.cli.cluster_plane import chosen
+
+    choice = chosen()
+    if choice.kubernetes:
+        from nodeau.apps.cli.cluster_plane import open_cluster
+        from nodeau.apps.planes.kubernetes import KubernetesPlane
+
+        return KubernetesPlane(open_cluster(choice), utc_now)
+    from nodeau.apps.planes.machine import MachinePlane
+
+    s = settings()
+    return MachinePlane(s, LazyMachineParts(s), utc_now)

@@ -62,7 +62,7 @@ def build_app() -> App:
         help="What this machine holds: status, verification, details.",
     )
     app.command(
-        "nodeau.apps.cli.cluster_scheduling:scheduling_app",
+        "nodeau.apps.cli.scheduling:scheduling_app",
         name="scheduling",
         help="Drain machines and choose the scheduling policy; new placements only.",
     )
@@ -75,7 +75,8 @@ def build_app() -> App:
 
 
 def run(argv: Sequence[str] | None = None) -> None:
-    """Console-script entry point: expected failures print one line, never a traceback.
+    """Console-script entry point: expected failures (``NodeauError``) print one line, never a
+    traceback; anything else is a bug and keeps its traceback.
 
     ``argv`` defaults to ``sys.argv[1:]``; the process exits with the command's code.
     """
@@ -92,14 +93,9 @@ def run(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
-        from nodeau.apps.cli.errors import one_line
+        from nodeau.ports.errors import NodeauError
 
-        message = one_line(exc)
-        if message is None:
-            from nodeau.apps.cli.cluster_plane import cluster_line
-
-            message = cluster_line(exc)
-        if message is None:
-            raise
-        print(f"nodeau: {message}", file=sys.stderr)
+        if not isinstance(exc, NodeauError):
+            raise  # a bug deserves its traceback
+        print(f"nodeau: {exc.one_line()}", file=sys.stderr)
         sys.exit(1)

@@ -13,7 +13,8 @@ from typing import Annotated
 
 from cyclopts import App, Parameter
 
-from nodeau.apps.cli import services
+from nodeau.apps import model_services as services
+from nodeau.apps.cli.bootstrap import settings
 from nodeau.apps.cli.render import size, table, to_json
 
 models_app = App(name="models", help="Fetch catalog models and import your own GGUF files.")
@@ -33,7 +34,7 @@ def pull(name: str, /, *, json: bool = False) -> int:
     """
     from nodeau.apps.models import pull_model
 
-    s = services.build()
+    s = services.build(settings())
     report = pull_model(
         name,
         catalog=s.catalog(),
@@ -83,7 +84,7 @@ def import_(
     """
     from nodeau.apps.models import import_model
 
-    s = services.build()
+    s = services.build(settings())
     report = import_model(
         path,
         alias=alias,
@@ -117,7 +118,7 @@ def status(*, json: bool = False) -> int:
     """
     from nodeau.apps.cli.status_rows import status_rows
 
-    s = services.build()
+    s = services.build(settings())
     rows = status_rows(s.store.files(), s.registry.book(), s.catalog(), s.settings.machine)
     if json:
         print(to_json(rows))
@@ -154,7 +155,7 @@ def verify(model: str, /, *, json: bool = False) -> int:
     """
     from nodeau.apps.models import resolve_model, verify_model
 
-    s = services.build()
+    s = services.build(settings())
     resolved = resolve_model(model, s.registry.book(), s.catalog())
     results = verify_model(resolved, s.store)
     if json:
@@ -179,7 +180,7 @@ def info(model: str, /, *, json: bool = False) -> int:
     from nodeau.apps.cli.info_text import info_lines
     from nodeau.apps.models import describe_model, resolve_model
 
-    s = services.build()
+    s = services.build(settings())
     resolved = resolve_model(model, s.registry.book(), s.catalog())
     described = describe_model(
         resolved,

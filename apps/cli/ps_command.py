@@ -3,13 +3,12 @@
 Decisions recorded here:
 
 * ``ps`` is the command people run most, so it starts light: this module
-  imports neither cyclopts nor the state adapter at import time. The state
-  adapter (SQLite, cattrs, the domain's admission values) is imported only
-  when a state database exists; a home without one lists nothing and creates
-  nothing.
-* On a fleet on Kubernetes (``cluster_plane``: NODEAU_PLANE or plane.json,
-  read cheaply) ``ps`` lists the cluster's objects instead, whichever way it
-  is reached.
+  imports neither cyclopts nor the state adapter at import time. It asks the
+  plane (``bootstrap.plane``) for its workloads; the one-machine plane opens
+  its state only when a database exists, so a home without one lists nothing
+  and creates nothing.
+* On a fleet on Kubernetes the plane lists the cluster's objects instead,
+  whichever way ``ps`` is reached, with the same columns and JSON keys.
 * ``main.run`` calls :func:`ps` directly, without building the cyclopts app,
   for exactly the argument lists in :data:`FAST_ARGV`; anything else (``--help``,
   other flags, stray words) goes through cyclopts, which calls the same
@@ -19,14 +18,12 @@ Decisions recorded here:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nodeau.apps.cli.render import table, to_json
 
 if TYPE_CHECKING:
-    from nodeau.ports.state import WorkloadRecord
+    from nodeau.apps.planes.plane import WorkloadView
 
 HEADERS = ("NAME", "KIND", "MODEL", "MACHINE", "GPU", "STATE", "ENDPOINT", "NOW")
 
@@ -50,56 +47,26 @@ def ps(*, json: bool = False) -> int:
     json
         Print the rows as JSON.
     """
-    from nodeau.apps.cli.cluster_plane import on_kubernetes
+    from nodeau.apps.cli.bootstrap import plane
 
-    if on_kubernetes():  # never the machine's rows when the fleet is on Kubernetes
-        from nodeau.apps.cli.cluster_workloads import ps as cluster_ps
-
-        return cluster_ps(json=json)
-    from nodeau.apps.cli.bootstrap import settings, utc_now
-
-    s = settings()
-    records = gpu_holders(s.state_path)
-    now = utc_now()
+    views = plane().workloads()
     if json:
-        print(to_json([{"record": r, "sentence": sentence(r, now)} for r in records]))
+        print(to_json(views))
         return 0
-    print(table(HEADERS, [row(r, now, bool(s.simulated_gpus)) for r in records]))
+    print(table(HEADERS, [row(v) for v in views]))
     return 0
 
 
-def gpu_holders(state_path: Path) -> tuple[WorkloadRecord, ...]:
-    """The recorded workloads that hold a card, in the order they were admitted.
-
-    No database yet means no workloads: nothing is created to say so.
-    """
-    if not state_path.exists():
-        return ()
-    from nodeau.adapters.sqlite_state import SqliteStateStore
-    from nodeau.apps.cli.bootstrap import utc_now
-    from nodeau.domain.workloads import holds_gpu
-
-    workloads = SqliteStateStore(state_path, utc_now).snapshot().workloads
-    return tuple(r for r in workloads if holds_gpu(r.workload.state))
-
-
-def sentence(record: WorkloadRecord, now: datetime) -> str:
-    """The one sentence ``ps`` shows for a workload (the domain's ``ps_sentence``)."""
-    from nodeau.domain.workloads import ps_sentence
-
-    return ps_sentence(record.workload, now)
-
-
-def row(record: WorkloadRecord, now: datetime, simulated: bool) -> tuple[str, ...]:
+def row(view: WorkloadView) -> tuple[str, ...]:
     """One line of the ``ps`` table; a simulated card says so after its UUID."""
-    w = record.workload
+    gpu = view.gpu or "-"
     return (
-        w.name,
-        w.kind.value,
-        w.model,
-        w.machine,
-        w.gpu_uuid + (" (simulated)" if simulated else ""),
-        w.state.value,
-        f"http://127.0.0.1:{record.endpoint_port}/v1" if record.endpoint_port else "-",
-        sentence(record, now),
+        view.name,
+        view.kind,
+        view.model,
+        view.machine or "-",
+        gpu + (" (simulated)" if view.simulated and view.gpu else ""),
+        view.state,
+        view.endpoint or "-",
+        view.sentence,
     )

@@ -1,12 +1,11 @@
 """``nodeau run``, ``stop``, ``service explain``, ``placement explain``,
-``environment`` and ``fleet list`` on the one-machine plane.
+``environment`` and ``fleet list``: written once against the ``Plane``.
 
-On a fleet on Kubernetes (``cluster_plane``) run, stop, the explains and
-``fleet list`` hand over to the ``cluster_*`` modules; ``environment`` always
-reads this machine.
-
-A refusal prints its kind, code and sentence, exits 2 and creates nothing.
-``nodeau ps`` has its own light module, ``ps_command``.
+The plane (this machine, or a fleet on Kubernetes) is chosen once by the
+composition root (``bootstrap.plane``); every command prints the same text
+and the same JSON shape on both. A refusal prints its kind, code and
+sentence, exits 2 and creates nothing. ``environment`` always reads this
+machine. ``nodeau ps`` has its own light module, ``ps_command``.
 """
 
 from __future__ import annotations
@@ -20,7 +19,8 @@ from cyclopts import App, Parameter
 from nodeau.apps.cli.render import size, table, to_json
 
 if TYPE_CHECKING:
-    from nodeau.ports.state import Admission
+    from nodeau.apps.planes.plane import FleetListing, MachineView, RunOutcome, Started
+    from nodeau.domain.refusals import Refusal
 
 service_app = App(name="service", help="Explain a service's admission.")
 placement_app = App(name="placement", help="Explain a workload's placement.")
@@ -32,6 +32,7 @@ fleet_app.command(
 )
 
 REFUSED = 2
+UNDECIDED = 1
 
 
 def parse_after(text: str) -> timedelta:
@@ -39,7 +40,7 @@ def parse_after(text: str) -> timedelta:
     units = {"s": 1, "m": 60, "h": 3600}
     if len(text) >= 2 and text[-1] in units and text[:-1].isdigit() and int(text[:-1]) > 0:
         return timedelta(seconds=int(text[:-1]) * units[text[-1]])
-    from nodeau.apps.cli.errors import SettingsError
+    from nodeau.ports.errors import SettingsError
 
     raise SettingsError(f"--after {text!r}: give a positive whole number with s, m or h (e.g. 3m)")
 
@@ -54,16 +55,17 @@ def run(
     recovery: Literal["never", "automatic"] = "never",
     after: str = "3m",
     wait: float = 60,
+    allow_origin: tuple[str, ...] = (),
     json: bool = False,
 ) -> int:
-    """Admit, place and serve a model on this machine, behind a loopback endpoint.
+    """Admit, place and serve a model, behind a loopback endpoint.
 
     Parameters
     ----------
     model
         An alias, a catalog name or an artifact id held verified on this machine.
     name
-        The workload's name (default: the model's name).
+        The workload's name (default: made from the model's name).
     task
         What the workload serves: chat, embed or rerank.
     context
@@ -74,37 +76,81 @@ def run(
         The recovery delay, e.g. 3m.
     wait
         On Kubernetes: seconds to wait for the controller's decision.
+    allow_origin
+        A web origin (scheme://host[:port]) whose pages the endpoint also answers, beyond
+        loopback pages; repeatable. Its answers carry no CORS headers.
     json
         Print the result as JSON.
     """
-    from nodeau.apps.cli.cluster_plane import on_kubernetes
+    from nodeau.apps.cli.bootstrap import plane
+    from nodeau.apps.planes.plane import RunAsk
+    from nodeau.domain.tasks import Task
+    from nodeau.domain.workloads import RecoveryMode
+    from nodeau.ports.errors import SettingsError
 
-    if on_kubernetes():
-        from nodeau.apps.cli.cluster_run import run_on_cluster
-
-        return run_on_cluster(
-            model=model,
-            name=name,
-            task=task,
-            context=context,
-            recovery=recovery,
-            after=parse_after(after),
-            wait_s=wait,
-            json=json,
-        )
-    from nodeau.apps.cli import plane as planes
-    from nodeau.apps.cli.run_command import run_workload
-
-    return run_workload(
-        planes.build(),
+    if wait < 0:
+        raise SettingsError("--wait must be zero or more seconds")
+    if context is not None and context <= 0:
+        raise SettingsError("--context must be a positive number of tokens")
+    ask = RunAsk(
         model=model,
         name=name,
-        task=task,
-        context=context,
-        recovery=recovery,
-        after=parse_after(after),
-        json=json,
+        task=Task(task),
+        context_tokens=context,
+        recovery=RecoveryMode(recovery),
+        recovery_after=parse_after(after),
+        wait_s=wait,
+        allowed_origins=allow_origin,
     )
+    return report_run(plane().run(ask), json=json)
+
+
+def report_run(outcome: RunOutcome, *, json: bool) -> int:
+    """Print what ``run`` did; its exit code (0, 1 undecided, 2 refused)."""
+    from nodeau.apps.planes.plane import Refused, Started, Undecided
+
+    match outcome:
+        case Refused(refusal=refusal):
+            return report_refusal(refusal)
+        case Undecided(name=name, waited_s=waited):
+            print(
+                f"nodeau: the controller did not decide on {name} within {waited:g} seconds; "
+                f"it is left for the controller (nodeau ps shows it; nodeau stop {name} "
+                "--workload removes it). Is the controller running? "
+                "kubectl -n nodeau-system get deployments",
+                file=sys.stderr,
+            )
+            return UNDECIDED
+        case Started() as started:
+            if json:
+                print(to_json(started))
+            else:
+                print("\n".join(started_lines(started)))
+            return 0
+    raise AssertionError("a run outcome is Started, Refused or Undecided")
+
+
+def started_lines(started: Started) -> list[str]:
+    """What ``run`` prints for a workload admitted (or already serving)."""
+    w = started.workload
+    if started.already:
+        return [f"{w.name} is already serving; its endpoint is back at {w.endpoint}"]
+    hardware = " (SIMULATED card: the model runs on the CPU)" if w.simulated else ""
+    reserving = (
+        f", reserving {size(started.reserved_bytes)} ({started.source})"
+        if started.reserved_bytes is not None
+        else ""
+    )
+    lines = [f"{w.name}: admitted on {w.machine}, {w.gpu}{hardware}{reserving}"]
+    lines.append(f"state {w.state}: {w.sentence}")
+    if w.endpoint is None:
+        lines.append(
+            "no endpoint yet: the model server is starting (nodeau ps shows when it serves)"
+        )
+    else:
+        how = f" (endpoint: {started.endpoint_service})" if started.endpoint_service else ""
+        lines.append(f"serving at {w.endpoint}{how}")
+    return lines
 
 
 def stop(
@@ -122,16 +168,10 @@ def stop(
     workload
         Stop the model too and free its card.
     """
-    from nodeau.apps.cli.cluster_plane import on_kubernetes
+    from nodeau.apps.cli.bootstrap import plane
 
-    if on_kubernetes():
-        from nodeau.apps.cli.cluster_workloads import stop as cluster_stop
-
-        return cluster_stop(name, stop_model=workload)
-    from nodeau.apps.cli import plane as planes
-    from nodeau.apps.cli.run_command import stop_command
-
-    return stop_command(planes.build(), name, stop_model=workload)
+    print(plane().stop(name, workload=workload))
+    return 0
 
 
 @service_app.command(name="explain")
@@ -145,9 +185,10 @@ def service_explain(name: str, /, *, json: bool = False) -> int:
     json
         Print the recorded decision as JSON.
     """
+    from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.explain import admission_lines
 
-    admission = recorded_admission(name)
+    admission = plane().admission(name)
     if json:
         print(to_json(admission.admitted))
         return 0
@@ -167,9 +208,10 @@ def placement_explain(name: str, /, *, json: bool = False) -> int:
     json
         Print the recorded placement as JSON.
     """
+    from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.explain import placement_lines
 
-    admission = recorded_admission(name)
+    admission = plane().admission(name)
     if json:
         print(to_json(admission.placement))
         return 0
@@ -207,11 +249,13 @@ def environment(*, json: bool = False) -> int:
 
 def server_line() -> str:
     """Which model server ``run`` would start, and why; or why there is none."""
-    from nodeau.apps.cli.errors import SettingsError
-    from nodeau.apps.cli.plane import model_server
+    import os
+
+    from nodeau.apps.machine import model_server
+    from nodeau.ports.errors import SettingsError
 
     try:
-        choice = model_server()
+        choice = model_server(os.environ)
     except SettingsError as exc:
         return str(exc)
     return f"{choice.server.value} ({choice.program}): {choice.reason}"
@@ -219,53 +263,64 @@ def server_line() -> str:
 
 @fleet_app.command(name="list")
 def fleet_list(*, json: bool = False) -> int:
-    """The machines of this fleet: on the one-machine plane, this machine.
+    """The machines of this fleet: their health, marks, policy and cards.
 
     Parameters
     ----------
     json
         Print the machines as JSON.
     """
-    from nodeau.apps.cli.cluster_plane import on_kubernetes
+    from nodeau.apps.cli.bootstrap import plane
 
-    if on_kubernetes():
-        from nodeau.apps.cli.cluster_fleet import fleet_list as cluster_fleet_list
-
-        return cluster_fleet_list(json=json)
-    from nodeau.apps.cli.bootstrap import settings
-    from nodeau.apps.machine import inventory_for
-
-    s = settings()
-    reading = inventory_for(s.machine, s.simulated_gpus).read()
-    plane = "one machine (state in SQLite, no Kubernetes)"
+    listing = plane().machines()
     if json:
-        print(to_json({"plane": plane, "machines": [reading]}))
+        print(to_json(listing))
         return 0
-    print(f"plane: {plane}")
-    gpus = ", ".join(f"{r.gpu.uuid} ({size(r.gpu.total_bytes)})" for r in reading.gpus) or "none"
-    sim = "yes" if reading.simulated else "no"
-    print(
-        table(
-            ("MACHINE", "HEALTH", "SIMULATED", "GPUS"), [(reading.machine, "reporting", sim, gpus)]
-        )
-    )
+    print("\n".join(fleet_lines(listing)))
     return 0
 
 
-def recorded_admission(name: str) -> Admission:
-    """The admission recorded for a workload, as ``explain`` reads it (on either plane)."""
-    from nodeau.apps.cli.cluster_plane import on_kubernetes
+def fleet_lines(listing: FleetListing) -> list[str]:
+    """``fleet list`` for a person: the plane, the policy, a row per machine, health notes."""
+    rows = [
+        (
+            m.machine + (" (control plane)" if m.control_plane else ""),
+            m.health,
+            "yes" if m.drained else "no",
+            m.policy + (" (own)" if m.policy_from == "its own override" else ""),
+            {None: "-", True: "yes", False: "no"}[m.simulated],
+            gpus_text(m),
+        )
+        for m in listing.machines
+    ]
+    lines = [
+        f"plane: {listing.plane}",
+        f"fleet policy: {listing.fleet_policy} (new placements only)",
+        table(("MACHINE", "HEALTH", "DRAINED", "POLICY", "SIMULATED", "GPUS"), rows),
+    ]
+    notes = [
+        f"  {m.machine}: {m.health_sentence}"
+        for m in listing.machines
+        if m.health_sentence and m.health != "reporting"
+    ]
+    return lines + (["health:", *notes] if notes else [])
 
-    if on_kubernetes():
-        from nodeau.apps.cli.cluster_workloads import recorded_admission as on_cluster
 
-        return on_cluster(name)
-    from nodeau.adapters.sqlite_state import SqliteStateStore
-    from nodeau.apps.cli.bootstrap import settings, utc_now
+def gpus_text(machine: MachineView) -> str:
+    """The GPUS column: each card, its size and who holds it."""
+    if machine.reported_at is None:
+        return "no agent report yet"
+    parts = [
+        f"{g.uuid} ({size(g.total_bytes)}, {'held by ' + g.held_by if g.held_by else 'free'})"
+        for g in machine.gpus
+    ]
+    return ", ".join(parts) or "none"
 
-    return SqliteStateStore(settings().state_path, utc_now).admission(name)
 
-
-def report_refusal(kind: str, code: str, sentence: str) -> int:
-    print(f"refused ({kind}): {code}: {sentence}", file=sys.stderr)
+def report_refusal(refusal: Refusal) -> int:
+    """Print a refusal's kind, code and sentence to stderr; the exit code of a refusal."""
+    print(
+        f"refused ({refusal.kind.value}): {refusal.code.value}: {refusal.sentence}",
+        file=sys.stderr,
+    )
     return REFUSED

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from nodeau.adapters.sqlite_state import SqliteStateStore
-from nodeau.apps.endpoint.callers import parse_origin
 from nodeau.apps.endpoint.serve import CachedLookup, serve, upstream_from_state
+from nodeau.domain.origins import parse_origin
 from nodeau.ports.state import StateError
 
 

@@ -58,7 +58,7 @@ from nodeau.apps.endpoint.answers import (
     wrong_task,
 )
 from nodeau.apps.endpoint.bodies import malformed
-from nodeau.apps.endpoint.callers import CallerRules, parse_origin
+from nodeau.apps.endpoint.callers import CallerRules
 from nodeau.apps.endpoint.connections import KeepAliveTransport
 from nodeau.apps.endpoint.exchange import (
     ClientLeft,
@@ -67,6 +67,7 @@ from nodeau.apps.endpoint.exchange import (
     read_body,
     upstream_url,
 )
+from nodeau.domain.origins import parse_origin
 from nodeau.domain.tasks import Task, routes_for
 
 __all__ = ["MAX_BODY_BYTES", "PROXIED_PATHS", "Upstream", "create_app", "new_transport"]
@@ -233,7 +234,7 @@ def create_app(
     """The endpoint app. ``upstream()`` says where the model server is now (None: not
     running). ``transport`` reaches it; when None, the app's lifespan makes one
     (``new_transport``) and closes it. ``allowed_origins``: web origins served besides
-    loopback pages (``callers.parse_origin`` forms; ValueError for one that is not)."""
+    loopback pages (``domain.origins.parse_origin`` forms; ValueError for one that is not)."""
     endpoint = _Endpoint(upstream, transport, max_body_bytes)
     origins = tuple(parse_origin(origin) for origin in allowed_origins)  # checked now
 

@@ -39,40 +39,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from urllib.parse import urlsplit
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from nodeau.apps.endpoint.answers import host_missing, host_refused, origin_refused, two_hosts
+from nodeau.domain.origins import parse_origin
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _LOOPBACK_ORIGIN = re.compile(rb"http://(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def parse_origin(text: str) -> str:
-    """``text`` as a web origin to allow, in the form a browser sends it (``scheme://host``
-    or ``scheme://host:port``: lower case, no default port, no trailing slash); ValueError
-    when it is not one, or is ``null`` or ``*``."""
-    given = text.strip()
-    if given in ("*", "null"):
-        raise ValueError(f"{given!r} cannot be allowed: name each origin, as scheme://host[:port]")
-    try:
-        parts = urlsplit(given)
-        port = parts.port
-    except ValueError as exc:
-        raise ValueError(f"{given!r} is not an origin ({exc})") from exc
-    host = parts.hostname
-    extra = parts.path not in ("", "/") or parts.username or given.endswith(("?", "#"))
-    if not parts.scheme or not host or extra or parts.query or parts.fragment:
-        raise ValueError(f"{given!r} is not an origin: scheme://host[:port], nothing more")
-    scheme = parts.scheme.lower()
-    if ":" in host:
-        host = f"[{host}]"
-    if port is None or port == _DEFAULT_PORTS.get(scheme):
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{port}"
 
 
 @lru_cache(maxsize=16)

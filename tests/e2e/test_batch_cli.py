@@ -136,7 +136,7 @@ def test_stop_keeps_what_is_done_and_a_second_run_does_nothing_twice(
     running = cli.wait_for("long", lambda s: s["done"] >= 1)
     assert running["state"] == "running"
     ps = json.loads(cli("ps", "--json").stdout)
-    assert [(r["record"]["workload"]["kind"], r["record"]["workload"]["state"]) for r in ps] == [
+    assert [(r["kind"], r["state"]) for r in ps] == [
         ("batch", "running")
     ]
 

@@ -32,13 +32,14 @@ def cli(tmp_path: Path) -> Iterator[Cli]:
     done = c("ps", "--json")
     if done.returncode == 0:
         for row in json.loads(done.stdout):
-            c("stop", row["record"]["workload"]["name"], "--workload")
+            c("stop", row["name"], "--workload")
 
 
 def endpoint_of(cli: Cli, name: str) -> str:
     rows = json.loads(cli("ps", "--json").stdout)
-    [row] = [r for r in rows if r["record"]["workload"]["name"] == name]
-    return f"http://127.0.0.1:{row['record']['endpoint_port']}/v1"
+    [row] = [r for r in rows if r["name"] == name]
+    endpoint: str = row["endpoint"]
+    return endpoint
 
 
 def test_run_serve_explain_and_stop(cli: Cli, tmp_path: Path) -> None:

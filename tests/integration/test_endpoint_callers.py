@@ -20,7 +20,7 @@ import httpx
 import pytest
 from attrs import frozen
 
-from nodeau.apps.endpoint.callers import parse_origin
+from nodeau.domain.origins import parse_origin
 from tests.integration.test_endpoint import (
     BOUND_S,
     MODEL,

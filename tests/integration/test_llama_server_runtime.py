@@ -301,7 +301,7 @@ def test_the_server_outlives_the_process_that_started_it(
     chooses, given the same setting) and exits; the server keeps serving."""
     model = tiny_model(tmp_path)
     starter = """
-import json, sys
+import json, os, sys
 from pathlib import Path
 from nodeau.domain.memory import RuntimeConfig
 from nodeau.ports.runtime import ServerSpec
@@ -310,8 +310,8 @@ spec = ServerSpec(name="tiny", model_path=Path(model), config=RuntimeConfig(cont
                   gpu_uuid=None, log_path=Path(log))
 from nodeau.adapters.llama_cpp_python import LlamaCppPythonRuntime
 from nodeau.adapters.llama_server import LlamaServerRuntime, ModelServer
-from nodeau.apps.cli.plane import model_server
-c = model_server()
+from nodeau.apps.machine import model_server
+c = model_server(os.environ)
 rt = (LlamaCppPythonRuntime(c.program, library=c.library)
       if c.server is ModelServer.LLAMA_CPP_PYTHON else LlamaServerRuntime(c.program))
 s = rt.start(spec, 60)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from returns.result import Failure, Success
 from nodeau.adapters import llama_server
 from nodeau.adapters.llama_server import NO_SERVER, ModelServer, RuntimeChoice, choose_runtime
 from nodeau.apps.cli.errors import SettingsError
-from nodeau.apps.cli.plane import model_server
+from nodeau.apps.machine import model_server
 
 PYTHON = Path("/venv/bin/python")
 
@@ -118,4 +119,4 @@ def test_the_plane_turns_no_server_into_a_settings_error(
     monkeypatch.setenv("NODEAU_LLAMA_CACHE", str(tmp_path / "none"))
     monkeypatch.setattr(llama_server.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(SettingsError, match=r"^no model server found: set NODEAU_LLAMA_SERVER"):
-        model_server()
+        model_server(os.environ)

@@ -70,7 +70,7 @@ def fill(state_path: Path) -> None:
     store = SqliteStateStore(state_path, lambda: SINCE)
     fleet = fleet_of(6)
     for name in ("chat", "held", "moving", "batch", "pulling", "gone"):
-        store.admit(decider(name, fleet, SINCE)).unwrap()
+        store.admit(name, decider(name, fleet, SINCE)).unwrap()
     store.update("chat", served)
     store.update("held", held)
     store.update("moving", recovering)
@@ -135,10 +135,10 @@ def test_the_json_is_the_same_both_ways(home: Path, capsys: pytest.CaptureFixtur
     code, out, err = fast
     assert (code, err) == (0, "")
     rows = json.loads(out)
-    names = [r["record"]["workload"]["name"] for r in rows]
+    names = [r["name"] for r in rows]
     if (home / "state.sqlite3").exists():
         assert names == ["chat", "held", "moving", "batch", "pulling"]
-        assert rows[0]["record"]["endpoint_port"] == 8123
+        assert rows[0]["endpoint"] == "http://127.0.0.1:8123/v1"
         assert rows[0]["sentence"].startswith("serving on m1 (GPU-0000…) since 09:30:05 (4m)")
     else:
         assert rows == []

@@ -320,3 +320,15 @@ def test_a_pid_file_naming_another_process_stops_nothing(tmp_path: Path) -> None
     assert not service.running("w1")
     service.stop("w1", grace_s=0.1)
     assert not (run / "w1.pid").exists()
+
+
+def test_allowed_origins_become_the_endpoints_allow_origin_arguments(tmp_path: Path) -> None:
+    plain = spec_for(tmp_path)
+    allowed = spec_for(
+        tmp_path, allowed_origins=("https://tools.example", "http://localhost:3000")
+    )
+    assert allowed.command == (
+        *plain.command,
+        "--allow-origin", "https://tools.example",
+        "--allow-origin", "http://localhost:3000",
+    )  # fmt: skip

@@ -1,0 +1,207 @@
+"""Processes Nodeau started, found again and stopped later, from any process, through psutil.
+
+Decisions:
+
+* A pid alone names a process only until it ends: the system then gives the pid to another.
+  A process is ours while its pid runs (a zombie has ended; it only waits for its parent to
+  collect its status) and every fact recorded when it started still holds: its start time
+  (psutil's ``create_time``, which a process given a reused pid cannot share), its command
+  line (exactly, or by a test for command lines known by their parts), its process group.
+* A process seen while it execs (as its starter has just been told its pid) has an empty
+  command line for a moment, until the new program's arguments are in place: an empty one
+  is read again, briefly, before it counts against a recorded command line.
+* The start time is compared within ``SAME_START_S``: psutil derives it from the boot time,
+  which the system reports in whole seconds and moves when the clock is stepped.
+* A signal goes only to a process that is still ours, and psutil checks once more that the
+  pid was not reused in between. With ``group=True`` a process that leads its own process
+  group (it was started in a new session) is signalled through the group, so what it started
+  ends with it.
+* Stopping is SIGTERM, a grace period for it to end, then SIGKILL and a bounded wait for it
+  to be gone (a zombie counts as gone).
+* psutil's errors end here: a process gone, a zombie or one whose facts cannot be read is
+  not ours (``alive`` is False); no permission to signal one is ``ProcessDenied``; one still
+  there after SIGKILL is ``ProcessSurvived``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable
+
+import psutil
+from attrs import frozen
+
+from nodeau.ports.errors import NodeauError
+
+SAME_START_S = 1.0
+KILL_WAIT_S = 5.0
+_POLL_S = 0.05
+_EXEC_WAIT_S = 0.5
+_EXEC_POLL_S = 0.005
+
+
+class ProcessError(NodeauError):
+    """A process of ours could not be stopped."""
+
+    def __init__(self, message: str, *, pid: int) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+class ProcessDenied(ProcessError):
+    """No permission to signal the process (it runs as someone else)."""
+
+
+class ProcessSurvived(ProcessError):
+    """The process was still there after SIGKILL and the wait that followed."""
+
+
+@frozen(kw_only=True)
+class OurProcess:
+    """How to know a pid is still the process we started: each fact given must hold."""
+
+    pid: int
+    created_at: float | None = None  # psutil's create_time, read when it started
+    command: tuple[str, ...] | None = None  # its exact command line
+    matches: Callable[[tuple[str, ...]], bool] | None = None  # a test of its command line
+    group: int | None = None  # the process group it must be in
+
+
+def started(pid: int) -> float | None:
+    """The start time (psutil's ``create_time``) of the process running as ``pid``, to
+    record in its ``OurProcess``; None when none runs there."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return process.create_time()
+    except (psutil.Error, ValueError):  # NoSuchProcess, ZombieProcess, AccessDenied
+        return None
+
+
+def alive(ours: OurProcess) -> bool:
+    """Whether the process runs and is still ours (a reused pid is not; a zombie does not run)."""
+    return _find(ours) is not None
+
+
+def send(ours: OurProcess, sig: signal.Signals, *, group: bool = False) -> bool:
+    """Send ``sig`` while the process is ours (``group``: to its whole group when it leads
+    one); whether it was sent. ``ProcessDenied`` when that is not permitted."""
+    process = _find(ours)
+    if process is None:
+        return False
+    try:
+        if group and ours.pid != os.getpgrp() and os.getpgid(ours.pid) == ours.pid:
+            os.killpg(ours.pid, sig)
+        else:
+            process.send_signal(sig)  # psutil refuses a pid reused since it was found
+    except (psutil.NoSuchProcess, ProcessLookupError):
+        return False
+    except (psutil.AccessDenied, PermissionError) as exc:
+        raise ProcessDenied(f"pid {ours.pid}: no permission to signal it", pid=ours.pid) from exc
+    return True
+
+
+def signal_group(group: int, sig: signal.Signals) -> bool:
+    """Send ``sig`` to every process in process group ``group``; whether any got it. Never
+    to this process's own group, nor to a group id that names no single group (0, 1)."""
+    if group <= 1 or group == os.getpgrp():
+        return False
+    try:
+        os.killpg(group, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def wait_gone(processes: Iterable[OurProcess], timeout_s: float) -> bool:
+    """Wait until none of ``processes`` is ours any more, at most ``timeout_s``; whether so."""
+    waiting = list(processes)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [p for p in map(_find, waiting) if p is not None]
+        if not found:
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:  # returns as soon as it ends (and collects it, if it is our child)
+            found[0].wait(timeout=min(_POLL_S, left))
+        except psutil.TimeoutExpired:
+            pass  # still there, or a zombie that is not ours to collect
+        except psutil.Error:
+            pass  # gone, or not ours to wait for: the next look says which
+
+
+def terminate(
+    ours: OurProcess, grace_s: float, *, group: bool = False, kill_wait_s: float = KILL_WAIT_S
+) -> bool:
+    """Stop the process: SIGTERM, up to ``grace_s`` for it to end, then SIGKILL (``kill``).
+    Whether it was running; a process that is gone (or not ours) is left alone."""
+    if not send(ours, signal.SIGTERM, group=group):
+        return False
+    if not wait_gone([ours], grace_s):
+        kill(ours, group=group, wait_s=kill_wait_s)
+    return True
+
+
+def kill(ours: OurProcess, *, group: bool = False, wait_s: float = KILL_WAIT_S) -> None:
+    """SIGKILL the process while it is ours, then wait up to ``wait_s`` for it to be gone;
+    ``ProcessSurvived`` when it is still there."""
+    send(ours, signal.SIGKILL, group=group)
+    if not wait_gone([ours], wait_s):
+        raise ProcessSurvived(f"pid {ours.pid} still runs after SIGKILL", pid=ours.pid)
+
+
+def rss(ours: OurProcess) -> int | None:
+    """Its resident set size in bytes; None when it is not ours or cannot be read."""
+    process = _find(ours)
+    if process is None:
+        return None
+    try:
+        return int(process.memory_info().rss)
+    except psutil.Error:
+        return None
+
+
+def _find(ours: OurProcess) -> psutil.Process | None:
+    """The running process at ``ours.pid`` when every recorded fact still holds, else None."""
+    if ours.pid <= 0:
+        return None  # 0 and negative pids name groups to os.kill, never one process
+    try:
+        process = psutil.Process(ours.pid)
+    except (psutil.Error, ValueError):
+        return None
+    try:
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+    except psutil.AccessDenied:
+        pass  # it exists; its other facts decide
+    except psutil.Error:
+        return None
+    try:
+        if ours.created_at is not None and (
+            abs(process.create_time() - ours.created_at) > SAME_START_S
+        ):
+            return None
+        if ours.command is not None or ours.matches is not None:
+            argv = _command_line(process)
+            if ours.command is not None and argv != ours.command:
+                return None
+            if ours.matches is not None and not ours.matches(argv):
+                return None
+        if ours.group is not None and os.getpgid(ours.pid) != ours.group:
+            return None
+    except (psutil.Error, OSError):
+        return None  # gone meanwhile, or a fact that cannot be read is not a fact that holds
+    return process
+
+
+def _command_line(process: psutil.Process) -> tuple[str, ...]:
+    """Its command line, read again while it is empty (for a moment while it execs)."""
+    deadline = time.monotonic() + _EXEC_WAIT_S
+    while not (argv := tuple(process.cmdline())) and time.monotonic() < deadline:
+        time.sleep(_EXEC_POLL_S)
+    return argv

@@ -1,0 +1,66 @@
+"""``nodeau scheduling``: drain, undrain and the scheduling policy, on either plane.
+
+Marks change new placements only: each command prints the domain's sentence,
+which says that nothing running is stopped, moved or restarted. They work on
+a fleet of one too: draining this machine refuses new work until it is
+undrained, and the policy is kept for when the fleet grows.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from cyclopts import App
+
+scheduling_app = App(
+    name="scheduling",
+    help="Drain machines and choose the scheduling policy; new placements only.",
+)
+
+
+@scheduling_app.command(name="drain")
+def drain(*, node: str) -> int:
+    """Place nothing new on a machine; what runs there is not stopped, moved or restarted.
+
+    Parameters
+    ----------
+    node
+        The machine (on Kubernetes, its Node name).
+    """
+    from nodeau.apps.cli.bootstrap import plane
+
+    print(plane().drain(node))
+    return 0
+
+
+@scheduling_app.command(name="undrain")
+def undrain(*, node: str) -> int:
+    """Let a drained machine take new placements again; nothing is moved back to it.
+
+    Parameters
+    ----------
+    node
+        The machine (on Kubernetes, its Node name).
+    """
+    from nodeau.apps.cli.bootstrap import plane
+
+    print(plane().undrain(node))
+    return 0
+
+
+@scheduling_app.command(name="policy")
+def policy(choice: Literal["pack", "spread"], /, *, node: str | None = None) -> int:
+    """Set the scheduling policy, fleet-wide or for one machine; new placements only.
+
+    Parameters
+    ----------
+    choice
+        pack fills the fullest machine first; spread prefers the emptiest.
+    node
+        Set this machine's own override instead of the fleet-wide policy.
+    """
+    from nodeau.apps.cli.bootstrap import plane
+    from nodeau.domain.placement import Policy
+
+    print(plane().set_policy(Policy(choice), node))
+    return 0

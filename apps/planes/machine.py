@@ -1,0 +1,415 @@
+"""The one-machine plane: state in SQLite, a real model server per workload, loopback endpoints.
+
+Decisions recorded here:
+
+* Each adapter is built when a command first needs it (``MachineParts``): ``ps``
+  with no state database opens nothing, and stopping a workload needs its
+  record and its process, not a model server to start.
+* ``run`` decides before it creates anything: the model must be verified here,
+  the name is free or already serves this artifact (``domain.runs``), and the
+  admission runs inside one state transaction with the drained mark and the
+  policy applied. A refusal records nothing.
+* A model server that started but whose endpoint cannot be set up is stopped
+  and its card freed before the error goes on: nothing serves without its
+  endpoint, and no card stays held by a workload nobody can reach.
+* Drain, undrain and policy work on a fleet of one too, as the concepts say:
+  draining this machine refuses new work (``capacity.no-eligible-machine``)
+  and touches nothing running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from attrs import evolve
+
+from nodeau.apps.planes.plane import (
+    BatchAsk,
+    BatchOutcome,
+    BatchView,
+    FleetListing,
+    GpuView,
+    MachineView,
+    Refused,
+    RunAsk,
+    RunOutcome,
+    Started,
+    WorkloadView,
+)
+from nodeau.apps.settings import Settings
+from nodeau.domain.workloads import WorkloadKind, holds_gpu, ps_sentence
+from nodeau.ports.errors import NodeauError, SettingsError
+
+if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
+    from nodeau.apps.endpoint_services import Endpoints
+    from nodeau.apps.model_services import ModelServices
+    from nodeau.apps.models import Resolved
+    from nodeau.apps.serving import RunRequest
+    from nodeau.domain.placement import Policy
+    from nodeau.domain.records import Admission, WorkloadRecord
+    from nodeau.domain.refusals import Refusal
+    from nodeau.domain.reservations import Ledger
+    from nodeau.ports.hardware import GpuInventory
+    from nodeau.ports.marks import SchedulingMarks
+    from nodeau.ports.runtime import ModelRuntime
+    from nodeau.ports.state import StateStore
+
+PLANE = "one machine (state in SQLite, no Kubernetes)"
+HEALTH = "reporting"  # a fleet of one is the machine answering this command
+
+
+class MachineParts(Protocol):
+    """The adapters the plane uses, each built when first asked for."""
+
+    @property
+    def models(self) -> ModelServices: ...
+
+    @property
+    def inventory(self) -> GpuInventory: ...
+
+    @property
+    def state(self) -> StateStore: ...
+
+    @property
+    def marks(self) -> SchedulingMarks: ...
+
+    @property
+    def runtime(self) -> ModelRuntime:
+        """The model server that starts workloads (a SettingsError when none is found)."""
+        ...
+
+    @property
+    def endpoints(self) -> Endpoints: ...
+
+
+def endpoint_url(record: WorkloadRecord) -> str | None:
+    """The address a client uses: the loopback endpoint of a service."""
+    if record.workload.kind is not WorkloadKind.SERVICE or not record.endpoint_port:
+        return None
+    return f"http://127.0.0.1:{record.endpoint_port}/v1"
+
+
+def workload_view(record: WorkloadRecord, now: datetime, simulated: bool) -> WorkloadView:
+    w = record.workload
+    return WorkloadView(
+        name=w.name,
+        kind=w.kind.value,
+        model=w.model,
+        machine=w.machine,
+        gpu=w.gpu_uuid,
+        simulated=simulated,
+        state=w.state.value,
+        since=w.since,
+        endpoint=endpoint_url(record),
+        sentence=ps_sentence(w, now),
+    )
+
+
+def workload_name(asked: str | None, resolved: Resolved) -> str:
+    """``--name`` when valid, else a name made from the model's."""
+    from nodeau.domain.runs import name_from_model, name_problem
+
+    if asked is not None:
+        if (problem := name_problem(asked)) is not None:
+            raise SettingsError(f"--name {problem}")
+        return asked
+    made = name_from_model(resolved.display_name)
+    if made is None:
+        raise SettingsError(
+            f"cannot make a workload name from {resolved.display_name!r}; give --name"
+        )
+    return made
+
+
+def allowed_origins(given: tuple[str, ...]) -> tuple[str, ...]:
+    """``--allow-origin`` values as browsers send them; a SettingsError for one that is not."""
+    from nodeau.domain.origins import parse_origin
+
+    try:
+        return tuple(parse_origin(o) for o in given)
+    except ValueError as exc:
+        raise SettingsError(f"--allow-origin {exc}") from exc
+
+
+class MachinePlane:
+    """``Plane`` on this machine."""
+
+    def __init__(
+        self, settings: Settings, parts: MachineParts, clock: Callable[[], datetime]
+    ) -> None:
+        self._settings = settings
+        self._parts = parts
+        self._clock = clock
+
+    @property
+    def description(self) -> str:
+        return PLANE
+
+    @property
+    def simulated(self) -> bool:
+        return self._settings.simulated_gpus is not None
+
+    # -- services
+
+    def run(self, ask: RunAsk) -> RunOutcome:
+        from nodeau.apps.models import resolve_model
+        from nodeau.apps.serving import RunRequest, start_server, stop_workload
+        from nodeau.domain.refusals import Refusal
+        from nodeau.domain.runs import Admit, EndpointBack, NameTaken, run_step
+        from nodeau.ports.state import StateError
+
+        models = self._parts.models
+        resolved = resolve_model(ask.model, models.registry.book(), models.catalog())
+        name = workload_name(ask.name, resolved)
+        origins = allowed_origins(ask.allowed_origins)
+        existing = self._snapshot_record(name)
+        match run_step(
+            None if existing is None else existing.workload, artifact_id=resolved.artifact.id.hex
+        ):
+            case NameTaken(sentence=sentence):
+                raise StateError(sentence)
+            case EndpointBack():
+                assert existing is not None and existing.endpoint_port is not None
+                how = self._parts.endpoints.start(name, existing.endpoint_port, origins)
+                return Started(
+                    workload=workload_view(existing, self._clock(), self.simulated),
+                    reserved_bytes=None,
+                    source=None,
+                    already=True,
+                    endpoint_service=how,
+                )
+            case Admit():
+                pass
+        request = RunRequest(
+            name=name,
+            task=ask.task,
+            context_tokens=ask.context_tokens,
+            recovery=ask.recovery,
+            recovery_after=ask.recovery_after,
+        )
+        decided = self._admit(resolved, request, WorkloadKind.SERVICE)
+        if isinstance(decided, Refusal):
+            return Refused(name=name, refusal=decided)
+        admission, simulated = decided
+        endpoints = self._parts.endpoints
+        port = existing.endpoint_port if existing and existing.endpoint_port else None
+        record = start_server(
+            admission,
+            simulated=simulated,
+            runtime=self._parts.runtime,
+            state=self._parts.state,
+            log_dir=self._settings.log_dir,
+            now=self._clock,
+            endpoint_port=port or endpoints.free_port(),
+        )
+        try:
+            how = endpoints.start(name, record.endpoint_port or 0, origins)
+        except NodeauError:
+            stop_workload(
+                name, state=self._parts.state, runtime=self._parts.runtime, now=self._clock
+            )
+            raise
+        return started(admission, record, self._clock(), simulated, how)
+
+    def _admit(
+        self, resolved: Resolved, request: RunRequest, kind: WorkloadKind
+    ) -> tuple[Admission, bool] | Refusal:
+        from nodeau.apps.serving import admit_on_this_machine
+
+        marks = self._parts.marks.read()
+        return admit_on_this_machine(
+            resolved,
+            request,
+            kind=kind,
+            models=self._parts.models,
+            inventory=self._parts.inventory,
+            state=self._parts.state,
+            marks=marks,
+            now=self._clock(),
+        )
+
+    def workloads(self) -> tuple[WorkloadView, ...]:
+        if not self._settings.state_path.exists():
+            return ()  # no database yet: no workloads, and nothing is created to say so
+        now = self._clock()
+        records = self._parts.state.snapshot().workloads
+        return tuple(
+            workload_view(r, now, self.simulated) for r in records if holds_gpu(r.workload.state)
+        )
+
+    def stop(self, name: str, *, workload: bool) -> str:
+        from nodeau.apps.serving import stop_workload
+        from nodeau.ports.state import UnknownWorkload
+
+        record = self._snapshot_record(name)
+        if record is None:
+            raise UnknownWorkload(f"no workload called {name!r}; nodeau ps lists them")
+        if record.workload.kind is WorkloadKind.BATCH:
+            if not workload:
+                return (
+                    f"{name} is a batch job: it has no endpoint to stop "
+                    "(nodeau stop NAME --workload stops it and frees its card)"
+                )
+            return self.stop_batch(name)
+        self._parts.endpoints.stop(name)
+        if not workload:
+            return (
+                f"{name}: endpoint stopped; the model stays loaded (nodeau run starts it again "
+                "at once; --workload frees the card)"
+            )
+        released = stop_workload(
+            name, state=self._parts.state, runtime=self._parts.runtime, now=self._clock
+        )
+        return f"{name}: endpoint and model stopped; {released.workload.gpu_uuid} is free"
+
+    def admission(self, name: str) -> Admission:
+        from nodeau.ports.state import UnknownWorkload
+
+        if not self._settings.state_path.exists():
+            raise UnknownWorkload(f"no workload called {name!r}; nodeau ps lists them")
+        return self._parts.state.admission(name)
+
+    # -- machines and marks
+
+    def machines(self) -> FleetListing:
+        reading = self._parts.inventory.read()
+        marks = self._parts.marks.read()
+        ledger = self._ledger()
+        overrides = dict(marks.settings.overrides)
+        machine = reading.machine
+        view = MachineView(
+            machine=machine,
+            health=HEALTH,
+            health_sentence=None,
+            drained=machine in marks.drained,
+            upgrading=False,
+            control_plane=True,
+            policy=marks.settings.policy_for(machine).value,
+            policy_from="its own override" if machine in overrides else "the fleet policy",
+            simulated=reading.simulated,
+            reported_at=self._clock(),
+            gpus=tuple(
+                GpuView(
+                    uuid=r.gpu.uuid,
+                    model=r.gpu.model,
+                    total_bytes=r.gpu.total_bytes,
+                    held_by=None if (h := ledger.holder(r.gpu.uuid)) is None else h.workload,
+                    reserved_bytes=ledger.reserved_bytes(r.gpu.uuid),
+                )
+                for r in reading.gpus
+            ),
+        )
+        return FleetListing(
+            plane=PLANE, fleet_policy=marks.settings.fleet_policy.value, machines=(view,)
+        )
+
+    def drain(self, node: str) -> str:
+        from nodeau.domain.scheduling import drain
+
+        self._known(node)
+        running = len(self._ledger().on_machine(node))
+        change = drain(self._parts.marks.read().drained, node, running)
+        self._parts.marks.change(lambda m: evolve(m, drained=m.drained | {node}))
+        return change.sentence
+
+    def undrain(self, node: str) -> str:
+        from nodeau.domain.scheduling import undrain
+
+        self._known(node)
+        change = undrain(self._parts.marks.read().drained, node)
+        self._parts.marks.change(lambda m: evolve(m, drained=m.drained - {node}))
+        return change.sentence
+
+    def set_policy(self, policy: Policy, node: str | None) -> str:
+        from nodeau.domain.scheduling import change_fleet_policy, set_machine_policy
+
+        ledger = self._ledger()
+        if node is None:
+            change = change_fleet_policy(
+                self._parts.marks.read().settings, policy, len(ledger.reservations)
+            )
+        else:
+            self._known(node)
+            change = set_machine_policy(
+                self._parts.marks.read().settings, node, policy, len(ledger.on_machine(node))
+            )
+        self._parts.marks.change(lambda m: evolve(m, settings=change.settings))
+        return change.sentence
+
+    # -- batch jobs
+
+    def submit_batch(self, ask: BatchAsk) -> BatchOutcome:
+        from nodeau.apps.models import resolve_model
+        from nodeau.apps.planes import machine_batches
+        from nodeau.domain.runs import name_problem
+
+        models = self._parts.models
+        resolved = resolve_model(ask.model, models.registry.book(), models.catalog())
+        if (problem := name_problem(ask.name)) is not None:
+            raise SettingsError(f"--name {problem}")
+        return machine_batches.submit(self._parts, resolved, ask, self._admit_batch, self._clock)
+
+    def _admit_batch(
+        self, resolved: Resolved, request: RunRequest
+    ) -> tuple[Admission, bool] | Refusal:
+        return self._admit(resolved, request, WorkloadKind.BATCH)
+
+    def batches(self, name: str | None) -> tuple[BatchView, ...]:
+        from nodeau.apps.planes import machine_batches
+
+        return machine_batches.statuses(self._settings, self._records(), name, self._clock())
+
+    def batch_results(self, name: str) -> Iterator[dict[str, object]]:
+        from nodeau.apps.planes import machine_batches
+
+        self.batches(name)  # an unknown job says so
+        return machine_batches.results(self._settings, name)
+
+    def stop_batch(self, name: str) -> str:
+        from nodeau.apps.planes import machine_batches
+
+        self.batches(name)
+        return machine_batches.stop(self._settings, self._parts, name, self._clock)
+
+    # -- plumbing
+
+    def _records(self) -> tuple[WorkloadRecord, ...]:
+        if not self._settings.state_path.exists():
+            return ()
+        return self._parts.state.snapshot().workloads
+
+    def _snapshot_record(self, name: str) -> WorkloadRecord | None:
+        return next((r for r in self._records() if r.workload.name == name), None)
+
+    def _ledger(self) -> Ledger:
+        from nodeau.domain.reservations import Ledger
+
+        if not self._settings.state_path.exists():
+            return Ledger()
+        return self._parts.state.snapshot().ledger
+
+    def _known(self, node: str) -> None:
+        from nodeau.ports.state import StateError
+
+        if node != self._settings.machine:
+            raise StateError(
+                f"no machine called {node!r} on this plane; this machine is "
+                f"{self._settings.machine} (nodeau fleet list)"
+            )
+
+
+def started(
+    admission: Admission, record: WorkloadRecord, now: datetime, simulated: bool, how: str | None
+) -> Started:
+    """What ``run`` reports for a workload it admitted and started."""
+    gpu_model = next(
+        c.gpu_model for c in admission.admitted.cards if c.gpu_uuid == record.workload.gpu_uuid
+    )
+    return Started(
+        workload=workload_view(record, now, simulated),
+        reserved_bytes=admission.placement.reservation.bytes,
+        source=admission.admitted.prediction_for(gpu_model).source.value,
+        endpoint_service=how,
+    )

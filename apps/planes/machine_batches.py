@@ -1,0 +1,161 @@
+"""Batch jobs on the one-machine plane: submit, status, results, stop.
+
+A submit admits and places like ``run`` (a workload of kind batch), starts the
+model server, hands the requests to a detached worker (``apps/batches.py``,
+``apps/batch_worker.py``) and returns. A job's requests and results stay in
+``<home>/batches/<name>/`` on this machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from nodeau.apps.batches import (
+    JobFiles,
+    finish,
+    launch_worker,
+    progress,
+    read_meta,
+    read_results,
+    start_batch_server,
+    stop_worker,
+    worker_command,
+    write_job,
+    write_meta,
+)
+from nodeau.apps.models import Resolved
+from nodeau.apps.planes.plane import BatchAsk, BatchOutcome, BatchSubmitted, BatchView, Refused
+from nodeau.apps.serving import RunRequest
+from nodeau.apps.settings import Settings
+from nodeau.domain.batches import result_line
+from nodeau.domain.records import Admission, WorkloadRecord
+from nodeau.domain.refusals import Refusal
+from nodeau.domain.workloads import RecoveryMode, WorkloadState, holds_gpu, ps_sentence
+from nodeau.ports.runtime import RuntimeFailure
+from nodeau.ports.state import UnknownWorkload
+
+if TYPE_CHECKING:
+    from nodeau.apps.planes.machine import MachineParts
+
+Admit = Callable[[Resolved, RunRequest], "tuple[Admission, bool] | Refusal"]
+
+
+def submit(
+    parts: MachineParts,
+    resolved: Resolved,
+    ask: BatchAsk,
+    admit: Admit,
+    clock: Callable[[], datetime],
+) -> BatchOutcome:
+    """Admit the job, start its model server and its worker."""
+    settings = parts.models.settings
+    request = RunRequest(
+        name=ask.name,
+        task=ask.task,
+        context_tokens=ask.context_tokens,
+        recovery=RecoveryMode.NEVER,
+        recovery_after=timedelta(minutes=3),
+    )
+    decided = admit(resolved, request)
+    if isinstance(decided, Refusal):
+        return Refused(name=ask.name, refusal=decided)
+    admission, simulated = decided
+    files = JobFiles.of(settings.home, ask.name)
+    command = list(worker_command(ask.name, settings.home))
+    meta = {
+        "name": ask.name,
+        "file": ask.source,
+        "model": admission.record.workload.model,
+        "total": len(ask.requests),
+        "bad_lines": len(ask.problems),
+        "worker_command": command,
+    }
+    write_job(files, ask.requests, ask.problems, meta)
+    record = start_batch_server(
+        admission,
+        simulated=simulated,
+        runtime=parts.runtime,
+        state=parts.state,
+        log_dir=settings.log_dir,
+        now=clock,
+    )
+    try:
+        pid = launch_worker(files, command)
+    except RuntimeFailure:
+        if record.server is not None:
+            parts.runtime.stop(record.server, grace_s=10.0)
+        finish(parts.state, ask.name, WorkloadState.FAILED, clock())
+        raise
+    write_meta(files, {**read_meta(files), "worker_pid": pid})
+    from nodeau.apps.planes.machine import workload_view
+
+    now = clock()
+    return BatchSubmitted(
+        job=status_of(settings, record, ask.name, now),
+        workload=workload_view(record, now, simulated),
+        reserved_bytes=admission.placement.reservation.bytes,
+    )
+
+
+def status_of(
+    settings: Settings, record: WorkloadRecord | None, name: str, now: datetime
+) -> BatchView:
+    files = JobFiles.of(settings.home, name)
+    p = progress(files)
+    model = read_meta(files).get("model")
+    return BatchView(
+        name=name,
+        model=str(model) if model is not None else None,
+        state=record.workload.state.value if record else "unknown",
+        sentence=ps_sentence(record.workload, now) if record else "",
+        total=p.total,
+        done=p.done,
+        failed=p.failed,
+        left=p.left,
+        bad_lines=p.bad_lines,
+        results=str(files.results),
+    )
+
+
+def statuses(
+    settings: Settings, records: tuple[WorkloadRecord, ...], name: str | None, now: datetime
+) -> tuple[BatchView, ...]:
+    """One job's status (UnknownWorkload when there is none), or every job's."""
+    root = settings.home / "batches"
+    if name is not None:
+        if not JobFiles.of(settings.home, name).job.is_file():
+            raise UnknownWorkload(f"no batch job called {name!r}; nodeau batch status lists them")
+        names = [name]
+    else:
+        names = (
+            sorted(p.name for p in root.iterdir() if (p / "job.json").is_file())
+            if root.is_dir()
+            else []
+        )
+    by_name = {r.workload.name: r for r in records}
+    return tuple(status_of(settings, by_name.get(n), n, now) for n in names)
+
+
+def results(settings: Settings, name: str) -> Iterator[dict[str, object]]:
+    """The results written so far, as OpenAI batch output lines."""
+    for result in read_results(JobFiles.of(settings.home, name)):
+        yield result_line(result)
+
+
+def stop(settings: Settings, parts: MachineParts, name: str, clock: Callable[[], datetime]) -> str:
+    """Stop the worker and the model server; free the card; keep the results."""
+    files = JobFiles.of(settings.home, name)
+    stop_worker(files)
+    record = next((r for r in parts.state.snapshot().workloads if r.workload.name == name), None)
+    if record is not None and holds_gpu(record.workload.state):
+        if record.server is not None:
+            parts.runtime.stop(record.server, grace_s=10.0)
+        finish(parts.state, name, WorkloadState.STOPPED, clock())
+    after = next((r for r in parts.state.snapshot().workloads if r.workload.name == name), None)
+    view = status_of(settings, after, name, clock())
+    return (
+        f"{name}: {view.state}; {view.done + view.failed} results kept "
+        f"({files.results}); its card is free"
+    )

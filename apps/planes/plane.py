@@ -1,0 +1,221 @@
+"""The ``Plane`` interface and the views every command prints, on either plane.
+
+Decisions recorded here:
+
+* A view carries what a person reads, never an internal record: a workload's
+  endpoint is its URL and its state comes with its sentence; the model
+  server's pid or command line stays inside the plane.
+* The same view type, and so the same JSON keys, on both planes: a field a
+  plane cannot know is ``None``, never missing.
+* Expected outcomes are returned (``Started``, ``Refused``, ``Undecided``);
+  expected failures are ``NodeauError`` subclasses; nothing else is expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Protocol
+
+from attrs import frozen
+
+if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays light
+    from nodeau.domain.batches import BatchRequest, LineProblem
+    from nodeau.domain.placement import Policy
+    from nodeau.domain.records import Admission
+    from nodeau.domain.refusals import Refusal
+    from nodeau.domain.tasks import Task
+    from nodeau.domain.workloads import RecoveryMode
+
+
+@frozen(kw_only=True)
+class WorkloadView:
+    """One row of ``nodeau ps``: a workload holding a card (or, on a fleet, asking for one)."""
+
+    name: str
+    kind: str  # "service" or "batch"
+    model: str
+    machine: str | None
+    gpu: str | None
+    simulated: bool
+    state: str
+    since: datetime | None
+    endpoint: str | None  # the OpenAI-compatible base URL a client uses
+    sentence: str
+
+
+@frozen(kw_only=True)
+class GpuView:
+    uuid: str
+    model: str
+    total_bytes: int
+    held_by: str | None
+    reserved_bytes: int
+
+
+@frozen(kw_only=True)
+class MachineView:
+    """One machine of ``nodeau fleet list``."""
+
+    machine: str
+    health: str
+    health_sentence: str | None
+    drained: bool
+    upgrading: bool
+    control_plane: bool
+    policy: str
+    policy_from: str  # "the fleet policy" or "its own override"
+    simulated: bool | None  # None: no report yet
+    reported_at: datetime | None
+    gpus: tuple[GpuView, ...]
+
+
+@frozen(kw_only=True)
+class FleetListing:
+    """``nodeau fleet list``: which plane, its policy, every machine."""
+
+    plane: str
+    fleet_policy: str
+    machines: tuple[MachineView, ...]
+
+
+@frozen(kw_only=True)
+class RunAsk:
+    """What ``nodeau run`` asks for."""
+
+    model: str
+    name: str | None
+    task: Task
+    context_tokens: int | None
+    recovery: RecoveryMode
+    recovery_after: timedelta
+    wait_s: float = 60.0  # a fleet: how long to wait for the controller's decision
+    allowed_origins: tuple[str, ...] = ()  # web origins its endpoint also answers
+
+
+@frozen(kw_only=True)
+class Started:
+    """Admitted (or already serving): where it runs, what it reserves, its endpoint."""
+
+    workload: WorkloadView
+    reserved_bytes: int | None
+    source: str | None  # "estimated" or "measured"
+    already: bool = False  # it was already serving: only its endpoint was brought back
+    endpoint_service: str | None = None  # how the loopback endpoint runs (one machine)
+
+
+@frozen(kw_only=True)
+class Refused:
+    """Not admitted; nothing was created."""
+
+    name: str
+    refusal: Refusal
+
+
+@frozen(kw_only=True)
+class Undecided:
+    """A fleet's controller did not decide in time; the request is left for it."""
+
+    name: str
+    waited_s: float
+
+
+RunOutcome = Started | Refused | Undecided
+
+
+@frozen(kw_only=True)
+class BatchAsk:
+    """What ``nodeau batch submit`` asks for."""
+
+    model: str
+    name: str
+    task: Task
+    context_tokens: int | None
+    requests: tuple[BatchRequest, ...]  # the lines that can run
+    problems: tuple[LineProblem, ...]  # the lines that cannot, each naming its line
+    source: str  # the file's path, for messages
+
+
+@frozen(kw_only=True)
+class BatchView:
+    """One row of ``nodeau batch status``."""
+
+    name: str
+    model: str | None
+    state: str
+    sentence: str
+    total: int
+    done: int
+    failed: int
+    left: int
+    bad_lines: int
+    results: str | None  # where the results are kept (this machine's path)
+
+
+@frozen(kw_only=True)
+class BatchSubmitted:
+    """A batch job admitted and started, with its bad lines skipped."""
+
+    job: BatchView
+    workload: WorkloadView
+    reserved_bytes: int
+
+
+BatchOutcome = BatchSubmitted | Refused | Undecided
+
+
+class Plane(Protocol):
+    """Everything the CLI does with workloads and machines, on one plane."""
+
+    @property
+    def description(self) -> str:
+        """Which plane this is, for a person (``fleet list``'s first line)."""
+        ...
+
+    def run(self, ask: RunAsk) -> RunOutcome:
+        """Admit, place and start a service; a name already serving gets its endpoint back."""
+        ...
+
+    def workloads(self) -> tuple[WorkloadView, ...]:
+        """Every workload holding a card (on a fleet also those not decided yet)."""
+        ...
+
+    def stop(self, name: str, *, workload: bool) -> str:
+        """Stop the endpoint (the model stays loaded), or the workload too; what was done."""
+        ...
+
+    def admission(self, name: str) -> Admission:
+        """The recorded admission of a workload (``service/placement explain``)."""
+        ...
+
+    def machines(self) -> FleetListing:
+        """Every machine, its health, marks, policy and cards."""
+        ...
+
+    def drain(self, node: str) -> str:
+        """Place nothing new there; nothing running is touched. The domain's sentence."""
+        ...
+
+    def undrain(self, node: str) -> str:
+        """Take new placements there again; nothing moves back. The domain's sentence."""
+        ...
+
+    def set_policy(self, policy: Policy, node: str | None) -> str:
+        """The fleet-wide policy, or one machine's override; new placements only."""
+        ...
+
+    def submit_batch(self, ask: BatchAsk) -> BatchOutcome:
+        """Admit and start a batch job."""
+        ...
+
+    def batches(self, name: str | None) -> tuple[BatchView, ...]:
+        """One job's status, or every job's."""
+        ...
+
+    def batch_results(self, name: str) -> Iterator[dict[str, object]]:
+        """The job's results so far, each an OpenAI batch output line."""
+        ...
+
+    def stop_batch(self, name: str) -> str:
+        """Stop a job and free its card; results already written stay."""
+        ...

@@ -1,0 +1,48 @@
+"""An in-memory ``ModelRuntime``, checked by the same contract suite as the real servers
+(tests/contract/test_model_runtime.py), for fast use-case tests of the planes."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from datetime import datetime
+
+from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
+
+SOURCE = "fake: bytes of the model file"
+
+
+class FakeModelRuntime:
+    """Starts nothing: a started server is a record that is alive until stopped."""
+
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        self._clock = clock
+        self._pids = itertools.count(10_000)
+        self._ports = itertools.count(30_000)
+        self._alive: dict[int, int] = {}  # pid -> bytes held
+        self.started: list[ServerSpec] = []
+
+    def start(self, spec: ServerSpec, ready_timeout_s: float) -> RunningServer:
+        try:
+            size = spec.model_path.stat().st_size
+        except OSError as exc:
+            raise RuntimeFailure(f"{spec.name}: {spec.model_path}: {exc.strerror}") from exc
+        pid, port = next(self._pids), next(self._ports)
+        self._alive[pid] = size
+        self.started.append(spec)
+        return RunningServer(
+            pid=pid,
+            port=port,
+            started_at=self._clock(),
+            command=("fake-server", "--model", str(spec.model_path), "--port", str(port)),
+        )
+
+    def alive(self, server: RunningServer) -> bool:
+        return server.pid in self._alive
+
+    def stop(self, server: RunningServer, grace_s: float) -> None:
+        self._alive.pop(server.pid, None)
+
+    def memory(self, server: RunningServer) -> MemoryUse | None:
+        held = self._alive.get(server.pid)
+        return None if held is None else MemoryUse(bytes=held, source=SOURCE)

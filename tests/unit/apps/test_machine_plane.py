@@ -1,0 +1,281 @@
+"""Use cases of the one-machine plane (run, stop, ps, explain, drain, policy) against
+contract-checked fakes: the state (FakeStateStore), the model server (FakeModelRuntime)
+and the endpoints; the model files, the GGUF reader and the simulated cards are the
+real adapters on a temporary folder. Fast: no process is started."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from pathlib import Path
+
+import pytest
+from attrs import evolve
+
+from nodeau.adapters.fs_store import FilesystemModelStore
+from nodeau.adapters.gguf_inspector import GgufModelInspector
+from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
+from nodeau.adapters.sqlite_marks import SqliteMarks
+from nodeau.apps.model_services import ModelServices
+from nodeau.apps.models import import_model
+from nodeau.apps.planes.machine import MachinePlane
+from nodeau.apps.planes.plane import Refused, RunAsk, Started
+from nodeau.apps.settings import settings_from
+from nodeau.domain.placement import Policy
+from nodeau.domain.refusals import ReasonCode
+from nodeau.domain.tasks import Task
+from nodeau.domain.workloads import RecoveryMode
+from nodeau.ports.errors import NodeauError, SettingsError
+from nodeau.ports.state import StateError, UnknownWorkload
+from tests.support.fake_registry import FakeRegistry
+from tests.support.fake_runtime import FakeModelRuntime
+from tests.support.fake_state import FakeStateStore
+from tests.support.tiny_gguf import write_tiny_llama
+
+NOW = datetime(2026, 11, 30, 9, 30, 5, tzinfo=UTC)
+CARD_0 = "SIM-GPU-092fee4d-8a0c-5c09-bf89-10b04b9d1b58"  # simulated cards of machine m1
+CARD_1 = "SIM-GPU-38269710-2214-56ae-80ce-f036a762d38b"
+
+
+def clock() -> datetime:
+    return NOW
+
+
+class FakeEndpoints:
+    """The loopback endpoints as the plane drives them: which run, on which port."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.running: dict[str, int] = {}
+        self.origins: dict[str, tuple[str, ...]] = {}
+        self._next = 18000
+        self._fail = fail
+
+    def free_port(self) -> int:
+        self._next += 1
+        return self._next
+
+    def start(self, name: str, port: int, allowed_origins: tuple[str, ...] = ()) -> str:
+        if self._fail:
+            raise FailedService(f"{name}: the endpoint's user service did not start")
+        self.running[name] = port
+        self.origins[name] = allowed_origins
+        return "fake user service"
+
+    def stop(self, name: str) -> None:
+        self.running.pop(name, None)
+
+
+class FailedService(NodeauError):
+    pass
+
+
+class Parts:
+    def __init__(self, home: Path, cards: str, endpoints: FakeEndpoints) -> None:
+        self.settings = settings_from(
+            {"NODEAU_HOME": str(home), "NODEAU_MACHINE": "m1", "NODEAU_SIMULATED_GPUS": cards}
+        )
+        self.state = FakeStateStore(clock)
+        self.runtime = FakeModelRuntime(clock)
+        self.endpoints = endpoints
+        self.inventory = SimulatedGpuInventory("m1", cards)
+
+    @cached_property
+    def models(self) -> ModelServices:
+        s = self.settings
+        return ModelServices(
+            settings=s,
+            store=FilesystemModelStore(s.models_root, "m1", reserve_bytes=0, clock=clock),
+            inspector=GgufModelInspector(),
+            registry=FakeRegistry(),
+        )
+
+    @cached_property
+    def marks(self) -> SqliteMarks:
+        return SqliteMarks(self.settings.state_path)
+
+
+def plane_with(
+    tmp_path: Path, cards: str = "1 x 24 GiB", fail_endpoint: bool = False
+) -> tuple[MachinePlane, Parts]:
+    parts = Parts(tmp_path / "home", cards, FakeEndpoints(fail=fail_endpoint))
+    parts.settings.home.mkdir(parents=True)
+    model = write_tiny_llama(tmp_path / "tiny.gguf", seed=7)
+    m = parts.models
+    import_model(
+        model,
+        alias="tiny",
+        register=True,
+        inspector=m.inspector,
+        store=m.store,
+        registry=m.registry,
+    )
+    # the plane looks for its state database before reading it
+    parts.settings.state_path.touch()
+    return MachinePlane(parts.settings, parts, clock), parts
+
+
+def ask(name: str | None = None, context: int | None = 512) -> RunAsk:
+    return RunAsk(
+        model="tiny",
+        name=name,
+        task=Task.CHAT,
+        context_tokens=context,
+        recovery=RecoveryMode.NEVER,
+        recovery_after=timedelta(minutes=3),
+    )
+
+
+def test_run_admits_starts_and_serves_behind_its_endpoint(tmp_path: Path) -> None:
+    plane, parts = plane_with(tmp_path)
+    outcome = plane.run(ask())
+    assert isinstance(outcome, Started)
+    w = outcome.workload
+    assert (w.name, w.kind, w.model, w.machine, w.state) == (
+        "tiny",
+        "service",
+        "tiny",
+        "m1",
+        "serving",
+    )
+    assert w.gpu == CARD_0
+    assert w.simulated is True
+    assert w.endpoint == "http://127.0.0.1:18001/v1"
+    assert w.sentence == "serving on m1 (SIM-GPU-…) since 09:30:05 (0s); nothing to do"
+    assert outcome.source == "estimated"
+    assert parts.endpoints.running == {"tiny": 18001}
+    assert [s.name for s in parts.runtime.started] == ["tiny"]
+    assert [v.name for v in plane.workloads()] == ["tiny"]
+    assert plane.admission("tiny").placement.gpu_uuid == CARD_0
+
+
+def test_running_a_serving_name_again_only_brings_its_endpoint_back(tmp_path: Path) -> None:
+    plane, parts = plane_with(tmp_path)
+    plane.run(ask())
+    assert plane.stop("tiny", workload=False).startswith("tiny: endpoint stopped; the model")
+    assert parts.endpoints.running == {}
+    again = plane.run(ask())
+    assert isinstance(again, Started) and again.already
+    assert parts.endpoints.running == {"tiny": 18001}  # the same address
+    assert len(parts.runtime.started) == 1  # no second model server
+
+
+def test_a_name_serving_another_model_is_taken(tmp_path: Path) -> None:
+    plane, parts = plane_with(tmp_path)
+    other = write_tiny_llama(tmp_path / "other.gguf", seed=8)
+    m = parts.models
+    import_model(
+        other, alias="other", register=True, inspector=m.inspector, store=m.store,
+        registry=m.registry,
+    )  # fmt: skip
+    plane.run(ask(name="chat"))
+    with pytest.raises(StateError, match=r"^chat already serves tiny \("):
+        plane.run(evolve(ask(name="chat"), model="other"))
+
+
+def test_a_card_too_small_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
+    plane, parts = plane_with(tmp_path, cards="1 x 1 GiB")
+    outcome = plane.run(ask(context=131072))
+    assert isinstance(outcome, Refused)
+    assert outcome.refusal.code is ReasonCode.NO_CARD_LARGE_ENOUGH
+    assert plane.workloads() == ()
+    assert parts.runtime.started == [] and parts.endpoints.running == {}
+
+
+def test_stop_with_workload_frees_the_card(tmp_path: Path) -> None:
+    plane, parts = plane_with(tmp_path)
+    plane.run(ask())
+    said = plane.stop("tiny", workload=True)
+    assert said == f"tiny: endpoint and model stopped; {CARD_0} is free"
+    assert plane.workloads() == ()
+    assert parts.state.snapshot().ledger.reservations == ()
+    [record] = parts.state.snapshot().workloads
+    assert (record.workload.state.value, record.server) == ("stopped", None)
+
+
+def test_an_endpoint_that_cannot_start_stops_the_model_and_frees_the_card(tmp_path: Path) -> None:
+    plane, parts = plane_with(tmp_path, fail_endpoint=True)
+    with pytest.raises(FailedService):
+        plane.run(ask())
+    assert plane.workloads() == ()
+    assert parts.state.snapshot().ledger.reservations == ()
+    [spec] = parts.runtime.started
+    assert spec.name == "tiny"
+
+
+def test_stopping_an_unknown_name_says_so(tmp_path: Path) -> None:
+    plane, _ = plane_with(tmp_path)
+    with pytest.raises(UnknownWorkload, match=r"^no workload called 'nope'; nodeau ps lists them$"):
+        plane.stop("nope", workload=True)
+
+
+def test_a_drained_machine_takes_nothing_new_and_undrain_lets_it(tmp_path: Path) -> None:
+    plane, _ = plane_with(tmp_path, cards="2 x 24 GiB")
+    plane.run(ask(name="first"))
+    assert plane.drain("m1") == (
+        "m1 is drained: nothing new is placed there; its 1 running workload(s) are not "
+        "stopped, moved or restarted"
+    )
+    assert [v.state for v in plane.workloads()] == ["serving"]  # nothing running is touched
+    assert plane.machines().machines[0].drained is True
+    refused = plane.run(ask(name="second"))
+    assert isinstance(refused, Refused)
+    assert refused.refusal.code is ReasonCode.NO_ELIGIBLE_MACHINE
+    assert plane.undrain("m1") == "m1 takes new placements again; nothing is moved back to it"
+    assert plane.machines().machines[0].drained is False
+    assert isinstance(plane.run(ask(name="second")), Started)
+
+
+def test_policy_is_kept_for_new_placements_and_said(tmp_path: Path) -> None:
+    plane, _ = plane_with(tmp_path)
+    assert plane.set_policy(Policy.SPREAD, None) == (
+        "fleet policy is now spread; it applies to new placements only, "
+        "0 running workload(s) stay where they are"
+    )
+    listing = plane.machines()
+    assert listing.fleet_policy == "spread"
+    assert listing.machines[0].policy == "spread"
+    assert plane.set_policy(Policy.PACK, "m1").startswith("m1 now uses pack (its own override)")
+    assert plane.machines().machines[0].policy_from == "its own override"
+
+
+def test_marks_name_only_this_machine(tmp_path: Path) -> None:
+    plane, _ = plane_with(tmp_path)
+    with pytest.raises(StateError, match=r"^no machine called 'garage' on this plane; this "):
+        plane.drain("garage")
+
+
+@pytest.mark.parametrize("name", ["Chat", "-chat", "chat_1", "a" * 254, ""])
+def test_a_name_kubernetes_would_refuse_is_refused_here_too(tmp_path: Path, name: str) -> None:
+    plane, parts = plane_with(tmp_path)
+    with pytest.raises(SettingsError, match=r"^--name "):
+        plane.run(ask(name=name))
+    assert parts.runtime.started == []
+
+
+def test_the_fleet_of_one_lists_its_card_and_who_holds_it(tmp_path: Path) -> None:
+    plane, _ = plane_with(tmp_path, cards="2 x 24 GiB")
+    plane.run(ask())
+    listing = plane.machines()
+    assert listing.plane == "one machine (state in SQLite, no Kubernetes)"
+    [machine] = listing.machines
+    assert (machine.machine, machine.health, machine.simulated) == ("m1", "reporting", True)
+    assert [(g.uuid, g.held_by) for g in machine.gpus] == [
+        (CARD_0, "tiny"),
+        (CARD_1, None),
+    ]
+
+
+def test_allowed_origins_reach_the_endpoint_as_browsers_send_them(tmp_path: Path) -> None:
+    plane, parts = plane_with(tmp_path)
+    plane.run(evolve(ask(), allowed_origins=("HTTPS://Tools.Example:443",)))
+    assert parts.endpoints.origins == {"tiny": ("https://tools.example",)}
+
+
+@pytest.mark.parametrize("origin", ["*", "null", "tools.example", "http://x.example/path"])
+def test_an_origin_that_cannot_be_allowed_is_refused_before_anything_starts(
+    tmp_path: Path, origin: str
+) -> None:
+    plane, parts = plane_with(tmp_path)
+    with pytest.raises(SettingsError, match=r"^--allow-origin "):
+        plane.run(evolve(ask(), allowed_origins=(origin,)))
+    assert parts.runtime.started == [] and plane.workloads() == ()
