@@ -20,10 +20,12 @@ from typing import Any, TypeVar
 
 import cattrs
 
+from nodeau.ports.errors import NodeauError
+
 T = TypeVar("T")
 
 
-class RecordError(ValueError):
+class RecordError(NodeauError, ValueError):
     """A stored record could not be read back; one line naming what and why."""
 
 

@@ -100,7 +100,7 @@ class SqliteStateStore:
             return self._snapshot(db)
 
     def admit(
-        self, decide: Callable[[Snapshot], Result[Admission, Refusal]]
+        self, workload: str, decide: Callable[[Snapshot], Result[Admission, Refusal]]
     ) -> Result[Admission, Refusal]:
         with self._guard("record an admission"), self._write() as db:
             snapshot = self._snapshot(db)
@@ -109,6 +109,10 @@ class SqliteStateStore:
                 db.execute("ROLLBACK")  # a refusal records nothing
                 return outcome
             admission = outcome.unwrap()
+            if admission.record.workload.name != workload:
+                raise ValueError(
+                    f"admit({workload!r}) decided about {admission.record.workload.name!r}"
+                )
             if isinstance(conflict := admitted_ledger(snapshot, admission), Conflict):
                 raise StateError(conflict.sentence)
             record, reservation = admission.record, admission.placement.reservation

@@ -241,7 +241,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             state = Path(tmp) / "state.sqlite3"
             store = SqliteStateStore(state, clock=lambda: datetime.now(UTC))
-            store.admit(decider(WORKLOAD, fleet_of(1), datetime.now(UTC))).unwrap()
+            store.admit(WORKLOAD, decider(WORKLOAD, fleet_of(1), datetime.now(UTC))).unwrap()
             server = RunningServer(
                 pid=upstream.pid,
                 port=upstream_port,

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from kubernetes import client, config  # noqa: E402
 
 from nodeau.adapters.kube import resources as r  # noqa: E402
-from nodeau.apps.controller.loop import Controller  # noqa: E402
+from nodeau.apps.controller.bootstrap import kube_controller  # noqa: E402
 from tests.support.kube_apply import apply_manifests  # noqa: E402
 from tests.support.kube_cluster import ControlPlane  # noqa: E402
 from tests.support.kube_scale import check, populate, service_name  # noqa: E402
@@ -106,7 +106,7 @@ def main() -> int:
                 f"per object"
             )
 
-            controller = Controller(
+            controller = kube_controller(
                 api, clock=lambda: datetime.now(UTC), identity="bench", log=lambda _line: None
             )
             started = time.perf_counter()

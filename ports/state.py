@@ -46,11 +46,12 @@ class StateStore(Protocol):
         ...
 
     def admit(
-        self, decide: Callable[[Snapshot], Result[Admission, Refusal]]
+        self, workload: str, decide: Callable[[Snapshot], Result[Admission, Refusal]]
     ) -> Result[Admission, Refusal]:
         """Run ``decide`` on a snapshot inside one write transaction and, on success,
         record the workload, its reservation and the decision before anyone else
-        can decide. A refusal records nothing."""
+        can decide. A refusal records nothing. ``decide`` is about ``workload`` (the
+        name the admission records); one that admits another is a bug (ValueError)."""
         ...
 
     def update(

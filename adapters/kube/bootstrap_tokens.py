@@ -23,11 +23,15 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from attrs import frozen
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client
 from returns.result import Failure, Result, Success
+
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors
+from nodeau.ports.cluster import BootstrapToken, TokenError
+
+__all__ = ["BootstrapToken", "KubeBootstrapTokens", "TokenError"]
 
 SYSTEM_NAMESPACE = "kube-system"
 SECRET_TYPE = "bootstrap.kubernetes.io/token"
@@ -38,27 +42,6 @@ ID_LENGTH, SECRET_LENGTH = 6, 16
 TOKEN_SHAPE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 HASH_SHAPE = re.compile(r"^sha256:([0-9a-f]{64})$")
 DEFAULT_TTL = timedelta(hours=24)
-
-
-class TokenError(Exception):
-    """The cluster would not take a bootstrap token; one line for a person."""
-
-
-@frozen(kw_only=True)
-class BootstrapToken:
-    """A bootstrap token: its public id and its secret half."""
-
-    id: str
-    secret: str
-
-    def __attrs_post_init__(self) -> None:
-        if TOKEN_SHAPE.match(f"{self.id}.{self.secret}") is None:
-            raise ValueError("a bootstrap token is 6 and 16 characters of [a-z0-9]")
-
-    @property
-    def text(self) -> str:
-        """The token as kubeadm takes it: ``<id>.<secret>``."""
-        return f"{self.id}.{self.secret}"
 
 
 def new_token() -> BootstrapToken:
@@ -109,8 +92,11 @@ def cluster_ca(api: Any) -> bytes:
             "the kubeconfig names no certificate authority for this cluster, so the new "
             "machine could not pin it; use a kubeconfig with certificate-authority-data"
         )
-    with open(path, "rb") as held:
-        return held.read()
+    try:
+        with open(path, "rb") as held:
+            return held.read()
+    except OSError as exc:
+        raise TokenError(f"cannot read the cluster's certificate authority {path}: {exc}") from exc
 
 
 def token_secret(token: BootstrapToken, expires: datetime, description: str) -> Any:
@@ -145,12 +131,28 @@ def create_token(
     for _ in range(5):
         token = new_token()
         try:
-            core.create_namespaced_secret(
-                SYSTEM_NAMESPACE, token_secret(token, expires, description)
-            )
-        except client.ApiException as exc:
-            if exc.status == 409:
-                continue
-            raise
+            with api_errors(f"create bootstrap token {token.id}"):
+                core.create_namespaced_secret(
+                    SYSTEM_NAMESPACE,
+                    token_secret(token, expires, description),
+                    _request_timeout=REQUEST_TIMEOUT,
+                )
+        except Conflict:
+            continue
         return token, expires
     raise TokenError("five fresh bootstrap token ids all clashed with existing ones; try again")
+
+
+class KubeBootstrapTokens:
+    """``ports.cluster.BootstrapTokens``: kubeadm's bootstrap-token Secrets in kube-system."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def create(
+        self, *, now: datetime, ttl: timedelta, description: str
+    ) -> tuple[BootstrapToken, datetime]:
+        return create_token(self._api, now=now, ttl=ttl, description=description)
+
+    def ca_pin(self) -> str:
+        return ca_cert_hash(cluster_ca(self._api))

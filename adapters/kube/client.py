@@ -8,19 +8,22 @@ Decisions recorded here:
 * A kubeconfig that is missing, unreadable, or lacks the context asked for is one
   line naming the file; nothing is sent to the cluster to find that out.
 * ``connect`` does not call the API server: the first request is what finds out
-  whether the cluster answers. ``api_errors`` turns what a request raises into the
-  port's StateError (one line), except a 409, which is ``Conflict``: the caller
-  reads again and decides again.
+  whether the cluster answers.
+* Every request runs inside ``api_errors``, the one place the client's errors
+  become the port's (``nodeau.ports.cluster``), raised ``from`` them: no answer
+  is ``NoAnswer``; an error status is ``ClusterRefused``, or its subclass for
+  401, 403, 404 and 409 (``Conflict``: the caller reads again and decides
+  again). ``or_none`` is the one place a 404 means "not there": None.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import urllib3
 from attrs import frozen
@@ -30,16 +33,32 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import InClusterConfigLoader
 from kubernetes.config.kube_config import list_kube_config_contexts
 
-from nodeau.ports.state import StateError
+from nodeau.ports.cluster import (
+    ClusterRefused,
+    ClusterUnreachable,
+    Conflict,
+    Forbidden,
+    NoAnswer,
+    NotFound,
+    Unauthorized,
+)
+
+__all__ = [
+    "ClusterUnreachable",
+    "Conflict",
+    "Connection",
+    "NotFound",
+    "api_errors",
+    "connect",
+    "or_none",
+]
+
+T = TypeVar("T")
 
 # where a Pod finds its ServiceAccount (module constants so a test can point elsewhere)
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 SERVICE_ACCOUNT_CA = Path("/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
 REQUEST_TIMEOUT = (5.0, 30.0)  # connect, read (seconds): a cluster that hangs is an error
-
-
-class ClusterUnreachable(Exception):
-    """No cluster could be reached or configured; one line for a person."""
 
 
 @frozen(kw_only=True)
@@ -106,36 +125,46 @@ def _in_cluster(home: Path) -> Connection:
     return Connection(api=api, server=configuration.host, context=None)
 
 
-class Conflict(Exception):
-    """A write lost a race: stale resourceVersion, or the thing was created meanwhile."""
+REFUSALS: dict[int, type[ClusterRefused]] = {
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+}
 
 
 @contextmanager
 def api_errors(what: str) -> Iterator[None]:
-    """Failures of the requests inside become one line (StateError); a 409 is ``Conflict``.
-
-    A 404 is the caller's to catch inside the block (it often means "not there yet").
-    """
+    """The failures of the requests inside, as the port's errors (``what``: what was tried)."""
     try:
         yield
     except ApiException as exc:
-        if exc.status == 409:
-            raise Conflict(what) from exc
-        raise StateError(f"cannot {what}: {api_reason(exc)}") from exc
-    except urllib3.exceptions.HTTPError as exc:
-        raise StateError(f"cannot {what}: the cluster does not answer ({_one_line(exc)})") from exc
+        status = int(exc.status or 0)
+        raise REFUSALS.get(status, ClusterRefused)(what, status, api_message(exc)) from exc
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        cause = getattr(exc, "reason", None) or exc
+        raise NoAnswer(what, _one_line(exc), _one_line(cause)) from exc
 
 
-def api_reason(exc: ApiException) -> str:
+def or_none(what: str, call: Callable[[], T]) -> T | None:
+    """``call()``, or None when the API server answers 404: the thing is not there."""
+    try:
+        with api_errors(what):
+            return call()
+    except NotFound:
+        return None
+
+
+def api_message(exc: ApiException) -> str:
     """What the API server said, in one line (its Status message when it sent one)."""
     try:
         message = json.loads(exc.body or "")["message"]
     except (ValueError, KeyError, TypeError):
         message = exc.reason or "no reason given"
-    return f"{exc.status} {' '.join(str(message).split())}"
+    return " ".join(str(message).split())
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: object) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 

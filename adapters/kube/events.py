@@ -20,21 +20,36 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, send_json
-from nodeau.adapters.kube.objects import KINDS, WorkloadObject, stamp
-from nodeau.ports.state import Event, StateError
+from nodeau.adapters.kube.objects import KINDS, stamp
+from nodeau.domain.workloads import WorkloadKind
+from nodeau.ports.cluster import ClusterError, WorkloadObject
+from nodeau.ports.state import Event
+
+
+class Involved(Protocol):
+    """What an Event names of the object it is about (an object as read, either form)."""
+
+    @property
+    def kind(self) -> WorkloadKind: ...
+
+    @property
+    def uid(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
 
 
 def record(
     api: Any,
     *,
     workload: str,
-    involved: WorkloadObject | None,
+    involved: Involved | None,
     reason: str,
     message: str,
     at: datetime,
@@ -44,9 +59,8 @@ def record(
     """Write one Event about ``workload`` (its object when there is one)."""
     reference = {"apiVersion": r.API_VERSION, "name": workload, "namespace": r.NAMESPACE}
     if involved is not None:
-        meta = involved.body["metadata"]
         reference.update(
-            kind=KINDS[involved.kind], uid=meta["uid"], resourceVersion=meta["resourceVersion"]
+            kind=KINDS[involved.kind], uid=involved.uid, resourceVersion=involved.version
         )
     body = {
         "apiVersion": "v1",
@@ -73,7 +87,7 @@ def record(
         with api_errors(f"record an event about {workload}"):
             _post(api, body)
     except Conflict as exc:  # a random 64-bit suffix taken: not a race anyone can lose
-        raise StateError(f"cannot record an event about {workload}: its name is taken") from exc
+        raise ClusterError(f"cannot record an event about {workload}: its name is taken") from exc
 
 
 def _post(api: Any, body: dict[str, Any]) -> None:
@@ -112,3 +126,32 @@ def _moment(item: dict[str, Any]) -> datetime:
     text = item.get("eventTime") or item.get("lastTimestamp")
     text = text or item["metadata"]["creationTimestamp"]
     return datetime.fromisoformat(text)
+
+
+class KubeEventLog:
+    """``ports.cluster.EventLog`` as core/v1 Events in ``nodeau-system``."""
+
+    def __init__(self, api: Any, *, identity: str) -> None:
+        self._api = api
+        self._identity = identity
+
+    def record(
+        self,
+        about: WorkloadObject,
+        reason: str,
+        message: str,
+        at: datetime,
+        *,
+        warning: bool = False,
+    ) -> None:
+        """One Event about the object (component nodeau-controller, this identity)."""
+        record(
+            self._api,
+            workload=about.name,
+            involved=about,
+            reason=reason,
+            message=message,
+            at=at,
+            identity=self._identity,
+            warning=warning,
+        )

@@ -14,11 +14,11 @@ Decisions recorded here (docs/adr/0004-fleet-on-kubernetes.md):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 from nodeau.adapters.kube.ledger import CLAIM_GRACE, LedgerRead
-from nodeau.adapters.kube.objects import WorkloadObject, get_object, record_of
+from nodeau.adapters.kube.objects import KubeObject, record_of
 from nodeau.adapters.record_json import to_plain
 from nodeau.domain.reservations import Reservation
 from nodeau.domain.workloads import FINISHED, WorkloadKind
@@ -29,7 +29,7 @@ class AdmissionInFlight(StateError):
     """Another controller is between its ledger write and its status write for this workload."""
 
 
-def holds_other_card(current: WorkloadObject, admission: Admission) -> bool:
+def holds_other_card(current: KubeObject, admission: Admission) -> bool:
     """Whether the object records a live admission of a different reservation."""
     if "admission" not in current.status or "record" not in current.status:
         return False
@@ -39,11 +39,14 @@ def holds_other_card(current: WorkloadObject, admission: Admission) -> bool:
     return bool(recorded != to_plain(admission.placement.reservation, Reservation))
 
 
-def check_name_free(api: Any, record: WorkloadRecord) -> None:
-    """StateError when the other kind's object of the same name holds a card."""
+def check_name_free(
+    found: Mapping[WorkloadKind, KubeObject | None], record: WorkloadRecord
+) -> None:
+    """StateError when the other kind's object of the same name (``found``, by kind) holds
+    a card."""
     name = record.workload.name
     for kind in WorkloadKind:
-        other = None if kind is record.workload.kind else get_object(api, kind, name)
+        other = None if kind is record.workload.kind else found.get(kind)
         if other is None or "record" not in other.status:
             continue
         if record_of(other).workload.state not in FINISHED:

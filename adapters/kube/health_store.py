@@ -19,13 +19,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import Conflict, api_errors
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
 from nodeau.adapters.record_json import RecordError, loads, to_plain
 from nodeau.domain.health import MachineHealth
-from nodeau.ports.state import StateError
+from nodeau.ports.cluster import ClusterError
 
 _ATTEMPTS = 5
 
@@ -35,13 +34,12 @@ def _core(api: Any) -> Any:
 
 
 def _read(api: Any) -> Any | None:
-    with api_errors(f"read ConfigMap {r.HEALTH_CONFIGMAP}"):
-        try:
-            return _core(api).read_namespaced_config_map(r.HEALTH_CONFIGMAP, r.NAMESPACE)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+    return or_none(
+        f"read ConfigMap {r.HEALTH_CONFIGMAP}",
+        lambda: _core(api).read_namespaced_config_map(
+            r.HEALTH_CONFIGMAP, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT
+        ),
+    )
 
 
 def encode(health: MachineHealth) -> str:
@@ -84,7 +82,7 @@ def write_health(api: Any, health: Mapping[str, MachineHealth]) -> None:
             return
         except Conflict:
             continue
-    raise StateError(
+    raise ClusterError(
         f"cannot write ConfigMap {r.HEALTH_CONFIGMAP}: it changed under {_ATTEMPTS} writes in a row"
     )
 
@@ -93,7 +91,22 @@ def _write(core: Any, found: Any | None, data: dict[str, str]) -> None:
     """Create the ConfigMap, or replace it under the version read (unless it says this already)."""
     if found is None:
         body = {"metadata": {"name": r.HEALTH_CONFIGMAP, "namespace": r.NAMESPACE}, "data": data}
-        core.create_namespaced_config_map(r.NAMESPACE, body)
+        core.create_namespaced_config_map(r.NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT)
     elif dict(found.data or {}) != data:
         found.data = data
-        core.replace_namespaced_config_map(r.HEALTH_CONFIGMAP, r.NAMESPACE, found)
+        core.replace_namespaced_config_map(
+            r.HEALTH_CONFIGMAP, r.NAMESPACE, found, _request_timeout=REQUEST_TIMEOUT
+        )
+
+
+class KubeHealthRecords:
+    """``ports.cluster.HealthRecords`` on ConfigMap ``nodeau-health``."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def read(self) -> Mapping[str, MachineHealth]:
+        return read_health(self._api)
+
+    def write(self, health: Mapping[str, MachineHealth]) -> None:
+        write_health(self._api, health)

@@ -33,11 +33,10 @@ from typing import Any
 
 from attrs import frozen
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors
-from nodeau.adapters.kube.objects import WorkloadObject, list_objects, record_of
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, or_none
+from nodeau.adapters.kube.objects import KubeObject, list_objects, record_of
 from nodeau.adapters.record_json import RecordError, from_plain, to_plain
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.workloads import FINISHED, WorkloadKind
@@ -68,15 +67,14 @@ class LedgerRead:
 def read_ledger(api: Any) -> LedgerRead:
     """The ledger as it is now."""
     core: Any = client.CoreV1Api(api)  # Any: plain dict bodies, not the client's models
-    with api_errors("read the reservation ledger"):
-        try:
-            found = core.read_namespaced_config_map(
-                r.LEDGER_CONFIGMAP, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return LedgerRead(reservations=(), version=None)
-            raise
+    found = or_none(
+        "read the reservation ledger",
+        lambda: core.read_namespaced_config_map(
+            r.LEDGER_CONFIGMAP, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT
+        ),
+    )
+    if found is None:
+        return LedgerRead(reservations=(), version=None)
     data = found.data or {}
     return LedgerRead(
         reservations=parse(data.get(r.LEDGER_KEY, "[]")),
@@ -108,19 +106,19 @@ def write_ledger(
             CLAIMS_KEY: claims_text(claims or {}, reservations),
         },
     }
-    with api_errors("write the reservation ledger"):
-        if version is None:
+    what = "write the reservation ledger"
+    if version is None:
+        with api_errors(what):
             core.create_namespaced_config_map(r.NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT)
-            return
-        body["metadata"]["resourceVersion"] = version
-        try:
+        return
+    body["metadata"]["resourceVersion"] = version
+    try:
+        with api_errors(what):
             core.replace_namespaced_config_map(
                 r.LEDGER_CONFIGMAP, r.NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT
             )
-        except ApiException as exc:
-            if exc.status == 404:  # deleted since it was read: read again, like any change
-                raise Conflict("write the reservation ledger") from exc
-            raise
+    except NotFound as exc:  # deleted since it was read: read again, like any change
+        raise Conflict(what, exc.status, exc.message) from exc
 
 
 def text_of(reservations: tuple[Reservation, ...]) -> str:
@@ -160,13 +158,13 @@ def parse(text: str) -> tuple[Reservation, ...]:
 
 
 def leftovers(
-    reservations: tuple[Reservation, ...], objects: tuple[WorkloadObject, ...]
+    reservations: tuple[Reservation, ...], objects: tuple[KubeObject, ...]
 ) -> frozenset[str]:
     """The workloads whose reservation no object's recorded admission backs."""
     return frozenset(x.workload for x in reservations if not any(_backs(o, x) for o in objects))
 
 
-def _backs(found: WorkloadObject, reservation: Reservation) -> bool:
+def _backs(found: KubeObject, reservation: Reservation) -> bool:
     status = found.status
     admitted = status.get("reservation") if "admission" in status else None
     state = (status.get("record") or {}).get("workload", {}).get("state")
@@ -182,7 +180,7 @@ class Reading:
     """The ledger and the objects, read once for one decision."""
 
     ledger: LedgerRead
-    objects: tuple[WorkloadObject, ...]
+    objects: tuple[KubeObject, ...]
     records: tuple[WorkloadRecord, ...]
     leftovers: frozenset[str]
 
@@ -192,7 +190,7 @@ class Reading:
         kept = tuple(x for x in self.ledger.reservations if x.workload not in drop)
         return Snapshot(ledger=Ledger(reservations=kept), workloads=self.records)
 
-    def of(self, kind: WorkloadKind, name: str) -> WorkloadObject | None:
+    def of(self, kind: WorkloadKind, name: str) -> KubeObject | None:
         return next((o for o in self.objects if (o.kind, o.name) == (kind, name)), None)
 
 
@@ -207,3 +205,14 @@ def read_state(api: Any) -> Reading:
         records=tuple(sorted(records, key=lambda x: x.workload.name)),
         leftovers=leftovers(ledger.reservations, objects),
     )
+
+
+class KubeReservationLedger:
+    """``ports.cluster.ReservationLedger`` on ConfigMap ``nodeau-ledger``."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def read(self) -> Ledger:
+        """The reservations now; empty before the first admission."""
+        return Ledger(reservations=read_ledger(self._api).reservations)

@@ -14,21 +14,21 @@ Decisions recorded here:
 * A policy label or ConfigMap value that is neither ``pack`` nor ``spread``
   (someone's hand edit) is ignored: the machine follows the fleet policy, and
   the fleet policy falls back to the domain's default.
+* A machine that is not a Node is ``UnknownMachine``, and nothing is written.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
-from attrs import frozen
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.record_json import RecordError, from_plain
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, or_none
+from nodeau.adapters.kube.ledger import read_ledger as read_ledger_configmap
 from nodeau.domain.placement import Policy, SchedulingSettings
-from nodeau.domain.reservations import Ledger, Reservation
+from nodeau.domain.reservations import Ledger
 from nodeau.domain.scheduling import (
     DrainChange,
     SettingsChange,
@@ -37,24 +37,11 @@ from nodeau.domain.scheduling import (
 )
 from nodeau.domain.scheduling import drain as drain_change
 from nodeau.domain.scheduling import undrain as undrain_change
-from nodeau.ports.state import StateError
+from nodeau.ports.cluster import MarkedFleet, UnknownMachine
+
+__all__ = ["KubeFleetMarks", "MarkedFleet", "UnknownMachine"]
 
 TRUE = "true"
-
-
-class UnknownMachine(StateError):
-    """No Node by that name in the cluster."""
-
-
-@frozen(kw_only=True)
-class FleetMarks:
-    """Every Node, the marks on them, and the scheduling settings they add up to."""
-
-    nodes: tuple[str, ...]
-    drained: frozenset[str]
-    upgrading: frozenset[str]
-    control_plane: frozenset[str]
-    settings: SchedulingSettings
 
 
 def _core(api: Any) -> Any:
@@ -65,9 +52,10 @@ def _policy(value: object) -> Policy | None:
     return Policy(value) if value in {p.value for p in Policy} else None
 
 
-def read_marks(api: Any) -> FleetMarks:
+def read_marks(api: Any) -> MarkedFleet:
     """The marks as the cluster holds them now (Node labels and the scheduling ConfigMap)."""
-    nodes: list[Any] = _core(api).list_node().items
+    with api_errors("list the Nodes"):
+        nodes: list[Any] = _core(api).list_node(_request_timeout=REQUEST_TIMEOUT).items
     labels: dict[str, dict[str, str]] = {
         n.metadata.name: dict(n.metadata.labels or {}) for n in nodes
     }
@@ -78,7 +66,7 @@ def read_marks(api: Any) -> FleetMarks:
             if (policy := _policy(held.get(r.POLICY_LABEL))) is not None
         )
     )
-    return FleetMarks(
+    return MarkedFleet(
         nodes=tuple(sorted(labels)),
         drained=frozenset(n for n, held in labels.items() if held.get(r.DRAINED_LABEL) == TRUE),
         upgrading=frozenset(n for n, held in labels.items() if held.get(r.UPGRADING_LABEL) == TRUE),
@@ -90,34 +78,21 @@ def read_marks(api: Any) -> FleetMarks:
 
 
 def _fleet_policy_value(api: Any) -> str | None:
-    try:
-        held = _core(api).read_namespaced_config_map(r.SCHEDULING_CONFIGMAP, r.NAMESPACE)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return (held.data or {}).get(r.POLICY_KEY)
+    held = or_none(
+        f"read ConfigMap {r.SCHEDULING_CONFIGMAP}",
+        lambda: _core(api).read_namespaced_config_map(
+            r.SCHEDULING_CONFIGMAP, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT
+        ),
+    )
+    return None if held is None else (held.data or {}).get(r.POLICY_KEY)
 
 
 def read_ledger(api: Any) -> Ledger:
     """The reservation ledger (ConfigMap ``nodeau-ledger``); empty when there is none yet."""
-    try:
-        held = _core(api).read_namespaced_config_map(r.LEDGER_CONFIGMAP, r.NAMESPACE)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return Ledger()
-        raise
-    text = (held.data or {}).get(r.LEDGER_KEY)
-    if not text:
-        return Ledger()
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"the reservation ledger is not JSON: {exc.msg}") from exc
-    return Ledger(reservations=from_plain(raw, tuple[Reservation, ...], "the reservation ledger"))
+    return Ledger(reservations=read_ledger_configmap(api).reservations)
 
 
-def _known(marks: FleetMarks, node: str) -> None:
+def _known(marks: MarkedFleet, node: str) -> None:
     if node not in marks.nodes:
         raise UnknownMachine(
             f"no machine called {node!r} in the cluster; nodeau fleet list lists them"
@@ -126,7 +101,8 @@ def _known(marks: FleetMarks, node: str) -> None:
 
 def _patch_node(api: Any, node: str, labels: dict[str, Any], annotations: dict[str, Any]) -> None:
     body = {"metadata": {"labels": labels, "annotations": annotations}}
-    _core(api).patch_node(node, body)
+    with api_errors(f"mark Node {node}"):
+        _core(api).patch_node(node, body, _request_timeout=REQUEST_TIMEOUT)
 
 
 def drain(api: Any, node: str, at: datetime) -> DrainChange:
@@ -165,24 +141,56 @@ def set_policy(api: Any, policy: Policy, node: str | None = None) -> SettingsCha
 def _write_fleet_policy(api: Any, policy: Policy) -> None:
     core = _core(api)
     data = {r.POLICY_KEY: policy.value}
+    what = f"write ConfigMap {r.SCHEDULING_CONFIGMAP}"
     try:
-        core.patch_namespaced_config_map(r.SCHEDULING_CONFIGMAP, r.NAMESPACE, {"data": data})
+        with api_errors(what):
+            core.patch_namespaced_config_map(
+                r.SCHEDULING_CONFIGMAP,
+                r.NAMESPACE,
+                {"data": data},
+                _request_timeout=REQUEST_TIMEOUT,
+            )
         return
-    except client.ApiException as exc:
-        if exc.status != 404:
-            raise
-    body = client.V1ConfigMap(
-        metadata=client.V1ObjectMeta(
-            name=r.SCHEDULING_CONFIGMAP,
-            namespace=r.NAMESPACE,
-            labels={"app.kubernetes.io/part-of": "nodeau"},
-        ),
-        data=data,
-    )
+    except NotFound:
+        pass
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": r.SCHEDULING_CONFIGMAP,
+            "namespace": r.NAMESPACE,
+            "labels": {"app.kubernetes.io/part-of": "nodeau"},
+        },
+        "data": data,
+    }
     try:
-        core.create_namespaced_config_map(r.NAMESPACE, body)
-    except client.ApiException as exc:
-        if exc.status != 409:
-            raise
+        with api_errors(what):
+            core.create_namespaced_config_map(r.NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT)
+    except Conflict:
         # someone created it between our two calls: ours is the newer choice
-        core.patch_namespaced_config_map(r.SCHEDULING_CONFIGMAP, r.NAMESPACE, {"data": data})
+        with api_errors(what):
+            core.patch_namespaced_config_map(
+                r.SCHEDULING_CONFIGMAP,
+                r.NAMESPACE,
+                {"data": data},
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+
+
+class KubeFleetMarks:
+    """``ports.cluster.FleetMarks`` on Node labels and ConfigMap ``nodeau-scheduling``."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def read(self) -> MarkedFleet:
+        return read_marks(self._api)
+
+    def drain(self, machine: str, at: datetime) -> DrainChange:
+        return drain(self._api, machine, at)
+
+    def undrain(self, machine: str) -> DrainChange:
+        return undrain(self._api, machine)
+
+    def set_policy(self, policy: Policy, machine: str | None = None) -> SettingsChange:
+        return set_policy(self._api, policy, machine)

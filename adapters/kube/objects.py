@@ -11,25 +11,31 @@ Decisions recorded here:
 * Status is written whole (status subresource) under the resourceVersion it was
   read at; a 409 reads again and applies the same change again (bounded).
 * A condition's lastTransitionTime changes only when its status flips.
+* What the API server returns is read into the port's values here (``view``):
+  the ask from ``spec`` (the CRD's schema has filled its defaults), the record
+  from ``status``; one that does not read is None, never a failed listing.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from attrs import frozen
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
 from nodeau.adapters.record_json import RecordError, from_plain, pack, to_plain
+from nodeau.domain.batches import BatchRequest
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Reservation
-from nodeau.domain.workloads import FINISHED, WorkloadKind, ps_sentence
+from nodeau.domain.tasks import Task
+from nodeau.domain.workloads import FINISHED, RecoveryMode, WorkloadKind, ps_sentence
+from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject
 from nodeau.ports.state import Admission, StateError, UnknownWorkload, WorkloadRecord
 
 MAX_TRIES = 50  # writes lost to others in a row before giving up (each loss is progress)
@@ -37,12 +43,12 @@ MAX_TRIES = 50  # writes lost to others in a row before giving up (each loss is 
 PLURALS = {WorkloadKind.SERVICE: r.GPUSERVICES, WorkloadKind.BATCH: r.BATCHJOBS}
 KINDS = {WorkloadKind.SERVICE: r.GPUSERVICE_KIND, WorkloadKind.BATCH: r.BATCHJOB_KIND}
 
-Condition = tuple[str, bool, str, str]  # type, status, reason, message
 HERE = (r.GROUP, r.VERSION, r.NAMESPACE)
+DEFAULT_RECOVERY_AFTER_S = 180
 
 
 @frozen(kw_only=True)
-class WorkloadObject:
+class KubeObject:
     """One GPUService or BatchJob as the API server returned it."""
 
     kind: WorkloadKind
@@ -66,41 +72,103 @@ class WorkloadObject:
         """How a message names it: ``GPUService nodeau-system/chat``."""
         return f"{KINDS[self.kind]} {r.NAMESPACE}/{self.name}"
 
+    @property
+    def uid(self) -> str:
+        return str(self.body["metadata"].get("uid", ""))
+
+    @property
+    def version(self) -> str:
+        return str(self.body["metadata"].get("resourceVersion", ""))
+
+
+def ask_of(kind: WorkloadKind, body: Mapping[str, Any]) -> WorkloadAsk:
+    """Read a GPUService's or BatchJob's spec (as the API server returns it, defaults filled).
+
+    ``recoveryAfterSeconds`` 0 (the schema allows it) means "as soon as the machine
+    counts as unreachable": one second, since the domain needs a positive delay. A
+    batch job never recovers (the domain's rule), whatever its spec says.
+    """
+    spec: Mapping[str, Any] = body.get("spec") or {}
+    service = kind is WorkloadKind.SERVICE
+    after_s = int(spec.get("recoveryAfterSeconds", DEFAULT_RECOVERY_AFTER_S))
+    context = spec.get("contextTokens")
+    return WorkloadAsk(
+        kind=kind,
+        name=str(body["metadata"]["name"]),
+        model=str(spec["model"]),
+        task=Task(spec.get("task", Task.CHAT.value)),
+        context_tokens=None if context is None else int(context),
+        recovery=RecoveryMode(spec.get("recovery", "never")) if service else RecoveryMode.NEVER,
+        recovery_after=timedelta(seconds=max(1, after_s)),
+        endpoint_stopped=service and spec.get("endpoint", "serving") == "stopped",
+        requests=tuple(
+            BatchRequest(
+                line_no=i, custom_id=str(q["custom_id"]), url=str(q["url"]), body=q["body"]
+            )
+            for i, q in enumerate(spec.get("requests") or (), start=1)
+        ),
+    )
+
+
+def view(found: KubeObject) -> WorkloadObject:
+    """The port's value of an object: its ask and record read (None when they do not)."""
+    meta = found.body["metadata"]
+    try:
+        ask: WorkloadAsk | None = ask_of(found.kind, found.body)
+    except (KeyError, TypeError, ValueError):  # a spec the schema would have refused
+        ask = None
+    raw = found.status.get("record")
+    try:
+        record = from_plain(raw, WorkloadRecord, found.name) if raw else None
+    except RecordError:
+        record = None
+    return WorkloadObject(
+        kind=found.kind,
+        name=found.name,
+        title=found.title,
+        uid=found.uid,
+        version=found.version,
+        generation=found.generation,
+        ask=ask,
+        record=record,
+        spec=found.body.get("spec") or {},
+        status=found.status,
+        guarded=r.FINALIZER in (meta.get("finalizers") or ()),
+        deleting=bool(meta.get("deletionTimestamp")),
+    )
+
 
 def unknown(name: str) -> str:
     """What UnknownWorkload says."""
     return f"no workload called {name} in {r.NAMESPACE}"
 
 
-def list_objects(api: Any) -> tuple[WorkloadObject, ...]:
+def list_objects(api: Any) -> tuple[KubeObject, ...]:
     """Every GPUService and BatchJob."""
     custom: Any = client.CustomObjectsApi(api)
-    found: list[WorkloadObject] = []
+    found: list[KubeObject] = []
     with api_errors("list GPUServices and BatchJobs"):
         for kind, plural in PLURALS.items():
             listed = custom.list_namespaced_custom_object(
                 *HERE, plural, _request_timeout=REQUEST_TIMEOUT
             )
-            found.extend(WorkloadObject(kind=kind, body=item) for item in listed["items"])
+            found.extend(KubeObject(kind=kind, body=item) for item in listed["items"])
     return tuple(found)
 
 
-def get_object(api: Any, kind: WorkloadKind, name: str) -> WorkloadObject | None:
+def get_object(api: Any, kind: WorkloadKind, name: str) -> KubeObject | None:
     """The object of this kind and name, or None."""
     custom: Any = client.CustomObjectsApi(api)
-    with api_errors(f"read {KINDS[kind]} {name}"):
-        try:
-            body = custom.get_namespaced_custom_object(
-                *HERE, PLURALS[kind], name, _request_timeout=REQUEST_TIMEOUT
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-    return WorkloadObject(kind=kind, body=body)
+    body = or_none(
+        f"read {KINDS[kind]} {name}",
+        lambda: custom.get_namespaced_custom_object(
+            *HERE, PLURALS[kind], name, _request_timeout=REQUEST_TIMEOUT
+        ),
+    )
+    return None if body is None else KubeObject(kind=kind, body=body)
 
 
-def find_object(api: Any, name: str) -> WorkloadObject | None:
+def find_object(api: Any, name: str) -> KubeObject | None:
     """The workload's object of either kind: one holding a card first, then one with a
     record (a name is free again once its workload finished, for either kind)."""
     found = [o for o in (get_object(api, kind, name) for kind in PLURALS) if o is not None]
@@ -108,7 +176,7 @@ def find_object(api: Any, name: str) -> WorkloadObject | None:
     return found[0] if found else None
 
 
-def _finished(found: WorkloadObject) -> bool:
+def _finished(found: KubeObject) -> bool:
     state = (found.status.get("record") or {}).get("workload", {}).get("state")
     return state in {s.value for s in FINISHED}
 
@@ -127,7 +195,7 @@ def spec_of(record: WorkloadRecord) -> dict[str, Any]:
     return spec
 
 
-def create_object(api: Any, record: WorkloadRecord) -> WorkloadObject:
+def create_object(api: Any, record: WorkloadRecord) -> KubeObject:
     """Create the workload's object (no status yet); the existing one if it appeared meanwhile."""
     kind, name = record.workload.kind, record.workload.name
     body = {
@@ -150,16 +218,16 @@ def create_object(api: Any, record: WorkloadRecord) -> WorkloadObject:
         if existing is None:
             raise StateError(f"{KINDS[kind]} {name} was created and deleted meanwhile") from None
         return existing
-    return WorkloadObject(kind=kind, body=created)
+    return KubeObject(kind=kind, body=created)
 
 
 def write_status(
     api: Any,
     kind: WorkloadKind,
     name: str,
-    change: Callable[[WorkloadObject], dict[str, Any]],
-    first: WorkloadObject | None = None,
-) -> WorkloadObject:
+    change: Callable[[KubeObject], dict[str, Any]],
+    first: KubeObject | None = None,
+) -> KubeObject:
     """Replace the object's status by ``change(object)`` under its resourceVersion.
 
     ``change`` gets the object as read and returns the whole new status; on a 409
@@ -176,30 +244,26 @@ def write_status(
         body = copy.deepcopy(dict(current.body))
         body["status"] = change(current)
         try:
-            with api_errors(f"write the status of {current.title}"):
-                try:
-                    written = custom.replace_namespaced_custom_object_status(
-                        *HERE,
-                        PLURALS[kind],
-                        name,
-                        body,
-                        _request_timeout=REQUEST_TIMEOUT,
-                    )
-                except ApiException as exc:
-                    if exc.status == 404:
-                        raise UnknownWorkload(unknown(name)) from exc
-                    raise
+            written = or_none(
+                f"write the status of {current.title}",
+                partial(
+                    custom.replace_namespaced_custom_object_status,
+                    *HERE, PLURALS[kind], name, body, _request_timeout=REQUEST_TIMEOUT,
+                ),
+            )  # fmt: skip
         except Conflict:
             current = None
             continue
-        return WorkloadObject(kind=kind, body=written)
+        if written is None:
+            raise UnknownWorkload(unknown(name))
+        return KubeObject(kind=kind, body=written)
     raise StateError(
         f"cannot write the status of {KINDS[kind]} {name}: it changed under "
         f"{MAX_TRIES} writes in a row"
     )
 
 
-def record_of(found: WorkloadObject) -> WorkloadRecord:
+def record_of(found: KubeObject) -> WorkloadRecord:
     """The record in the object's status; StateError naming the object if it does not read."""
     try:
         return from_plain(found.status["record"], WorkloadRecord, f"the record of {found.name}")
@@ -220,7 +284,7 @@ def record_fields(record: WorkloadRecord, now: datetime) -> dict[str, Any]:
 
 
 def admitted_status(
-    current: WorkloadObject, admission: Admission, now: datetime, identity: str, message: str
+    current: KubeObject, admission: Admission, now: datetime, identity: str, message: str
 ) -> dict[str, Any]:
     """The status of an admitted workload: the decision, where, how much, on what figures."""
     reservation = admission.placement.reservation
@@ -237,14 +301,14 @@ def admitted_status(
         observedGeneration=current.generation,
     )
     placed = (
-        ("Admitted", True, "Admitted", message),
-        ("Placed", True, "Placed", admission.placement.why),
+        Condition(type="Admitted", ok=True, reason="Admitted", message=message),
+        Condition(type="Placed", ok=True, reason="Placed", message=admission.placement.why),
     )
     status["conditions"] = with_conditions(status, placed, now, current.generation)
     return status
 
 
-def refused_status(current: WorkloadObject, refusal: Refusal, at: datetime) -> dict[str, Any]:
+def refused_status(current: KubeObject, refusal: Refusal, at: datetime) -> dict[str, Any]:
     """The status of a workload admission said no to: which kind of no, and why."""
     status = {
         **current.status,
@@ -257,19 +321,21 @@ def refused_status(current: WorkloadObject, refusal: Refusal, at: datetime) -> d
         },
     }
     said = f"{refusal.code.value}: {refusal.sentence}"
-    refused = (("Admitted", False, refusal.kind.value.capitalize(), said),)
+    refused = (
+        Condition(type="Admitted", ok=False, reason=refusal.kind.value.capitalize(), message=said),
+    )
     status["conditions"] = with_conditions(status, refused, at, current.generation)
     return status
 
 
 def released_status(
-    current: WorkloadObject, record: WorkloadRecord, now: datetime, freed: str | None
+    current: KubeObject, record: WorkloadRecord, now: datetime, freed: str | None
 ) -> dict[str, Any]:
     """The status of a finished workload; ``freed`` says which card it gave back, if any."""
     status = {**current.status, **record_fields(record, now)}
     if freed is not None:
         status["reservedBytes"] = 0
-        gone = (("Placed", False, "Released", freed),)
+        gone = (Condition(type="Placed", ok=False, reason="Released", message=freed),)
         status["conditions"] = with_conditions(status, gone, now, current.generation)
     return status
 
@@ -283,15 +349,15 @@ def with_conditions(
     """The status's conditions with these set; each keeps its lastTransitionTime unless
     its status flips."""
     merged = [dict(c) for c in status.get("conditions") or ()]
-    for type_, ok, reason, message in conditions:
-        wanted = "True" if ok else "False"
-        old = next((c for c in merged if c.get("type") == type_), None)
+    for condition in conditions:
+        wanted = "True" if condition.ok else "False"
+        old = next((c for c in merged if c.get("type") == condition.type), None)
         since = old["lastTransitionTime"] if old and old.get("status") == wanted else stamp(now)
         new: dict[str, Any] = {
-            "type": type_,
+            "type": condition.type,
             "status": wanted,
-            "reason": reason,
-            "message": message,
+            "reason": condition.reason,
+            "message": condition.message,
             "lastTransitionTime": since,
         }
         if generation is not None:

@@ -15,6 +15,10 @@ Decisions (docs/adr/0004-fleet-on-kubernetes.md has the contract):
   driven by the controller (the object's finalizer), never a garbage collector.
 * A readiness probe on ``/health``: a Pod is serving only once Kubernetes
   says it is Ready (llama-server answers 200 once its model has loaded).
+* The Pod's phase is read into the domain's ``ServerPhase``: being deleted,
+  ``Succeeded`` (exited cleanly), ``Failed`` (exited with an error), Running and
+  Ready with an address (ready), anything else (Pending, Running but not Ready,
+  Unknown) starting.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ from typing import Any
 
 from attrs import frozen
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import api_errors
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
 from nodeau.adapters.llama_server import HOST, server_command
+from nodeau.domain.lifecycle import ServerPhase
+from nodeau.domain.workloads import WorkloadKind
+from nodeau.ports.cluster import ServerPod, WorkloadObject
 from nodeau.ports.runtime import ServerSpec
 from nodeau.ports.state import WorkloadRecord
 
@@ -132,25 +138,26 @@ def pod_manifest(record: WorkloadRecord, owner_uid: str) -> dict[str, Any]:
 
 def create_pod(api: Any, manifest: dict[str, Any]) -> bool:
     """Create the Pod; False when it already exists (another pass or controller made it)."""
-    with api_errors(f"create Pod {manifest['metadata']['name']}"):
-        try:
-            _core(api).create_namespaced_pod(r.NAMESPACE, manifest)
-        except ApiException as exc:
-            if exc.status == 409:
-                return False
-            raise
+    try:
+        with api_errors(f"create Pod {manifest['metadata']['name']}"):
+            _core(api).create_namespaced_pod(
+                r.NAMESPACE, manifest, _request_timeout=REQUEST_TIMEOUT
+            )
+    except Conflict:
+        return False
     return True
 
 
 def delete_pod(api: Any, kind_label: str, workload: str) -> bool:
     """Ask for the workload's Pod to go; False when there was none."""
-    try:
-        _core(api).delete_namespaced_pod(r.server_pod_name(kind_label, workload), r.NAMESPACE)
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
+    name = r.server_pod_name(kind_label, workload)
+    gone = or_none(
+        f"delete Pod {name}",
+        lambda: _core(api).delete_namespaced_pod(
+            name, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT
+        ),
+    )
+    return gone is not None
 
 
 def view_of(pod: Any) -> PodView:
@@ -174,17 +181,68 @@ def view_of(pod: Any) -> PodView:
 
 def read_pod(api: Any, kind_label: str, workload: str) -> PodView | None:
     """The workload's Pod as it is now, or None when there is none."""
-    try:
-        pod = _core(api).read_namespaced_pod(r.server_pod_name(kind_label, workload), r.NAMESPACE)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    return view_of(pod)
+    name = r.server_pod_name(kind_label, workload)
+    pod = or_none(
+        f"read Pod {name}",
+        lambda: _core(api).read_namespaced_pod(name, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT),
+    )
+    return None if pod is None else view_of(pod)
 
 
 def list_pods(api: Any) -> tuple[PodView, ...]:
     """Every model-server Pod Nodeau created, by name."""
     with api_errors("list model-server Pods"):
-        pods = _core(api).list_namespaced_pod(r.NAMESPACE, label_selector=r.WORKLOAD_LABEL)
+        pods = _core(api).list_namespaced_pod(
+            r.NAMESPACE, label_selector=r.WORKLOAD_LABEL, _request_timeout=REQUEST_TIMEOUT
+        )
     return tuple(sorted((view_of(p) for p in pods.items), key=lambda v: v.name))
+
+
+def phase_of(pod: PodView) -> ServerPhase:
+    """What the Pod says of its server, in the domain's words."""
+    if pod.deleting:
+        return ServerPhase.DELETING
+    if pod.phase == "Succeeded":
+        return ServerPhase.EXITED_OK
+    if pod.phase == "Failed":
+        return ServerPhase.EXITED_FAILED
+    if pod.phase == "Running" and pod.ready and pod.pod_ip is not None:
+        return ServerPhase.READY
+    return ServerPhase.STARTING
+
+
+def endpoint_of(pod: PodView) -> str | None:
+    """The OpenAI-compatible address of the Pod's server, once it has an address."""
+    return None if pod.pod_ip is None else f"http://{pod.pod_ip}:{r.SERVER_PORT}/v1"
+
+
+def server_of(pod: PodView, kind: WorkloadKind) -> ServerPod:
+    """The port's view of a model-server Pod."""
+    return ServerPod(
+        workload=pod.workload,
+        kind=kind,
+        machine=pod.node,
+        gpu_uuid=pod.gpu_uuid,
+        phase=phase_of(pod),
+        endpoint=endpoint_of(pod),
+    )
+
+
+class KubeServerPods:
+    """``ports.cluster.ServerPods``: one Pod per admitted workload in ``nodeau-system``."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def read(self, kind: WorkloadKind, workload: str) -> ServerPod | None:
+        """The workload's server Pod as it is now, or None."""
+        pod = read_pod(self._api, kind.value, workload)
+        return None if pod is None else server_of(pod, kind)
+
+    def create(self, record: WorkloadRecord, owner: WorkloadObject) -> bool:
+        """Create the Pod the record's admission calls for; False when it exists."""
+        return create_pod(self._api, pod_manifest(record, owner.uid))
+
+    def delete(self, kind: WorkloadKind, workload: str) -> bool:
+        """Ask the Pod to go; False when there was none."""
+        return delete_pod(self._api, kind.value, workload)

@@ -7,7 +7,7 @@ docs/adr/0004 fixes the JSON: ``{"machine", "at", "simulated", "note", "gpus":
 Decisions recorded here:
 
 * The JSON is written and read through the same private classes, so the two cannot
-  drift.
+  drift. The values are the port's (``nodeau.ports.cluster``).
 * Unknown keys in a report are refused, as the codec refuses them everywhere, and a
   value of the wrong JSON type too (the codec would turn "false" into True): a report
   is read exactly as an agent wrote it.
@@ -19,59 +19,14 @@ import json
 from datetime import UTC, datetime
 from typing import Any, get_args, get_origin
 
-from attrs import field, frozen
+from attrs import frozen
 from cattrs import BaseValidationError, transform_error
 
 from nodeau.adapters.record_json import RecordError, converter, to_plain
-from nodeau.domain.artifacts import is_sha256_hex
-from nodeau.domain.hardware import AgentReport, Gpu, GpuReading, MachineReading
-from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
+from nodeau.ports.cluster import MachineArtifact, MachineReport, ReportSet
 
-
-def _sha256_hex(_instance: object, _attribute: object, value: str) -> None:
-    if not is_sha256_hex(value):
-        raise ValueError(f"an artifact id is 64 lowercase hex digits, got {value!r}")
-
-
-def _aware(_instance: object, _attribute: object, value: datetime) -> None:
-    if value.utcoffset() is None:
-        raise ValueError(f"a report's moment must carry a timezone, got {value.isoformat()}")
-
-
-@frozen(kw_only=True)
-class MachineArtifact:
-    """One artifact verified on the reporting machine, and where its file is there."""
-
-    id: str = field(validator=_sha256_hex)  # SHA-256 hex
-    names: tuple[str, ...]  # aliases and catalog names it is known by on that machine
-    size_bytes: int
-    path: str  # the verified file (the first one of a split artifact)
-    summary: ModelSummary
-
-
-@frozen(kw_only=True)
-class MachineReport:
-    """What one machine's agent published at one moment: its cards and its verified models."""
-
-    reading: MachineReading
-    at: datetime = field(validator=_aware)
-    artifacts: tuple[MachineArtifact, ...] = ()
-
-    @property
-    def machine(self) -> str:
-        return self.reading.machine
-
-    def as_agent_report(self, *, control_plane: bool = False) -> AgentReport:
-        """The domain's agent report (the cards only) this report makes."""
-        return self.reading.as_report(self.at, control_plane=control_plane)
-
-
-@frozen(kw_only=True)
-class ReportSet:
-    """Every readable report, and one line for each agent Lease that could not be read."""
-
-    reports: tuple[MachineReport, ...]
-    problems: tuple[str, ...]
+__all__ = ["MachineArtifact", "MachineReport", "ReportSet", "parse_report", "report_json"]
 
 
 # -- the JSON form (docs/adr/0004) -------------------------------------------------------------

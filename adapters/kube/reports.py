@@ -31,10 +31,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import send_json
+from nodeau.adapters.kube.client import Conflict, api_errors, or_none, send_json
 from nodeau.adapters.kube.report_form import (
     MachineReport,
     ReportSet,
@@ -43,13 +42,14 @@ from nodeau.adapters.kube.report_form import (
 )
 from nodeau.adapters.record_json import RecordError
 from nodeau.domain.health import Signals
+from nodeau.ports.cluster import ClusterError
 
 PUBLISH_TRIES = 8
 REQUEST_TIMEOUT = (5.0, 15.0)  # connect, read (seconds)
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 
 
-class ReportConflict(Exception):
+class ReportConflict(ClusterError):
     """The agent Lease kept changing under every try; one line for a person."""
 
 
@@ -109,38 +109,35 @@ def publish_report(api: Any, report: MachineReport) -> None:
     """Create or renew the machine's agent Lease with this report.
 
     Replaces under the read ``resourceVersion`` and reads again on a 409;
-    ReportConflict after PUBLISH_TRIES tries. Other API errors propagate.
+    ReportConflict after PUBLISH_TRIES tries.
     """
     leases: Any = client.CoordinationV1Api(api)  # Any: plain dict bodies, not the client's models
     name = r.agent_lease_name(report.machine)
+    what = f"publish the report on Lease {r.NAMESPACE}/{name}"
     for _ in range(PUBLISH_TRIES):
-        try:
-            current = _call(leases.read_namespaced_lease, name, r.NAMESPACE)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            current = None
+        current = or_none(what, lambda: _call(leases.read_namespaced_lease, name, r.NAMESPACE))
         try:
             # sent as written: the client's Lease model would drop a zero fraction of renewTime
-            if current is None:
-                send_json(
-                    api, "POST", LEASES, {"namespace": r.NAMESPACE}, _lease_body(report, None)
-                )
-            else:
-                body = _lease_body(report, current)
-                where = {"namespace": r.NAMESPACE, "name": name}
-                send_json(api, "PUT", f"{LEASES}/{{name}}", where, body)
+            with api_errors(what):
+                if current is None:
+                    send_json(
+                        api, "POST", LEASES, {"namespace": r.NAMESPACE}, _lease_body(report, None)
+                    )
+                else:
+                    body = _lease_body(report, current)
+                    where = {"namespace": r.NAMESPACE, "name": name}
+                    send_json(api, "PUT", f"{LEASES}/{{name}}", where, body)
             return
-        except ApiException as exc:
-            if exc.status != 409:  # 409: changed or created by another writer; read again
-                raise
+        except Conflict:  # changed or created by another writer; read again
+            continue
     raise ReportConflict(
         f"lease {r.NAMESPACE}/{name} changed under each of {PUBLISH_TRIES} tries; not published"
     )
 
 
 def _agent_leases(api: Any) -> list[dict[str, Any]]:
-    listed = _call(client.CoordinationV1Api(api).list_namespaced_lease, r.NAMESPACE)
+    with api_errors("list the agent Leases"):
+        listed = _call(client.CoordinationV1Api(api).list_namespaced_lease, r.NAMESPACE)
     return [
         item
         for item in listed.get("items") or []
@@ -190,8 +187,11 @@ def read_signals(api: Any) -> Mapping[str, Signals]:
 
     A missing Lease (or one never renewed) is a signal never seen (None).
     """
-    nodes = _call(client.CoreV1Api(api).list_node)
-    node_leases = _call(client.CoordinationV1Api(api).list_namespaced_lease, r.NODE_LEASE_NAMESPACE)
+    with api_errors("read the machines' heartbeats"):
+        nodes = _call(client.CoreV1Api(api).list_node)
+        node_leases = _call(
+            client.CoordinationV1Api(api).list_namespaced_lease, r.NODE_LEASE_NAMESPACE
+        )
     heartbeat = {
         item["metadata"]["name"]: _moment((item.get("spec") or {}).get("renewTime"))
         for item in node_leases.get("items") or []
@@ -210,3 +210,19 @@ def read_signals(api: Any) -> Mapping[str, Signals]:
             upgrading=labels.get(r.UPGRADING_LABEL) == "true",
         )
     return signals
+
+
+class KubeMachineReports:
+    """``ports.cluster.MachineReports`` on agent Leases, node Leases and Node labels."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def publish(self, report: MachineReport) -> None:
+        publish_report(self._api, report)
+
+    def read(self) -> ReportSet:
+        return read_report_set(self._api)
+
+    def signals(self) -> Mapping[str, Signals]:
+        return read_signals(self._api)

@@ -5,9 +5,9 @@
 
 Decisions recorded here:
 
-* An admission reads the ledger and the one object it is about (never every object:
-  ``decide`` sees the ledger and no records), decides, and replaces the ledger
-  under the resourceVersion it read; a 409 means another controller decided first,
+* An admission reads the ledger and the objects of the one name it is about (never
+  every object: ``decide`` sees the ledger and no records), decides, and replaces
+  the ledger under the resourceVersion it read; a 409 means another controller decided first,
   so it reads again and decides again (at most ``MAX_TRIES`` times, then StateError).
   Only after the ledger write succeeds is the object created (if a person had not
   already applied it) and its status written, then the "Admitted" Event.
@@ -30,16 +30,19 @@ Decisions recorded here:
   nobody.
 * Workloads come back sorted by name; the rules on what may be recorded are the
   domain's (``nodeau.domain.recording``).
+* It is a ``StateStore``: a failure talking to the cluster (``ClusterError``) leaves
+  it as ``StateError``, raised from it, with the same line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-from returns.pipeline import is_successful
-from returns.result import Result
+from returns.result import Failure, Result, Success
 
 from nodeau.adapters.kube import events
 from nodeau.adapters.kube import resources as r
@@ -52,7 +55,6 @@ from nodeau.adapters.kube.guards import (
 )
 from nodeau.adapters.kube.ledger import (
     Claim,
-    LedgerRead,
     leftovers,
     read_ledger,
     read_state,
@@ -60,17 +62,14 @@ from nodeau.adapters.kube.ledger import (
 )
 from nodeau.adapters.kube.objects import (
     MAX_TRIES,
-    Condition,
-    WorkloadObject,
+    KubeObject,
     admitted_status,
     create_object,
     find_object,
     get_object,
     record_fields,
     record_of,
-    refused_status,
     released_status,
-    with_conditions,
     write_status,
 )
 from nodeau.adapters.record_json import RecordError, unpack
@@ -87,6 +86,7 @@ from nodeau.domain.recording import (
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.workloads import WorkloadKind
+from nodeau.ports.cluster import ClusterError
 from nodeau.ports.state import (
     Admission,
     Event,
@@ -96,9 +96,27 @@ from nodeau.ports.state import (
     WorkloadRecord,
 )
 
-STORE_OWNED = frozenset(
-    {"record", "admission", "reservation"}
-)  # written by admit, update and release only
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+@contextmanager
+def _state_errors() -> Iterator[None]:
+    try:
+        yield
+    except ClusterError as exc:
+        raise StateError(exc.one_line()) from exc
+
+
+def _as_state_errors(method: Callable[P, T]) -> Callable[P, T]:
+    """The method's ClusterErrors as the StateStore port's StateError."""
+
+    @functools.wraps(method)
+    def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
+        with _state_errors():
+            return method(*args, **kwargs)
+
+    return wrapped
 
 
 class KubeStateStore:
@@ -111,35 +129,51 @@ class KubeStateStore:
         self._clock = clock
         self._identity = identity
 
+    @_as_state_errors
     def snapshot(self) -> Snapshot:
         """The ledger and every recorded workload, as they are now."""
         return read_state(self._api).snapshot()
 
+    @_as_state_errors
     def admit(
-        self, decide: Callable[[Snapshot], Result[Admission, Refusal]]
+        self, workload: str, decide: Callable[[Snapshot], Result[Admission, Refusal]]
     ) -> Result[Admission, Refusal]:
         """Decide on the ledger as read and record the decision under that ledger's version.
 
-        ``decide`` gets the ledger and no records: an admission reads the one object it
-        is about, never every object (a fleet of hundreds would be listed per decision).
+        ``decide`` gets the ledger and no records: an admission reads the objects called
+        ``workload``, never every object (a fleet of hundreds would be listed per decision).
         """
         for _ in range(MAX_TRIES):
             ledger = read_ledger(self._api)
-            outcome, own, leftover = self._decide(decide, ledger)
-            if not is_successful(outcome):
-                return outcome  # a refusal records nothing
-            admission = outcome.unwrap()
-            name = admission.record.workload.name
+            found = {kind: get_object(self._api, kind, workload) for kind in WorkloadKind}
+            mine = tuple(x for x in ledger.reservations if x.workload == workload)
+            present = tuple(o for o in found.values() if o is not None)
+            leftover = bool(mine) and bool(leftovers(mine, present))
+            kept = tuple(
+                x for x in ledger.reservations if not (leftover and x.workload == workload)
+            )
+            outcome = decide(Snapshot(ledger=Ledger(reservations=kept), workloads=()))
+            match outcome:
+                case Failure():
+                    return outcome  # a refusal records nothing
+                case Success(Admission() as admission):
+                    pass
+            record = admission.record
+            if record.workload.name != workload:
+                raise ValueError(
+                    f"admit({workload!r}) decided about {record.workload.name!r} instead"
+                )
+            check_name_free(found, record)
+            own = found[record.workload.kind]
             now = self._clock()
             if leftover:
-                check_in_flight(ledger, name, now, self._identity)
-            kept = tuple(x for x in ledger.reservations if not (leftover and x.workload == name))
+                check_in_flight(ledger, workload, now, self._identity)
             records = (record_of(own),) if own is not None and "record" in own.status else ()
             before = Snapshot(ledger=Ledger(reservations=kept), workloads=records)
             after = admitted_ledger(before, admission)
             if isinstance(after, RecordingConflict):
                 raise StateError(after.sentence)
-            claims = {**ledger.claims, name: Claim(by=self._identity, at=now)}
+            claims = {**ledger.claims, workload: Claim(by=self._identity, at=now)}
             try:
                 write_ledger(self._api, after.reservations, ledger.version, claims)
             except Conflict:
@@ -151,6 +185,7 @@ class KubeStateStore:
             f"{MAX_TRIES} times in a row"
         )
 
+    @_as_state_errors
     def update(
         self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
     ) -> WorkloadRecord:
@@ -159,7 +194,7 @@ class KubeStateStore:
         now = self._clock()
         changed: list[WorkloadRecord] = []
 
-        def apply(current: WorkloadObject) -> dict[str, Any]:
+        def apply(current: KubeObject) -> dict[str, Any]:
             before = self._record_in(current)
             after = change(before)
             check_update(before, after)
@@ -169,6 +204,7 @@ class KubeStateStore:
         write_status(self._api, found.kind, name, apply, first=found)
         return changed[0]
 
+    @_as_state_errors
     def release(
         self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
     ) -> WorkloadRecord:
@@ -180,7 +216,7 @@ class KubeStateStore:
         now = self._clock()
         changed: list[WorkloadRecord] = []
 
-        def apply(current: WorkloadObject) -> dict[str, Any]:
+        def apply(current: KubeObject) -> dict[str, Any]:
             before = self._record_in(current)
             after = change(before)
             check_release(before, after)
@@ -193,6 +229,7 @@ class KubeStateStore:
             self._event(name, written, "Released", released_text(changed[0], freed), now)
         return changed[0]
 
+    @_as_state_errors
     def admission(self, name: str) -> Admission:
         """The admission recorded in the workload's status."""
         found = find_object(self._api, name)
@@ -203,83 +240,26 @@ class KubeStateStore:
         except RecordError as exc:
             raise StateError(f"{found.title}: {exc}") from exc
 
+    @_as_state_errors
     def record_event(self, event: Event) -> None:
         """A note about a workload, as an Event on its object (reason "Note")."""
         involved = find_object(self._api, event.workload)
         self._event(event.workload, involved, "Note", event.text, event.at)
 
+    @_as_state_errors
     def events(self, name: str | None = None) -> tuple[Event, ...]:
         """Events about workloads, in the order recorded; of one workload when named."""
         return events.read(self._api, name)
 
-    def record_refusal(self, kind: WorkloadKind, name: str, refusal: Refusal, at: datetime) -> None:
-        """Say on the object why it was not admitted: status, condition, Warning Event.
-
-        UnknownWorkload if there is no such object; nothing is created.
-        """
-        written = write_status(
-            self._api, kind, name, lambda current: refused_status(current, refusal, at)
-        )
-        message = f"{refusal.code.value}: {refusal.sentence}"
-        self._event(name, written, "Refused", message, at, warning=True)
-
-    def set_status(
-        self,
-        kind: WorkloadKind,
-        name: str,
-        fields: Mapping[str, Any],
-        conditions: Sequence[Condition] = (),
-    ) -> None:
-        """Merge ``fields`` into the object's status (None removes one) and set ``conditions``
-        (type, status, reason, message). ``record`` and ``admission`` are the store's own:
-        use admit, update and release for those."""
-        owned = STORE_OWNED & set(fields)
-        if owned:
-            raise ValueError(f"set_status may not write {', '.join(sorted(owned))}")
-        now = self._clock()
-
-        def apply(current: WorkloadObject) -> dict[str, Any]:
-            status = {**current.status, **fields}
-            status = {k: v for k, v in status.items() if v is not None}
-            if conditions:
-                status["conditions"] = with_conditions(status, conditions, now, current.generation)
-            return status
-
-        write_status(self._api, kind, name, apply)
-
     # -- plumbing
 
-    def _decide(
-        self, decide: Callable[[Snapshot], Result[Admission, Refusal]], ledger: LedgerRead
-    ) -> tuple[Result[Admission, Refusal], WorkloadObject | None, bool]:
-        """The decision on the ledger the admitted workload should see, its object, and
-        whether its own reservation in the ledger was a leftover (and so left out).
-
-        Only the decision names the workload: it is asked once on the ledger as read,
-        and, when that is a refusal, once on an empty ledger to learn which workload it
-        is about (its own leftover may be what keeps it off a card)."""
-        outcome = decide(Snapshot(ledger=Ledger(reservations=ledger.reservations), workloads=()))
-        probe = outcome
-        if not is_successful(outcome):
-            probe = decide(Snapshot(ledger=Ledger(), workloads=()))
-            if not is_successful(probe):
-                return outcome, None, False  # it fails with no reservation at all
-        record = probe.unwrap().record
-        check_name_free(self._api, record)
-        own = get_object(self._api, record.workload.kind, record.workload.name)
-        held = tuple(x for x in ledger.reservations if x.workload == record.workload.name)
-        if not held or not leftovers(held, (own,) if own is not None else ()):
-            return outcome, own, False
-        without = tuple(x for x in ledger.reservations if x.workload != record.workload.name)
-        return decide(Snapshot(ledger=Ledger(reservations=without), workloads=())), own, True
-
     def _record_admission(
-        self, admission: Admission, known: WorkloadObject | None, now: datetime
+        self, admission: Admission, known: KubeObject | None, now: datetime
     ) -> None:
         record = admission.record
         target = known or create_object(self._api, record)
 
-        def apply(current: WorkloadObject) -> dict[str, Any]:
+        def apply(current: KubeObject) -> dict[str, Any]:
             if holds_other_card(current, admission):
                 raise AdmissionInFlight(
                     f"{current.title} already records another admission; it is not overwritten"
@@ -310,13 +290,13 @@ class KubeStateStore:
             f"{MAX_TRIES} times in a row"
         )
 
-    def _holder(self, name: str) -> WorkloadObject:
+    def _holder(self, name: str) -> KubeObject:
         found = find_object(self._api, name)
         if found is None or "record" not in found.status:
             raise UnknownWorkload(f"no workload called {name} in {r.NAMESPACE}")
         return found
 
-    def _record_in(self, found: WorkloadObject) -> WorkloadRecord:
+    def _record_in(self, found: KubeObject) -> WorkloadRecord:
         if "record" not in found.status:
             raise UnknownWorkload(f"no workload called {found.name} in {r.NAMESPACE}")
         return record_of(found)
@@ -324,7 +304,7 @@ class KubeStateStore:
     def _event(
         self,
         name: str,
-        involved: WorkloadObject | None,
+        involved: KubeObject | None,
         reason: str,
         message: str,
         at: datetime,

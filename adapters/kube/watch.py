@@ -26,6 +26,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from nodeau.adapters.kube import resources as r
+from nodeau.domain.workloads import WorkloadKind
 
 Key = tuple[str, str]  # (plural, object name)
 WATCH_S = 60
@@ -136,3 +137,20 @@ def start_watches(
     for t in threads:
         t.start()
     return threads
+
+
+class KubeWorkloadWatch:
+    """``ports.cluster.WorkloadWatch`` on watches of GPUServices, BatchJobs and their Pods."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def start(self, notify: Callable[[WorkloadKind, str], None], stop: threading.Event) -> None:
+        kinds = {r.GPUSERVICES: WorkloadKind.SERVICE, r.BATCHJOBS: WorkloadKind.BATCH}
+
+        def on_key(key: Key) -> None:
+            plural, name = key
+            if plural in kinds:
+                notify(kinds[plural], name)
+
+        start_watches(self._api, on_key, stop)

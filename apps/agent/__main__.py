@@ -31,26 +31,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-import urllib3
-from kubernetes.client.exceptions import ApiException
-
 from nodeau.adapters.catalog_file import JsonCatalogFile
 from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
-from nodeau.adapters.kube.client import ClusterUnreachable, Connection, api_reason, connect
-from nodeau.adapters.kube.reports import ReportConflict, publish_report
+from nodeau.adapters.kube.client import connect
+from nodeau.adapters.kube.reports import KubeMachineReports
 from nodeau.adapters.sqlite_registry import SqliteRegistry
-from nodeau.apps.agent.report import build_report
-from nodeau.apps.settings import Settings, settings_from, utc_now
-from nodeau.apps.cli.errors import SettingsError, one_line
+from nodeau.apps.agent.agent import PROG, Agent, Link
 from nodeau.apps.machine import inventory_for
-from nodeau.domain.catalog import Catalog
-from nodeau.domain.model_info import ModelSummary
-from nodeau.ports.hardware import GpuInventory
-from nodeau.ports.models import CatalogError, ModelError, ModelStore
-from nodeau.ports.registry import ArtifactRegistry
-
-PROG = "nodeau-agent"
+from nodeau.apps.settings import settings_from, utc_now
+from nodeau.ports.errors import NodeauError
 
 
 def _interval(text: str) -> float:
@@ -65,100 +55,10 @@ def default_machine() -> str:
     return os.environ.get("NODE_NAME") or platform.node() or "localhost"
 
 
-class Agent:
-    """One machine's agent: its ports, its connection, what it last said."""
-
-    def __init__(
-        self,
-        *,
-        machine: str,
-        settings: Settings,
-        kubeconfig: Path | None,
-        inventory: GpuInventory,
-        store: ModelStore,
-        registry: ArtifactRegistry,
-    ) -> None:
-        self.machine = machine
-        self.settings = settings
-        self.kubeconfig = kubeconfig
-        self.inventory = inventory
-        self.store = store
-        self.registry = registry
-        self.inspector = GgufModelInspector()
-        self.summaries: dict[str, ModelSummary] = {}
-        self.connection: Connection | None = None
-        self.said: frozenset[str] = frozenset()  # the problems the last round printed
-        self.published = False  # whether the last round published
-
-    def catalog(self) -> tuple[Catalog, tuple[str, ...]]:
-        try:
-            return JsonCatalogFile(self.settings.catalog).load(), ()
-        except CatalogError as exc:
-            return Catalog(entries=()), (f"catalog not read, its names are left out: {exc}",)
-
-    def round(self) -> bool:
-        """Read, build and publish one report; True when it was published."""
-        catalog, problems = self.catalog()
-        try:
-            built = build_report(
-                inventory=self.inventory,
-                store=self.store,
-                book=self.registry.book(),
-                catalog=catalog,
-                inspector=self.inspector,
-                now=utc_now(),
-                summaries=self.summaries,
-            )
-        except Exception as exc:
-            return self._failed(exc, one_line(exc), "cannot report")
-        try:
-            if self.connection is None:
-                self.connection = connect(self.kubeconfig)
-            publish_report(self.connection.api, built.report)
-        except Exception as exc:
-            return self._failed(exc, _cluster_problem(exc, self.connection), "cannot publish")
-        if not self.published:
-            reading = built.report.reading
-            sim = " simulated" if reading.simulated else ""
-            print(
-                f"{PROG}: published the report of {self.machine}: {len(reading.gpus)}{sim} "
-                f"GPU(s), {len(built.report.artifacts)} verified model(s)",
-                file=sys.stderr,
-                flush=True,
-            )
-        self.published = True
-        self._say((*problems, *built.problems))
-        return True
-
-    def _failed(self, exc: Exception, problem: str | None, what: str) -> bool:
-        if problem is None:  # a bug: its traceback is what a person needs
-            raise exc
-        self._say((f"{what}: {problem}",))
-        self.published = False
-        return False
-
-    def _say(self, lines: tuple[str, ...]) -> None:
-        """Print the lines the previous round did not print already."""
-        for line in lines:
-            if line not in self.said:
-                print(f"{PROG}: {line}", file=sys.stderr, flush=True)
-        self.said = frozenset(lines)
-
-
-def _cluster_problem(exc: BaseException, connection: Connection | None) -> str | None:
-    """One line for a failure to reach or write to the cluster; None for a bug."""
-    where = f" at {connection.server}" if connection is not None else ""
-    if isinstance(exc, ApiException):
-        return f"the cluster{where} refused: {api_reason(exc)}"
-    if isinstance(exc, urllib3.exceptions.HTTPError | OSError):
-        return f"the cluster{where} does not answer ({_flat(exc)})"
-    if isinstance(exc, ClusterUnreachable | ReportConflict):
-        return _flat(exc)
-    return None
-
-
-def _flat(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+def kube_link(kubeconfig: Path | None) -> Link:
+    """Connect as kubectl would (or with ``kubeconfig``): the server and its reports."""
+    connection = connect(kubeconfig)
+    return connection.server, KubeMachineReports(connection.api)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -186,16 +86,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         agent = Agent(
             machine=machine,
-            settings=settings,
-            kubeconfig=args.kubeconfig,
+            connect=lambda: kube_link(args.kubeconfig),
             inventory=inventory_for(machine, settings.simulated_gpus),
             store=FilesystemModelStore(
                 settings.models_root, machine, reserve_bytes=settings.reserve_bytes, clock=utc_now
             ),
             registry=SqliteRegistry(settings.registry_path),
+            catalog=JsonCatalogFile(settings.catalog),
+            inspector=GgufModelInspector(),
+            clock=utc_now,
         )
-    except (SettingsError, ModelError) as exc:
-        print(f"{PROG}: {_flat(exc)}", file=sys.stderr)
+    except NodeauError as exc:
+        print(f"{PROG}: {exc.one_line()}", file=sys.stderr)
         return 2
     while True:
         published = agent.round()

@@ -28,10 +28,11 @@ from typing import Annotated
 from urllib.parse import urlsplit
 
 from cyclopts import Parameter
-from returns.pipeline import is_successful
+from returns.result import Failure, Success
 
 from nodeau.apps.cli.cluster_plane import PlaneChoice, chosen, open_cluster, write_plane_file
 from nodeau.apps.cli.errors import SettingsError
+from nodeau.ports.cluster import BootstrapToken, MachineReports
 
 DEFAULT_API_PORT = 6443
 TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -83,23 +84,18 @@ def invite(*, ttl: str = "24h") -> int:
     ttl
         How long the token is valid, e.g. 30m, 24h or 7d.
     """
-    from nodeau.adapters.kube.bootstrap_tokens import ca_cert_hash, cluster_ca, create_token
-
     lifetime = parse_ttl(ttl)
-    connection = open_cluster()
-    pin = ca_cert_hash(cluster_ca(connection.api))
-    token, expires = create_token(
-        connection.api,
-        now=datetime.now(UTC),
-        ttl=lifetime,
-        description="created by nodeau fleet invite",
+    cluster = open_cluster()
+    pin = cluster.tokens.ca_pin()
+    token, expires = cluster.tokens.create(
+        now=datetime.now(UTC), ttl=lifetime, description="created by nodeau fleet invite"
     )
     print(
         f"nodeau: bootstrap token {token.id} created in kube-system; it expires at "
         f"{expires:%Y-%m-%d %H:%M:%S} UTC. On the new machine, run:",
         file=sys.stderr,
     )
-    print(f"nodeau join {connection.server} --token {token.text} --ca-cert-hash {pin}")
+    print(f"nodeau join {cluster.server} --token {token.text} --ca-cert-hash {pin}")
     return 0
 
 
@@ -130,11 +126,17 @@ def join(
     from nodeau.adapters.kube.bootstrap_tokens import parse_ca_hash, parse_token
     from nodeau.apps.cli.bootstrap import settings
 
-    parsed_token, parsed_hash = parse_token(token), parse_ca_hash(ca_cert_hash)
-    for parsed in (parsed_token, parsed_hash):
-        if not is_successful(parsed):
-            raise SettingsError(parsed.failure())
-    step = join_step(server, parsed_token.unwrap().text, parsed_hash.unwrap())
+    match parse_token(token):
+        case Success(BootstrapToken() as checked):
+            pass
+        case Failure(str() as problem):
+            raise SettingsError(problem)
+    match parse_ca_hash(ca_cert_hash):
+        case Success(str() as pin):
+            pass
+        case Failure(str() as problem):
+            raise SettingsError(problem)
+    step = join_step(server, checked.text, pin)
     shown = " ".join(step)
     if dry_run:
         print(f"node-join step (not run: --dry-run): {shown}")
@@ -166,29 +168,25 @@ def join(
 
 def publish_first_report(choice: PlaneChoice) -> int:
     """Publish this machine's agent report once; a warning when the cluster cannot take it."""
-    from nodeau.apps.cli.cluster_plane import cluster_line
+    from nodeau.ports.errors import NodeauError
 
     try:
-        connection = open_cluster(choice)
-        machine = report_once(connection.api)
-    except Exception as exc:
-        message = cluster_line(exc)
-        if message is None:
-            raise
-        print(f"agent report: not published ({message}); the agent reports when it starts")
+        machine = report_once(open_cluster(choice).reports)
+    except NodeauError as exc:
+        print(f"agent report: not published ({exc.one_line()}); the agent reports when it starts")
         return 0
     print(f"agent report: published for {machine}; the agent keeps it fresh once it runs")
     return 0
 
 
-def report_once(api: object) -> str:
+def report_once(reports: MachineReports) -> str:
     """Build this machine's report as the agent does and publish it once; the machine's name."""
-    from nodeau.adapters.kube.reports import publish_report
-    from nodeau.apps.agent.report import build_report
-    from nodeau.apps.cli import services
+    from nodeau.apps import model_services as services
+    from nodeau.apps.cli.bootstrap import settings
     from nodeau.apps.machine import inventory_for
+    from nodeau.apps.machine_report import build_report
 
-    models = services.build()
+    models = services.build(settings())
     s = models.settings
     built = build_report(
         inventory=inventory_for(s.machine, s.simulated_gpus),
@@ -198,7 +196,7 @@ def report_once(api: object) -> str:
         inspector=models.inspector,
         now=datetime.now(UTC),
     )
-    publish_report(api, built.report)
+    reports.publish(built.report)
     for problem in built.problems:
         print(f"agent report: {problem}")
     return s.machine

@@ -12,7 +12,10 @@ Decisions recorded here:
   API server, the kubeconfig context and the namespace, so which fleet a
   command acted on is never a guess.
 * A cluster that cannot be reached, refuses the credentials or lacks Nodeau's
-  CRDs is one line for a person, never a traceback (:func:`cluster_line`).
+  CRDs is one line for a person, never a traceback (``ClusterError.one_line``).
+* Commands reach the fleet through its ports (``nodeau.ports.cluster``), which
+  ``open_cluster`` builds on the Kubernetes adapters; nothing here imports the
+  Kubernetes client.
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from attrs import frozen
 
 if TYPE_CHECKING:
-    from nodeau.adapters.kube.client import Connection
+    from nodeau.apps.planes.kubernetes import FleetCluster
 
 MACHINE = "machine"
 KUBERNETES = "kubernetes"
@@ -56,7 +59,7 @@ def plane_file(home: Path) -> Path:
 
 
 def _unusable(message: str) -> Exception:
-    from nodeau.apps.cli.errors import SettingsError  # lazily: ps's fast path asks the plane
+    from nodeau.ports.errors import SettingsError  # lazily: ps's fast path asks the plane
 
     return SettingsError(message)
 
@@ -126,64 +129,29 @@ def write_plane_file(home: Path, *, kubeconfig: Path | None, context: str | None
     return path
 
 
-def banner(server: str, context: str | None) -> str:
-    """The line every fleet command prints first on Kubernetes."""
-    where = f"context {context}" if context else "in-cluster service account"
-    return f"nodeau: fleet on Kubernetes at {server} ({where}), namespace {NAMESPACE}"
-
-
-def open_cluster(choice: PlaneChoice | None = None) -> Connection:
-    """Connect as the plane choice says and print the banner line to stderr."""
+def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli") -> FleetCluster:
+    """Connect as the plane choice says, print the banner line to stderr, and give the
+    cluster's ports."""
+    from nodeau.adapters.kube.bootstrap_tokens import KubeBootstrapTokens
     from nodeau.adapters.kube.client import connect
+    from nodeau.adapters.kube.health_store import KubeHealthRecords
+    from nodeau.adapters.kube.ledger import KubeReservationLedger
+    from nodeau.adapters.kube.marks import KubeFleetMarks
+    from nodeau.adapters.kube.reports import KubeMachineReports
+    from nodeau.adapters.kube.workloads import KubeWorkloadObjects
+    from nodeau.apps.planes.kubernetes import FleetCluster, banner
 
     c = choice if choice is not None else chosen()
     connection = connect(c.kubeconfig, c.context)
     print(banner(connection.server, connection.context), file=sys.stderr, flush=True)
-    return connection
-
-
-def cluster_line(exc: BaseException) -> str | None:
-    """One line for a failure talking to the cluster; None when it is not one."""
-    kinds = _cluster_failures()
-    if not isinstance(exc, kinds):
-        return None
-    status = getattr(exc, "status", None)
-    if isinstance(status, int) and status:
-        return _api_line(status, getattr(exc, "reason", ""), getattr(exc, "body", None))
-    text = " ".join(str(exc).split())
-    if type(exc).__module__.startswith("urllib3"):
-        reason = getattr(exc, "reason", None) or text
-        return f"the Kubernetes API server cannot be reached: {' '.join(str(reason).split())}"
-    return text
-
-
-def _cluster_failures() -> tuple[type[BaseException], ...]:
-    kinds: list[type[BaseException]] = []
-    for module, name in (
-        ("nodeau.adapters.kube.client", "ClusterUnreachable"),
-        ("nodeau.adapters.record_json", "RecordError"),
-        ("kubernetes.client.exceptions", "ApiException"),
-        ("kubernetes.config.config_exception", "ConfigException"),
-        ("urllib3.exceptions", "HTTPError"),
-    ):
-        loaded = sys.modules.get(module)  # nothing that was never imported can have failed
-        kind = getattr(loaded, name, None) if loaded is not None else None
-        if isinstance(kind, type) and issubclass(kind, BaseException):
-            kinds.append(kind)
-    return tuple(kinds)
-
-
-def _api_line(status: int, reason: str, body: Any) -> str:
-    message = reason
-    try:
-        parsed = json.loads(body) if isinstance(body, str | bytes) else None
-        if isinstance(parsed, dict) and parsed.get("message"):
-            message = str(parsed["message"])
-    except ValueError:
-        pass
-    hint = {
-        401: " (the kubeconfig's credentials were not accepted)",
-        403: " (the kubeconfig's user may not do this)",
-        404: " (are Nodeau's CRDs installed? kubectl apply -f deploy/)",
-    }.get(status, "")
-    return f"the Kubernetes API answered {status}: {' '.join(message.split())}{hint}"
+    api = connection.api
+    return FleetCluster(
+        server=connection.server,
+        context=connection.context,
+        objects=KubeWorkloadObjects(api, identity=identity),
+        marks=KubeFleetMarks(api),
+        reports=KubeMachineReports(api),
+        health=KubeHealthRecords(api),
+        ledger=KubeReservationLedger(api),
+        tokens=KubeBootstrapTokens(api),
+    )

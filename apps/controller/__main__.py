@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
-from nodeau.adapters.kube.client import ClusterUnreachable, connect
-from nodeau.apps.controller.loop import Controller
-from nodeau.ports.state import StateError
+from nodeau.adapters.kube.client import connect
+from nodeau.apps.controller.bootstrap import kube_controller
+from nodeau.ports.errors import NodeauError
 
 DEFAULT_RESYNC_S = 10.0
 
@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         connection = connect(args.kubeconfig, args.context)
-    except ClusterUnreachable as exc:
-        print(f"nodeau controller: {exc}", file=sys.stderr)
+    except NodeauError as exc:
+        print(f"nodeau controller: {exc.one_line()}", file=sys.stderr)
         return 2
-    controller = Controller(connection.api, clock=utc_now, identity=args.identity, log=log)
+    controller = kube_controller(connection.api, clock=utc_now, identity=args.identity, log=log)
     if args.once:
         controller.resync()
         return 0
@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"controller {args.identity} watching {connection.server}")
     try:
         controller.run(args.resync, stop)
-    except StateError as exc:
-        print(f"nodeau controller: {exc}", file=sys.stderr)
+    except NodeauError as exc:
+        print(f"nodeau controller: {exc.one_line()}", file=sys.stderr)
         return 1
     log(f"controller {args.identity} stopped")
     return 0

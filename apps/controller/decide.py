@@ -28,10 +28,6 @@ from datetime import datetime
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
-from nodeau.adapters.kube.marks import FleetMarks
-from nodeau.adapters.kube.report_form import MachineReport
-from nodeau.apps.controller.asks import Ask
-from nodeau.apps.serving import scheduled_admission
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
@@ -41,7 +37,8 @@ from nodeau.domain.model_info import ModelSummary, runtime_config
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.resolution import MIN_PREFIX, Known, Miss, Unresolved, display_name, resolve_name
 from nodeau.domain.resolution import Resolution as DomainResolution
-from nodeau.domain.scheduling import FleetView, exclusions
+from nodeau.domain.scheduling import FleetView, exclusions, scheduled_admission
+from nodeau.ports.cluster import MachineReport, MarkedFleet, WorkloadAsk
 from nodeau.ports.state import Admission, Snapshot
 
 Decide = Callable[[Snapshot], Result[Admission, Refusal]]
@@ -98,7 +95,7 @@ def resolve(text: str, reports: Iterable[MachineReport]) -> Result[Resolution, R
     raise AssertionError("resolve_name answers a Resolution or an Unresolved")
 
 
-def fleet_of(reports: Iterable[MachineReport], marks: FleetMarks) -> Fleet:
+def fleet_of(reports: Iterable[MachineReport], marks: MarkedFleet) -> Fleet:
     """The fleet the reports of the cluster's Nodes describe (control plane from the marks)."""
     nodes = frozenset(marks.nodes)
     return merge_reports(
@@ -109,17 +106,17 @@ def fleet_of(reports: Iterable[MachineReport], marks: FleetMarks) -> Fleet:
 
 
 def decider(
-    ask: Ask,
+    ask: WorkloadAsk,
     *,
     reports: tuple[MachineReport, ...],
-    marks: FleetMarks,
+    marks: MarkedFleet,
     health: Mapping[str, MachineHealth],
     now: datetime,
     limits: OrgLimits | None = None,
     table: MeasuredTable | None = None,
     allowances: Allowances | None = None,
 ) -> Decide:
-    """The ``decide(snapshot)`` that ``KubeStateStore.admit`` runs for one object."""
+    """The ``decide(snapshot)`` that ``StateStore.admit`` runs for one object."""
     fleet = fleet_of(reports, marks)
     on_nodes = tuple(rep for rep in reports if fleet.machine(rep.reading.machine) is not None)
     match resolve(ask.model, on_nodes):

@@ -25,6 +25,7 @@ from functools import partial
 from attrs import evolve
 
 from nodeau.domain.health import Health, HealthPolicy, MachineHealth, Signals, assess
+from nodeau.domain.lifecycle import with_state
 from nodeau.domain.recovery import RecoveryAction, answering, wait_without_moving
 from nodeau.domain.workloads import Workload, WorkloadState, holds_gpu
 from nodeau.ports.state import StateStore, WorkloadRecord
@@ -76,8 +77,7 @@ def resumed_record(
         return None
     if answering(w, health).action is not RecoveryAction.RESUME:
         return None
-    back = evolve(w, state=WorkloadState.STARTING, since=now, held_reason=None, next_step=None)
-    return evolve(record, workload=back)
+    return with_state(record, WorkloadState.STARTING, now)
 
 
 def health_change(

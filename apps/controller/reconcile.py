@@ -1,23 +1,26 @@
-"""The reconcile of one GPUService or BatchJob: decide once, then drive its Pod and its state.
+"""The reconcile of one GPUService or BatchJob: decide once, then drive its server and its state.
 
 Every step reads the object fresh and does the one thing its state calls for,
 so running a step twice, or two controllers running it at once, changes
-nothing more than running it once. Decisions recorded here:
+nothing more than running it once. It talks to the cluster through ports only
+(``nodeau.ports.cluster``, ``nodeau.ports.state``). Decisions recorded here:
 
-* The finalizer goes on before anything is decided, so deleting an object
-  can never leave a reservation behind.
-* Not yet decided: ``decide`` runs inside ``KubeStateStore.admit`` (the ledger
+* The object is guarded before anything is decided, so deleting it can never
+  leave a reservation behind.
+* Not yet decided: ``decide`` runs inside ``StateStore.admit`` (the ledger
   write is the serialisation point); a refusal is recorded and nothing else is
   created. A refused object stays refused (no retries, as on one machine).
-* Admitted: the Pod is created (AlreadyExists is fine), then the state moves
-  to starting. A Pod Ready with an address: serving (service) or running
-  (batch job), the endpoint in status. ``spec.endpoint: stopped`` takes the
-  endpoint off and leaves the model loaded.
-* Deleted: the Pod is deleted, and the card released only once the Pod is
-  gone, so a new workload never meets a server still leaving its card.
-* A batch job's Pod that ended releases the card, succeeded or failed.
-* A held workload (its machine stopped answering) gets no Pod made for it:
-  what happens to it is recovery's decision, not this module's.
+* Admitted: the server is made when the domain says it needs one
+  (``lifecycle.needs_server``), and the workload's next state is the domain's
+  (``lifecycle.next_state``) from its server's phase and its machine's health:
+  starting, then serving (service) or running (batch job); a server that exited
+  finishes it and frees its card. A serving service's endpoint is shown in its
+  status; ``spec.endpoint: stopped`` takes the endpoint off and leaves the
+  model loaded.
+* Deleted: the server is deleted, and the card released only once the server
+  is gone, so a new workload never meets a server still leaving its card.
+* A held or recovering workload gets no server made for it: what happens to it
+  is recovery's decision, not this module's.
 """
 
 from __future__ import annotations
@@ -25,31 +28,29 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from datetime import datetime
-from typing import Any
 
-from attrs import evolve, frozen
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from returns.pipeline import is_successful
+from attrs import frozen
+from returns.result import Failure, Success
 
-from nodeau.adapters.kube import events
-from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import Conflict, api_errors
-from nodeau.adapters.kube.marks import FleetMarks
-from nodeau.adapters.kube.objects import WorkloadObject, get_object
-from nodeau.adapters.kube.pods import PodView, create_pod, delete_pod, pod_manifest, read_pod
-from nodeau.adapters.kube.report_form import MachineReport
-from nodeau.adapters.kube.state_store import KubeStateStore
-from nodeau.adapters.record_json import RecordError, from_plain
-from nodeau.apps.controller.asks import PLURALS, ask_of
 from nodeau.apps.controller.decide import decider
-from nodeau.domain.health import MachineHealth
+from nodeau.domain.health import Health, MachineHealth
+from nodeau.domain.lifecycle import ServerPhase, needs_server, next_state, with_state
+from nodeau.domain.records import Admission
+from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import WorkloadKind, WorkloadState, holds_gpu, short_gpu
-from nodeau.ports.state import UnknownWorkload, WorkloadRecord
+from nodeau.ports.cluster import (
+    Condition,
+    EventLog,
+    MachineReport,
+    MarkedFleet,
+    ServerPod,
+    ServerPods,
+    WorkloadObject,
+    WorkloadObjects,
+)
+from nodeau.ports.state import StateStore, UnknownWorkload, WorkloadRecord
 
-REFUSED = "refused"
-STARTED_STATES = frozenset({WorkloadState.ADMITTED, WorkloadState.STARTING})
-NO_POD_STATES = frozenset({WorkloadState.HELD, WorkloadState.RECOVERING})
+KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
 
 
 @frozen(kw_only=True)
@@ -57,181 +58,170 @@ class FleetInputs:
     """What a decision reads about the fleet, read once for a batch of reconciles."""
 
     reports: tuple[MachineReport, ...]
-    marks: FleetMarks
+    marks: MarkedFleet
     health: Mapping[str, MachineHealth]
 
 
-def endpoint_of(pod: PodView) -> str:
-    """The OpenAI-compatible address of a serving Pod."""
-    return f"http://{pod.pod_ip}:{r.SERVER_PORT}/v1"
-
-
-def record_of(obj: WorkloadObject) -> WorkloadRecord | None:
-    """The workload record the object's status carries, if it was admitted."""
-    raw = obj.status.get("record")
-    if not raw:
-        return None
-    try:
-        return from_plain(raw, WorkloadRecord, f"the record of {obj.title}")
-    except RecordError:
-        return None
-
-
-def with_state(record: WorkloadRecord, state: WorkloadState, at: datetime) -> WorkloadRecord:
-    """The record in ``state`` since ``at`` (a held reason or target is dropped)."""
-    w = evolve(record.workload, state=state, since=at, held_reason=None, target_machine=None)
-    return evolve(record, workload=w)
-
-
-class Reconciler:
-    """Reconciles objects against the cluster through the store, the Pods and Events."""
+class FleetReading:
+    """The fleet, read when a reconcile first needs it and then kept for the batch; the
+    machines' health alone when nothing needs more."""
 
     def __init__(
         self,
-        api: Any,
-        store: KubeStateStore,
+        read_fleet: Callable[[], FleetInputs],
+        read_health: Callable[[], Mapping[str, MachineHealth]],
+    ) -> None:
+        self._read_fleet = read_fleet
+        self._read_health = read_health
+        self._fleet: FleetInputs | None = None
+        self._health: Mapping[str, MachineHealth] | None = None
+
+    def fleet(self) -> FleetInputs:
+        if self._fleet is None:
+            self._fleet = self._read_fleet()
+        return self._fleet
+
+    def health(self) -> Mapping[str, MachineHealth]:
+        if self._fleet is not None:
+            return self._fleet.health
+        if self._health is None:
+            self._health = self._read_health()
+        return self._health
+
+
+class Reconciler:
+    """Reconciles objects through the state store, the objects, their servers and Events."""
+
+    def __init__(
+        self,
         *,
+        store: StateStore,
+        objects: WorkloadObjects,
+        pods: ServerPods,
+        events: EventLog,
         clock: Callable[[], datetime],
-        identity: str,
         log: Callable[[str], None],
     ) -> None:
-        self._api = api
         self._store = store
+        self._objects = objects
+        self._pods = pods
+        self._events = events
         self._clock = clock
-        self._identity = identity
         self._log = log
 
-    def event(self, obj: WorkloadObject, reason: str, message: str, warning: bool = False) -> None:
-        """Record an Event about the object (component nodeau-controller)."""
-        events.record(
-            self._api,
-            workload=obj.name,
-            involved=obj,
-            reason=reason,
-            message=message,
-            at=self._clock(),
-            identity=self._identity,
-            warning=warning,
-        )
+    def event(self, obj: WorkloadObject, reason: str, message: str) -> None:
+        """Record an Event about the object, and log it."""
+        self._events.record(obj, reason, message, self._clock())
         self._log(f"{obj.title}: {reason}: {message}")
 
-    def reconcile(self, kind: WorkloadKind, name: str, fleet: Callable[[], FleetInputs]) -> None:
+    def reconcile(self, kind: WorkloadKind, name: str, reading: FleetReading) -> None:
         """Bring one object one step (or several) closer to what it asks for."""
-        obj = get_object(self._api, kind, name)
+        obj = self._objects.get(kind, name)
         if obj is None:
             self._orphan(kind, name)
             return
-        meta = obj.body["metadata"]
-        if meta.get("deletionTimestamp"):
+        if obj.deleting:
             self._finish_deletion(obj)
             return
-        if r.FINALIZER not in (meta.get("finalizers") or []):
-            if not self._set_finalizers(obj, [*(meta.get("finalizers") or []), r.FINALIZER]):
-                return
-            obj = get_object(self._api, kind, name)
+        if not obj.guarded:
+            if not self._objects.guard(obj):
+                return  # it changed since it was read: its watch event brings it back
+            obj = self._objects.get(kind, name)
             if obj is None:
                 return
-        state = obj.status.get("state")
-        if state == REFUSED:
+        if obj.refused:
             return
-        if not state and not self._decide(obj, fleet()):
+        if not obj.decided and not self._decide(obj, reading.fleet()):
             return
-        obj = get_object(self._api, kind, name)
-        record = None if obj is None else record_of(obj)
+        obj = self._objects.get(kind, name)
+        record = None if obj is None else obj.record
         if obj is None or record is None or not holds_gpu(record.workload.state):
             return
-        self._drive(obj, record)
+        self._drive(obj, record, reading.health().get(record.workload.machine))
 
     def _decide(self, obj: WorkloadObject, inputs: FleetInputs) -> bool:
-        ask = ask_of(obj.kind, obj.body)
+        if obj.ask is None:
+            self._log(f"{obj.title}: its spec does not read; nothing is decided")
+            return False
         now = self._clock()
         decide = decider(
-            ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health, now=now
+            obj.ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health, now=now
         )
-        outcome = self._store.admit(decide)
-        if not is_successful(outcome):
-            refusal = outcome.failure()
-            self._store.record_refusal(obj.kind, obj.name, refusal, now)
-            self._log(f"{obj.title}: refused: {refusal.code.value}: {refusal.sentence}")
-            return False
-        placement = outcome.unwrap().placement
-        self.event(obj, "Placed", placement.why)
-        return True
+        match self._store.admit(obj.name, decide):
+            case Failure(Refusal() as refusal):
+                self._objects.record_refusal(obj.kind, obj.name, refusal, now)
+                self._log(f"{obj.title}: refused: {refusal.code.value}: {refusal.sentence}")
+                return False
+            case Success(Admission() as admission):
+                self.event(obj, "Placed", admission.placement.why)
+                return True
+        raise AssertionError("admit answers a Result")
 
-    def _drive(self, obj: WorkloadObject, record: WorkloadRecord) -> None:
+    def _drive(
+        self, obj: WorkloadObject, record: WorkloadRecord, health: MachineHealth | None
+    ) -> None:
         w = record.workload
-        pod = read_pod(self._api, w.kind.value, w.name)
-        if pod is None:
-            if w.state in NO_POD_STATES:
-                return
-            uid = str(obj.body["metadata"].get("uid", ""))
-            if create_pod(self._api, pod_manifest(record, uid)):
-                self.event(
-                    obj,
-                    "Started",
-                    f"model server Pod {r.server_pod_name(w.kind.value, w.name)} created on "
-                    f"{w.machine} ({short_gpu(w.gpu_uuid)})",
-                )
-            if w.state is not WorkloadState.STARTING:
-                self._move(w.name, WorkloadState.STARTING)
-            return
-        if pod.deleting:
-            return
-        if w.kind is WorkloadKind.BATCH:
-            self._drive_batch(obj, record, pod)
-        else:
-            self._drive_service(obj, record, pod)
+        machine = None if health is None else health.state
+        pod = self._pods.read(w.kind, w.name)
+        phase = ServerPhase.ABSENT if pod is None else pod.phase
+        if needs_server(w.state, phase, machine) and self._pods.create(record, obj):
+            self.event(
+                obj, "Started", f"model server created on {w.machine} ({short_gpu(w.gpu_uuid)})"
+            )
+        state = self._move(obj, record, phase, machine)
+        if state is WorkloadState.SERVING and pod is not None and phase is ServerPhase.READY:
+            self._show_endpoint(obj, record, pod)
 
-    def _move(self, name: str, state: WorkloadState) -> WorkloadRecord:
+    def _move(
+        self,
+        obj: WorkloadObject,
+        record: WorkloadRecord,
+        phase: ServerPhase,
+        machine: Health | None,
+    ) -> WorkloadState:
+        """Record the domain's next state, if any; the state the workload is in after."""
+        w = record.workload
+        found = next_state(w.state, w.kind, phase, machine)
+        if found is None:
+            return w.state
+        step: WorkloadState = found
         now = self._clock()
-        return self._store.update(name, lambda rec: with_state(rec, state, now))
-
-    def _drive_batch(self, obj: WorkloadObject, record: WorkloadRecord, pod: PodView) -> None:
-        w = record.workload
-        if pod.phase in ("Succeeded", "Failed"):
-            done = WorkloadState.SUCCEEDED if pod.phase == "Succeeded" else WorkloadState.FAILED
-            now = self._clock()
-            self._store.release(w.name, lambda rec: with_state(rec, done, now))  # Event Released
-            self._log(f"{obj.title}: {done.value}; {w.gpu_uuid} on {w.machine} is free again")
-        elif pod.phase == "Running" and pod.ready and w.state in STARTED_STATES:
-            self._move(w.name, WorkloadState.RUNNING)
+        if not holds_gpu(step):
+            self._store.release(w.name, lambda rec: with_state(rec, step, now))  # Released
+            why = "its model server exited" if w.kind is WorkloadKind.SERVICE else "it ended"
+            self._log(
+                f"{obj.title}: {step.value} ({why}); {w.gpu_uuid} on {w.machine} is free again"
+            )
+            return step
+        self._store.update(w.name, lambda rec: with_state(rec, step, now))
+        if step is WorkloadState.RUNNING:
             self.event(obj, "Running", f"running on {w.machine} ({short_gpu(w.gpu_uuid)})")
+        return step
 
-    def _drive_service(self, obj: WorkloadObject, record: WorkloadRecord, pod: PodView) -> None:
+    def _show_endpoint(self, obj: WorkloadObject, record: WorkloadRecord, pod: ServerPod) -> None:
         w = record.workload
-        up = pod.phase == "Running" and pod.ready and pod.pod_ip is not None
-        if not up:
-            if w.state is WorkloadState.ADMITTED:
-                self._move(w.name, WorkloadState.STARTING)
-            return
-        if w.state in STARTED_STATES:
-            self._move(w.name, WorkloadState.SERVING)
-        stopped = ask_of(obj.kind, obj.body).endpoint_stopped
-        endpoint = "" if stopped else endpoint_of(pod)
-        ready = [c for c in obj.status.get("conditions") or [] if c.get("type") == "Ready"]
+        stopped = obj.ask is not None and obj.ask.endpoint_stopped
+        endpoint = "" if stopped else pod.endpoint or ""
         reason = "EndpointStopped" if stopped else "Serving"
-        if obj.status.get("endpoint", "") == endpoint and ready and ready[0]["reason"] == reason:
+        ready = obj.condition("Ready")
+        if obj.endpoint == endpoint and ready is not None and ready.reason == reason:
             return
         if stopped:
             message = f"the endpoint is off; the model stays loaded on {w.machine}"
         else:
             message = f"serving at {endpoint} on {w.machine} ({short_gpu(w.gpu_uuid)})"
-        self._store.set_status(
-            obj.kind, obj.name, {"endpoint": endpoint}, [("Ready", not stopped, reason, message)]
-        )
+        shown = Condition(type="Ready", ok=not stopped, reason=reason, message=message)
+        self._objects.set_status(obj.kind, obj.name, {"endpoint": endpoint}, [shown], self._clock())
         self.event(obj, "Stopped" if stopped else "Serving", message)
 
     def _finish_deletion(self, obj: WorkloadObject) -> None:
-        meta = obj.body["metadata"]
-        finalizers = list(meta.get("finalizers") or [])
-        if r.FINALIZER not in finalizers:
+        if not obj.guarded:
             return
-        kind_label = obj.kind.value
-        if read_pod(self._api, kind_label, obj.name) is not None:
-            delete_pod(self._api, kind_label, obj.name)
-            if read_pod(self._api, kind_label, obj.name) is not None:
-                return  # the card is released once the Pod is gone (its watch brings us back)
-        record = record_of(obj)
+        if self._pods.read(obj.kind, obj.name) is not None:
+            self._pods.delete(obj.kind, obj.name)
+            if self._pods.read(obj.kind, obj.name) is not None:
+                return  # the card is released once the server is gone (its watch brings us back)
+        record = obj.record
         if record is not None and holds_gpu(record.workload.state):
             now = self._clock()
             with suppress(UnknownWorkload):  # the store's release records Event "Released"
@@ -239,29 +229,14 @@ class Reconciler:
                     obj.name, lambda rec: with_state(rec, WorkloadState.STOPPED, now)
                 )
             self._log(f"{obj.title}: deleted; its card is free again")
-        self._set_finalizers(obj, [f for f in finalizers if f != r.FINALIZER])
-
-    def _set_finalizers(self, obj: WorkloadObject, finalizers: list[str]) -> bool:
-        """Replace the finalizers under the object's resourceVersion; False if it changed."""
-        meta = obj.body["metadata"]
-        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
-        custom: Any = client.CustomObjectsApi(self._api)
-        try:
-            with api_errors(f"set the finalizers of {obj.title}"):
-                try:
-                    custom.patch_namespaced_custom_object(
-                        r.GROUP, r.VERSION, r.NAMESPACE, PLURALS[obj.kind], obj.name, patch
-                    )
-                except ApiException as exc:
-                    if exc.status == 404:
-                        return False
-                    raise
-        except Conflict:
-            return False  # it changed since it was read: its watch event brings it back
-        return True
+            found = self._objects.get(obj.kind, obj.name)  # the release wrote its status
+            if found is None:
+                return
+            obj = found
+        self._objects.unguard(obj)
 
     def _orphan(self, kind: WorkloadKind, name: str) -> None:
-        """A Pod whose object is gone (a finalizer removed by hand) is deleted too."""
-        if read_pod(self._api, kind.value, name) is not None:
-            delete_pod(self._api, kind.value, name)
-            self._log(f"{PLURALS[kind]}/{name} is gone; its Pod is deleted")
+        """A server whose object is gone (unguarded by hand) is deleted too."""
+        if self._pods.read(kind, name) is not None:
+            self._pods.delete(kind, name)
+            self._log(f"{KIND_NAMES[kind]} {name} is gone; its model server is deleted")

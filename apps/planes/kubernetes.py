@@ -8,14 +8,22 @@ Decisions recorded here:
 * A refusal is reported as on one machine (kind, code, sentence) and the object
   is deleted: a refusal creates nothing. No decision in time: ``Undecided``,
   and the object is left for the controller.
+* Running a name that exists with the same model brings its endpoint back;
+  with another model it is taken.
 * ``workloads`` lists every GPUService and BatchJob, decided or not: in a
-  cluster an object can exist before the controller decides on it (``pending``).
+  cluster an object can exist before the controller decides on it
+  (``pending``), and a person should see it.
 * ``stop NAME`` sets ``spec.endpoint: stopped``; ``--workload`` deletes the
   object, and the controller, through its finalizer, stops the model server and
   releases the card.
+* Health is the controller's last assessment, never re-assessed here: two
+  commands must not disagree about a machine because their clocks did. Which
+  card a workload holds comes from the reservation ledger.
 * A batch job's requests travel in the BatchJob's spec. Running them to
   completion on the fleet is not built yet: ``batch results`` says so rather
-  than printing nothing, and a job is never run locally on a joined machine.
+  than printing nothing, and a job never runs locally on a joined machine.
+* ``--allow-origin`` belongs to a workload's loopback endpoint, which a fleet
+  workload does not have yet: asked for on the fleet, it is refused, not ignored.
 """
 
 from __future__ import annotations
@@ -25,13 +33,9 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
-from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import Connection
-from nodeau.apps.cli import cluster_objects as objects
-from nodeau.apps.cli import cluster_run
-from nodeau.apps.cli.cluster_fleet import machines as fleet_machines
-from nodeau.apps.cli.cluster_plane import banner
-from nodeau.apps.cli.cluster_workloads import ps_rows
+from attrs import frozen
+
+from nodeau.adapters.record_json import unpack
 from nodeau.apps.planes.plane import (
     BatchAsk,
     BatchOutcome,
@@ -47,19 +51,61 @@ from nodeau.apps.planes.plane import (
     Undecided,
     WorkloadView,
 )
+from nodeau.domain.health import MachineHealth
 from nodeau.domain.placement import Policy
 from nodeau.domain.records import Admission
 from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.reservations import Ledger
 from nodeau.domain.runs import name_from_model, name_problem
-from nodeau.domain.workloads import WorkloadKind
+from nodeau.domain.workloads import WorkloadKind, ps_sentence
+from nodeau.ports.cluster import (
+    BootstrapTokens,
+    FleetMarks,
+    HealthRecords,
+    MachineReport,
+    MachineReports,
+    ReservationLedger,
+    WorkloadAsk,
+    WorkloadObject,
+    WorkloadObjects,
+)
 from nodeau.ports.errors import NodeauError, SettingsError
-from nodeau.ports.state import StateError
+from nodeau.ports.state import StateError, UnknownWorkload
 
 POLL_S = 0.2
+PENDING = "pending"
+UNDECIDED = "waiting for the controller's decision"
+NOT_ASSESSED = "not yet assessed"
+KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
+NAMESPACE = "nodeau-system"
 
 
-class FleetResultsUnavailable(NodeauError):
-    """A fleet batch job's results are not kept where the CLI can read them yet."""
+class NotDecided(StateError):
+    """The object has no recorded admission (not decided yet, or refused)."""
+
+
+class NotOnTheFleetYet(NodeauError):
+    """Something the one-machine plane does that the fleet does not do yet."""
+
+
+@frozen(kw_only=True)
+class FleetCluster:
+    """The cluster a command acts on: where it is, and its ports."""
+
+    server: str
+    context: str | None  # the kubeconfig context; None in-cluster
+    objects: WorkloadObjects
+    marks: FleetMarks
+    reports: MachineReports
+    health: HealthRecords
+    ledger: ReservationLedger
+    tokens: BootstrapTokens
+
+
+def banner(server: str, context: str | None) -> str:
+    """Which fleet a command acts on: the line every fleet command prints first."""
+    where = f"context {context}" if context else "in-cluster service account"
+    return f"nodeau: fleet on Kubernetes at {server} ({where}), namespace {NAMESPACE}"
 
 
 def object_name(asked: str | None, model: str) -> str:
@@ -74,209 +120,289 @@ def object_name(asked: str | None, model: str) -> str:
     return made
 
 
-def row_view(row: dict[str, Any]) -> WorkloadView:
-    """A ``ps`` row read from the cluster, as the view both planes print."""
-    record = row["record"]
-    gpu = row["gpu"] if row["gpu"] != "-" else None
-    since = None if record is None else datetime.fromisoformat(record["workload"]["since"])
-    return WorkloadView(
-        name=row["name"],
-        kind=row["kind"],
-        model=row["model"],
-        machine=row["machine"] if row["machine"] != "-" else None,
-        gpu=gpu,
-        simulated=gpu is not None and "SIM-GPU" in gpu,
-        state=row["state"],
-        since=since,
-        endpoint=row["endpoint"] if row["endpoint"] != "-" else None,
-        sentence=row["sentence"],
-    )
-
-
-def refusal_from(status: dict[str, Any]) -> Refusal | None:
+def refusal_of(obj: WorkloadObject) -> Refusal | None:
     """The refusal the controller recorded in an object's status, if any."""
-    raw = status.get("refusal")
+    raw = obj.status.get("refusal")
     if not isinstance(raw, dict):
         return None
     return Refusal.of(ReasonCode(str(raw.get("code"))), str(raw.get("message")))
 
 
-class KubernetesPlane:
-    """``Plane`` on a fleet on Kubernetes, through the API server."""
+def decided(obj: WorkloadObject) -> bool:
+    """Whether the controller has recorded its decision (an admission or a refusal)."""
+    if refusal_of(obj) is not None:
+        return True
+    admitted = obj.condition("Admitted")
+    return bool(obj.status.get("machine") and obj.status.get("gpuUUID")) or (
+        admitted is not None and admitted.ok
+    )
 
-    def __init__(self, connection: Connection, clock: Callable[[], datetime]) -> None:
-        self._connection = connection
-        self._api = connection.api
+
+def workload_view(obj: WorkloadObject, now: datetime) -> WorkloadView:
+    """An object as ``ps`` shows it: the record's sentence once decided."""
+    held = obj.status
+    refusal = refusal_of(obj)
+    if obj.record is not None:
+        sentence = ps_sentence(obj.record.workload, now)
+    elif refusal is not None:
+        sentence = f"refused ({refusal.kind.value}): {refusal.code.value}: {refusal.sentence}"
+    else:
+        sentence = str(held.get("sentence") or UNDECIDED)
+    gpu = str(held["gpuUUID"]) if held.get("gpuUUID") else None
+    return WorkloadView(
+        name=obj.name,
+        kind=obj.kind.value,
+        model=str(obj.spec.get("model", "")),
+        machine=str(held["machine"]) if held.get("machine") else None,
+        gpu=gpu,
+        simulated=gpu is not None and gpu.startswith("SIM-GPU"),
+        state=str(held.get("state") or PENDING),
+        since=None if obj.record is None else obj.record.workload.since,
+        endpoint=obj.endpoint or None,
+        sentence=sentence,
+    )
+
+
+def admission_of(obj: WorkloadObject) -> Admission:
+    """The admission in status, as ``service explain`` and ``placement explain`` read it."""
+    packed = obj.status.get("admission")
+    if isinstance(packed, str) and packed:
+        return unpack(packed, Admission, f"{obj.name}'s recorded admission")
+    refusal = refusal_of(obj)
+    if refusal is not None:
+        raise NotDecided(
+            f"{obj.name} was refused ({refusal.kind.value}): {refusal.code.value}: "
+            f"{refusal.sentence}; nothing was admitted"
+        )
+    raise NotDecided(f"{obj.name} has no recorded admission yet: the controller has not decided")
+
+
+def machine_view(
+    name: str,
+    *,
+    report: MachineReport | None,
+    assessed: MachineHealth | None,
+    ledger: Ledger,
+    drained: bool,
+    upgrading: bool,
+    control_plane: bool,
+    policy: str,
+    own_policy: bool,
+) -> MachineView:
+    """One Node as ``fleet list`` shows it."""
+    gpus = () if report is None else report.reading.gpus
+    return MachineView(
+        machine=name,
+        health=NOT_ASSESSED if assessed is None else assessed.state.value,
+        health_sentence=None if assessed is None else assessed.sentence,
+        drained=drained,
+        upgrading=upgrading,
+        control_plane=control_plane,
+        policy=policy,
+        policy_from="its own override" if own_policy else "the fleet policy",
+        simulated=None if report is None else report.reading.simulated,
+        reported_at=None if report is None else report.at,
+        gpus=tuple(
+            GpuView(
+                uuid=r.gpu.uuid,
+                model=r.gpu.model,
+                total_bytes=r.gpu.total_bytes,
+                held_by=None if (h := ledger.holder(r.gpu.uuid)) is None else h.workload,
+                reserved_bytes=ledger.reserved_bytes(r.gpu.uuid),
+            )
+            for r in gpus
+        ),
+    )
+
+
+class KubernetesPlane:
+    """``Plane`` on a fleet on Kubernetes, through the cluster's ports."""
+
+    def __init__(self, cluster: FleetCluster, clock: Callable[[], datetime]) -> None:
+        self._cluster = cluster
+        self._objects = cluster.objects
         self._clock = clock
 
     @property
     def description(self) -> str:
-        return banner(self._connection.server, self._connection.context).removeprefix("nodeau: ")
+        return banner(self._cluster.server, self._cluster.context).removeprefix("nodeau: ")
 
     # -- services
 
     def run(self, ask: RunAsk) -> RunOutcome:
+        if ask.allowed_origins:
+            raise NotOnTheFleetYet(
+                "--allow-origin applies to a workload's loopback endpoint, which a workload "
+                "on the fleet does not have yet; nothing was created"
+            )
         name = object_name(ask.name, ask.model)
-        body = cluster_run.gpuservice(
-            name,
+        wanted = WorkloadAsk(
+            kind=WorkloadKind.SERVICE,
+            name=name,
             model=ask.model,
-            task=ask.task.value,
-            context=ask.context_tokens,
-            recovery=ask.recovery.value,
-            after=ask.recovery_after,
+            task=ask.task,
+            context_tokens=ask.context_tokens,
+            recovery=ask.recovery,
+            recovery_after=ask.recovery_after,
         )
-        cluster_run.ask(self._api, body)
-        decided = self._decision(WorkloadKind.SERVICE, name, ask.wait_s)
-        if not isinstance(decided, dict):
-            return decided
-        held = objects.status(decided)
-        reserved = held.get("reservedBytes")
+        self._ask(wanted)
+        decision = self._decision(WorkloadKind.SERVICE, name, ask.wait_s)
+        if not isinstance(decision, WorkloadObject):
+            return decision
+        reserved = decision.status.get("reservedBytes")
         return Started(
-            workload=self._view(name),
+            workload=workload_view(decision, self._clock()),
             reserved_bytes=int(reserved) if isinstance(reserved, int) else None,
-            source=str(held.get("source", "estimated")),
+            source=str(decision.status.get("source", "estimated")),
         )
+
+    def _ask(self, wanted: WorkloadAsk) -> None:
+        """Create the object; an existing one with the same model gets its endpoint back."""
+        if self._objects.create(wanted):
+            return
+        existing = self._objects.get(wanted.kind, wanted.name)
+        if existing is None or existing.deleting:
+            raise StateError(f"{wanted.name} is being deleted; try again in a moment")
+        if existing.spec.get("model") != wanted.model:
+            raise StateError(
+                f"{wanted.name} already exists, serving {existing.spec.get('model')!r}; "
+                f"give another --name or remove it with nodeau stop {wanted.name} --workload"
+            )
+        if existing.spec.get("endpoint") == "stopped":
+            self._objects.want_endpoint(wanted.kind, wanted.name, serving=True)
 
     def _decision(
         self, kind: WorkloadKind, name: str, wait_s: float
-    ) -> dict[str, Any] | Refused | Undecided:
-        obj = self._wait(kind, name, wait_s)
-        if obj is None:
-            return Undecided(name=name, waited_s=wait_s)
-        refusal = refusal_from(objects.status(obj))
+    ) -> WorkloadObject | Refused | Undecided:
+        deadline = time.monotonic() + wait_s
+        while True:
+            obj = self._objects.get(kind, name)
+            if obj is None:
+                raise StateError(f"{name} was deleted before the controller decided")
+            if decided(obj):
+                break
+            if time.monotonic() >= deadline:
+                return Undecided(name=name, waited_s=wait_s)
+            time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
+        refusal = refusal_of(obj)
         if refusal is not None:
-            objects.delete(self._api, kind, name)
+            self._objects.delete(kind, name)  # a refusal creates nothing
             return Refused(name=name, refusal=refusal)
         return obj
 
-    def _wait(self, kind: WorkloadKind, name: str, wait_s: float) -> dict[str, Any] | None:
-        deadline = time.monotonic() + wait_s
-        while True:
-            obj = objects.read(self._api, kind, name)
-            if obj is None:
-                raise StateError(f"{name} was deleted before the controller decided")
-            if cluster_run.decided(obj):
-                return obj
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
-
-    def _view(self, name: str) -> WorkloadView:
-        return next(v for v in self.workloads() if v.name == name)
-
     def workloads(self) -> tuple[WorkloadView, ...]:
-        return tuple(row_view(row) for row in ps_rows(self._api, self._clock()))
+        now = self._clock()
+        return tuple(workload_view(o, now) for o in self._objects.list_all())
+
+    def _find(self, name: str) -> WorkloadObject:
+        found = self._objects.find(name)
+        if found is None:
+            raise UnknownWorkload(
+                f"no workload called {name!r} in the cluster; nodeau ps lists them"
+            )
+        return found
 
     def stop(self, name: str, *, workload: bool) -> str:
-        kind, obj = objects.find(self._api, name)
-        gpu = objects.status(obj).get("gpuUUID")
+        obj = self._find(name)
+        gpu = obj.status.get("gpuUUID")
         if workload:
-            objects.delete(self._api, kind, name)
+            self._objects.delete(obj.kind, name)
             frees = f"frees {gpu}" if gpu else "releases whatever it held"
             return (
-                f"{name}: {objects.KIND_NAMES[kind]} deleted; the controller stops its model "
+                f"{name}: {KIND_NAMES[obj.kind]} deleted; the controller stops its model "
                 f"server and {frees}"
             )
-        if kind is WorkloadKind.BATCH:
+        if obj.kind is WorkloadKind.BATCH:
             return (
                 f"{name} is a batch job: it has no endpoint to stop "
                 "(nodeau stop NAME --workload stops it and frees its card)"
             )
-        objects.patch_spec(self._api, kind, name, {"endpoint": "stopped"})
+        self._objects.want_endpoint(obj.kind, name, serving=False)
         return (
             f"{name}: endpoint stopped; the model stays loaded (nodeau run starts it again "
             "at once; --workload frees the card)"
         )
 
     def admission(self, name: str) -> Admission:
-        _, obj = objects.find(self._api, name)
-        return objects.admission_of(obj)
+        return admission_of(self._find(name))
+
+    def logs(self, name: str, lines: int) -> tuple[str, ...]:
+        self._find(name)
+        raise NotOnTheFleetYet(
+            f"{name} runs on the fleet: its model server's log is its Pod's "
+            f"(kubectl -n {NAMESPACE} logs -l nodeau.ai/workload={name} --tail {lines}); "
+            "nodeau logs does not read Pod logs yet"
+        )
 
     # -- machines and marks
 
     def machines(self) -> FleetListing:
-        fleet_policy, entries = fleet_machines(self._api)
+        marks = self._cluster.marks.read()
+        health = dict(self._cluster.health.read())
+        reports = {r.machine: r for r in self._cluster.reports.read().reports}
+        ledger = self._cluster.ledger.read()
+        overrides = dict(marks.settings.overrides)
         return FleetListing(
             plane=self.description,
-            fleet_policy=fleet_policy,
+            fleet_policy=marks.settings.fleet_policy.value,
             machines=tuple(
-                MachineView(
-                    machine=e["machine"],
-                    health=e["health"],
-                    health_sentence=e["health_sentence"],
-                    drained=e["drained"],
-                    upgrading=e["upgrading"],
-                    control_plane=e["control_plane"],
-                    policy=e["policy"],
-                    policy_from=e["policy_from"],
-                    simulated=e["simulated"],
-                    reported_at=e["reported_at"],
-                    gpus=tuple(GpuView(**g) for g in e["gpus"]),
+                machine_view(
+                    name,
+                    report=reports.get(name),
+                    assessed=health.get(name),
+                    ledger=ledger,
+                    drained=name in marks.drained,
+                    upgrading=name in marks.upgrading,
+                    control_plane=name in marks.control_plane,
+                    policy=marks.settings.policy_for(name).value,
+                    own_policy=name in overrides,
                 )
-                for e in entries
+                for name in marks.nodes
             ),
         )
 
     def drain(self, node: str) -> str:
-        from nodeau.adapters.kube.marks import drain
-
-        return drain(self._api, node, self._clock()).sentence
+        return self._cluster.marks.drain(node, self._clock()).sentence
 
     def undrain(self, node: str) -> str:
-        from nodeau.adapters.kube.marks import undrain
-
-        return undrain(self._api, node).sentence
+        return self._cluster.marks.undrain(node).sentence
 
     def set_policy(self, policy: Policy, node: str | None) -> str:
-        from nodeau.adapters.kube.marks import set_policy
-
-        return set_policy(self._api, policy, node).sentence
+        return self._cluster.marks.set_policy(policy, node).sentence
 
     # -- batch jobs
 
     def submit_batch(self, ask: BatchAsk) -> BatchOutcome:
         if (problem := name_problem(ask.name)) is not None:
             raise SettingsError(f"--name {problem}")
-        spec: dict[str, Any] = {
-            "model": ask.model,
-            "task": ask.task.value,
-            "requests": [
-                {"custom_id": q.custom_id, "method": "POST", "url": q.url, "body": dict(q.body)}
-                for q in ask.requests
-            ],
-        }
-        if ask.context_tokens is not None:
-            spec["contextTokens"] = ask.context_tokens
-        body = {
-            "apiVersion": r.API_VERSION,
-            "kind": r.BATCHJOB_KIND,
-            "metadata": {"name": ask.name, "namespace": r.NAMESPACE},
-            "spec": spec,
-        }
-        objects.custom(self._api).create_namespaced_custom_object(
-            r.GROUP, r.VERSION, r.NAMESPACE, r.BATCHJOBS, body
+        wanted = WorkloadAsk(
+            kind=WorkloadKind.BATCH,
+            name=ask.name,
+            model=ask.model,
+            task=ask.task,
+            context_tokens=ask.context_tokens,
+            requests=ask.requests,
         )
-        decided = self._decision(WorkloadKind.BATCH, ask.name, 60.0)
-        if not isinstance(decided, dict):
-            return decided
-        reserved = objects.status(decided).get("reservedBytes")
+        if not self._objects.create(wanted):
+            raise StateError(
+                f"a batch job called {ask.name} already exists; give another --name "
+                f"or stop it with nodeau batch stop {ask.name}"
+            )
+        decision = self._decision(WorkloadKind.BATCH, ask.name, 60.0)
+        if not isinstance(decision, WorkloadObject):
+            return decision
+        reserved = decision.status.get("reservedBytes")
         return BatchSubmitted(
-            job=self._batch_view(decided, bad_lines=len(ask.problems)),
-            workload=self._view(ask.name),
+            job=self._batch_view(decision, bad_lines=len(ask.problems)),
+            workload=workload_view(decision, self._clock()),
             reserved_bytes=int(reserved) if isinstance(reserved, int) else 0,
         )
 
-    def _batch_view(self, obj: dict[str, Any], bad_lines: int = 0) -> BatchView:
-        view = row_view(
-            next(
-                row
-                for row in ps_rows(self._api, self._clock())
-                if row["name"] == obj["metadata"]["name"]
-            )
-        )
-        total = len((obj.get("spec") or {}).get("requests") or [])
+    def _batch_view(self, obj: WorkloadObject, bad_lines: int = 0) -> BatchView:
+        view = workload_view(obj, self._clock())
+        total = len(obj.spec.get("requests") or ())
         return BatchView(
-            name=view.name,
+            name=obj.name,
             model=view.model,
             state=view.state,
             sentence=view.sentence,
@@ -289,22 +415,24 @@ class KubernetesPlane:
         )
 
     def batches(self, name: str | None) -> tuple[BatchView, ...]:
-        listed = [obj for kind, obj in objects.list_all(self._api) if kind is WorkloadKind.BATCH]
+        listed = [o for o in self._objects.list_all() if o.kind is WorkloadKind.BATCH]
         if name is not None:
-            listed = [o for o in listed if o["metadata"]["name"] == name]
+            listed = [o for o in listed if o.name == name]
             if not listed:
-                raise StateError(f"no batch job called {name!r}; nodeau batch status lists them")
+                raise UnknownWorkload(
+                    f"no batch job called {name!r}; nodeau batch status lists them"
+                )
         return tuple(self._batch_view(o) for o in listed)
 
-    def batch_results(self, name: str) -> Iterator[dict[str, object]]:
+    def batch_results(self, name: str) -> Iterator[dict[str, Any]]:
         self.batches(name)
-        raise FleetResultsUnavailable(
-            f"{name} is a BatchJob on the fleet: the controller admits it and holds its card, but "
-            "its requests are not yet sent to its model server on the fleet, so it has no "
+        raise NotOnTheFleetYet(
+            f"{name} is a BatchJob on the fleet: the controller admits it and holds its card, "
+            "but its requests are not yet sent to its model server on the fleet, so it has no "
             f"results to show; nodeau batch stop {name} frees the card"
         )
 
     def stop_batch(self, name: str) -> str:
         self.batches(name)
-        objects.delete(self._api, WorkloadKind.BATCH, name)
+        self._objects.delete(WorkloadKind.BATCH, name)
         return f"{name}: BatchJob deleted; the controller stops its model server and frees its card"

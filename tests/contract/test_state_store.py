@@ -54,7 +54,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore
 def admit(
     store: StateStore, name: str, fleet: Fleet = ONE_CARD, recovery_after: timedelta = RECOVERY
 ) -> Admission:
-    outcome = store.admit(decider(name, fleet, NOW, recovery_after=recovery_after))
+    outcome = store.admit(name, decider(name, fleet, NOW, recovery_after=recovery_after))
     assert is_successful(outcome), outcome
     return outcome.unwrap()
 
@@ -106,7 +106,7 @@ def test_an_admission_records_the_workload_its_reservation_its_decision_and_an_e
 def test_a_refusal_records_nothing(store: StateStore) -> None:
     admit(store, "chat")
     before = (store.snapshot(), store.events())
-    outcome = store.admit(decider("embed", ONE_CARD, NOW))
+    outcome = store.admit("embed", decider("embed", ONE_CARD, NOW))
     assert not is_successful(outcome)
     assert outcome.failure().code is ReasonCode.NO_FREE_CARD
     assert (store.snapshot(), store.events()) == before
@@ -119,7 +119,7 @@ def test_a_decision_that_raises_records_nothing(store: StateStore) -> None:
         raise RuntimeError("the decision failed")
 
     with pytest.raises(RuntimeError, match="the decision failed"):
-        store.admit(broken)
+        store.admit("chat", broken)
     assert store.snapshot() == Snapshot(ledger=Ledger(), workloads=())
     admit(store, "chat")  # and the store is still usable
 
@@ -127,10 +127,10 @@ def test_a_decision_that_raises_records_nothing(store: StateStore) -> None:
 def test_a_name_in_use_is_a_callers_error_until_it_finishes(store: StateStore) -> None:
     first = admit(store, "chat", TWO_CARDS)
     with pytest.raises(StateError, match=r"^a workload called chat already exists$"):
-        store.admit(decider("chat", TWO_CARDS, NOW))
+        store.admit("chat", decider("chat", TWO_CARDS, NOW))
     store.release("chat", in_state(WorkloadState.STOPPED))
     # a finished workload's name can be used again: the new admission replaces the old record
-    second = store.admit(decider("chat", TWO_CARDS, NOW)).unwrap()
+    second = store.admit("chat", decider("chat", TWO_CARDS, NOW)).unwrap()
     assert store.admission("chat") == second
     [record] = store.snapshot().workloads
     assert record == second.record
@@ -144,7 +144,7 @@ def test_a_decision_blind_to_the_ledger_is_not_recorded(store: StateStore) -> No
     blind = decider("embed", ONE_CARD, NOW)
     before = (store.snapshot(), store.events())
     with pytest.raises(StateError, match=r"^admitting embed would over-commit GPU-0000-race;"):
-        store.admit(lambda _snapshot: blind(Snapshot(ledger=Ledger(), workloads=())))
+        store.admit("embed", lambda _snapshot: blind(Snapshot(ledger=Ledger(), workloads=())))
     assert (store.snapshot(), store.events()) == before
 
 
@@ -160,7 +160,7 @@ def test_an_admission_that_contradicts_itself_is_refused(store: StateStore) -> N
         return decide(snapshot).map(elsewhere)
 
     with pytest.raises(ValueError, match="but its reservation is for GPU-0000-race"):
-        store.admit(moved)
+        store.admit("chat", moved)
     assert store.snapshot() == Snapshot(ledger=Ledger(), workloads=())
 
 
@@ -200,7 +200,7 @@ def test_an_update_keeps_the_name_the_card_and_the_hold(store: StateStore) -> No
 
 def test_a_release_frees_the_card_for_the_next_admission(store: StateStore) -> None:
     chat = admit(store, "chat")
-    assert not is_successful(store.admit(decider("embed", ONE_CARD, NOW)))
+    assert not is_successful(store.admit("embed", decider("embed", ONE_CARD, NOW)))
     finished = store.release("chat", in_state(WorkloadState.STOPPED))
     assert finished.workload.state is WorkloadState.STOPPED
     assert store.snapshot().ledger == Ledger()
@@ -250,7 +250,7 @@ def test_racing_threads_never_over_commit(store: StateStore) -> None:
 
     def one(i: int) -> None:
         start.wait(timeout=30)
-        outcomes.append(store.admit(decider(f"t{i}", ONE_CARD, NOW, pause_s=0.002)))
+        outcomes.append(store.admit(f"t{i}", decider(f"t{i}", ONE_CARD, NOW, pause_s=0.002)))
 
     workers = [threading.Thread(target=one, args=(i,)) for i in range(threads)]
     for w in workers:

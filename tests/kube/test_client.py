@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import urllib3
 import yaml
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from nodeau.adapters.kube import client as kube_client
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import ClusterUnreachable, Connection, connect
 from nodeau.adapters.kube.state_store import KubeStateStore
+from nodeau.ports.cluster import (
+    ClusterRefused,
+    Conflict,
+    Forbidden,
+    NoAnswer,
+    NotFound,
+    Unauthorized,
+)
+from nodeau.ports.errors import NodeauError
 from nodeau.ports.state import StateError
 from tests.support.fakes import StepClock
 from tests.support.kube_cluster import Cluster
@@ -146,3 +158,67 @@ def test_a_cluster_that_does_not_answer_is_one_line_from_the_store(
     message = str(caught.value)
     assert message.startswith("cannot read the reservation ledger: the cluster does not answer (")
     assert "\n" not in message
+
+
+# The one place the client's errors become the port's
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (401, Unauthorized),
+        (403, Forbidden),
+        (404, NotFound),
+        (409, Conflict),
+        (422, ClusterRefused),
+        (500, ClusterRefused),
+    ],
+)
+def test_an_error_status_is_the_ports_error_with_what_the_server_said(
+    status: int, kind: type[ClusterRefused]
+) -> None:
+    body = json.dumps({"kind": "Status", "message": 'gpuservices.nodeau.ai  "x"\nnot found'})
+    with pytest.raises(kind) as caught, kube_client.api_errors("read GPUService x"):
+        raise ApiException(status=status, reason="Whatever", body=body)
+    refused = caught.value
+    assert type(refused) is kind
+    assert (refused.status, refused.message) == (status, 'gpuservices.nodeau.ai "x" not found')
+    assert str(refused) == f'cannot read GPUService x: {status} gpuservices.nodeau.ai "x" not found'
+    assert isinstance(refused.__cause__, ApiException)
+    assert isinstance(refused, NodeauError)
+
+
+def test_no_status_message_falls_back_to_the_reason() -> None:
+    with (
+        pytest.raises(ClusterRefused, match=r"^cannot list Nodes: 503 Service Unavailable$"),
+        kube_client.api_errors("list Nodes"),
+    ):
+        raise ApiException(status=503, reason="Service Unavailable")
+
+
+def test_no_answer_is_no_answer_naming_its_cause() -> None:
+    cause = urllib3.exceptions.NewConnectionError(None, "Connection refused")  # type: ignore[arg-type]
+    retried = urllib3.exceptions.MaxRetryError(None, "/api", cause)  # type: ignore[arg-type]
+    with (
+        pytest.raises(NoAnswer) as caught,
+        kube_client.api_errors("read the reservation ledger"),
+    ):
+        raise retried
+    assert str(caught.value).startswith(
+        "cannot read the reservation ledger: the cluster does not answer ("
+    )
+    assert caught.value.detail == str(cause)  # urllib3's reason, not the retry wrapper
+    assert caught.value.__cause__ is retried
+
+
+def test_a_404_is_none_only_where_it_means_not_there() -> None:
+    def missing() -> object:
+        raise ApiException(status=404, reason="Not Found")
+
+    def forbidden() -> object:
+        raise ApiException(status=403, reason="Forbidden")
+
+    assert kube_client.or_none("read Pod p", missing) is None
+    assert kube_client.or_none("read Pod p", lambda: "found") == "found"
+    with pytest.raises(Forbidden):
+        kube_client.or_none("read Pod p", forbidden)

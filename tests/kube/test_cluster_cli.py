@@ -401,7 +401,8 @@ def test_run_admitted_then_ps_explain_and_stop_read_the_cluster(
 
     rows = cli.json("ps")
     assert isinstance(rows, list) and [row["name"] for row in rows] == ["chat-1"]
-    assert rows[0]["state"] == "admitted" and rows[0]["record"]["workload"]["name"] == "chat-1"
+    assert rows[0]["state"] == "admitted" and rows[0]["name"] == "chat-1"
+    assert rows[0]["endpoint"] == "http://10.1.2.3:8080/v1"
     table = cli("ps")
     assert table.stdout.splitlines()[1].split()[:6] == [
         "chat-1", "service", "qwen-race", "m1", record.workload.gpu_uuid, "admitted",
@@ -411,7 +412,7 @@ def test_run_admitted_then_ps_explain_and_stop_read_the_cluster(
     machine_home = tmp_path / "machine"
     machine_home.mkdir()
     store = SqliteStateStore(machine_home / "state.sqlite3", lambda: NOW)
-    store.admit(decider("chat-1", fleet_of(2), NOW)).unwrap()
+    store.admit("chat-1", decider("chat-1", fleet_of(2), NOW)).unwrap()
     on_machine = Cli(machine_home, NODEAU_PLANE="machine")
     for command in ("service", "placement"):
         here, there = cli(command, "explain", "chat-1"), on_machine(command, "explain", "chat-1")

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 from kubernetes import client
 
-from nodeau.apps.controller.loop import Controller
+from nodeau.apps.controller.bootstrap import kube_controller
 from tests.support.kube_scale import check, populate
 
 MACHINES, CARDS, SERVICES = 100, 4, 500
@@ -21,7 +21,7 @@ MACHINES, CARDS, SERVICES = 100, 4, 500
 @pytest.mark.slow
 def test_a_hundred_machines_and_five_hundred_services(fresh_fleet: client.ApiClient) -> None:
     populate(fresh_fleet, machines=MACHINES, cards=CARDS, services=SERVICES)
-    controller = Controller(
+    controller = kube_controller(
         fresh_fleet, clock=lambda: datetime.now(UTC), identity="scale", log=lambda _line: None
     )
     controller.resync()  # one pass decides every service

@@ -21,9 +21,11 @@ from returns.result import Result
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.state_store import KubeStateStore
+from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind, WorkloadState, ps_sentence
+from nodeau.ports.cluster import Condition
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload
 from tests.contract import test_state_store as contract
 from tests.support.admissions import decider
@@ -81,8 +83,8 @@ def test_an_admission_creates_the_object_and_says_what_was_decided(
 ) -> None:
     clock = StepClock(start=contract.START)
     store = KubeStateStore(fresh_fleet, clock=clock, identity="controller-a")
-    chat = store.admit(decider("chat", contract.TWO_CARDS, contract.NOW)).unwrap()
-    job = store.admit(as_batch(decider("job", contract.TWO_CARDS, contract.NOW))).unwrap()
+    chat = store.admit("chat", decider("chat", contract.TWO_CARDS, contract.NOW)).unwrap()
+    job = store.admit("job", as_batch(decider("job", contract.TWO_CARDS, contract.NOW))).unwrap()
     service = custom(fresh_fleet, WorkloadKind.SERVICE, "chat")
     assert service["metadata"]["finalizers"] == [r.FINALIZER]
     w, config = chat.record.workload, chat.record.config
@@ -136,7 +138,7 @@ def test_an_object_a_person_applied_is_admitted_in_place(fresh_fleet: client.Api
     )  # fmt: skip
     store = KubeStateStore(fresh_fleet, clock=StepClock(), identity="c")
     assert store.snapshot().workloads == ()  # no record yet: nothing decided
-    chat = store.admit(decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
+    chat = store.admit("chat", decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
     after = custom(fresh_fleet, WorkloadKind.SERVICE, "chat")
     assert after["metadata"]["uid"] == applied["metadata"]["uid"]
     assert after["metadata"]["labels"] == {"team": "search"}
@@ -148,16 +150,17 @@ def test_a_refusal_is_recorded_on_the_object_and_creates_nothing_else(
     fresh_fleet: client.ApiClient,
 ) -> None:
     store = KubeStateStore(fresh_fleet, clock=StepClock(), identity="c")
+    objects = KubeWorkloadObjects(fresh_fleet, identity="c")
     refusal = Refusal.of(ReasonCode.NO_FREE_CARD, "every card that fits is held")
     at = datetime(2026, 3, 1, 9, 30, 15, tzinfo=UTC)
     with pytest.raises(UnknownWorkload, match=r"^no workload called chat in "):
-        store.record_refusal(WorkloadKind.SERVICE, "chat", refusal, at)
+        objects.record_refusal(WorkloadKind.SERVICE, "chat", refusal, at)
     client.CustomObjectsApi(fresh_fleet).create_namespaced_custom_object(
         r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES,
         {"apiVersion": r.API_VERSION, "kind": r.GPUSERVICE_KIND, "metadata": {"name": "chat"},
          "spec": {"model": "qwen-race"}},
     )  # fmt: skip
-    store.record_refusal(WorkloadKind.SERVICE, "chat", refusal, at)
+    objects.record_refusal(WorkloadKind.SERVICE, "chat", refusal, at)
     status = custom(fresh_fleet, WorkloadKind.SERVICE, "chat")["status"]
     assert status["state"] == "refused"
     assert status["refusal"] == {
@@ -177,7 +180,7 @@ def test_a_refusal_is_recorded_on_the_object_and_creates_nothing_else(
     assert (said.type, said.reason, said.message) == ("Warning", "Refused", admitted["message"])
     assert store.snapshot() == Snapshot(ledger=Ledger(), workloads=())
     # admitted later: the refusal goes, the condition flips
-    store.admit(decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
+    store.admit("chat", decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
     status = custom(fresh_fleet, WorkloadKind.SERVICE, "chat")["status"]
     assert "refusal" not in status
     assert {c["type"]: c["status"] for c in status["conditions"]}["Admitted"] == "True"
@@ -188,15 +191,16 @@ def test_set_status_merges_fields_and_moves_a_condition_only_when_it_flips(
 ) -> None:
     clock = StepClock(start=datetime(2026, 3, 1, 10, 0, tzinfo=UTC))
     store = KubeStateStore(fresh_fleet, clock=clock, identity="c")
-    chat = store.admit(decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
-    store.set_status(WorkloadKind.SERVICE, "chat", {"endpoint": "10.0.0.7:8080"},
-                     [("Ready", False, "Starting", "loading the model")])  # fmt: skip
+    objects = KubeWorkloadObjects(fresh_fleet, identity="c")
+    chat = store.admit("chat", decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
+    objects.set_status(WorkloadKind.SERVICE, "chat", {"endpoint": "10.0.0.7:8080"},
+                       [ready_is(False, "Starting", "loading the model")], clock())  # fmt: skip
     first = custom(fresh_fleet, WorkloadKind.SERVICE, "chat")["status"]
-    store.set_status(WorkloadKind.SERVICE, "chat", {"sentence": "still loading"},
-                     [("Ready", False, "Loading", "half way")])  # fmt: skip
+    objects.set_status(WorkloadKind.SERVICE, "chat", {"sentence": "still loading"},
+                       [ready_is(False, "Loading", "half way")], clock())  # fmt: skip
     second = custom(fresh_fleet, WorkloadKind.SERVICE, "chat")["status"]
-    store.set_status(WorkloadKind.SERVICE, "chat", {"endpoint": None},
-                     [("Ready", True, "Serving", "answering")])  # fmt: skip
+    objects.set_status(WorkloadKind.SERVICE, "chat", {"endpoint": None},
+                       [ready_is(True, "Serving", "answering")], clock())  # fmt: skip
     third = custom(fresh_fleet, WorkloadKind.SERVICE, "chat")["status"]
 
     def ready(status: dict[str, Any]) -> dict[str, Any]:
@@ -214,14 +218,18 @@ def test_set_status_merges_fields_and_moves_a_condition_only_when_it_flips(
     assert [c["type"] for c in third["conditions"]] == ["Admitted", "Placed", "Ready"]
     assert store.admission("chat") == chat  # the decision is untouched
     with pytest.raises(ValueError, match="may not write record"):
-        store.set_status(WorkloadKind.SERVICE, "chat", {"record": {}})
+        objects.set_status(WorkloadKind.SERVICE, "chat", {"record": {}}, (), clock())
     with pytest.raises(UnknownWorkload):
-        store.set_status(WorkloadKind.BATCH, "chat", {"state": "running"})
+        objects.set_status(WorkloadKind.BATCH, "chat", {"state": "running"}, (), clock())
+
+
+def ready_is(ok: bool, reason: str, message: str) -> Condition:
+    return Condition(type="Ready", ok=ok, reason=reason, message=message)
 
 
 def test_a_release_says_the_card_is_free_on_the_object(fresh_fleet: client.ApiClient) -> None:
     store = KubeStateStore(fresh_fleet, clock=StepClock(), identity="c")
-    store.admit(decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
+    store.admit("chat", decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
     store.release("chat", contract.in_state(WorkloadState.STOPPED))
     status = custom(fresh_fleet, WorkloadKind.SERVICE, "chat")["status"]
     assert (status["state"], status["reservedBytes"]) == ("stopped", 0)

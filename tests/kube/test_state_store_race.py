@@ -108,9 +108,9 @@ def test_a_stale_write_is_decided_again_not_lost(ledger_api: client.ApiClient) -
     taken: list[Admission] = []
     decide, seen = interleaved(
         decider("chat", TWO_CARDS, NOW),
-        lambda: taken.append(theirs.admit(decider("embed", TWO_CARDS, NOW)).unwrap()),
+        lambda: taken.append(theirs.admit("embed", decider("embed", TWO_CARDS, NOW)).unwrap()),
     )
-    chat = mine.admit(decide).unwrap()
+    chat = mine.admit("chat", decide).unwrap()
     # the first decision chose the card the other store took first; its write was refused
     assert len(seen) == 2
     assert seen[0].ledger.reservations == ()
@@ -129,15 +129,15 @@ def test_a_stale_write_for_the_last_card_becomes_a_capacity_refusal(
     mine, theirs = a_store(fresh_fleet, "mine"), a_store(fresh_fleet, "theirs")
     decide, seen = interleaved(
         decider("chat", ONE_CARD, NOW),
-        lambda: theirs.admit(decider("embed", ONE_CARD, NOW)).unwrap(),
+        lambda: theirs.admit("embed", decider("embed", ONE_CARD, NOW)).unwrap(),
     )
-    outcome = mine.admit(decide)
+    outcome = mine.admit("chat", decide)
     assert not is_successful(outcome)
     assert outcome.failure().code is ReasonCode.NO_FREE_CARD
-    # decided on the stale ledger, again on the new one, then once on an empty ledger: the
-    # probe that names the workload a refusal is about (its own leftover may be the cause)
-    assert len(seen) == 3
-    assert seen[2].ledger.reservations == ()
+    # decided on the stale ledger, then again on the new one; the workload is named, so no
+    # decision is asked only to learn which workload a refusal is about
+    assert len(seen) == 2
+    assert [x.workload for x in seen[1].ledger.reservations] == ["embed"]
     assert [x.workload for x in mine.snapshot().ledger.reservations] == ["embed"]
     assert objects(fresh_fleet) == ["embed"]
 
@@ -156,14 +156,14 @@ def test_a_crash_leftover_is_dropped_when_its_workload_is_admitted(
     # the card is held by nobody that recorded it: the snapshot still shows it
     assert store.snapshot().ledger.reservations == (leftover("chat"),)
     # chat's own leftover does not keep chat off the only card, and is replaced
-    chat = store.admit(decider("chat", ONE_CARD, NOW)).unwrap()
+    chat = store.admit("chat", decider("chat", ONE_CARD, NOW)).unwrap()
     assert chat.placement.gpu_uuid == "GPU-0000-race"
     assert store.snapshot().ledger.reservations == (chat.placement.reservation,)
     assert all(c.held_by is None for c in chat.admitted.cards)  # decided without it
     # a leftover of a finished workload's new admission is dropped the same way
     store.release("chat", stopped)
     crash_after_the_ledger(fresh_fleet, leftover("chat"))
-    again = store.admit(decider("chat", ONE_CARD, NOW)).unwrap()
+    again = store.admit("chat", decider("chat", ONE_CARD, NOW)).unwrap()
     assert read_ledger(fresh_fleet).reservations == (again.placement.reservation,)
 
 
@@ -171,9 +171,9 @@ def test_another_workloads_leftover_is_left_alone(fresh_fleet: client.ApiClient)
     store = a_store(fresh_fleet, "careful")
     crash_after_the_ledger(fresh_fleet, leftover("ghost"))
     # it may be an admission still in flight: the card stays taken
-    refused = store.admit(decider("chat", ONE_CARD, NOW))
+    refused = store.admit("chat", decider("chat", ONE_CARD, NOW))
     assert refused.failure().code is ReasonCode.NO_FREE_CARD
-    chat = store.admit(decider("chat", TWO_CARDS, NOW)).unwrap()
+    chat = store.admit("chat", decider("chat", TWO_CARDS, NOW)).unwrap()
     assert chat.placement.gpu_uuid == "GPU-0001-race"
     assert store.snapshot().ledger.reservations == (
         chat.placement.reservation,
@@ -196,7 +196,7 @@ def test_another_controllers_admission_in_flight_of_the_same_workload_stands(
     store = KubeStateStore(fresh_fleet, clock=lambda: NOW, identity="second")
     admission_in_flight(fresh_fleet, leftover("chat"), "first", NOW - timedelta(seconds=5))
     with pytest.raises(AdmissionInFlight, match="chat is being admitted by first"):
-        store.admit(decider("chat", TWO_CARDS, NOW))
+        store.admit("chat", decider("chat", TWO_CARDS, NOW))
     # nothing was written: the first controller's reservation and claim are as it left them
     after = read_ledger(fresh_fleet)
     assert after.reservations == (leftover("chat"),)
@@ -210,7 +210,7 @@ def test_a_claim_older_than_the_grace_is_a_leftover_and_is_replaced(
     store = KubeStateStore(fresh_fleet, clock=lambda: NOW, identity="second")
     stale = NOW - CLAIM_GRACE
     admission_in_flight(fresh_fleet, leftover("chat", card=1), "first", stale)
-    chat = store.admit(decider("chat", TWO_CARDS, NOW)).unwrap()
+    chat = store.admit("chat", decider("chat", TWO_CARDS, NOW)).unwrap()
     after = read_ledger(fresh_fleet)
     assert after.reservations == (chat.placement.reservation,)
     assert after.claims == {"chat": Claim(by="second", at=NOW)}
@@ -220,7 +220,7 @@ def test_a_status_recording_another_live_admission_is_never_overwritten(
     fresh_fleet: client.ApiClient,
 ) -> None:
     first = KubeStateStore(fresh_fleet, clock=lambda: NOW, identity="first")
-    recorded = first.admit(decider("chat", TWO_CARDS, NOW)).unwrap()
+    recorded = first.admit("chat", decider("chat", TWO_CARDS, NOW)).unwrap()
     # what a controller stalled past the grace would write: chat on the other card
     other_card = next(
         c.gpu_uuid for c in recorded.admitted.cards if c.gpu_uuid != recorded.placement.gpu_uuid
@@ -265,12 +265,12 @@ def test_a_batch_job_may_not_take_the_name_of_a_service_holding_a_card(
     fresh_fleet: client.ApiClient,
 ) -> None:
     store = a_store(fresh_fleet, "names")
-    store.admit(decider("chat", TWO_CARDS, NOW)).unwrap()
+    store.admit("chat", decider("chat", TWO_CARDS, NOW)).unwrap()
     with pytest.raises(StateError, match="a GPUService and a BatchJob cannot share a name"):
-        store.admit(as_batch(decider("chat", TWO_CARDS, NOW)))
+        store.admit("chat", as_batch(decider("chat", TWO_CARDS, NOW)))
     assert [x.workload for x in store.snapshot().ledger.reservations] == ["chat"]
     store.release("chat", stopped)  # once the service is finished, the name is free again
-    job = store.admit(as_batch(decider("chat", TWO_CARDS, NOW))).unwrap()
+    job = store.admit("chat", as_batch(decider("chat", TWO_CARDS, NOW))).unwrap()
     assert job.record.workload.kind is WorkloadKind.BATCH
     # the batch job is the one its name now finds
     moved = store.update("chat", lambda r: evolve(r, endpoint_port=9))

@@ -149,7 +149,7 @@ def race(
         start.wait(timeout=BOUND_S)
         name = f"r{round_:03d}-p{index:02d}"
         try:
-            outcome = store.admit(decider(name, fleet, datetime.now(UTC), pause_s=pause_s))
+            outcome = store.admit(name, decider(name, fleet, datetime.now(UTC), pause_s=pause_s))
             said = "won" if is_successful(outcome) else outcome.failure().code.value
         except Exception as exc:
             said = f"error: {exc!r}"

@@ -11,8 +11,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
-from returns.pipeline import is_successful
-from returns.result import Result
+from returns.result import Failure, Result, Success
 
 from nodeau.domain.recording import (
     Conflict,
@@ -50,14 +49,19 @@ class FakeStateStore:
             return self._snapshot()
 
     def admit(
-        self, decide: Callable[[Snapshot], Result[Admission, Refusal]]
+        self, workload: str, decide: Callable[[Snapshot], Result[Admission, Refusal]]
     ) -> Result[Admission, Refusal]:
         with self._lock:
             snapshot = self._snapshot()
-            outcome = decide(snapshot)
-            if not is_successful(outcome):
-                return outcome
-            admission = outcome.unwrap()
+            match decide(snapshot):
+                case Failure() as refused:
+                    return refused
+                case Success(Admission() as admission) as outcome:
+                    pass
+            if admission.record.workload.name != workload:
+                raise ValueError(
+                    f"admit({workload!r}) decided about {admission.record.workload.name!r}"
+                )
             if isinstance(conflict := admitted_ledger(snapshot, admission), Conflict):
                 raise StateError(conflict.sentence)
             name = admission.record.workload.name

@@ -18,6 +18,7 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.ledger import read_ledger
 from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.adapters.kube.reports import publish_report
+from nodeau.apps.controller.bootstrap import kube_controller
 from nodeau.apps.controller.loop import Controller
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.memory import GIB
@@ -131,7 +132,9 @@ def ledger(api: Any) -> tuple[Reservation, ...]:
 
 
 def controller(api: Any, identity: str = "test-controller") -> Controller:
-    return Controller(api, clock=lambda: datetime.now(UTC), identity=identity, log=lambda _l: None)
+    return kube_controller(
+        api, clock=lambda: datetime.now(UTC), identity=identity, log=lambda _l: None
+    )
 
 
 def settle(

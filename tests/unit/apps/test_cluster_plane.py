@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,14 +30,13 @@ from nodeau.apps.cli.cluster_join import api_endpoint, join_step, parse_ttl
 from nodeau.apps.cli.cluster_plane import (
     KUBERNETES,
     MACHINE,
-    banner,
     choose,
     read_plane_file,
     write_plane_file,
 )
-from nodeau.apps.cli.cluster_run import NAME_SHAPE, object_name
 from nodeau.apps.cli.errors import SettingsError
 from nodeau.apps.cli.main import run
+from nodeau.apps.planes.kubernetes import banner, object_name
 
 TOKEN_CHARS = st.text(alphabet=ALPHABET, min_size=1, max_size=30)
 
@@ -134,7 +134,7 @@ def test_a_cluster_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
     assert lines[0] == banner(f"https://127.0.0.1:{port}", "ctx")
     assert len(lines) == 2
-    assert lines[1].startswith("nodeau: the Kubernetes API server cannot be reached: ")
+    assert lines[1].startswith("nodeau: cannot list gpuservices: the cluster does not answer (")
 
 
 @settings(max_examples=50)
@@ -237,15 +237,17 @@ def test_token_lifetimes() -> None:
 @given(st.text(min_size=1, max_size=80))
 def test_a_name_made_from_any_model_is_a_valid_kubernetes_name(model: str) -> None:
     try:
-        name = object_name(model, None)
+        name = object_name(None, model)
     except SettingsError as exc:
         assert "give --name" in str(exc)
         return
-    assert NAME_SHAPE.match(name) is not None
+    # Kubernetes' rule for object names (RFC 1123 subdomain), written out independently
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name) is not None
+    assert len(name) <= 253
 
 
 def test_a_given_name_is_kept_or_refused() -> None:
-    assert object_name("Qwen2.5 0.5B", None) == "qwen2.5-0.5b"
-    assert object_name("anything", "chat-1") == "chat-1"
+    assert object_name(None, "Qwen2.5 0.5B") == "qwen2.5-0.5b"
+    assert object_name("chat-1", "anything") == "chat-1"
     with pytest.raises(SettingsError, match="--name 'Chat_1'"):
-        object_name("anything", "Chat_1")
+        object_name("Chat_1", "anything")

@@ -10,10 +10,9 @@ from attrs import evolve
 from returns.pipeline import is_successful
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.marks import FleetMarks
+from nodeau.adapters.kube.objects import ask_of
 from nodeau.adapters.kube.pods import pod_manifest
 from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
-from nodeau.apps.controller.asks import Ask, ask_of
 from nodeau.apps.controller.decide import decider, resolve
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.health import Health, MachineHealth, Signal
@@ -23,6 +22,7 @@ from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
+from nodeau.ports.cluster import MarkedFleet, WorkloadAsk
 from nodeau.ports.state import Admission, Snapshot
 from tests.support.kube_controller import HUGE_ID, SMALL_ID, SUMMARY
 from tests.unit.domain.test_memory import TINY
@@ -55,8 +55,8 @@ def report(machine: str, cards: int, *artifacts: MachineArtifact, gib: int = 24)
     return MachineReport(reading=reading, at=NOW, artifacts=artifacts)
 
 
-def marks(*nodes: str, drained: tuple[str, ...] = (), **kw: Any) -> FleetMarks:
-    return FleetMarks(
+def marks(*nodes: str, drained: tuple[str, ...] = (), **kw: Any) -> MarkedFleet:
+    return MarkedFleet(
         nodes=nodes,
         drained=frozenset(drained),
         upgrading=frozenset(),
@@ -65,11 +65,12 @@ def marks(*nodes: str, drained: tuple[str, ...] = (), **kw: Any) -> FleetMarks:
     )
 
 
-def ask(name: str = "chat", model: str = "qwen", kind: WorkloadKind = WorkloadKind.SERVICE) -> Ask:
-    return Ask(
+def ask(
+    name: str = "chat", model: str = "qwen", kind: WorkloadKind = WorkloadKind.SERVICE
+) -> WorkloadAsk:
+    return WorkloadAsk(
         kind=kind,
         name=name,
-        uid="uid-1",
         model=model,
         task=Task.CHAT,
         context_tokens=None,

@@ -1,5 +1,7 @@
 """A machine's report, built from its ports: the cards it has and the models it holds verified.
 
+Shared by the node agent (every round) and ``nodeau join`` (its first report, once).
+
 Decisions recorded here:
 
 * An artifact is listed only when every one of its files is verified on this
@@ -29,12 +31,12 @@ from pathlib import Path
 
 from attrs import frozen
 
-from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.apps.models import model_names
 from nodeau.domain.aliases import AliasBook
 from nodeau.domain.artifacts import Artifact
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.model_info import ModelSummary
+from nodeau.ports.cluster import MachineArtifact, MachineReport
 from nodeau.ports.hardware import GpuInventory
 from nodeau.ports.models import ModelError, ModelInspector, ModelStore
 

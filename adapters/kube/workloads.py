@@ -1,0 +1,210 @@
+"""``ports.cluster.WorkloadObjects`` on GPUServices and BatchJobs in ``nodeau-system``.
+
+Decisions recorded here (the objects' form is ADR 0004's, objects.py reads and
+writes it):
+
+* Listing is every GPUService, then every BatchJob, each by creation time then
+  name: the order ``nodeau ps`` shows.
+* An object Nodeau is answerable for carries finalizer ``nodeau.ai/reservation``
+  ("guarded"): deleting it then only marks it, and it goes once the controller
+  has released its reservation and taken the finalizer off. Both finalizer
+  writes name the resourceVersion read, so a change in between is seen (False)
+  rather than overwritten.
+* A person's ask becomes the spec they would have applied: ``endpoint`` and the
+  recovery fields for a GPUService only, ``contextTokens`` only when given.
+* ``record``, ``admission`` and ``reservation`` in status are the state store's
+  (state_store.py); ``set_status`` refuses to write them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from kubernetes import client
+
+from nodeau.adapters.kube import events
+from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
+from nodeau.adapters.kube.objects import (
+    HERE,
+    KINDS,
+    PLURALS,
+    KubeObject,
+    get_object,
+    refused_status,
+    unknown,
+    view,
+    with_conditions,
+    write_status,
+)
+from nodeau.domain.refusals import Refusal
+from nodeau.domain.workloads import WorkloadKind
+from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject
+from nodeau.ports.state import UnknownWorkload
+
+STORE_OWNED = frozenset({"record", "admission", "reservation"})  # the state store's to write
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def spec_of_ask(ask: WorkloadAsk) -> dict[str, Any]:
+    """The spec a person applies for this ask."""
+    spec: dict[str, Any] = {"model": ask.model, "task": ask.task.value}
+    if ask.kind is WorkloadKind.SERVICE:
+        spec["recovery"] = ask.recovery.value
+        spec["recoveryAfterSeconds"] = int(ask.recovery_after.total_seconds())
+        spec["endpoint"] = "stopped" if ask.endpoint_stopped else "serving"
+    if ask.kind is WorkloadKind.BATCH and ask.requests:
+        spec["requests"] = [
+            {"custom_id": q.custom_id, "method": "POST", "url": q.url, "body": dict(q.body)}
+            for q in ask.requests
+        ]
+    if ask.context_tokens is not None:
+        spec["contextTokens"] = ask.context_tokens
+    return spec
+
+
+class KubeWorkloadObjects:
+    """GPUServices and BatchJobs through the API server (``identity`` signs the Events)."""
+
+    def __init__(self, api: Any, *, identity: str = "nodeau") -> None:
+        self._api = api
+        self._identity = identity
+        self._custom: Any = client.CustomObjectsApi(api)
+
+    def list_all(self) -> tuple[WorkloadObject, ...]:
+        out: list[WorkloadObject] = []
+        for kind, plural in PLURALS.items():
+            with api_errors(f"list {plural}"):
+                items = self._custom.list_namespaced_custom_object(
+                    *HERE, plural, _request_timeout=REQUEST_TIMEOUT
+                )["items"]
+            items.sort(
+                key=lambda o: (o["metadata"].get("creationTimestamp", ""), o["metadata"]["name"])
+            )
+            out.extend(view(KubeObject(kind=kind, body=o)) for o in items)
+        return tuple(out)
+
+    def get(self, kind: WorkloadKind, name: str) -> WorkloadObject | None:
+        found = get_object(self._api, kind, name)
+        return None if found is None else view(found)
+
+    def find(self, name: str) -> WorkloadObject | None:
+        for kind in (WorkloadKind.SERVICE, WorkloadKind.BATCH):
+            found = self.get(kind, name)
+            if found is not None:
+                return found
+        return None
+
+    def create(self, ask: WorkloadAsk) -> bool:
+        body = {
+            "apiVersion": r.API_VERSION,
+            "kind": KINDS[ask.kind],
+            "metadata": {"name": ask.name, "namespace": r.NAMESPACE},
+            "spec": spec_of_ask(ask),
+        }
+        try:
+            with api_errors(f"create {KINDS[ask.kind]} {ask.name}"):
+                self._custom.create_namespaced_custom_object(
+                    *HERE, PLURALS[ask.kind], body, _request_timeout=REQUEST_TIMEOUT
+                )
+        except Conflict:
+            return False
+        return True
+
+    def want_endpoint(self, kind: WorkloadKind, name: str, serving: bool) -> None:
+        patch = {"spec": {"endpoint": "serving" if serving else "stopped"}}
+        done = or_none(
+            f"change the spec of {KINDS[kind]} {name}",
+            lambda: self._custom.patch_namespaced_custom_object(
+                *HERE, PLURALS[kind], name, patch,
+                _content_type=MERGE_PATCH, _request_timeout=REQUEST_TIMEOUT,
+            ),
+        )  # fmt: skip
+        if done is None:
+            raise UnknownWorkload(unknown(name))
+
+    def delete(self, kind: WorkloadKind, name: str) -> None:
+        or_none(
+            f"delete {KINDS[kind]} {name}",
+            lambda: self._custom.delete_namespaced_custom_object(
+                *HERE, PLURALS[kind], name, _request_timeout=REQUEST_TIMEOUT
+            ),
+        )
+
+    def guard(self, obj: WorkloadObject) -> bool:
+        current = self._finalizers(obj)
+        if current is None:
+            return False
+        if r.FINALIZER in current:
+            return True
+        return self._set_finalizers(obj, [*current, r.FINALIZER])
+
+    def unguard(self, obj: WorkloadObject) -> bool:
+        current = self._finalizers(obj)
+        if current is None:
+            return False
+        if r.FINALIZER not in current:
+            return True
+        return self._set_finalizers(obj, [f for f in current if f != r.FINALIZER])
+
+    def set_status(
+        self,
+        kind: WorkloadKind,
+        name: str,
+        fields: Mapping[str, Any],
+        conditions: Sequence[Condition],
+        at: datetime,
+    ) -> None:
+        owned = STORE_OWNED & set(fields)
+        if owned:
+            raise ValueError(f"set_status may not write {', '.join(sorted(owned))}")
+
+        def apply(current: KubeObject) -> dict[str, Any]:
+            status = {**current.status, **fields}
+            status = {k: v for k, v in status.items() if v is not None}
+            if conditions:
+                status["conditions"] = with_conditions(status, conditions, at, current.generation)
+            return status
+
+        write_status(self._api, kind, name, apply)
+
+    def record_refusal(self, kind: WorkloadKind, name: str, refusal: Refusal, at: datetime) -> None:
+        written = write_status(
+            self._api, kind, name, lambda current: refused_status(current, refusal, at)
+        )
+        events.record(
+            self._api,
+            workload=name,
+            involved=written,
+            reason="Refused",
+            message=f"{refusal.code.value}: {refusal.sentence}",
+            at=at,
+            identity=self._identity,
+            warning=True,
+        )
+
+    # -- plumbing
+
+    def _finalizers(self, obj: WorkloadObject) -> list[str] | None:
+        """The object's finalizers (others' too) at the version read; None when it changed
+        or went since (its watch event brings it back)."""
+        found = get_object(self._api, obj.kind, obj.name)
+        if found is None or found.version != obj.version:
+            return None
+        return list(found.body["metadata"].get("finalizers") or [])
+
+    def _set_finalizers(self, obj: WorkloadObject, finalizers: list[str]) -> bool:
+        """Replace the finalizers under the version read; False when it changed or went."""
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": obj.version}}
+        try:
+            done = or_none(
+                f"set the finalizers of {obj.title}",
+                lambda: self._custom.patch_namespaced_custom_object(
+                    *HERE, PLURALS[obj.kind], obj.name, patch, _request_timeout=REQUEST_TIMEOUT
+                ),
+            )
+        except Conflict:
+            return False  # it changed since it was read: its watch event brings it back
+        return done is not None

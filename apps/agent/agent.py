@@ -1,0 +1,125 @@
+"""One machine's agent: each round, build its report from its ports and publish it.
+
+Decisions recorded here:
+
+* A round that fails (cluster unreachable or refusing, no kubeconfig yet,
+  cards unreadable) is one line, and the next round tries again: an expected
+  failure is a ``NodeauError``; anything else is a bug and propagates with its
+  traceback.
+* The cluster is connected to lazily, in the first round that publishes, and
+  again after every round whose connection could not be made.
+* A problem is printed when it appears, not again every round while it lasts;
+  "published" is printed for the first report and after a failed round.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import datetime
+
+from nodeau.apps.machine_report import build_report
+from nodeau.domain.catalog import Catalog
+from nodeau.domain.model_info import ModelSummary
+from nodeau.ports.cluster import ClusterError, ClusterRefused, MachineReports, NoAnswer
+from nodeau.ports.errors import NodeauError
+from nodeau.ports.hardware import GpuInventory
+from nodeau.ports.models import CatalogError, CatalogSource, ModelInspector, ModelStore
+from nodeau.ports.registry import ArtifactRegistry
+
+PROG = "nodeau-agent"
+
+Link = tuple[str, MachineReports]  # the cluster's address (for messages) and its reports
+
+
+class Agent:
+    """One machine's agent: its ports, its link to the cluster, what it last said."""
+
+    def __init__(
+        self,
+        *,
+        machine: str,
+        connect: Callable[[], Link],
+        inventory: GpuInventory,
+        store: ModelStore,
+        registry: ArtifactRegistry,
+        catalog: CatalogSource,
+        inspector: ModelInspector,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.machine = machine
+        self.connect = connect
+        self.inventory = inventory
+        self.store = store
+        self.registry = registry
+        self.catalog_source = catalog
+        self.inspector = inspector
+        self.clock = clock
+        self.summaries: dict[str, ModelSummary] = {}
+        self.link: Link | None = None
+        self.said: frozenset[str] = frozenset()  # the problems the last round printed
+        self.published = False  # whether the last round published
+
+    def catalog(self) -> tuple[Catalog, tuple[str, ...]]:
+        try:
+            return self.catalog_source.load(), ()
+        except CatalogError as exc:
+            return Catalog(entries=()), (f"catalog not read, its names are left out: {exc}",)
+
+    def round(self) -> bool:
+        """Read, build and publish one report; True when it was published."""
+        catalog, problems = self.catalog()
+        try:
+            built = build_report(
+                inventory=self.inventory,
+                store=self.store,
+                book=self.registry.book(),
+                catalog=catalog,
+                inspector=self.inspector,
+                now=self.clock(),
+                summaries=self.summaries,
+            )
+        except NodeauError as exc:
+            return self._failed(f"cannot report: {exc.one_line()}")
+        try:
+            if self.link is None:
+                self.link = self.connect()
+            _, reports = self.link
+            reports.publish(built.report)
+        except ClusterError as exc:
+            where = None if self.link is None else self.link[0]
+            return self._failed(f"cannot publish: {cluster_problem(exc, where)}")
+        if not self.published:
+            reading = built.report.reading
+            sim = " simulated" if reading.simulated else ""
+            print(
+                f"{PROG}: published the report of {self.machine}: {len(reading.gpus)}{sim} "
+                f"GPU(s), {len(built.report.artifacts)} verified model(s)",
+                file=sys.stderr,
+                flush=True,
+            )
+        self.published = True
+        self._say((*problems, *built.problems))
+        return True
+
+    def _failed(self, problem: str) -> bool:
+        self._say((problem,))
+        self.published = False
+        return False
+
+    def _say(self, lines: tuple[str, ...]) -> None:
+        """Print the lines the previous round did not print already."""
+        for line in lines:
+            if line not in self.said:
+                print(f"{PROG}: {line}", file=sys.stderr, flush=True)
+        self.said = frozenset(lines)
+
+
+def cluster_problem(exc: ClusterError, server: str | None) -> str:
+    """One line for a failure to reach or write to the cluster at ``server``."""
+    where = f" at {server}" if server is not None else ""
+    if isinstance(exc, NoAnswer):
+        return f"the cluster{where} does not answer ({exc.reason})"
+    if isinstance(exc, ClusterRefused):
+        return f"the cluster{where} refused: {exc.status} {exc.message}"
+    return exc.one_line()

@@ -1,0 +1,443 @@
+"""Ports of the fleet's cluster, one per role: reports, marks, health, objects, Pods, events.
+
+The controller, the agent and the CLI talk to the cluster only through these
+(docs/adr/0005-cluster-ports.md); ``nodeau.adapters.kube`` implements them on a
+Kubernetes API server and ``tests/support/fake_cluster.py`` in memory, and the
+same contract suite checks both. Every failure to reach the cluster or to have
+it do what was asked is a ``ClusterError``, raised ``from`` the client's own
+error; "not there" is not a failure: each method says what it answers then
+(None, False, or ``UnknownWorkload``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from attrs import field, frozen
+
+from nodeau.domain.artifacts import is_sha256_hex
+from nodeau.domain.batches import BatchRequest
+from nodeau.domain.hardware import AgentReport, MachineReading
+from nodeau.domain.health import MachineHealth, Signals
+from nodeau.domain.lifecycle import ServerPhase
+from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.placement import Policy, SchedulingSettings
+from nodeau.domain.records import WorkloadRecord
+from nodeau.domain.refusals import Refusal
+from nodeau.domain.reservations import Ledger
+from nodeau.domain.scheduling import DrainChange, SettingsChange
+from nodeau.domain.tasks import Task
+from nodeau.domain.workloads import RecoveryMode, WorkloadKind
+from nodeau.ports.errors import NodeauError
+
+# -- failures ------------------------------------------------------------------------------------
+
+
+class ClusterError(NodeauError):
+    """The cluster could not be reached, or would not do what was asked; one line for a person."""
+
+
+class ClusterUnreachable(ClusterError):
+    """No cluster is configured that could be reached (no kubeconfig, no context, no Pod)."""
+
+
+class NoAnswer(ClusterUnreachable):
+    """A request got no answer from the API server (refused connection, timeout, TLS)."""
+
+    def __init__(self, what: str, reason: str, detail: str | None = None) -> None:
+        super().__init__(f"cannot {what}: the cluster does not answer ({detail or reason})")
+        self.what = what
+        self.reason = reason  # the client's whole message, on one line
+        self.detail = detail or reason  # its innermost cause, when it names one
+
+
+class ClusterRefused(ClusterError):
+    """The API server answered with an error status."""
+
+    def __init__(self, what: str, status: int, message: str) -> None:
+        super().__init__(f"cannot {what}: {status} {message}")
+        self.what = what
+        self.status = status
+        self.message = message  # what the API server said, on one line
+
+    def one_line(self) -> str:
+        hint = {
+            401: " (the kubeconfig's credentials were not accepted)",
+            403: " (the kubeconfig's user may not do this)",
+            404: " (are Nodeau's CRDs installed? kubectl apply -f deploy/)",
+        }.get(self.status, "")
+        return f"the Kubernetes API answered {self.status}: {' '.join(self.message.split())}{hint}"
+
+
+class Unauthorized(ClusterRefused):
+    """401: the credentials were not accepted."""
+
+
+class Forbidden(ClusterRefused):
+    """403: the credentials may not do this."""
+
+
+class NotFound(ClusterRefused):
+    """404 where something had to be there (a resource type not installed, say)."""
+
+
+class Conflict(ClusterRefused):
+    """409: a write lost a race (stale version, or created meanwhile); read again and retry."""
+
+
+class UnknownMachine(ClusterError):
+    """No machine (Node) by that name in the cluster."""
+
+
+class TokenError(ClusterError):
+    """The cluster would not take a bootstrap token."""
+
+
+# -- values --------------------------------------------------------------------------------------
+
+
+def _sha256_hex(_instance: object, _attribute: object, value: str) -> None:
+    if not is_sha256_hex(value):
+        raise ValueError(f"an artifact id is 64 lowercase hex digits, got {value!r}")
+
+
+def _aware(_instance: object, _attribute: object, value: datetime) -> None:
+    if value.utcoffset() is None:
+        raise ValueError(f"a report's moment must carry a timezone, got {value.isoformat()}")
+
+
+@frozen(kw_only=True)
+class MachineArtifact:
+    """One artifact verified on the reporting machine, and where its file is there."""
+
+    id: str = field(validator=_sha256_hex)  # SHA-256 hex
+    names: tuple[str, ...]  # aliases and catalog names it is known by on that machine
+    size_bytes: int
+    path: str  # the verified file (the first one of a split artifact)
+    summary: ModelSummary
+
+
+@frozen(kw_only=True)
+class MachineReport:
+    """What one machine's agent published at one moment: its cards and its verified models."""
+
+    reading: MachineReading
+    at: datetime = field(validator=_aware)
+    artifacts: tuple[MachineArtifact, ...] = ()
+
+    @property
+    def machine(self) -> str:
+        return self.reading.machine
+
+    def as_agent_report(self, *, control_plane: bool = False) -> AgentReport:
+        """The domain's agent report (the cards only) this report makes."""
+        return self.reading.as_report(self.at, control_plane=control_plane)
+
+
+@frozen(kw_only=True)
+class ReportSet:
+    """Every readable report, and one line for each machine whose report could not be read."""
+
+    reports: tuple[MachineReport, ...]
+    problems: tuple[str, ...]
+
+
+@frozen(kw_only=True)
+class MarkedFleet:
+    """Every machine, the marks a person put on them, and the scheduling settings they make."""
+
+    nodes: tuple[str, ...]
+    drained: frozenset[str]
+    upgrading: frozenset[str]
+    control_plane: frozenset[str]
+    settings: SchedulingSettings
+
+
+@frozen(kw_only=True)
+class WorkloadAsk:
+    """What a person asks of a workload: which model, for which task, recovering how."""
+
+    kind: WorkloadKind
+    name: str
+    model: str
+    task: Task = Task.CHAT
+    context_tokens: int | None = None
+    recovery: RecoveryMode = RecoveryMode.NEVER
+    recovery_after: timedelta = timedelta(seconds=180)
+    endpoint_stopped: bool = False
+    requests: tuple[BatchRequest, ...] = ()  # a batch job's requests, in order
+
+
+@frozen(kw_only=True)
+class Condition:
+    """One condition a workload's status states (``Admitted``, ``Placed``, ``Ready``)."""
+
+    type: str
+    ok: bool
+    reason: str
+    message: str
+
+
+@frozen(kw_only=True)
+class WorkloadObject:
+    """A GPUService or BatchJob as read: what was asked, what was recorded, where it stands.
+
+    ``spec`` and ``status`` are the object's JSON as docs/adr/0004 defines it, for
+    commands that show it whole; ``ask`` and ``record`` are the same read into values
+    (None when absent or unreadable).
+    """
+
+    kind: WorkloadKind
+    name: str
+    title: str  # how a message names it: "GPUService nodeau-system/chat"
+    uid: str
+    version: str  # the version read; a guarded write names it
+    generation: int | None
+    ask: WorkloadAsk | None
+    record: WorkloadRecord | None
+    spec: Mapping[str, Any] = field(factory=dict, eq=False)
+    status: Mapping[str, Any] = field(factory=dict, eq=False)
+    guarded: bool = False  # its reservation is released before it can go
+    deleting: bool = False  # someone deleted it; it goes once unguarded
+
+    @property
+    def decided(self) -> bool:
+        """Whether admission has decided on it (admitted it, or refused it)."""
+        return bool(self.status.get("state"))
+
+    @property
+    def refused(self) -> bool:
+        """Whether admission said no to it (recorded by ``record_refusal``)."""
+        return self.status.get("state") == "refused"
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint its status shows ("" for none)."""
+        return str(self.status.get("endpoint") or "")
+
+    def condition(self, type_: str) -> Condition | None:
+        """The condition of that type its status states, if any."""
+        for c in self.status.get("conditions") or ():
+            if c.get("type") == type_:
+                return Condition(
+                    type=type_,
+                    ok=c.get("status") == "True",
+                    reason=str(c.get("reason", "")),
+                    message=str(c.get("message", "")),
+                )
+        return None
+
+
+@frozen(kw_only=True)
+class ServerPod:
+    """A workload's model server as the cluster runs it: where, on which card, how it is."""
+
+    workload: str
+    kind: WorkloadKind
+    machine: str | None
+    gpu_uuid: str | None
+    phase: ServerPhase
+    endpoint: str | None  # its OpenAI-compatible address, once it has one
+
+
+@frozen(kw_only=True)
+class BootstrapToken:
+    """A bootstrap token: its public id and its secret half (6 and 16 of [a-z0-9])."""
+
+    id: str
+    secret: str
+
+    def __attrs_post_init__(self) -> None:
+        alphabet = set("abcdefghijklmnopqrstuvwxyz0123456789")
+        shaped = len(self.id) == 6 and len(self.secret) == 16
+        if not shaped or not set(self.id + self.secret) <= alphabet:
+            raise ValueError("a bootstrap token is 6 and 16 characters of [a-z0-9]")
+
+    @property
+    def text(self) -> str:
+        """The token as kubeadm takes it: ``<id>.<secret>``."""
+        return f"{self.id}.{self.secret}"
+
+
+# -- ports ---------------------------------------------------------------------------------------
+
+
+class MachineReports(Protocol):
+    """Each machine's latest report and the two signals its health is assessed from."""
+
+    def publish(self, report: MachineReport) -> None:
+        """Make ``report`` its machine's latest (the last publish wins, whatever its moment)."""
+        ...
+
+    def read(self) -> ReportSet:
+        """Every readable report, by machine; one line per machine whose report does not read
+        (it never stops the others being read)."""
+        ...
+
+    def signals(self) -> Mapping[str, Signals]:
+        """Per machine in the cluster: when its node heartbeat and its agent report were last
+        seen (None: never), and whether it is marked upgrading."""
+        ...
+
+
+class FleetMarks(Protocol):
+    """A person's marks: drained machines and the scheduling policy. Marks change what
+    happens to new placements only; writing one never touches a running workload."""
+
+    def read(self) -> MarkedFleet:
+        """The machines and their marks now (a policy no one set is the domain's default)."""
+        ...
+
+    def drain(self, machine: str, at: datetime) -> DrainChange:
+        """Mark the machine drained since ``at``; UnknownMachine when there is none."""
+        ...
+
+    def undrain(self, machine: str) -> DrainChange:
+        """Take the drained mark off; UnknownMachine when there is no such machine."""
+        ...
+
+    def set_policy(self, policy: Policy, machine: str | None = None) -> SettingsChange:
+        """Set the fleet-wide policy, or one machine's override (UnknownMachine if none)."""
+        ...
+
+
+class ReservationLedger(Protocol):
+    """What each card holds, as the plane's authority records it (read-only here)."""
+
+    def read(self) -> Ledger:
+        """The reservations now; empty before the first admission."""
+        ...
+
+
+class HealthRecords(Protocol):
+    """Each machine's health as the controller last assessed it (so "since" survives)."""
+
+    def read(self) -> Mapping[str, MachineHealth]:
+        """The last assessment of each machine; one that does not read is left out."""
+        ...
+
+    def write(self, health: Mapping[str, MachineHealth]) -> None:
+        """Record the fleet's health: exactly these machines."""
+        ...
+
+
+class WorkloadObjects(Protocol):
+    """GPUServices and BatchJobs: what people ask for, and the status Nodeau shows on them.
+
+    A GPUService and a BatchJob may share a name; methods taking a kind address one.
+    The record and admission in a status are the state store's to write.
+    """
+
+    def list_all(self) -> tuple[WorkloadObject, ...]:
+        """Every GPUService, then every BatchJob, each oldest first (then by name)."""
+        ...
+
+    def get(self, kind: WorkloadKind, name: str) -> WorkloadObject | None:
+        """The object of that kind and name, or None."""
+        ...
+
+    def find(self, name: str) -> WorkloadObject | None:
+        """The GPUService called ``name``, else the BatchJob, else None."""
+        ...
+
+    def create(self, ask: WorkloadAsk) -> bool:
+        """Create the object asked for (no status); False when one by that name exists."""
+        ...
+
+    def want_endpoint(self, kind: WorkloadKind, name: str, serving: bool) -> None:
+        """Ask for a service's endpoint on or off (the model stays loaded either way);
+        UnknownWorkload when there is no such object."""
+        ...
+
+    def delete(self, kind: WorkloadKind, name: str) -> None:
+        """Ask for the object to go: a guarded one stays, deleting, until unguarded. None
+        by that name is fine."""
+        ...
+
+    def guard(self, obj: WorkloadObject) -> bool:
+        """Make the object wait for its reservation's release before it can go; False when
+        it changed or went since ``obj`` was read (read it again)."""
+        ...
+
+    def unguard(self, obj: WorkloadObject) -> bool:
+        """Let the object go (a deleting one then goes); False when it changed since read."""
+        ...
+
+    def set_status(
+        self,
+        kind: WorkloadKind,
+        name: str,
+        fields: Mapping[str, Any],
+        conditions: Sequence[Condition],
+        at: datetime,
+    ) -> None:
+        """Merge ``fields`` into the status (None removes one) and state ``conditions`` (a
+        condition's transition time moves only when it flips). ValueError for the store's
+        own fields (record, admission, reservation); UnknownWorkload when no such object."""
+        ...
+
+    def record_refusal(self, kind: WorkloadKind, name: str, refusal: Refusal, at: datetime) -> None:
+        """Say on the object why admission refused it: status, condition and a warning
+        event. UnknownWorkload when there is no such object; nothing is created."""
+        ...
+
+
+class ServerPods(Protocol):
+    """The model-server Pod of each admitted workload, pinned to its machine and card."""
+
+    def read(self, kind: WorkloadKind, workload: str) -> ServerPod | None:
+        """The workload's server as it is now, or None when there is none."""
+        ...
+
+    def create(self, record: WorkloadRecord, owner: WorkloadObject) -> bool:
+        """Start the server the record's admitted configuration calls for, on its machine
+        and card; False when it exists already."""
+        ...
+
+    def delete(self, kind: WorkloadKind, workload: str) -> bool:
+        """Ask the server to go; False when there was none."""
+        ...
+
+
+class EventLog(Protocol):
+    """What happened to workloads, for people reading the cluster's own event history."""
+
+    def record(
+        self,
+        about: WorkloadObject,
+        reason: str,
+        message: str,
+        at: datetime,
+        *,
+        warning: bool = False,
+    ) -> None:
+        """Record one event about the object (reasons: Placed, Started, Serving...)."""
+        ...
+
+
+class WorkloadWatch(Protocol):
+    """Changes to workload objects and their servers, as they happen."""
+
+    def start(self, notify: Callable[[WorkloadKind, str], None], stop: threading.Event) -> None:
+        """Call ``notify(kind, name)`` from background threads for every object seen (listed,
+        added, changed, deleted, or its server changed) until ``stop`` is set. It survives
+        the cluster's failures; a periodic full pass covers what it misses."""
+        ...
+
+
+class BootstrapTokens(Protocol):
+    """Tokens that let a new machine join the cluster."""
+
+    def create(
+        self, *, now: datetime, ttl: timedelta, description: str
+    ) -> tuple[BootstrapToken, datetime]:
+        """A fresh token valid for ``ttl`` from ``now``, and when it expires; TokenError when
+        the cluster will not take one."""
+        ...
+
+    def ca_pin(self) -> str:
+        """The pin (``sha256:HEX``) of the certificate authority this client trusts."""
+        ...

@@ -1,0 +1,388 @@
+"""The cluster ports' contract, run against the in-memory fake here and against the
+Kubernetes adapters on a real API server in tests/kube/test_cluster_ports_contract.py.
+
+Every test takes a ``cluster`` (a ``Harness``): the role ports, the state store that
+writes beside them, and what stands for the world around a cluster (a machine
+joining, its servers running, the event history a person reads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+import pytest
+from returns.pipeline import is_successful
+
+from nodeau.domain.health import Health, MachineHealth, Signal
+from nodeau.domain.lifecycle import ServerPhase, with_state
+from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.placement import Policy, SchedulingSettings
+from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.reservations import Ledger
+from nodeau.domain.scheduling import change_fleet_policy, drain, set_machine_policy, undrain
+from nodeau.domain.tasks import Task
+from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
+from nodeau.ports.cluster import (
+    Condition,
+    EventLog,
+    FleetMarks,
+    HealthRecords,
+    MachineReports,
+    ReservationLedger,
+    ServerPods,
+    UnknownMachine,
+    WorkloadAsk,
+    WorkloadObjects,
+)
+from nodeau.ports.state import Admission, StateStore, UnknownWorkload
+from tests.support.admissions import ARTIFACT, decider, fleet_of
+from tests.support.fake_cluster import FakeCluster, machine_report, verified
+from tests.support.fakes import StepClock
+from tests.unit.domain.test_memory import TINY
+
+START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+NOW = datetime(2026, 3, 1, 12, 0, 0, 250, tzinfo=UTC)
+SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
+SUMMARY = ModelSummary(
+    architecture=TINY,
+    quantisation="Q8_0",
+    tensor_count=21,
+    tensor_bytes=100,
+    has_tokenizer=True,
+    has_chat_template=True,
+)
+
+
+class Harness(Protocol):
+    """A cluster's ports, and the world around them."""
+
+    @property
+    def store(self) -> StateStore: ...
+
+    @property
+    def objects(self) -> WorkloadObjects: ...
+
+    @property
+    def pods(self) -> ServerPods: ...
+
+    @property
+    def marks(self) -> FleetMarks: ...
+
+    @property
+    def reports(self) -> MachineReports: ...
+
+    @property
+    def health(self) -> HealthRecords: ...
+
+    @property
+    def ledger(self) -> ReservationLedger: ...
+
+    @property
+    def events(self) -> EventLog: ...
+
+    def add_node(self, name: str, *, control_plane: bool = False) -> None: ...
+
+    def said(self, workload: str) -> list[str]:
+        """The messages of every event recorded about the workload, oldest first."""
+        ...
+
+    def settle(self, done: Callable[[], bool], what: str) -> None:
+        """Let the machines run their servers until ``done()`` holds."""
+        ...
+
+
+class FakeHarness(FakeCluster):
+    def said(self, workload: str) -> list[str]:
+        ours = [s.message for s in self.events.said if s.workload == workload]
+        return [e.text for e in self.store.events(workload)] + ours
+
+    def settle(self, done: Callable[[], bool], what: str) -> None:
+        self.pods.run()
+        assert done(), what
+
+
+@pytest.fixture
+def cluster() -> Harness:
+    return FakeHarness(StepClock(start=START))
+
+
+def service(name: str = "chat", **fields: object) -> WorkloadAsk:
+    return WorkloadAsk(kind=SERVICE, name=name, model="qwen-race", **fields)  # type: ignore[arg-type]
+
+
+def admitted(cluster: Harness, name: str = "chat", cards: int = 1) -> Admission:
+    outcome = cluster.store.admit(name, decider(name, fleet_of(cards), NOW))
+    assert is_successful(outcome), outcome
+    found: Admission = outcome.unwrap()
+    return found
+
+
+# -- workload objects
+
+
+def test_an_object_is_created_once_and_read_back_as_asked(cluster: Harness) -> None:
+    asked = service(
+        task=Task.EMBED,
+        context_tokens=2048,
+        recovery=RecoveryMode.AUTOMATIC,
+        recovery_after=timedelta(seconds=90),
+    )
+    assert cluster.objects.create(asked) is True
+    assert cluster.objects.create(service()) is False
+    found = cluster.objects.get(SERVICE, "chat")
+    assert found is not None
+    assert found.ask == asked
+    assert (found.kind, found.name, found.record) == (SERVICE, "chat", None)
+    assert (found.decided, found.refused, found.guarded, found.deleting) == (
+        False,
+        False,
+        False,
+        False,
+    )
+    assert found.endpoint == ""
+    assert found.condition("Ready") is None
+    assert cluster.objects.get(BATCH, "chat") is None
+    assert cluster.objects.find("nothing") is None
+
+
+def test_find_prefers_the_gpuservice_and_listing_is_services_then_jobs_oldest_first(
+    cluster: Harness,
+) -> None:
+    job = WorkloadAsk(kind=BATCH, name="chat", model="qwen-race", requests=())
+    for ask in (service("a"), job, service("b")):  # (creation is kept to the second)
+        assert cluster.objects.create(ask)
+    found = cluster.objects.find("chat")
+    assert found is not None and found.kind is BATCH
+    assert cluster.objects.create(service("chat"))
+    found = cluster.objects.find("chat")
+    assert found is not None and found.kind is SERVICE
+    listed = [(o.kind, o.name) for o in cluster.objects.list_all()]
+    assert listed == [(SERVICE, "a"), (SERVICE, "b"), (SERVICE, "chat"), (BATCH, "chat")]
+
+
+def test_the_endpoint_is_asked_off_and_on(cluster: Harness) -> None:
+    cluster.objects.create(service())
+    cluster.objects.want_endpoint(SERVICE, "chat", serving=False)
+    found = cluster.objects.get(SERVICE, "chat")
+    assert found is not None and found.ask is not None and found.ask.endpoint_stopped
+    cluster.objects.want_endpoint(SERVICE, "chat", serving=True)
+    found = cluster.objects.get(SERVICE, "chat")
+    assert found is not None and found.ask is not None and not found.ask.endpoint_stopped
+    with pytest.raises(UnknownWorkload):
+        cluster.objects.want_endpoint(SERVICE, "nothing", serving=False)
+
+
+def test_a_guarded_object_stays_deleting_until_it_is_unguarded(cluster: Harness) -> None:
+    cluster.objects.create(service())
+    first = cluster.objects.get(SERVICE, "chat")
+    assert first is not None
+    assert cluster.objects.guard(first)
+    guarded = cluster.objects.get(SERVICE, "chat")
+    assert guarded is not None and guarded.guarded
+    assert not cluster.objects.unguard(first)  # read before the guard: it changed since
+    cluster.objects.delete(SERVICE, "chat")
+    deleting = cluster.objects.get(SERVICE, "chat")
+    assert deleting is not None and deleting.deleting and deleting.guarded
+    assert cluster.objects.unguard(deleting)
+    assert cluster.objects.get(SERVICE, "chat") is None
+    cluster.objects.delete(SERVICE, "chat")  # none by that name: fine
+
+
+def test_an_unguarded_object_goes_at_once(cluster: Harness) -> None:
+    cluster.objects.create(service())
+    cluster.objects.delete(SERVICE, "chat")
+    assert cluster.objects.get(SERVICE, "chat") is None
+    cluster.objects.create(service())
+    stale = cluster.objects.get(SERVICE, "chat")
+    assert stale is not None
+    cluster.objects.want_endpoint(SERVICE, "chat", serving=False)
+    assert not cluster.objects.guard(stale)
+
+
+def test_set_status_merges_fields_and_states_conditions(cluster: Harness) -> None:
+    cluster.objects.create(service())
+    loading = Condition(type="Ready", ok=False, reason="Starting", message="loading")
+    cluster.objects.set_status(SERVICE, "chat", {"endpoint": "http://x/v1"}, [loading], START)
+    found = cluster.objects.get(SERVICE, "chat")
+    assert found is not None
+    assert (found.endpoint, found.condition("Ready")) == ("http://x/v1", loading)
+    serving = Condition(type="Ready", ok=True, reason="Serving", message="answering")
+    cluster.objects.set_status(SERVICE, "chat", {"endpoint": None}, [serving], START)
+    found = cluster.objects.get(SERVICE, "chat")
+    assert found is not None
+    assert (found.endpoint, found.condition("Ready")) == ("", serving)
+    with pytest.raises(ValueError, match="may not write record"):
+        cluster.objects.set_status(SERVICE, "chat", {"record": {}}, (), START)
+    with pytest.raises(UnknownWorkload):
+        cluster.objects.set_status(BATCH, "chat", {"endpoint": ""}, (), START)
+
+
+def test_a_refusal_is_shown_on_the_object_with_a_warning_event(cluster: Harness) -> None:
+    refusal = Refusal.of(ReasonCode.NO_FREE_CARD, "every card that fits is held")
+    with pytest.raises(UnknownWorkload):
+        cluster.objects.record_refusal(SERVICE, "chat", refusal, START)
+    cluster.objects.create(service())
+    cluster.objects.record_refusal(SERVICE, "chat", refusal, START)
+    found = cluster.objects.get(SERVICE, "chat")
+    assert found is not None
+    assert (found.decided, found.refused, found.record) == (True, True, None)
+    said = "capacity.no-free-card: every card that fits is held"
+    assert found.condition("Admitted") == Condition(
+        type="Admitted", ok=False, reason="Capacity", message=said
+    )
+    assert found.status["refusal"] == {
+        "kind": "capacity",
+        "code": "capacity.no-free-card",
+        "message": "every card that fits is held",
+    }
+    assert said in cluster.said("chat")
+    assert cluster.ledger.read() == Ledger()
+
+
+def test_an_admission_shows_on_the_object_and_in_the_ledger(cluster: Harness) -> None:
+    cluster.objects.create(service())
+    chat = admitted(cluster)
+    found = cluster.objects.get(SERVICE, "chat")
+    assert found is not None
+    assert (found.decided, found.refused, found.record) == (True, False, chat.record)
+    assert found.status["state"] == "admitted"
+    assert (found.status["machine"], found.status["gpuUUID"]) == ("m1", "GPU-0000-race")
+    assert cluster.ledger.read().reservations == (chat.placement.reservation,)
+    # an admission with no object yet makes one, as a person would have applied it
+    embed = admitted(cluster, "embed", cards=2)
+    made = cluster.objects.get(SERVICE, "embed")
+    assert made is not None and made.record == embed.record
+    assert made.ask is not None and made.ask.model == "qwen-race"
+
+
+# -- servers
+
+
+def test_a_server_is_made_once_runs_and_goes(cluster: Harness) -> None:
+    cluster.add_node("m1")
+    cluster.objects.create(service())
+    record = admitted(cluster).record
+    owner = cluster.objects.get(SERVICE, "chat")
+    assert owner is not None
+    assert cluster.pods.read(SERVICE, "chat") is None
+    assert cluster.pods.create(record, owner) is True
+    assert cluster.pods.create(record, owner) is False
+    made = cluster.pods.read(SERVICE, "chat")
+    assert made is not None
+    assert (made.workload, made.kind, made.machine, made.gpu_uuid) == (
+        "chat",
+        SERVICE,
+        "m1",
+        "GPU-0000-race",
+    )
+    assert made.phase in (ServerPhase.STARTING, ServerPhase.READY)
+
+    def ready() -> bool:
+        now = cluster.pods.read(SERVICE, "chat")
+        return now is not None and now.phase is ServerPhase.READY
+
+    cluster.settle(ready, "the server answers")
+    up = cluster.pods.read(SERVICE, "chat")
+    assert up is not None and up.endpoint is not None and up.endpoint.startswith("http://")
+    assert cluster.pods.read(BATCH, "chat") is None
+    assert cluster.pods.delete(SERVICE, "chat") is True
+    gone = cluster.pods.read(SERVICE, "chat")
+    assert gone is None or gone.phase is ServerPhase.DELETING
+    assert cluster.pods.delete(BATCH, "chat") is False
+
+
+# -- events
+
+
+def test_an_event_is_kept_about_its_workload(cluster: Harness) -> None:
+    cluster.objects.create(service())
+    found = cluster.objects.get(SERVICE, "chat")
+    assert found is not None
+    cluster.events.record(found, "Placed", "on m1, the fullest card", START)
+    cluster.events.record(found, "Started", "model server created", START + timedelta(seconds=1))
+    said = cluster.said("chat")
+    assert said.index("on m1, the fullest card") < said.index("model server created")
+    assert cluster.said("other") == []
+
+
+# -- marks, reports, health
+
+
+def test_marks_start_empty_and_drain_and_policy_say_what_they_touch(cluster: Harness) -> None:
+    cluster.add_node("m1")
+    cluster.add_node("cp", control_plane=True)
+    marks = cluster.marks.read()
+    assert marks.nodes == ("cp", "m1")
+    assert (marks.drained, marks.upgrading, marks.control_plane) == (
+        frozenset(),
+        frozenset(),
+        frozenset({"cp"}),
+    )
+    assert marks.settings == SchedulingSettings()
+    cluster.objects.create(service())
+    admitted(cluster)  # one workload on m1
+    assert cluster.marks.drain("m1", START) == drain(frozenset(), "m1", 1)
+    assert cluster.marks.read().drained == frozenset({"m1"})
+    assert cluster.marks.undrain("m1") == undrain(frozenset({"m1"}), "m1")
+    assert cluster.marks.read().drained == frozenset()
+    assert cluster.marks.set_policy(Policy.SPREAD) == change_fleet_policy(
+        SchedulingSettings(), Policy.SPREAD, 1
+    )
+    spread = SchedulingSettings(fleet_policy=Policy.SPREAD)
+    assert cluster.marks.set_policy(Policy.PACK, "m1") == set_machine_policy(
+        spread, "m1", Policy.PACK, 1
+    )
+    assert cluster.marks.read().settings == SchedulingSettings(
+        fleet_policy=Policy.SPREAD, overrides=(("m1", Policy.PACK),)
+    )
+    for unknown in (
+        lambda: cluster.marks.drain("m9", START),
+        lambda: cluster.marks.undrain("m9"),
+        lambda: cluster.marks.set_policy(Policy.PACK, "m9"),
+    ):
+        with pytest.raises(UnknownMachine, match=r"^no machine called 'm9' in the cluster"):
+            unknown()
+
+
+def test_the_last_report_of_each_machine_is_read_back_whole(cluster: Harness) -> None:
+    cluster.add_node("m1")
+    assert cluster.reports.read().reports == ()
+    model = verified("m1", SUMMARY, sha=ARTIFACT, name="qwen", gib=4)
+    first = machine_report("m1", 2, model, at=START)
+    cluster.reports.publish(first)
+    later = machine_report("m1", 1, at=START - timedelta(minutes=1))  # the last publish wins
+    other = machine_report("m2", 1, at=START)  # a machine that is not a Node (yet)
+    cluster.reports.publish(other)
+    assert cluster.reports.read().reports == (first, other)
+    cluster.reports.publish(later)
+    assert cluster.reports.read().reports == (later, other)
+    assert cluster.reports.read().problems == ()
+    signals = cluster.reports.signals()
+    assert set(signals) == {"m1"}
+    assert (signals["m1"].agent_report_at, signals["m1"].upgrading) == (later.at, False)
+
+
+def test_health_records_are_what_was_written_last(cluster: Harness) -> None:
+    assert cluster.health.read() == {}
+    quiet = MachineHealth(
+        state=Health.UNREACHABLE,
+        since=START,
+        quiet=frozenset({Signal.NODE_HEARTBEAT, Signal.AGENT_REPORT}),
+        sentence="m2 stopped answering",
+    )
+    fine = MachineHealth(state=Health.REPORTING, since=None, quiet=frozenset(), sentence="ok")
+    cluster.health.write({"m1": fine, "m2": quiet})
+    assert cluster.health.read() == {"m1": fine, "m2": quiet}
+    cluster.health.write({"m1": fine})
+    assert cluster.health.read() == {"m1": fine}
+
+
+def test_the_ledger_is_the_stores(cluster: Harness) -> None:
+    assert cluster.ledger.read() == Ledger()
+    cluster.objects.create(service())
+    chat = admitted(cluster)
+    assert cluster.ledger.read() == Ledger(reservations=(chat.placement.reservation,))
+    cluster.store.release("chat", lambda r: with_state(r, WorkloadState.STOPPED, NOW))
+    assert cluster.ledger.read() == Ledger()
