@@ -15,9 +15,19 @@ another would refuse. Decisions recorded here:
 * An update keeps name, card and whether the card is held; a release keeps
   name and card and ends in a finished state. Anything else is a programming
   error too.
+* Where the ledger and the workloads' records are written separately (a
+  cluster), a reservation is backed when its workload's record holds exactly
+  that reservation and has not finished. Any other is a crash's leftover,
+  unless another writer claimed it less than ``CLAIM_GRACE`` ago: that is an
+  admission in flight, and its decision stands.
+* A record that already holds a live admission of another card is never
+  overwritten.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from attrs import frozen
 from returns.result import Failure, Success
@@ -28,6 +38,8 @@ from nodeau.domain.records import Admission, Snapshot, WorkloadRecord
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger, Reservation, reserve
 from nodeau.domain.workloads import holds_gpu
+
+CLAIM_GRACE = timedelta(minutes=2)  # an admission in flight longer than this is a leftover
 
 
 @frozen(kw_only=True)
@@ -119,3 +131,37 @@ def released_text(record: WorkloadRecord, reservation: Reservation) -> str:
         f"{record.workload.state.value}; {reservation.gpu_uuid} on {reservation.machine} "
         f"is free again ({gib(reservation.bytes)} released)"
     )
+
+
+@frozen(kw_only=True)
+class Claim:
+    """Who wrote a workload's reservation, and when."""
+
+    by: str
+    at: datetime
+
+
+@frozen(kw_only=True)
+class Backing:
+    """What a workload's own record says it holds: its admitted reservation, if it still
+    holds a card (None when nothing is recorded, or the workload has finished)."""
+
+    workload: str
+    holds: Reservation | None
+
+
+def leftovers(reservations: Iterable[Reservation], backings: Iterable[Backing]) -> frozenset[str]:
+    """The workloads whose reservation no record backs."""
+    held = {(b.workload, b.holds) for b in backings if b.holds is not None}
+    return frozenset(x.workload for x in reservations if (x.workload, x) not in held)
+
+
+def in_flight(claim: Claim | None, identity: str, now: datetime) -> bool:
+    """Whether an unbacked reservation is another writer's fresh claim (its admission in
+    flight, whose decision stands) rather than a leftover."""
+    return claim is not None and claim.by != identity and now - claim.at < CLAIM_GRACE
+
+
+def holds_other_card(recorded: Backing, admission: Admission) -> bool:
+    """Whether the record holds a live admission of a different reservation."""
+    return recorded.holds is not None and recorded.holds != admission.placement.reservation

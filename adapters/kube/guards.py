@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from nodeau.adapters.kube.ledger import CLAIM_GRACE, LedgerRead
+from nodeau.adapters.kube.ledger import LedgerRead, backing_of
 from nodeau.adapters.kube.objects import KubeObject, record_of
-from nodeau.adapters.record_json import to_plain
-from nodeau.domain.reservations import Reservation
+from nodeau.domain.recording import holds_other_card as recorded_other_card
+from nodeau.domain.recording import in_flight
 from nodeau.domain.workloads import FINISHED, WorkloadKind
 from nodeau.ports.state import Admission, StateError, WorkloadRecord
 
@@ -31,12 +31,7 @@ class AdmissionInFlight(StateError):
 
 def holds_other_card(current: KubeObject, admission: Admission) -> bool:
     """Whether the object records a live admission of a different reservation."""
-    if "admission" not in current.status or "record" not in current.status:
-        return False
-    if record_of(current).workload.state in FINISHED:
-        return False
-    recorded = current.status.get("reservation")
-    return bool(recorded != to_plain(admission.placement.reservation, Reservation))
+    return recorded_other_card(backing_of(current), admission)
 
 
 def check_name_free(
@@ -60,9 +55,8 @@ def check_in_flight(ledger: LedgerRead, name: str, now: datetime, identity: str)
     """AdmissionInFlight when ``name``'s unbacked reservation is another controller's fresh
     claim: its admission is in flight, and its decision will stand."""
     claim = ledger.claims.get(name)
-    if claim is None or claim.by == identity or now - claim.at >= CLAIM_GRACE:
-        return
-    raise AdmissionInFlight(
-        f"{name} is being admitted by {claim.by} (since {claim.at.isoformat()}); "
-        "its decision stands"
-    )
+    if claim is not None and in_flight(claim, identity, now):
+        raise AdmissionInFlight(
+            f"{name} is being admitted by {claim.by} (since {claim.at.isoformat()}); "
+            "its decision stands"
+        )

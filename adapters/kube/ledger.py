@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime, timedelta
 from typing import Any
 
 from attrs import frozen
@@ -38,21 +37,14 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, or_none
 from nodeau.adapters.kube.objects import KubeObject, list_objects, record_of
 from nodeau.adapters.record_json import RecordError, from_plain, to_plain
+from nodeau.domain.recording import Backing, Claim
+from nodeau.domain.recording import leftovers as domain_leftovers
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.workloads import FINISHED, WorkloadKind
 from nodeau.ports.state import Snapshot, StateError, WorkloadRecord
 
 WHERE = f"ConfigMap {r.NAMESPACE}/{r.LEDGER_CONFIGMAP}"
 CLAIMS_KEY = "claims"
-CLAIM_GRACE = timedelta(minutes=2)  # an admission in flight longer than this is a leftover
-
-
-@frozen(kw_only=True)
-class Claim:
-    """Who wrote a workload's reservation, and when."""
-
-    by: str
-    at: datetime
 
 
 @frozen(kw_only=True)
@@ -157,22 +149,24 @@ def parse(text: str) -> tuple[Reservation, ...]:
     return tuple(sorted(found, key=lambda x: x.workload))
 
 
+def backing_of(found: KubeObject) -> Backing:
+    """What the object's status says its workload holds (the domain's ``Backing``)."""
+    status = found.status
+    state = (status.get("record") or {}).get("workload", {}).get("state")
+    if "admission" not in status or state is None or state in {s.value for s in FINISHED}:
+        return Backing(workload=found.name, holds=None)
+    try:
+        held = from_plain(status.get("reservation"), Reservation, f"{found.title}'s reservation")
+    except RecordError as exc:
+        raise StateError(" ".join(str(exc).split())) from exc
+    return Backing(workload=found.name, holds=held)
+
+
 def leftovers(
     reservations: tuple[Reservation, ...], objects: tuple[KubeObject, ...]
 ) -> frozenset[str]:
     """The workloads whose reservation no object's recorded admission backs."""
-    return frozenset(x.workload for x in reservations if not any(_backs(o, x) for o in objects))
-
-
-def _backs(found: KubeObject, reservation: Reservation) -> bool:
-    status = found.status
-    admitted = status.get("reservation") if "admission" in status else None
-    state = (status.get("record") or {}).get("workload", {}).get("state")
-    return (
-        found.name == reservation.workload
-        and admitted == to_plain(reservation, Reservation)
-        and state not in {s.value for s in FINISHED}
-    )
+    return domain_leftovers(reservations, (backing_of(o) for o in objects))
 
 
 @frozen(kw_only=True)

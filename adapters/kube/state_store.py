@@ -54,7 +54,6 @@ from nodeau.adapters.kube.guards import (
     holds_other_card,
 )
 from nodeau.adapters.kube.ledger import (
-    Claim,
     leftovers,
     read_ledger,
     read_state,
@@ -74,14 +73,15 @@ from nodeau.adapters.kube.objects import (
 )
 from nodeau.adapters.record_json import RecordError, unpack
 from nodeau.domain.recording import (
-    Conflict as RecordingConflict,
-)
-from nodeau.domain.recording import (
+    Claim,
     admitted_ledger,
     admitted_text,
     check_release,
     check_update,
     released_text,
+)
+from nodeau.domain.recording import (
+    Conflict as RecordingConflict,
 )
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger, Reservation
