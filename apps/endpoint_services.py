@@ -3,7 +3,6 @@ supervised background process where neither exists, which it says)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -51,5 +50,5 @@ def endpoint_manager(settings: Settings) -> Endpoints:
     run_dir.mkdir(parents=True, exist_ok=True)
     settings.log_dir.mkdir(parents=True, exist_ok=True)
     return Endpoints(
-        settings=settings, manager=choose_service_manager(os.environ, sys.platform, run_dir)
+        settings=settings, manager=choose_service_manager(settings.environ, sys.platform, run_dir)
     )

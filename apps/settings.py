@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
+from types import MappingProxyType
 
-from attrs import frozen
+from attrs import field, frozen
 
 from nodeau.domain.memory import GIB, Allowances
+from nodeau.ports.errors import SettingsError
 
 DEFAULT_PUBLISHER = "https://huggingface.co"
 DEFAULT_RESERVE = 2 * GIB
@@ -23,7 +25,12 @@ DEFAULT_RESERVE = 2 * GIB
 
 @frozen(kw_only=True)
 class Settings:
-    """Everything the CLI is configured with, read once."""
+    """Everything an app is configured with, read once by its composition root.
+
+    ``environ`` is the environment as it was read: what a model server or a user
+    service is started with, and where the plane and the kubeconfig are chosen.
+    Nothing else reads the environment.
+    """
 
     home: Path
     machine: str
@@ -32,6 +39,7 @@ class Settings:
     reserve_bytes: int
     allowances: Allowances
     simulated_gpus: str | None = None  # e.g. "1 x 24 GiB": simulated cards, the model on the CPU
+    environ: Mapping[str, str] = field(factory=dict, eq=False, repr=False)
 
     @property
     def models_root(self) -> Path:
@@ -73,7 +81,11 @@ def shipped_catalog() -> Path:
 
 def settings_from(env: Mapping[str, str]) -> Settings:
     """Settings from environment variables, each with a documented default."""
-    reserve = env.get("NODEAU_DISK_RESERVE_BYTES")
+    reserve = env.get("NODEAU_DISK_RESERVE_BYTES", "").strip()
+    if reserve and not reserve.isdigit():
+        raise SettingsError(
+            f"NODEAU_DISK_RESERVE_BYTES must be a whole number of bytes, got {reserve!r}"
+        )
     return Settings(
         home=data_home(env),
         machine=env.get("NODEAU_MACHINE") or platform.node() or "localhost",
@@ -82,6 +94,7 @@ def settings_from(env: Mapping[str, str]) -> Settings:
         reserve_bytes=int(reserve) if reserve else DEFAULT_RESERVE,
         allowances=Allowances(),
         simulated_gpus=env.get("NODEAU_SIMULATED_GPUS") or None,
+        environ=MappingProxyType(dict(env)),
     )
 
 

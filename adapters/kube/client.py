@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -70,12 +70,19 @@ class Connection:
     context: str | None  # the kubeconfig context used; None in-cluster
 
 
-def connect(kubeconfig: Path | None = None, context: str | None = None) -> Connection:
-    """A client for the cluster kubectl would talk to; ClusterUnreachable when there is none."""
+def connect(
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Connection:
+    """A client for the cluster kubectl would talk to; ClusterUnreachable when there is none.
+
+    Without ``kubeconfig``: ``KUBECONFIG`` in ``environ`` (the caller's settings; none
+    given, none read), else ~/.kube/config, else the in-cluster service account."""
     if kubeconfig is not None:
         return _from_kubeconfig(str(kubeconfig), context)
-    if os.environ.get("KUBECONFIG"):
-        return _from_kubeconfig(os.environ["KUBECONFIG"], context)
+    if environ is not None and environ.get("KUBECONFIG"):
+        return _from_kubeconfig(environ["KUBECONFIG"], context)
     home = Path("~/.kube/config").expanduser()
     if home.is_file():
         return _from_kubeconfig(str(home), context)

@@ -57,7 +57,7 @@ def default_machine() -> str:
 
 def kube_link(kubeconfig: Path | None) -> Link:
     """Connect as kubectl would (or with ``kubeconfig``): the server and its reports."""
-    connection = connect(kubeconfig)
+    connection = connect(kubeconfig, None, os.environ)
     return connection.server, KubeMachineReports(connection.api)
 
 

@@ -22,6 +22,7 @@ from nodeau.apps.settings import (
 )
 
 if TYPE_CHECKING:
+    from nodeau.apps.cli.cluster_plane import PlaneChoice
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.planes.plane import Plane
@@ -84,14 +85,19 @@ class LazyMachineParts:
         from nodeau.adapters.llama_server import LlamaServerRuntime, ModelServer
         from nodeau.apps.machine import model_server
 
-        choice = model_server(os.environ)
+        choice = model_server(self._settings.environ)
         simulated = self._settings.simulated_gpus is not None
         memory = None if simulated else self.inventory.process_memory
         if choice.server is ModelServer.LLAMA_CPP_PYTHON:
             return LlamaCppPythonRuntime(
-                choice.program, library=choice.library, inventory_memory=memory
+                choice.program,
+                library=choice.library,
+                inventory_memory=memory,
+                environ=self._settings.environ,
             )
-        return LlamaServerRuntime(choice.program, inventory_memory=memory)
+        return LlamaServerRuntime(
+            choice.program, inventory_memory=memory, environ=self._settings.environ
+        )
 
     @cached_property
     def endpoints(self) -> Endpoints:
@@ -100,11 +106,17 @@ class LazyMachineParts:
         return endpoint_manager(self._settings)
 
 
-def plane() -> Plane:
-    """The plane this command acts on (``cluster_plane.chosen``); a command asks once."""
-    from nodeau.apps.cli.cluster_plane import chosen
+def plane_choice() -> PlaneChoice:
+    """Which plane this command acts on: NODEAU_PLANE, else plane.json, else this machine."""
+    from nodeau.apps.cli.cluster_plane import choose
 
-    choice = chosen()
+    s = settings()
+    return choose(s.environ, s.home)
+
+
+def plane() -> Plane:
+    """The plane this command acts on (``plane_choice``); a command asks once."""
+    choice = plane_choice()
     if choice.kubernetes:
         from nodeau.apps.cli.cluster_plane import open_cluster
         from nodeau.apps.planes.kubernetes import KubernetesPlane

@@ -18,7 +18,6 @@ Decisions recorded here:
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,7 @@ from urllib.parse import urlsplit
 from cyclopts import Parameter
 from returns.result import Failure, Success
 
-from nodeau.apps.cli.cluster_plane import PlaneChoice, chosen, open_cluster, write_plane_file
+from nodeau.apps.cli.cluster_plane import PlaneChoice, open_cluster, write_plane_file
 from nodeau.apps.cli.errors import SettingsError
 from nodeau.ports.cluster import BootstrapToken, MachineReports
 
@@ -73,7 +72,10 @@ def join_step(server: str, token: str, ca_hash: str) -> list[str]:
 
 def default_kubeconfig() -> Path:
     """The kubeconfig kubectl would use: $KUBECONFIG, else ~/.kube/config."""
-    return Path(os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser())
+    from nodeau.apps.cli.bootstrap import settings
+
+    kubeconfig = settings().environ.get("KUBECONFIG")
+    return Path(kubeconfig) if kubeconfig else Path("~/.kube/config").expanduser()
 
 
 def invite(*, ttl: str = "24h") -> int:
@@ -163,7 +165,9 @@ def join(
     if dry_run:
         print("agent report: not published (--dry-run); the agent reports when it starts")
         return 0
-    return publish_first_report(chosen())
+    from nodeau.apps.cli.bootstrap import plane_choice
+
+    return publish_first_report(plane_choice())
 
 
 def publish_first_report(choice: PlaneChoice) -> int:

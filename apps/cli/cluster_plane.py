@@ -21,7 +21,6 @@ Decisions recorded here:
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -104,18 +103,6 @@ def choose(env: Mapping[str, str], home: Path) -> PlaneChoice:
     return recorded if recorded is not None else PlaneChoice(plane=MACHINE, origin="default")
 
 
-def chosen() -> PlaneChoice:
-    """The plane this process's commands act on."""
-    from nodeau.apps.cli.bootstrap import data_home
-
-    return choose(os.environ, data_home(os.environ))
-
-
-def on_kubernetes() -> bool:
-    """Whether commands act on a fleet on Kubernetes (cheap: no client is imported)."""
-    return chosen().kubernetes
-
-
 def write_plane_file(home: Path, *, kubeconfig: Path | None, context: str | None) -> Path:
     """Record that this machine's CLI acts on the fleet on Kubernetes; the file's path."""
     path = plane_file(home)
@@ -141,8 +128,14 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
     from nodeau.adapters.kube.workloads import KubeWorkloadObjects
     from nodeau.apps.planes.kubernetes import FleetCluster, banner
 
-    c = choice if choice is not None else chosen()
-    connection = connect(c.kubeconfig, c.context)
+    if choice is None:
+        from nodeau.apps.cli.bootstrap import plane_choice
+
+        choice = plane_choice()
+    c = choice
+    from nodeau.apps.cli.bootstrap import settings
+
+    connection = connect(c.kubeconfig, c.context, settings().environ)
     print(banner(connection.server, connection.context), file=sys.stderr, flush=True)
     api = connection.api
     return FleetCluster(

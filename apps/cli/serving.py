@@ -249,13 +249,12 @@ def environment(*, json: bool = False) -> int:
 
 def server_line() -> str:
     """Which model server ``run`` would start, and why; or why there is none."""
-    import os
-
+    from nodeau.apps.cli.bootstrap import settings
     from nodeau.apps.machine import model_server
     from nodeau.ports.errors import SettingsError
 
     try:
-        choice = model_server(os.environ)
+        choice = model_server(settings().environ)
     except SettingsError as exc:
         return str(exc)
     return f"{choice.server.value} ({choice.program}): {choice.reason}"

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         print("--resync must be a positive number of seconds", file=sys.stderr)
         return 2
     try:
-        connection = connect(args.kubeconfig, args.context)
+        connection = connect(args.kubeconfig, args.context, os.environ)
     except NodeauError as exc:
         print(f"nodeau controller: {exc.one_line()}", file=sys.stderr)
         return 2

@@ -37,6 +37,7 @@ ROWS: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
     (("fleet", "list"), {"NODEAU_SIMULATED_GPUS": "lots"}, 1, "nodeau: NODEAU_SIMULATED_GPUS"),
     (("environment",), {"NODEAU_SIMULATED_GPUS": "0 x 0 GiB"}, 1, "nodeau: NODEAU_SIMULATED_GPUS"),
     (("ps",), {"NODEAU_PLANE": "moon"}, 1, "nodeau: NODEAU_PLANE must be one of"),
+    (("ps",), {"NODEAU_DISK_RESERVE_BYTES": "2G"}, 1, "nodeau: NODEAU_DISK_RESERVE_BYTES must"),
 ]
 
 
@@ -103,4 +104,5 @@ def test_a_fleet_that_cannot_be_reached_is_one_line(tmp_path: Path, args: tuple[
     assert "Traceback" not in done.stderr
     assert done.returncode == 1, done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert "the cluster does not answer (" in last and last.startswith("nodeau: cannot "), done.stderr
+    assert last.startswith("nodeau: cannot "), done.stderr
+    assert "the cluster does not answer (" in last, done.stderr

@@ -72,9 +72,7 @@ def test_an_explicit_kubeconfig_is_used_with_its_current_context(
 def test_kubeconfig_from_the_environment_then_from_home(
     cluster: Cluster, nowhere: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(cluster.kubeconfig))
-    assert answers(connect())
-    monkeypatch.delenv("KUBECONFIG")
+    assert answers(connect(environ={"KUBECONFIG": str(cluster.kubeconfig)}))
     (nowhere / ".kube").mkdir()
     (nowhere / ".kube" / "config").write_text(cluster.kubeconfig.read_text())
     from_home = connect()
@@ -110,9 +108,8 @@ def test_a_missing_or_broken_kubeconfig_is_one_line_naming_the_file(
     with pytest.raises(ClusterUnreachable) as caught:
         connect(missing)
     assert one_line(caught) == f"{missing}: no such kubeconfig file"
-    monkeypatch.setenv("KUBECONFIG", str(missing))
     with pytest.raises(ClusterUnreachable) as caught:
-        connect()
+        connect(environ={"KUBECONFIG": str(missing)})
     assert one_line(caught) == f"{missing}: no such kubeconfig file"
     for text in ("clusters: [unclosed\n  - {", "just a sentence", "contexts: []\n"):
         broken = tmp_path / "broken.yaml"
