@@ -4,13 +4,36 @@ A short ``python -I -S`` launcher starts the command with ``start_new_session``,
 prints its pid and exits at once, so the started process is not a child of a
 long-lived Python (no zombie, no ResourceWarning) and survives the command
 that started it.
+
+A process nobody waits for leaves no exit status behind; a model server's supervisor
+needs one ("killed by signal 9"). ``reaped_launcher_argv`` leaves a reaper instead: the
+launcher forks a child that leaves the launcher's session (``setsid``), starts the
+command (in a session of its own, as above), tells the launcher its pid, and then
+replaces itself (``exec``) with a few lines of Python that wait for the command and
+write how it ended to a status file. Decisions:
+
+* The reaper is in neither the caller's session nor the command's process group, so
+  stopping the command through its group stops the command only; the reaper then writes
+  the status and exits. Stopping whatever started it (a user service's whole group)
+  never touches either.
+* The reaper's command line names only the pid and the status file, never the command's
+  arguments: a search for processes serving a model file finds the server alone.
+* The status file is removed before the command starts, written whole (a rename) when
+  it ends, and names the pid it is about: ``{"pid", "code", "signal", "signal_name",
+  "at"}`` (``code`` for an exit status, ``signal`` for a death by signal; ``at`` in
+  seconds since the epoch).
+* If the reaper itself is killed, the command is re-parented to init and no status is
+  written: its end is then unknown.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from attrs import frozen
 
 LAUNCHER = """
 import os, subprocess, sys
@@ -29,6 +52,109 @@ sys.stdout.flush()
 os._exit(0)
 """
 
+# Runs as `python -I -S -c REAPER PID STATUS_FILE` in the process that started PID.
+REAPER = """
+import json, os, signal, sys, time
+pid, path = int(sys.argv[1]), sys.argv[2]
+while True:
+    try:
+        _, status = os.waitpid(pid, 0)
+        break
+    except InterruptedError:
+        continue
+    except ChildProcessError:
+        os._exit(1)
+code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+number = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+try:
+    name = signal.Signals(number).name if number is not None else None
+except ValueError:
+    name = None
+said = {"pid": pid, "code": code, "signal": number, "signal_name": name, "at": time.time()}
+with open(path + ".partial", "w") as f:
+    json.dump(said, f)
+os.replace(path + ".partial", path)
+os._exit(0)
+"""
+
+# Runs as `python -I -S -c REAPING_LAUNCHER LOG STATUS_FILE COMMAND...`.
+REAPING_LAUNCHER = f"""
+import os, subprocess, sys
+REAPER = {REAPER!r}
+log_path, status_path, command = sys.argv[1], sys.argv[2], sys.argv[3:]
+read, write = os.pipe()
+if os.fork() == 0:
+    try:
+        os.close(read)
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        try:
+            os.unlink(status_path)
+        except OSError:
+            pass
+        with open(log_path, "ab") as log:
+            child = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, close_fds=True,
+            )
+    except OSError as exc:
+        os.write(write, ("error: " + str(exc)).encode())
+        os._exit(1)
+    os.write(write, str(child.pid).encode())
+    os.close(write)
+    try:
+        os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", REAPER,
+                                  str(child.pid), status_path])
+    finally:
+        os._exit(1)
+os.close(write)
+said = b""
+while True:
+    chunk = os.read(read, 4096)
+    if not chunk:
+        break
+    said += chunk
+sys.stdout.write(said.decode("utf-8", "replace"))
+sys.stdout.flush()
+os._exit(0 if said.isdigit() else 1)
+"""
+
+
+@frozen(kw_only=True)
+class ProcessEnd:
+    """How a reaped process ended, as its reaper wrote it."""
+
+    pid: int
+    code: int | None  # its exit status, when it exited
+    signal: int | None  # the signal that ended it, when one did
+    signal_name: str | None
+    at: float  # seconds since the epoch
+
+
+def read_status(path: Path, pid: int) -> ProcessEnd | None:
+    """How process ``pid`` ended, from the status file its reaper wrote; None when there is
+    none, it is about another pid, or it cannot be read."""
+    try:
+        said = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(said, dict) or said.get("pid") != pid:
+        return None
+    code, number, name, at = (said.get(k) for k in ("code", "signal", "signal_name", "at"))
+    if not isinstance(at, int | float) or isinstance(at, bool):
+        return None
+    if not (isinstance(code, int) or isinstance(number, int)):
+        return None
+    return ProcessEnd(
+        pid=pid,
+        code=code if isinstance(code, int) else None,
+        signal=number if isinstance(number, int) else None,
+        signal_name=name if isinstance(name, str) else None,
+        at=float(at),
+    )
+
 
 def launcher_argv(log_path: Path, command: Sequence[str]) -> tuple[str, ...]:
     """The argv that starts ``command`` detached, appending its output to ``log_path``.
@@ -36,3 +162,14 @@ def launcher_argv(log_path: Path, command: Sequence[str]) -> tuple[str, ...]:
     The launcher prints the started pid (or ``error: ...``) on its stdout.
     """
     return (sys.executable, "-I", "-S", "-c", LAUNCHER, str(log_path), *command)
+
+
+def reaped_launcher_argv(
+    log_path: Path, status_path: Path, command: Sequence[str]
+) -> tuple[str, ...]:
+    """As ``launcher_argv``, leaving a reaper that writes how ``command`` ended to
+    ``status_path`` (``read_status`` reads it)."""
+    return (
+        sys.executable, "-I", "-S", "-c", REAPING_LAUNCHER, str(log_path), str(status_path),
+        *command,
+    )  # fmt: skip

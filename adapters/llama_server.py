@@ -10,6 +10,9 @@ Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
   the context each slot serves (``/props``) is that padded figure.
 - Starting, readiness, stopping, logs and memory are the shared
   ``nodeau.adapters.model_server_process`` mechanics.
+- A server is started again (``relaunch_for``) by the program its recorded command line
+  names, on its card or not as that command line says, whatever this process's
+  environment would choose: a restart runs what was admitted.
 - Which model server runs (``choose_runtime``): llama-server when it is
   configured or on ``$PATH``, else llama-cpp-python's embedded server when its
   package is installed, else a llama-server built by scripts/build-llama-server.
@@ -27,7 +30,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from attrs import frozen
@@ -41,9 +44,13 @@ from nodeau.adapters.model_server_process import (
     ServerProcessRuntime,
     free_port,
     log_excerpt,
+    server_alive,
+    server_exit,
+    stop_server,
 )
 from nodeau.domain.tasks import Task
-from nodeau.ports.runtime import RuntimeFailure, ServerSpec
+from nodeau.domain.workloads import ServerExit
+from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerSpec
 
 __all__ = [
     "HOST",
@@ -51,12 +58,15 @@ __all__ = [
     "SOURCE_RSS_SIMULATED",
     "SOURCE_RSS_UNLISTED",
     "LlamaServerRuntime",
+    "LocalServerProcesses",
     "ModelServer",
+    "Relaunch",
     "RuntimeChoice",
     "choose_runtime",
     "find_llama_server",
     "free_port",
     "log_excerpt",
+    "relaunch_for",
     "server_command",
     "server_environment",
 ]
@@ -261,3 +271,70 @@ class LlamaServerRuntime(ServerProcessRuntime):
 
     def environment(self, base: Mapping[str, str], spec: ServerSpec) -> dict[str, str]:
         return server_environment(base, spec.gpu_uuid)
+
+
+@frozen(kw_only=True)
+class Relaunch:
+    """How to start a recorded server again: the runtime that runs its program, and whether
+    it ran on its card."""
+
+    runtime: ServerProcessRuntime
+    on_card: bool
+
+
+def relaunch_for(
+    command: Sequence[str], environ: Mapping[str, str] | None = None
+) -> Relaunch | None:
+    """The runtime that started a server with ``command`` (llama-server, or llama-cpp-python's
+    server run by the Python it names), starting from ``environ`` (default: this process's);
+    None for a command line neither would have made."""
+    args = tuple(command)
+    if len(args) > 4 and args[1:4] == ("-I", "-m", "llama_cpp.server"):
+        from nodeau.adapters.llama_cpp_python import LlamaCppPythonRuntime
+
+        env = os.environ if environ is None else environ
+        usable, library = _llama_cpp_library(env, _newest_build(env))
+        runtime: ServerProcessRuntime = LlamaCppPythonRuntime(
+            Path(args[0]), library=library if usable else None, environ=environ
+        )
+        layers = _value_of(args, "--n_gpu_layers")
+    elif args and "--model" in args and "--alias" in args:
+        runtime = LlamaServerRuntime(Path(args[0]), environ=environ)
+        layers = _value_of(args, "--n-gpu-layers")
+    else:
+        return None
+    if layers is None:
+        return None
+    return Relaunch(runtime=runtime, on_card=layers != "0")
+
+
+def _value_of(args: tuple[str, ...], flag: str) -> str | None:
+    at = args.index(flag) if flag in args else -1
+    return args[at + 1] if 0 <= at < len(args) - 1 else None
+
+
+class LocalServerProcesses:
+    """What a supervisor asks of the model server processes on this machine: whether one
+    runs, how it ended, how to start it again and how to stop it (any runtime's)."""
+
+    def __init__(
+        self, environ: Mapping[str, str] | None = None, status_wait_s: float = 0.5
+    ) -> None:
+        """``environ``: the environment a restarted server starts from (default: this
+        process's); ``status_wait_s``: how long to wait for a reaper's status."""
+        self._environ = environ
+        self._status_wait_s = status_wait_s
+
+    def alive(self, server: RunningServer) -> bool:
+        return server_alive(server)
+
+    def exit_of(
+        self, server: RunningServer, log_path: Path, *, starting: bool = False
+    ) -> ServerExit | None:
+        return server_exit(server, log_path, starting=starting, wait_s=self._status_wait_s)
+
+    def relaunch(self, server: RunningServer) -> Relaunch | None:
+        return relaunch_for(server.command, self._environ)
+
+    def stop(self, server: RunningServer, grace_s: float) -> None:
+        stop_server(server, grace_s)

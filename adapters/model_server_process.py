@@ -15,6 +15,12 @@ Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
   because another process took its port first is started again on a new port.
 - Memory is NVML's figure for the pid on a GPU machine, else the resident set
   size, labelled with how it was read.
+- How a server ended is kept: its launcher leaves a reaper that writes the exit status
+  (code or signal, and when) to ``<log>.exit.json`` (``nodeau.adapters.detached``);
+  ``server_exit`` reads it for the server it names, or says there is none.
+- ``start`` tells ``launched`` about each process it launches before it waits for it, so
+  a caller can record it at once: a start interrupted half-way leaves a server someone
+  knows about.
 """
 
 from __future__ import annotations
@@ -27,13 +33,12 @@ import subprocess
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
-
 from nodeau.adapters import processes
-from nodeau.adapters.detached import launcher_argv
+from nodeau.adapters.detached import read_status, reaped_launcher_argv
+from nodeau.domain.workloads import ServerExit
 from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
 
 HOST = "127.0.0.1"
@@ -47,6 +52,7 @@ _KILL_WAIT_S = 5.0
 _LAUNCH_TIMEOUT_S = 30.0
 _EXCERPT_CHARS = 800
 _TAIL_BYTES = 64 * 1024
+_STATUS_WAIT_S = 0.5  # a reaper writes its status within milliseconds of the end
 _LOG_LINE = re.compile(r"^\d+\.\d+\.\d+\.\d+ ([A-Z]) (.*)$")
 
 
@@ -84,6 +90,54 @@ def log_excerpt(path: Path, offset: int = 0) -> str:
     return excerpt if len(excerpt) <= _EXCERPT_CHARS else excerpt[: _EXCERPT_CHARS - 3] + "..."
 
 
+def exit_path(log_path: Path) -> Path:
+    """Where the reaper of a server logging to ``log_path`` writes how it ended."""
+    return log_path.with_name(log_path.name + ".exit.json")
+
+
+def server_exit(
+    server: RunningServer, log_path: Path, *, starting: bool = False, wait_s: float = 0.0
+) -> ServerExit | None:
+    """How ``server`` ended, as its reaper wrote it beside ``log_path`` (waiting up to
+    ``wait_s`` for the file); None when no status names it (its reaper was gone too, or
+    it was started before reapers were)."""
+    path = exit_path(log_path)
+    deadline = time.monotonic() + wait_s
+    while (end := read_status(path, server.pid)) is None and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+    if end is None:
+        return None
+    at = datetime.fromtimestamp(end.at, UTC)
+    if at < server.started_at - timedelta(seconds=processes.SAME_START_S):
+        return None  # about an earlier process that had the same pid
+    if end.signal is not None:
+        return ServerExit.killed(end.signal, end.signal_name, at, starting=starting)
+    if end.code is not None:
+        return ServerExit.exited(end.code, at, starting=starting)
+    return None
+
+
+def server_alive(server: RunningServer) -> bool:
+    """Whether ``server``'s process still runs as it was started (any runtime's ``alive``)."""
+    return processes.alive(_process(server))
+
+
+def log_tail(path: Path, lines: int) -> tuple[str, ...]:
+    """The last ``lines`` lines of a log (at most the last MiB of it); () when there is none."""
+    if lines <= 0:
+        return ()
+    try:
+        with path.open("rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            f.seek(max(0, end - 1024 * 1024))
+            text = f.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ()
+    except OSError as exc:
+        raise RuntimeFailure(f"{path}: cannot read the log ({exc.strerror or exc})") from exc
+    return tuple(text.splitlines()[-lines:])
+
+
 class ServerProcessRuntime(ABC):
     """ModelRuntime for a server started as a detached process; subclasses say how to start it."""
 
@@ -118,7 +172,15 @@ class ServerProcessRuntime(ABC):
     def environment(self, base: Mapping[str, str], spec: ServerSpec) -> dict[str, str]:
         """The server's environment, made from ``base``."""
 
-    def start(self, spec: ServerSpec, ready_timeout_s: float) -> RunningServer:
+    def start(
+        self,
+        spec: ServerSpec,
+        ready_timeout_s: float,
+        *,
+        launched: Callable[[RunningServer], None] | None = None,
+    ) -> RunningServer:
+        """``ModelRuntime.start``; ``launched`` is told of each process launched, before its
+        readiness is awaited."""
         self.check(spec)
         if not spec.model_path.is_file():
             raise RuntimeFailure(f"{spec.model_path}: no such model file")
@@ -136,6 +198,12 @@ class ServerProcessRuntime(ABC):
                 command=command,
                 created_at=processes.started(pid),
             )
+            if launched is not None:
+                try:
+                    launched(server)
+                except BaseException:
+                    self._kill(server)  # nobody knows of it: it must not outlive this start
+                    raise
             outcome = self._wait_ready(server, deadline)
             if outcome == "ready":
                 return server
@@ -155,13 +223,10 @@ class ServerProcessRuntime(ABC):
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def alive(self, server: RunningServer) -> bool:
-        return processes.alive(_process(server))
+        return server_alive(server)
 
     def stop(self, server: RunningServer, grace_s: float) -> None:
-        try:
-            processes.terminate(_process(server), grace_s, group=True, kill_wait_s=_KILL_WAIT_S)
-        except processes.ProcessError as exc:
-            raise self._failure(server, exc) from exc
+        stop_server(server, grace_s, self.server_name)
 
     def memory(self, server: RunningServer) -> MemoryUse | None:
         if not self.alive(server):
@@ -177,7 +242,7 @@ class ServerProcessRuntime(ABC):
         return MemoryUse(bytes=rss, source=source)
 
     def _launch(self, command: tuple[str, ...], log_path: Path, env: Mapping[str, str]) -> int:
-        launcher = launcher_argv(log_path, command)
+        launcher = reaped_launcher_argv(log_path, exit_path(log_path), command)
         cannot = f"{command[0]}: cannot start {self.server_name}"
         try:
             done = subprocess.run(
@@ -198,6 +263,8 @@ class ServerProcessRuntime(ABC):
 
     def _wait_ready(self, server: RunningServer, deadline: float) -> str:
         """Poll the readiness GET until it answers 200: "ready", "exited" or "timeout"."""
+        import httpx  # here: what only looks at processes (``nodeau ps``) does not load it
+
         url = f"{server.base_url}{self.ready_path}"
         with httpx.Client(trust_env=False) as client:
             while True:
@@ -217,13 +284,25 @@ class ServerProcessRuntime(ABC):
         try:
             processes.kill(_process(server), group=True, wait_s=_KILL_WAIT_S)
         except processes.ProcessError as exc:
-            raise self._failure(server, exc) from exc
+            raise _failure(server, exc, self.server_name) from exc
 
-    def _failure(self, server: RunningServer, exc: processes.ProcessError) -> RuntimeFailure:
-        which = f"{self.server_name} (pid {server.pid}, port {server.port})"
-        if isinstance(exc, processes.ProcessDenied):
-            return RuntimeFailure(f"{which}: no permission to stop it")
-        return RuntimeFailure(f"{which} still runs after SIGKILL")
+
+def stop_server(server: RunningServer, grace_s: float, server_name: str = "model server") -> None:
+    """Stop ``server`` through its process group: SIGTERM, then SIGKILL after ``grace_s``.
+    A gone server is fine (any runtime's ``stop``)."""
+    try:
+        processes.terminate(_process(server), grace_s, group=True, kill_wait_s=_KILL_WAIT_S)
+    except processes.ProcessError as exc:
+        raise _failure(server, exc, server_name) from exc
+
+
+def _failure(
+    server: RunningServer, exc: processes.ProcessError, server_name: str
+) -> RuntimeFailure:
+    which = f"{server_name} (pid {server.pid}, port {server.port})"
+    if isinstance(exc, processes.ProcessDenied):
+        return RuntimeFailure(f"{which}: no permission to stop it")
+    return RuntimeFailure(f"{which} still runs after SIGKILL")
 
 
 def _process(server: RunningServer) -> processes.OurProcess:

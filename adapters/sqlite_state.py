@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import cattrs
-from returns.pipeline import is_successful
-from returns.result import Result
+from returns.result import Failure, Result, Success
 
 from nodeau.adapters.record_json import converter, dumps
 from nodeau.domain.recording import (
@@ -105,10 +104,12 @@ class SqliteStateStore:
         with self._guard("record an admission"), self._write() as db:
             snapshot = self._snapshot(db)
             outcome = decide(snapshot)
-            if not is_successful(outcome):
-                db.execute("ROLLBACK")  # a refusal records nothing
-                return outcome
-            admission = outcome.unwrap()
+            match outcome:
+                case Failure():
+                    db.execute("ROLLBACK")  # a refusal records nothing
+                    return outcome
+                case Success(Admission() as admission):
+                    pass
             if admission.record.workload.name != workload:
                 raise ValueError(
                     f"admit({workload!r}) decided about {admission.record.workload.name!r}"

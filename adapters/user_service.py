@@ -158,6 +158,9 @@ def systemd_unit(spec: EndpointServiceSpec) -> str:
             f"ExecStart={exec_start}",
             "Restart=on-failure",
             "RestartSec=1",
+            # stopping the endpoint stops the endpoint alone: a model server it started again
+            # (supervision) stays loaded, as `nodeau stop NAME` promises
+            "KillMode=process",
             f"TimeoutStopSec={STOP_GRACE_S:g}",
             "Environment=PYTHONUNBUFFERED=1",
             f"StandardOutput=append:{log}",

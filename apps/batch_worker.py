@@ -4,34 +4,48 @@ Started by ``nodeau batch submit`` (``python -m nodeau.apps.batch_worker --job
 NAME --home HOME``) in a session of its own. Requests whose ``custom_id``
 already has a result are skipped, so a job run again redoes nothing. When the
 last request is done it stops the model server and releases the reservation
-(succeeded); if the server dies first, the job ends failed.
+(succeeded).
+
+The worker is also its job's supervisor (``nodeau.apps.serving.Supervisor``): when
+the model server ends, whatever ended it, the job is recorded ``restarting`` (its
+card kept), the server is started again with the kubelet's back-off, and the job
+resumes where it was. A request that got no answer (its connection failed: the
+server died under it) is sent once more to the server that answers next, and its
+result line says ``"retried": true``; the second answer, whatever it is, is its
+result. Nothing is lost and nothing is answered twice.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 
 import httpx
 
-from nodeau.adapters.llama_server import LlamaServerRuntime
+from nodeau.adapters.llama_server import LocalServerProcesses
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.batches import (
     JobFiles,
     append_result,
     finish,
-    read_meta,
     read_requests,
     read_results,
 )
+from nodeau.apps.serving import WATCH_S, ServerProcesses, Supervisor
 from nodeau.apps.settings import utc_now
 from nodeau.domain.batches import BatchRequest, BatchResult, still_to_run
+from nodeau.domain.restarts import KUBELET, RestartPolicy
 from nodeau.domain.workloads import WorkloadState, holds_gpu
+from nodeau.ports.errors import NodeauError
 from nodeau.ports.runtime import RunningServer
 
 REQUEST_TIMEOUT_S = 600.0
+STOP_GRACE_S = 10.0
 
 
 def send(client: httpx.Client, job: str, request: BatchRequest) -> BatchResult:
@@ -53,29 +67,106 @@ def send(client: httpx.Client, job: str, request: BatchRequest) -> BatchResult:
     )
 
 
-def run_job(name: str, home: Path) -> int:
+def serving_server(supervisor: Supervisor, every_s: float) -> RunningServer | None:
+    """The job's model server once it runs (restarted first if it ended); None when the job
+    no longer holds its card (stopped meanwhile)."""
+    while True:
+        try:
+            record = supervisor.check()
+        except NodeauError as exc:  # the state busy, a stop refused: look again
+            print(f"supervising the model server: {exc.one_line()}", file=sys.stderr)
+            time.sleep(every_s)
+            continue
+        if record is None or not holds_gpu(record.workload.state):
+            return None
+        if record.workload.state is WorkloadState.RUNNING and record.server is not None:
+            return record.server
+        time.sleep(every_s)
+
+
+class _Watch:
+    """The job's server as last checked: looked at again once ``every_s`` has passed (a
+    check reads the state, so not once per request), or at once when asked."""
+
+    def __init__(self, supervisor: Supervisor, every_s: float) -> None:
+        self._supervisor = supervisor
+        self._every_s = every_s
+        self._server: RunningServer | None = None
+        self._checked = float("-inf")
+
+    def server(self, *, now: bool = False) -> RunningServer | None:
+        fresh = time.monotonic() - self._checked < self._every_s
+        if now or self._server is None or not fresh:
+            self._server = serving_server(self._supervisor, self._every_s)
+            self._checked = time.monotonic()
+        return self._server
+
+
+class _Clients:
+    """One HTTP client per model server address, closed together."""
+
+    def __init__(self) -> None:
+        self._clients: dict[str, httpx.Client] = {}
+
+    def to(self, server: RunningServer) -> httpx.Client:
+        if server.base_url not in self._clients:
+            self._clients[server.base_url] = httpx.Client(
+                base_url=server.base_url, trust_env=False, timeout=REQUEST_TIMEOUT_S
+            )
+        return self._clients[server.base_url]
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+
+
+def run_job(
+    name: str,
+    home: Path,
+    *,
+    policy: RestartPolicy = KUBELET,
+    processes: ServerProcesses | None = None,
+    now: Callable[[], datetime] = utc_now,
+    every_s: float = WATCH_S,
+) -> int:
+    """Run job ``name`` of ``home`` to its end (0), or until it no longer holds its card (1)."""
     files = JobFiles.of(home, name)
-    state = SqliteStateStore(home / "state.sqlite3", utc_now)
+    state = SqliteStateStore(home / "state.sqlite3", now)
     record = state.snapshot().named(name)
     if record is None or record.server is None or not holds_gpu(record.workload.state):
         print(f"batch {name}: no running job with a model server", file=sys.stderr)
         return 1
-    server: RunningServer = record.server
-    runtime = LlamaServerRuntime(Path(str(read_meta(files).get("llama_server", "llama-server"))))
+    watch = processes if processes is not None else LocalServerProcesses()
+    supervisor = Supervisor(
+        name, state=state, processes=watch, log_dir=home / "logs", now=now, policy=policy
+    )
     done = [r.custom_id for r in read_results(files)]
-    end = WorkloadState.SUCCEEDED
-    with httpx.Client(
-        base_url=server.base_url, trust_env=False, timeout=REQUEST_TIMEOUT_S
-    ) as client:
+    clients = _Clients()
+    watching = _Watch(supervisor, every_s)
+    try:
         for request in still_to_run(read_requests(files), done):
-            if not runtime.alive(server):
-                print(f"batch {name}: the model server (pid {server.pid}) is gone", file=sys.stderr)
-                end = WorkloadState.FAILED
-                break
-            append_result(files, send(client, name, request))
-    runtime.stop(server, grace_s=10.0)
-    finish(state, name, end, utc_now())
-    return 0 if end is WorkloadState.SUCCEEDED else 1
+            server = watching.server()
+            if server is None:
+                print(f"batch {name}: stopped before its end", file=sys.stderr)
+                return 1
+            result = send(clients.to(server), name, request)
+            retried = False
+            if result.status_code is None:  # no answer: the server may have ended under it
+                time.sleep(every_s)  # let its end be seen (and recorded) before looking
+                server = watching.server(now=True)
+                if server is None:
+                    print(f"batch {name}: stopped before its end", file=sys.stderr)
+                    return 1
+                result = send(clients.to(server), name, request)
+                retried = True
+            append_result(files, result, retried=retried)
+    finally:
+        clients.close()
+    last = state.snapshot().named(name)
+    if last is not None and last.server is not None and holds_gpu(last.workload.state):
+        watch.stop(last.server, STOP_GRACE_S)
+    finish(state, name, WorkloadState.SUCCEEDED, now())
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--job", required=True)
     parser.add_argument("--home", required=True, type=Path)
     args = parser.parse_args(argv)
-    return run_job(args.job, args.home)
+    return run_job(args.job, args.home, processes=LocalServerProcesses(os.environ))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ its requests one at a time and appends each result to the job's
 * ``job.json``: the counts known at submit, the worker's pid and command.
 
 A result already written is never redone: a job submitted again under the
-same name runs only the requests whose ``custom_id`` has no result yet.
+same name runs only the requests whose ``custom_id`` has no result yet. A request
+sent a second time because its model server ended while it was in flight says so in
+its result line (``"retried": true``; the worker restarts the server, ``apps/batch_worker.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from attrs import evolve, frozen
 from nodeau.adapters import processes
 from nodeau.adapters.detached import launcher_argv
 from nodeau.apps.serving import launch_server
-from nodeau.apps.serving import with_state as in_state
 from nodeau.domain.batches import (
     BatchRequest,
     BatchResult,
@@ -39,6 +40,7 @@ from nodeau.domain.batches import (
     result_from_line,
     result_line,
 )
+from nodeau.domain.lifecycle import with_state as in_state
 from nodeau.domain.workloads import WorkloadState, holds_gpu
 from nodeau.ports.runtime import ModelRuntime, RuntimeFailure
 from nodeau.ports.state import Admission, StateStore, WorkloadRecord
@@ -138,26 +140,37 @@ def read_requests(files: JobFiles) -> tuple[BatchRequest, ...]:
     return tuple(out)
 
 
-def read_results(files: JobFiles) -> tuple[BatchResult, ...]:
-    """The results written so far; a line cut short by a crash is not a result."""
+def read_result_lines(files: JobFiles) -> tuple[dict[str, Any], ...]:
+    """The result lines written so far, as written (``retried`` included); a line cut short
+    by a crash is not a result."""
     try:
         text = files.results.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ()
-    results = []
+    lines = []
     for line in text.splitlines():
         try:
-            result = result_from_line(json.loads(line))
+            item = json.loads(line)
         except ValueError:
             continue
-        if result is not None:
-            results.append(result)
-    return tuple(results)
+        if result_from_line(item) is not None:
+            lines.append(item)
+    return tuple(lines)
 
 
-def append_result(files: JobFiles, result: BatchResult) -> None:
-    """Append one result as one write, then fsync: a written line survives a crash."""
-    data = (json.dumps(result_line(result)) + "\n").encode("utf-8")
+def read_results(files: JobFiles) -> tuple[BatchResult, ...]:
+    """The results written so far; a line cut short by a crash is not a result."""
+    results = (result_from_line(item) for item in read_result_lines(files))
+    return tuple(r for r in results if r is not None)
+
+
+def append_result(files: JobFiles, result: BatchResult, *, retried: bool = False) -> None:
+    """Append one result as one write, then fsync: a written line survives a crash.
+    ``retried``: the request was sent again after its model server ended (said in the line)."""
+    line = result_line(result)
+    if retried:
+        line["retried"] = True
+    data = (json.dumps(line) + "\n").encode("utf-8")
     fd = os.open(files.results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         size = os.fstat(fd).st_size

@@ -7,7 +7,8 @@ Decisions recorded here:
   or digit, at most 253 characters), so a name that works on one machine works
   on the fleet. Without ``--name`` it is made from the model's name.
 * Running a name that already serves the same artifact only brings its endpoint
-  back: the model is still loaded, so starting again is instant.
+  back: the model is still loaded, so starting again is instant. A restarting
+  one too: its endpoint is what starts its model server again.
 * A name held by a workload of another artifact, of another kind, or one still
   starting is taken: the person chooses another name or stops that one.
 * A name whose workload finished is free again.
@@ -74,7 +75,8 @@ def run_step(existing: Workload | None, *, artifact_id: str) -> Admit | Endpoint
             sentence=f"{name} already serves {existing.model} ({existing.artifact_id[:12]}); "
             f"give another --name or stop it with nodeau stop {name} --workload"
         )
-    if existing.state is WorkloadState.SERVING:
+    if existing.state in (WorkloadState.SERVING, WorkloadState.RESTARTING):
+        # loaded, or being started again by its endpoint: bring the endpoint back
         return EndpointBack(workload=existing)
     return NameTaken(
         sentence=f"{name} is {existing.state.value}, not serving yet; nodeau ps shows when "

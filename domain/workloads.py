@@ -18,6 +18,14 @@ Decisions recorded here:
   clause; the default for waiting-for-delay is computed as held-since plus the
   recovery delay.
 * A ``since`` after ``now`` (clocks of two machines) prints an age of ``0s``.
+* ``restarting`` is a workload whose model server exited (any cause) and that is started
+  again after a back-off (``nodeau.domain.restarts``); it keeps its reservation. Its
+  sentence says how the server ended, when, which restart comes next and when.
+  ``exited`` is only ever shown, never recorded: ``nodeau ps`` found the server gone and
+  no supervisor has recorded it yet (or none has for long past its due restart).
+* A server's end is one of: an exit code, a signal, gone without a known status, not
+  ready by its deadline (stopped), or not started at all (``ServerExit``).
+* A serving (or running) workload that was restarted says how often and after what.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ class WorkloadState(str, enum.Enum):
     RUNNING = "running"
     HELD = "held"
     RECOVERING = "recovering"
+    RESTARTING = "restarting"  # its model server exited; started again after a back-off
+    EXITED = "exited"  # shown only: its model server is gone and no supervisor said so yet
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     STOPPED = "stopped"
@@ -82,6 +92,89 @@ HELD_REASON_FITS = {
 }
 
 
+class ExitKind(str, enum.Enum):
+    """How a model server ended."""
+
+    EXITED = "exited"  # with an exit code
+    KILLED = "killed"  # by a signal
+    UNKNOWN = "unknown"  # its process is gone and no exit status was kept
+    NOT_READY = "not-ready"  # a start that did not answer by its deadline (stopped)
+    NOT_STARTED = "not-started"  # a start that launched no process (``reason`` says why)
+
+
+@frozen(kw_only=True)
+class ServerExit:
+    """How and when a workload's model server ended; ``starting``: during a start."""
+
+    kind: ExitKind
+    at: datetime
+    code: int | None = None  # EXITED
+    signal: int | None = None  # KILLED: the signal's number
+    signal_name: str | None = None  # KILLED: its name where the system gave one ("SIGKILL")
+    starting: bool = False
+    deadline_s: float | None = None  # NOT_READY
+    reason: str | None = None  # NOT_STARTED
+
+    def __attrs_post_init__(self) -> None:
+        require_aware(self.at, "an exit's time")
+        for kind, value in (
+            (ExitKind.EXITED, self.code),
+            (ExitKind.KILLED, self.signal),
+            (ExitKind.NOT_READY, self.deadline_s),
+            (ExitKind.NOT_STARTED, self.reason),
+        ):
+            if (self.kind is kind) != (value is not None):
+                raise ValueError(f"an exit of kind {kind.value} has its detail, and only it")
+        if self.signal is not None and self.signal <= 0:
+            raise ValueError(f"a signal's number is positive, got {self.signal}")
+        if self.signal_name is not None and self.signal is None:
+            raise ValueError("a signal name belongs to a kill")
+
+    @classmethod
+    def exited(cls, code: int, at: datetime, *, starting: bool = False) -> ServerExit:
+        return cls(kind=ExitKind.EXITED, at=at, code=code, starting=starting)
+
+    @classmethod
+    def killed(
+        cls, signal: int, name: str | None, at: datetime, *, starting: bool = False
+    ) -> ServerExit:
+        return cls(kind=ExitKind.KILLED, at=at, signal=signal, signal_name=name, starting=starting)
+
+    @classmethod
+    def unknown(cls, at: datetime) -> ServerExit:
+        return cls(kind=ExitKind.UNKNOWN, at=at)
+
+    @classmethod
+    def not_ready(cls, deadline_s: float, at: datetime) -> ServerExit:
+        return cls(kind=ExitKind.NOT_READY, at=at, deadline_s=deadline_s, starting=True)
+
+    @classmethod
+    def not_started(cls, reason: str, at: datetime) -> ServerExit:
+        return cls(kind=ExitKind.NOT_STARTED, at=at, reason=reason, starting=True)
+
+
+def exit_words(e: ServerExit) -> str:
+    """How the model server ended, as a clause: "its model server exited with code 1 at ..."."""
+    when = clock_time(e.at)
+    starting = " while starting" if e.starting else ""
+    match e.kind:
+        case ExitKind.EXITED:
+            return f"its model server exited with code {e.code}{starting} at {when}"
+        case ExitKind.KILLED:
+            name = f" ({e.signal_name})" if e.signal_name else ""
+            return f"its model server was killed by signal {e.signal}{name}{starting} at {when}"
+        case ExitKind.UNKNOWN:
+            return f"its model server's process was found gone at {when} (exit status unknown)"
+        case ExitKind.NOT_READY:
+            return (
+                f"its model server was not ready within {e.deadline_s:g} s of starting"
+                f" and was stopped at {when}"
+            )
+        case ExitKind.NOT_STARTED:
+            return f"its model server could not be started at {when} ({e.reason})"
+    raise AssertionError(f"unknown exit kind {e.kind}")  # pragma: no cover
+
+
 @frozen(kw_only=True)
 class Workload:
     """One workload on one card: what it runs, where, in which state since when."""
@@ -99,6 +192,13 @@ class Workload:
     held_reason: HeldReason | None = None
     next_step: str | None = None
     target_machine: str | None = None
+    # its model server's restarts: how many were made, the latest end, when the next one is
+    # due (restarting) and how many ends came in a row without a long enough run (the
+    # back-off's step); records written before restarts existed read as none
+    restarts: int = 0
+    last_exit: ServerExit | None = None
+    next_attempt: datetime | None = None
+    crash_streak: int = 0
 
     def __attrs_post_init__(self) -> None:
         workload_invariants(self)
@@ -136,6 +236,14 @@ def workload_invariants(w: Workload) -> None:
         raise ValueError("only a workload set to recover automatically recovers")
     if w.target_machine is not None and w.target_machine == w.machine:
         raise ValueError("a workload recovers onto another machine")
+    if w.restarts < 0 or w.crash_streak < 0:
+        raise ValueError("restarts and crash_streak count, from 0")
+    if w.next_attempt is not None:
+        require_aware(w.next_attempt, "next_attempt")
+    if w.state is WorkloadState.RESTARTING and (w.last_exit is None or w.next_attempt is None):
+        raise ValueError("a restarting workload has a last_exit and a next_attempt")
+    if w.state is WorkloadState.EXITED and w.last_exit is None:
+        raise ValueError("an exited workload has a last_exit")
 
 
 def holds_gpu(state: WorkloadState) -> bool:
@@ -163,6 +271,10 @@ def next_clause(w: Workload) -> str:
         return w.next_step
     if w.held_reason is not None:
         return _held_next(w, w.held_reason)
+    if w.state is WorkloadState.RESTARTING:
+        return _restarting_next(w)
+    if w.state is WorkloadState.EXITED:
+        return _exited_next(w)
     serves = "serves" if w.kind is WorkloadKind.SERVICE else "runs"
     return {
         WorkloadState.ADMITTED: "it starts once its image and model files are ready",
@@ -171,6 +283,36 @@ def next_clause(w: Workload) -> str:
         WorkloadState.RUNNING: "it finishes when its last request is done",
         WorkloadState.RECOVERING: "loading its model there, and its endpoint stays the same",
     }.get(w.state, "its card is free")
+
+
+def _restarting_next(w: Workload) -> str:
+    assert w.next_attempt is not None and w.last_exit is not None
+    clause = f"restart {w.restarts + 1}, next attempt at {clock_time(w.next_attempt)}"
+    if w.last_exit.starting:
+        clause += f" (nodeau logs {w.name} shows its log)"
+    return clause
+
+
+def _exited_next(w: Workload) -> str:
+    if w.kind is WorkloadKind.SERVICE:
+        return (
+            f"its endpoint restarts it if it runs; if not, nodeau run {w.name}"
+            " starts the endpoint again"
+        )
+    return (
+        f"its batch worker restarts it if it runs; if not, nodeau batch stop {w.name}"
+        " frees the card"
+    )
+
+
+def _restarted_words(w: Workload) -> str:
+    """ ", restarted once after its model server ..." for a workload up again, else ""."""
+    if w.restarts == 0 or w.last_exit is None:
+        return ""
+    if w.state not in (WorkloadState.SERVING, WorkloadState.RUNNING):
+        return ""
+    times = "once" if w.restarts == 1 else f"{w.restarts} times, last"
+    return f", restarted {times} after {exit_words(w.last_exit)}"
 
 
 def _held_next(w: Workload, reason: HeldReason) -> str:
@@ -213,4 +355,8 @@ def ps_sentence(w: Workload, now: datetime) -> str:
             f" {w.machine} stopped answering; {next_clause(w)}"
         )
     where = f"{w.machine} ({short_gpu(w.gpu_uuid)})"
-    return f"{w.state.value} on {where} since {when}; {next_clause(w)}"
+    if w.state in (WorkloadState.RESTARTING, WorkloadState.EXITED):
+        assert w.last_exit is not None  # workload_invariants
+        ended = exit_words(w.last_exit)
+        return f"{w.state.value} on {where} since {when}: {ended}; {next_clause(w)}"
+    return f"{w.state.value} on {where} since {when}{_restarted_words(w)}; {next_clause(w)}"

@@ -22,7 +22,7 @@ from nodeau.domain.artifacts import is_sha256_hex
 from nodeau.domain.batches import BatchRequest
 from nodeau.domain.hardware import AgentReport, MachineReading
 from nodeau.domain.health import MachineHealth, Signals
-from nodeau.domain.lifecycle import ServerPhase
+from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.records import WorkloadRecord
@@ -233,7 +233,8 @@ class WorkloadObject:
 
 @frozen(kw_only=True)
 class ServerPod:
-    """A workload's model server as the cluster runs it: where, on which card, how it is."""
+    """A workload's model server as the cluster runs it: where, on which card, how it is,
+    and what its machine says of its ends and restarts (its kubelet restarts it in place)."""
 
     workload: str
     kind: WorkloadKind
@@ -241,6 +242,7 @@ class ServerPod:
     gpu_uuid: str | None
     phase: ServerPhase
     endpoint: str | None  # its OpenAI-compatible address, once it has one
+    restarts: ServerRestarts = field(factory=ServerRestarts)  # default: it never ended
 
 
 @frozen(kw_only=True)
@@ -399,6 +401,12 @@ class ServerPods(Protocol):
 
     def delete(self, kind: WorkloadKind, workload: str) -> bool:
         """Ask the server to go; False when there was none."""
+        ...
+
+    def log_tail(self, kind: WorkloadKind, workload: str, lines: int) -> tuple[str, ...] | None:
+        """The last ``lines`` lines its model server wrote, oldest first: the run that ended,
+        while it is down waiting for its restart, else the run going. None when there is no
+        server; ClusterError, naming the machine, when its machine does not give the log."""
         ...
 
 

@@ -19,22 +19,38 @@ Decisions (docs/adr/0004-fleet-on-kubernetes.md has the contract):
   ``Succeeded`` (exited cleanly), ``Failed`` (exited with an error), Running and
   Ready with an address (ready), anything else (Pending, Running but not Ready,
   Unknown) starting.
+* The server container's status is read into the domain's ``ServerRestarts``: the
+  kubelet's ``restartCount``; the latest end (``state.terminated``, else
+  ``lastState.terminated``) at its ``finishedAt``: a kill by signal N when the
+  kubelet names the signal or the exit code is 128+N (the shell's and the container
+  runtimes' convention; names are Linux's, where containers run), ``OOMKilled`` a
+  kill by signal 9 named so, any other code an exit with it; down when that end is
+  the state now or the container waits for its restart; backing off in
+  ``CrashLoopBackOff``, with the wait the kubelet's message announces
+  ("back-off 20s restarting failed container=...") when it reads.
+* A server's log is its container's, through the API server (which asks the
+  machine's kubelet): the run that ended while the container waits for its restart
+  (``previous``), else the run going. The API server failing to get it from the
+  kubelet (an error status of 500 or more: none answers, as under KWOK) is one
+  line naming the Pod and the machine.
 """
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
 from nodeau.adapters.llama_server import HOST, server_command
-from nodeau.domain.lifecycle import ServerPhase
-from nodeau.domain.workloads import WorkloadKind
-from nodeau.ports.cluster import ServerPod, WorkloadObject
+from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
+from nodeau.domain.workloads import ServerExit, WorkloadKind
+from nodeau.ports.cluster import ClusterError, ClusterRefused, ServerPod, WorkloadObject
 from nodeau.ports.runtime import ServerSpec
 from nodeau.ports.state import WorkloadRecord
 
@@ -42,6 +58,17 @@ CONTAINER = "server"
 MODELS_VOLUME = "models"
 LISTEN_HOST = "0.0.0.0"  # all addresses of the Pod's own network namespace
 _KINDS = {"service": "GPUService", "batch": "BatchJob"}
+OOM_KILLED = "OOMKilled"  # the kubelet's reason for a container the kernel killed for memory
+CRASH_LOOP = "CrashLoopBackOff"
+SIGKILL = 9
+SIGNALS = {
+    1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS",
+    8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM",
+}  # fmt: skip
+SIGNAL_CODES = range(129, 129 + 64)  # 128+N: killed by signal N (1 to 64 on Linux)
+_BACKOFF = re.compile(r"back-off ((?:\d+(?:\.\d+)?(?:h|ms|m|s))+) restarting")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
 @frozen(kw_only=True)
@@ -57,6 +84,8 @@ class PodView:
     pod_ip: str | None
     deleting: bool
     gpu_uuid: str | None
+    restarts: ServerRestarts = field(factory=ServerRestarts)
+    previous_log: bool = False  # its log now is the ended run's (it waits for its restart)
 
 
 def _core(api: Any) -> Any:
@@ -121,6 +150,14 @@ def pod_manifest(record: WorkloadRecord, owner_uid: str) -> dict[str, Any]:
                         "httpGet": {"path": "/health", "port": r.SERVER_PORT},
                         "periodSeconds": 5,
                     },
+                    # a start that does not answer within 120 s (the one-machine plane's
+                    # deadline) is ended by the kubelet and counts as an exit, reported
+                    # as restarting like any other
+                    "startupProbe": {
+                        "httpGet": {"path": "/health", "port": r.SERVER_PORT},
+                        "periodSeconds": 5,
+                        "failureThreshold": 24,
+                    },
                     "volumeMounts": [
                         {"name": MODELS_VOLUME, "mountPath": models_dir, "readOnly": True}
                     ],
@@ -166,6 +203,10 @@ def view_of(pod: Any) -> PodView:
     labels = meta.labels or {}
     conditions = (status.conditions if status else None) or []
     env = {e.name: e.value for c in spec.containers for e in (c.env or [])}
+    server = next(
+        (c for c in (status.container_statuses if status else None) or () if c.name == CONTAINER),
+        None,
+    )
     return PodView(
         name=meta.name,
         workload=labels.get(r.WORKLOAD_LABEL, ""),
@@ -176,7 +217,64 @@ def view_of(pod: Any) -> PodView:
         pod_ip=(status.pod_ip if status else None) or None,
         deleting=meta.deletion_timestamp is not None,
         gpu_uuid=env.get("NVIDIA_VISIBLE_DEVICES"),
+        restarts=restarts_of(server),
+        previous_log=server is not None and _waits_after_an_end(server),
     )
+
+
+def container_exit(code: int, signal: int | None, reason: str | None, at: datetime) -> ServerExit:
+    """How a container ended, from what its terminated state says, in the domain's words."""
+    if reason == OOM_KILLED:
+        return ServerExit.killed(SIGKILL, OOM_KILLED, at)
+    if signal:
+        return ServerExit.killed(signal, SIGNALS.get(signal), at)
+    if code in SIGNAL_CODES:
+        return ServerExit.killed(code - 128, SIGNALS.get(code - 128), at)
+    return ServerExit.exited(code, at)
+
+
+def announced_backoff(message: str | None) -> timedelta | None:
+    """The wait a kubelet's CrashLoopBackOff message announces ("back-off 1m20s restarting
+    failed container=..."), when it reads."""
+    found = _BACKOFF.search(message or "")
+    if found is None:
+        return None
+    seconds = sum(float(n) * _UNITS[unit] for n, unit in _DURATION_PART.findall(found.group(1)))
+    return timedelta(seconds=seconds)
+
+
+def restarts_of(container: Any) -> ServerRestarts:
+    """What a container status (kubernetes client model; None: not reported yet) says of
+    the server's ends and restarts."""
+    if container is None:
+        return ServerRestarts()
+    state, last = container.state, container.last_state
+    now_ended = state.terminated if state is not None else None
+    ended = now_ended or (last.terminated if last is not None else None)
+    when = None if ended is None else ended.finished_at or ended.started_at
+    if ended is None or when is None:
+        return ServerRestarts(count=container.restart_count or 0)
+    waiting = state.waiting if state is not None else None
+    running = state.running if state is not None else None
+    ran = ended.finished_at - ended.started_at if ended.finished_at and ended.started_at else None
+    crash_loop = waiting is not None and waiting.reason == CRASH_LOOP
+    announced = announced_backoff(waiting.message) if waiting is not None and crash_loop else None
+    down = now_ended is not None or waiting is not None
+    return ServerRestarts(
+        count=container.restart_count or 0,
+        last_exit=container_exit(ended.exit_code or 0, ended.signal, ended.reason, when),
+        ran_for=ran if ran is not None and ran >= timedelta(0) else None,
+        down=down,
+        backing_off=crash_loop,
+        backoff=announced,
+        running_since=None if down or running is None else running.started_at,
+    )
+
+
+def _waits_after_an_end(container: Any) -> bool:
+    state, last = container.state, container.last_state
+    waiting = state is not None and state.waiting is not None
+    return waiting and last is not None and last.terminated is not None
 
 
 def read_pod(api: Any, kind_label: str, workload: str) -> PodView | None:
@@ -225,7 +323,37 @@ def server_of(pod: PodView, kind: WorkloadKind) -> ServerPod:
         gpu_uuid=pod.gpu_uuid,
         phase=phase_of(pod),
         endpoint=endpoint_of(pod),
+        restarts=pod.restarts,
     )
+
+
+def log_tail(api: Any, pod: PodView, lines: int) -> tuple[str, ...] | None:
+    """The last ``lines`` lines of the Pod's server log (the ended run's while it waits
+    for its restart); None when the Pod went meanwhile."""
+    what = f"read the log of Pod {pod.name}"
+    try:
+        text = or_none(
+            what,
+            lambda: _core(api).read_namespaced_pod_log(
+                pod.name,
+                r.NAMESPACE,
+                container=CONTAINER,
+                tail_lines=lines,
+                previous=pod.previous_log,
+                _request_timeout=REQUEST_TIMEOUT,
+            ),
+        )
+    except ClusterRefused as exc:
+        if exc.status < 500:
+            raise
+        raise ClusterError(
+            f"cannot read the log of {pod.workload}'s model server (Pod {pod.name} on "
+            f"{pod.node}): the API server could not get it from {pod.node}'s kubelet "
+            f"({exc.message})"
+        ) from exc
+    if text is None:
+        return None
+    return tuple(str(text).splitlines()[-lines:])
 
 
 class KubeServerPods:
@@ -246,3 +374,8 @@ class KubeServerPods:
     def delete(self, kind: WorkloadKind, workload: str) -> bool:
         """Ask the Pod to go; False when there was none."""
         return delete_pod(self._api, kind.value, workload)
+
+    def log_tail(self, kind: WorkloadKind, workload: str, lines: int) -> tuple[str, ...] | None:
+        """The last lines of the Pod's server log; None when there is no Pod."""
+        pod = read_pod(self._api, kind.value, workload)
+        return None if pod is None else log_tail(self._api, pod, lines)

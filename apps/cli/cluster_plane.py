@@ -124,6 +124,7 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
     from nodeau.adapters.kube.health_store import KubeHealthRecords
     from nodeau.adapters.kube.ledger import KubeReservationLedger
     from nodeau.adapters.kube.marks import KubeFleetMarks
+    from nodeau.adapters.kube.pods import KubeServerPods
     from nodeau.adapters.kube.reports import KubeMachineReports
     from nodeau.adapters.kube.workloads import KubeWorkloadObjects
     from nodeau.apps.planes.kubernetes import FleetCluster, banner
@@ -147,4 +148,5 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
         health=KubeHealthRecords(api),
         ledger=KubeReservationLedger(api),
         tokens=KubeBootstrapTokens(api),
+        pods=KubeServerPods(api),
     )

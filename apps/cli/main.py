@@ -52,6 +52,11 @@ def build_app() -> App:
     ):
         app.command(f"nodeau.apps.cli.serving:{group}_app", name=group, help=words)
     app.command(
+        "nodeau.apps.cli.logs:logs",
+        name="logs",
+        help="The last lines of a workload's model server log.",
+    )
+    app.command(
         "nodeau.apps.cli.batch:batch_app",
         name="batch",
         help="Run a finite set of requests (OpenAI batch JSONL), then free the card.",

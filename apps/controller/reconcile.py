@@ -17,6 +17,13 @@ nothing more than running it once. It talks to the cluster through ports only
   finishes it and frees its card. A serving service's endpoint is shown in its
   status; ``spec.endpoint: stopped`` takes the endpoint off and leaves the
   model loaded.
+* The kubelet restarts a server's container in place (a service's Pod restarts
+  ``Always``); nothing here restarts one. What the Pod says of its container's ends
+  is recorded as the domain says (``lifecycle.restarted_in_place``): ``restarting``
+  with the last end, the restart count and the next attempt, its card kept, its
+  endpoint taken out of status (condition Ready False, reason Restarting, and a
+  warning Event for each new end) until the Pod is Ready again and it serves again.
+  A record that would not change is not written.
 * Deleted: the server is deleted, and the card released only once the server
   is gone, so a new workload never meets a server still leaving its card.
 * A held or recovering workload gets no server made for it: what happens to it
@@ -29,15 +36,32 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from datetime import datetime
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.result import Failure, Success
 
 from nodeau.apps.controller.decide import decider
 from nodeau.domain.health import Health, MachineHealth
-from nodeau.domain.lifecycle import ServerPhase, needs_server, next_state, with_state
+from nodeau.domain.lifecycle import (
+    ServerPhase,
+    ServerRestarts,
+    needs_server,
+    next_state,
+    restarted_in_place,
+    same_end,
+    with_state,
+)
 from nodeau.domain.records import Admission
 from nodeau.domain.refusals import Refusal
-from nodeau.domain.workloads import WorkloadKind, WorkloadState, holds_gpu, short_gpu
+from nodeau.domain.restarts import restart_notice
+from nodeau.domain.workloads import (
+    Workload,
+    WorkloadKind,
+    WorkloadState,
+    exit_words,
+    holds_gpu,
+    next_clause,
+    short_gpu,
+)
 from nodeau.ports.cluster import (
     Condition,
     EventLog,
@@ -164,13 +188,47 @@ class Reconciler:
         machine = None if health is None else health.state
         pod = self._pods.read(w.kind, w.name)
         phase = ServerPhase.ABSENT if pod is None else pod.phase
-        if needs_server(w.state, phase, machine) and self._pods.create(record, obj):
+        if needs_server(w.state, phase, machine, in_place=True) and self._pods.create(record, obj):
             self.event(
                 obj, "Started", f"model server created on {w.machine} ({short_gpu(w.gpu_uuid)})"
             )
-        state = self._move(obj, record, phase, machine)
+        seen = ServerRestarts() if pod is None else pod.restarts
+        after = self._restarts(obj, record, phase, seen, machine)
+        state = self._move(obj, record, phase, machine) if after is None else after.state
         if state is WorkloadState.SERVING and pod is not None and phase is ServerPhase.READY:
             self._show_endpoint(obj, record, pod)
+        elif state is WorkloadState.RESTARTING:
+            self._hide_endpoint(obj, after or w)
+
+    def _restarts(
+        self,
+        obj: WorkloadObject,
+        record: WorkloadRecord,
+        phase: ServerPhase,
+        seen: ServerRestarts,
+        machine: Health | None,
+    ) -> Workload | None:
+        """Record what the Pod says of its server's ends and restarts, when that changes the
+        workload (the domain's ``restarted_in_place``); the workload after, or None."""
+        w = record.workload
+        now = self._clock()
+        if restarted_in_place(w, phase, seen, machine, now) is None:
+            return None
+
+        def change(rec: WorkloadRecord) -> WorkloadRecord:
+            found = restarted_in_place(rec.workload, phase, seen, machine, now)
+            return rec if found is None else evolve(rec, workload=found)
+
+        after = self._store.update(w.name, change).workload
+        ended = after.last_exit
+        if after.state is WorkloadState.RESTARTING and ended is not None:
+            if w.last_exit is None or not same_end(w.last_exit, ended):
+                said = f"{exit_words(ended)}; {next_clause(after)}"
+                self._events.record(obj, "Restarting", said, now, warning=True)
+                self._log(f"{obj.title}: Restarting: {said}")
+        elif after.state is WorkloadState.RUNNING and w.state is not WorkloadState.RUNNING:
+            self.event(obj, "Running", f"running on {w.machine} ({short_gpu(w.gpu_uuid)})")
+        return after
 
     def _move(
         self,
@@ -213,6 +271,23 @@ class Reconciler:
         shown = Condition(type="Ready", ok=not stopped, reason=reason, message=message)
         self._objects.set_status(obj.kind, obj.name, {"endpoint": endpoint}, [shown], self._clock())
         self.event(obj, "Stopped" if stopped else "Serving", message)
+
+    def _hide_endpoint(self, obj: WorkloadObject, w: Workload) -> None:
+        """A restarting workload's endpoint is out of status until it answers again."""
+        message = restart_notice(w)
+        ready = obj.condition("Ready")
+        if (
+            obj.endpoint == ""
+            and ready is not None
+            and (ready.reason, ready.message)
+            == (
+                "Restarting",
+                message,
+            )
+        ):
+            return
+        shown = Condition(type="Ready", ok=False, reason="Restarting", message=message)
+        self._objects.set_status(obj.kind, obj.name, {"endpoint": ""}, [shown], self._clock())
 
     def _finish_deletion(self, obj: WorkloadObject) -> None:
         if not obj.guarded:

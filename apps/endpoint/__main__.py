@@ -1,20 +1,27 @@
 """``python -m nodeau.apps.endpoint --workload NAME --port P --state PATH [--allow-origin
 ORIGIN ...]``: one workload's endpoint, on 127.0.0.1:P, finding its model server in the state
 at PATH, serving requests from web pages of loopback origins and of each ORIGIN given
-(``callers``) (the composition root; the user service runs this)."""
+(``callers``), and supervising that model server: restarted when it ends
+(``nodeau.apps.serving.Supervisor``), its log in the ``logs`` folder beside PATH (the
+composition root; the user service runs this)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from nodeau.adapters.llama_server import LocalServerProcesses
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.endpoint.serve import CachedLookup, serve, upstream_from_state
+from nodeau.apps.serving import Supervisor
 from nodeau.domain.origins import parse_origin
 from nodeau.ports.state import StateError
+
+LOG_FOLDER = "logs"  # beside the state database, as the CLI's settings keep it (home/logs)
 
 
 def _port(text: str) -> int:
@@ -53,17 +60,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
     args = parser.parse_args(argv)
     try:
-        store = SqliteStateStore(args.state, clock=lambda: datetime.now(UTC))
+        store = SqliteStateStore(args.state, clock=utc_now)
     except StateError as exc:
         print(f"nodeau endpoint: {exc}", file=sys.stderr)
         return 2
+    lookup = CachedLookup(upstream_from_state(store, args.workload, utc_now))
+    supervisor = Supervisor(
+        args.workload,
+        state=store,
+        processes=LocalServerProcesses(os.environ),  # what a restarted server starts from
+        log_dir=args.state.parent / LOG_FOLDER,
+        now=utc_now,
+        changed=lookup.forget,
+    )
     serve(
         args.port,
-        CachedLookup(upstream_from_state(store, args.workload)),
+        lookup,
         allowed_origins=args.allowed_origins,
         log_level=args.log_level,
+        watch=supervisor.check,
     )
     return 0
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 if __name__ == "__main__":

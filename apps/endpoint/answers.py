@@ -6,6 +6,9 @@ Decisions:
   its message one line naming what went wrong and, where it helps, what to do.
 * An unreachable model server (502) is named by its address and why it could not be
   reached; a full pool of upstream connections is a 503 (too busy), not a 502.
+* A model server that is restarting is a 503 saying how it ended and when it is started
+  again, with ``Retry-After`` (seconds), which the official clients honour before they
+  retry on their own.
 * A request the endpoint refuses (``callers``: 403, or 400 for a missing or repeated
   ``Host``) or finds malformed (``bodies``: 400) is answered here and never sent upstream:
   its message names the rule and what to send instead. What the client sent is quoted
@@ -39,6 +42,15 @@ class Upstream:
     started_at: datetime | None = None  # the model's "created" in /v1/models when known
 
 
+@frozen(kw_only=True)
+class Unavailable:
+    """No model server to reach now, and when to come back: a restart is coming."""
+
+    message: str
+    retry_after_s: int
+    model_server: str  # its state, for /health ("restarting")
+
+
 def error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> Response:
     """An OpenAI-style error: ``{"error": {"message": ..., "type": ..., "code": ...}}``."""
     return JSONResponse(
@@ -60,6 +72,17 @@ def not_running() -> Response:
         "the model of this endpoint is not running (stopped, or still starting); "
         "this endpoint answers again once it runs",
         "unavailable",
+    )
+
+
+def unavailable(down: Unavailable) -> Response:
+    """The 503 of a model server that is restarting, with ``Retry-After``."""
+    return error(
+        503,
+        f"{down.message}; this endpoint answers again once it serves"
+        f" (retry after {down.retry_after_s} s)",
+        "unavailable",
+        headers={"Retry-After": str(down.retry_after_s)},
     )
 
 

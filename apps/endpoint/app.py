@@ -4,7 +4,8 @@ Decisions:
 
 * Where the model server is, and which task it serves, is asked of ``upstream()`` on every
   request (the caller caches it), so a model server restarted on a new port is found without
-  restarting the endpoint. ``None`` means the model is not running: 503.
+  restarting the endpoint. ``None`` means the model is not running: 503; ``Unavailable``
+  that it is restarting: 503 with ``Retry-After``, on ``/v1/models`` too.
 * The workload's task decides which routes are proxied (``nodeau.domain.tasks.routes_for``);
   a route of another task is a 404 naming the task and the routes it answers. ``/v1/models``,
   ``/v1/models/{id}`` and ``/health`` are answered here.
@@ -48,6 +49,7 @@ from nodeau.apps.endpoint.answers import (
     CONNECT_TIMEOUT_S,
     POOL_TIMEOUT_S,
     WRITE_TIMEOUT_S,
+    Unavailable,
     Upstream,
     client_left,
     error,
@@ -55,6 +57,7 @@ from nodeau.apps.endpoint.answers import (
     not_running,
     one_line,
     too_large,
+    unavailable,
     wrong_task,
 )
 from nodeau.apps.endpoint.bodies import malformed
@@ -70,7 +73,15 @@ from nodeau.apps.endpoint.exchange import (
 from nodeau.domain.origins import parse_origin
 from nodeau.domain.tasks import Task, routes_for
 
-__all__ = ["MAX_BODY_BYTES", "PROXIED_PATHS", "Upstream", "create_app", "new_transport"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "PROXIED_PATHS",
+    "Lookup",
+    "Unavailable",
+    "Upstream",
+    "create_app",
+    "new_transport",
+]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_CONNECTIONS = 512
@@ -85,6 +96,8 @@ PROXIED_PATHS = tuple(dict.fromkeys(path for task in Task for path in routes_for
 _ANSWERED = {task: frozenset(routes_for(task)) for task in Task}
 
 log = logging.getLogger("nodeau.endpoint")
+
+Lookup = Callable[[], Upstream | Unavailable | None]
 
 
 def new_transport() -> httpx.AsyncBaseTransport:
@@ -102,7 +115,7 @@ class _Endpoint:
 
     def __init__(
         self,
-        upstream: Callable[[], Upstream | None],
+        upstream: Lookup,
         transport: httpx.AsyncBaseTransport | None,
         max_body_bytes: int,
     ) -> None:
@@ -111,26 +124,40 @@ class _Endpoint:
         self.max_body_bytes = max_body_bytes
         self.extensions = {"timeout": TIMEOUTS.as_dict()}
 
-    def lookup(self) -> Upstream | Response:
-        """The upstream now, or the error response that says why there is none."""
+    def find(self) -> Upstream | Unavailable | Response | None:
+        """What ``upstream()`` says now, or the error response of a lookup that failed."""
         try:
-            found = self._upstream()
+            return self._upstream()
         except Exception as exc:
             log.warning("cannot look up the model server: %s", one_line(exc))
             return error(
                 503, f"cannot find this endpoint's model server: {one_line(exc)}", "unavailable"
             )
-        return not_running() if found is None else found
+
+    def lookup(self) -> Upstream | Response:
+        """The upstream now, or the error response that says why there is none."""
+        found = self.find()
+        if found is None:
+            return not_running()
+        if isinstance(found, Unavailable):
+            return unavailable(found)
+        return found
 
     async def health(self, request: Request) -> Response:
-        found = self.lookup()
-        running = isinstance(found, Upstream)
+        found = self.find()
+        up = found if isinstance(found, Upstream) else None
+        if up is not None:
+            server = "running"
+        elif isinstance(found, Unavailable):
+            server = found.model_server
+        else:
+            server = "not running"
         return JSONResponse(
             {
                 "status": "ok",
-                "model": found.model_name if isinstance(found, Upstream) else None,
-                "task": found.task.value if isinstance(found, Upstream) else None,
-                "model_server": "running" if running else "not running",
+                "model": up.model_name if up is not None else None,
+                "task": up.task.value if up is not None else None,
+                "model_server": server,
             }
         )
 
@@ -225,16 +252,17 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 
 def create_app(
-    upstream: Callable[[], Upstream | None],
+    upstream: Lookup,
     *,
     transport: httpx.AsyncBaseTransport | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     allowed_origins: Iterable[str] = (),
 ) -> Starlette:
     """The endpoint app. ``upstream()`` says where the model server is now (None: not
-    running). ``transport`` reaches it; when None, the app's lifespan makes one
-    (``new_transport``) and closes it. ``allowed_origins``: web origins served besides
-    loopback pages (``domain.origins.parse_origin`` forms; ValueError for one that is not)."""
+    running; ``Unavailable``: restarting). ``transport`` reaches it; when None, the app's
+    lifespan makes one (``new_transport``) and closes it. ``allowed_origins``: web origins
+    served besides loopback pages (``domain.origins.parse_origin`` forms; ValueError for one
+    that is not)."""
     endpoint = _Endpoint(upstream, transport, max_body_bytes)
     origins = tuple(parse_origin(origin) for origin in allowed_origins)  # checked now
 

@@ -15,22 +15,33 @@ Decisions:
 * The model server is found through the state store, cached for ``LOOKUP_TTL_S`` (1 s) so
   a request does not open SQLite; a model server restarted on a new port is found within
   that second, without restarting the endpoint. A workload that is gone, finished or has no
-  recorded server has no upstream (503). A failure to read the state is not cached.
+  recorded server has no upstream (503); a restarting one is ``Unavailable`` (503 with
+  ``Retry-After``). A failure to read the state is not cached.
+* The endpoint is also its workload's supervisor: a thread calls ``watch`` (the
+  ``Supervisor``'s ``check``) every ``WATCH_S`` while it serves, and what it records is
+  seen at once (it empties the cache). A look that fails is logged and made again.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
 import uvicorn
 
-from nodeau.apps.endpoint.app import Upstream, create_app
+from nodeau.apps.endpoint.app import Lookup, Unavailable, Upstream, create_app
 from nodeau.apps.endpoint.request_head import BoundedHeadProtocol
-from nodeau.domain.workloads import holds_gpu
+from nodeau.domain.restarts import restart_notice, retry_after_s
+from nodeau.domain.workloads import WorkloadState, holds_gpu
 from nodeau.ports.state import StateStore
 
+log = logging.getLogger("nodeau.endpoint")
+
 HOST = "127.0.0.1"
+WATCH_S = 0.5
 LOOKUP_TTL_S = 1.0
 KEEP_ALIVE_S = 75  # longer than common clients' idle pools, so they rarely meet a closed socket
 
@@ -56,23 +67,62 @@ def endpoint_config(app: object, port: int, *, log_level: str = "info") -> uvico
 
 def serve(
     port: int,
-    upstream: Callable[[], Upstream | None],
+    upstream: Lookup,
     *,
     allowed_origins: Sequence[str] = (),
     log_level: str = "info",
+    watch: Callable[[], object] | None = None,
+    watch_every_s: float = WATCH_S,
 ) -> None:
     """Serve the endpoint on 127.0.0.1:``port`` until SIGINT/SIGTERM (graceful shutdown),
-    serving requests from the web origins ``allowed_origins`` besides loopback pages."""
+    serving requests from the web origins ``allowed_origins`` besides loopback pages, and
+    calling ``watch`` every ``watch_every_s`` meanwhile (on a thread of its own)."""
     app = create_app(upstream, allowed_origins=allowed_origins)
-    uvicorn.Server(endpoint_config(app, port, log_level=log_level)).run()
+    stop = threading.Event()
+    watcher = None
+    if watch is not None:
+        watcher = threading.Thread(
+            target=watching, args=(watch, watch_every_s, stop), name="supervisor", daemon=True
+        )
+        watcher.start()
+    try:
+        uvicorn.Server(endpoint_config(app, port, log_level=log_level)).run()
+    finally:
+        stop.set()
+        if watcher is not None:
+            watcher.join(timeout=watch_every_s * 2)  # a restart under way does not hold us
 
 
-def upstream_from_state(store: StateStore, name: str) -> Callable[[], Upstream | None]:
-    """Where workload ``name``'s model server is, read from the state on each call."""
+def watching(watch: Callable[[], object], every_s: float, stop: threading.Event) -> None:
+    """Call ``watch`` now and every ``every_s`` until ``stop`` is set; a failure is logged."""
+    while True:
+        try:
+            watch()
+        except Exception:
+            log.exception("supervising the model server failed; looking again")
+        if stop.wait(every_s):
+            return
 
-    def lookup() -> Upstream | None:
+
+def upstream_from_state(
+    store: StateStore, name: str, clock: Callable[[], datetime] | None = None
+) -> Callable[[], Upstream | Unavailable | None]:
+    """Where workload ``name``'s model server is, read from the state on each call (when
+    it restarts: what happened and when to come back, by ``clock``)."""
+
+    def lookup() -> Upstream | Unavailable | None:
         record = store.snapshot().named(name)
-        if record is None or record.server is None or not holds_gpu(record.workload.state):
+        if record is None or not holds_gpu(record.workload.state):
+            return None
+        w = record.workload
+        if w.state is WorkloadState.RESTARTING:
+            now = clock() if clock is not None else w.since
+            return Unavailable(
+                message=restart_notice(w),
+                retry_after_s=retry_after_s(w, now),
+                model_server=w.state.value,
+            )
+        if record.server is None:
             return None
         return Upstream(
             base_url=record.server.base_url,
@@ -86,24 +136,32 @@ def upstream_from_state(store: StateStore, name: str) -> Callable[[], Upstream |
 
 class CachedLookup:
     """A lookup remembered for ``ttl_s`` seconds (its None too; not its exceptions), for
-    callers on one thread (the endpoint's event loop)."""
+    callers on one thread (the endpoint's event loop); ``forget`` may come from another."""
 
     def __init__(
         self,
-        lookup: Callable[[], Upstream | None],
+        lookup: Lookup,
         ttl_s: float = LOOKUP_TTL_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._lookup = lookup
         self._ttl_s = ttl_s
         self._clock = clock
-        self._value: Upstream | None = None
+        self._value: Upstream | Unavailable | None = None
         self._until = float("-inf")
+        self._forgotten = 0  # how many times ``forget`` was called
 
-    def __call__(self) -> Upstream | None:
+    def __call__(self) -> Upstream | Unavailable | None:
         now = self._clock()
         if now < self._until:
             return self._value
+        forgotten = self._forgotten
         value = self._lookup()
-        self._value, self._until = value, now + self._ttl_s
+        if forgotten == self._forgotten:  # else it may predate the change: not kept
+            self._value, self._until = value, now + self._ttl_s
         return value
+
+    def forget(self) -> None:
+        """Look again at the next call (the state has just changed)."""
+        self._forgotten += 1
+        self._until = float("-inf")

@@ -43,6 +43,7 @@ from nodeau.apps.planes.plane import (
     BatchView,
     FleetListing,
     GpuView,
+    LogsUnavailable,
     MachineView,
     Refused,
     RunAsk,
@@ -65,6 +66,7 @@ from nodeau.ports.cluster import (
     MachineReport,
     MachineReports,
     ReservationLedger,
+    ServerPods,
     WorkloadAsk,
     WorkloadObject,
     WorkloadObjects,
@@ -100,6 +102,7 @@ class FleetCluster:
     health: HealthRecords
     ledger: ReservationLedger
     tokens: BootstrapTokens
+    pods: ServerPods
 
 
 def banner(server: str, context: str | None) -> str:
@@ -327,12 +330,17 @@ class KubernetesPlane:
         return admission_of(self._find(name))
 
     def logs(self, name: str, lines: int) -> tuple[str, ...]:
-        self._find(name)
-        raise NotOnTheFleetYet(
-            f"{name} runs on the fleet: its model server's log is its Pod's "
-            f"(kubectl -n {NAMESPACE} logs -l nodeau.ai/workload={name} --tail {lines}); "
-            "nodeau logs does not read Pod logs yet"
-        )
+        """The last lines of the workload's model server log: its Pod's container's (the
+        run that ended while the kubelet waits to restart it)."""
+        obj = self._find(name)
+        found = self._cluster.pods.log_tail(obj.kind, name, lines)
+        if found is None:
+            state = str(obj.status.get("state") or PENDING)
+            raise LogsUnavailable(
+                f"{name} has no model server on the fleet now ({state}): no log to show; "
+                "nodeau ps says what happens next"
+            )
+        return found
 
     # -- machines and marks
 

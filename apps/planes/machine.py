@@ -15,12 +15,22 @@ Decisions recorded here:
 * Drain, undrain and policy work on a fleet of one too, as the concepts say:
   draining this machine refuses new work (``capacity.no-eligible-machine``)
   and touches nothing running.
+* A model server is supervised by its workload's endpoint (a batch job's: its worker),
+  which records it ``restarting`` when it ends. ``ps`` also looks at each serving or
+  running workload's server itself (the runtime's ``alive``): one found gone is shown
+  ``exited``, with how it ended when its reaper kept that, even before (or without) a
+  supervisor recording it; a restart long overdue is shown exited too
+  (``domain.restarts.as_seen``). ``ps`` records nothing.
+* Running a restarting service again brings its endpoint back, as for a serving one:
+  the endpoint is what restarts it.
+* ``logs`` is the last lines of the model server's log, ``<home>/logs/NAME.log``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
 from attrs import evolve
@@ -39,7 +49,7 @@ from nodeau.apps.planes.plane import (
     WorkloadView,
 )
 from nodeau.apps.settings import Settings
-from nodeau.domain.workloads import WorkloadKind, holds_gpu, ps_sentence
+from nodeau.domain.workloads import Workload, WorkloadKind, WorkloadState, holds_gpu, ps_sentence
 from nodeau.ports.errors import NodeauError, SettingsError
 
 if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
@@ -53,10 +63,11 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.domain.reservations import Ledger
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
-    from nodeau.ports.runtime import ModelRuntime
+    from nodeau.ports.runtime import ModelRuntime, RunningServer
     from nodeau.ports.state import StateStore
 
 PLANE = "one machine (state in SQLite, no Kubernetes)"
+LOG_LINES = 50  # ``nodeau logs`` without --lines
 HEALTH = "reporting"  # a fleet of one is the machine answering this command
 
 
@@ -91,8 +102,12 @@ def endpoint_url(record: WorkloadRecord) -> str | None:
     return f"http://127.0.0.1:{record.endpoint_port}/v1"
 
 
-def workload_view(record: WorkloadRecord, now: datetime, simulated: bool) -> WorkloadView:
-    w = record.workload
+def workload_view(
+    record: WorkloadRecord, now: datetime, simulated: bool, shown: Workload | None = None
+) -> WorkloadView:
+    """The row of ``record``; ``shown``: the workload as ``ps`` found it, when that differs
+    from the record (a server found gone)."""
+    w = record.workload if shown is None else shown
     return WorkloadView(
         name=w.name,
         kind=w.kind.value,
@@ -165,9 +180,9 @@ class MachinePlane:
         name = workload_name(ask.name, resolved)
         origins = allowed_origins(ask.allowed_origins)
         existing = self._snapshot_record(name)
-        match run_step(
-            None if existing is None else existing.workload, artifact_id=resolved.artifact.id.hex
-        ):
+        artifact_id = resolved.artifact.id.hex
+        step = run_step(None if existing is None else existing.workload, artifact_id=artifact_id)
+        match step:
             case NameTaken(sentence=sentence):
                 raise StateError(sentence)
             case EndpointBack():
@@ -234,10 +249,53 @@ class MachinePlane:
         if not self._settings.state_path.exists():
             return ()  # no database yet: no workloads, and nothing is created to say so
         now = self._clock()
-        records = self._parts.state.snapshot().workloads
+        records = [r for r in self._parts.state.snapshot().workloads if holds_gpu(r.workload.state)]
+        alive = self._alive() if any(_watched(r) for r in records) else None
         return tuple(
-            workload_view(r, now, self.simulated) for r in records if holds_gpu(r.workload.state)
+            workload_view(r, now, self.simulated, self._as_seen(r, now, alive)) for r in records
         )
+
+    def _as_seen(
+        self, record: WorkloadRecord, now: datetime, alive: Callable[[RunningServer], bool] | None
+    ) -> Workload:
+        """The workload as ``ps`` shows it: exited when its server is found gone."""
+        from nodeau.domain.restarts import as_seen, seen_exited
+
+        server = record.server
+        if alive is None or server is None or not _watched(record) or alive(server):
+            return as_seen(record.workload, now)
+        from nodeau.adapters.model_server_process import server_exit
+        from nodeau.domain.workloads import ServerExit
+
+        log = self._settings.log_dir / f"{record.workload.name}.log"
+        ended = server_exit(server, log) or ServerExit.unknown(now)
+        return seen_exited(record.workload, ended)
+
+    def _alive(self) -> Callable[[RunningServer], bool]:
+        """Whether a recorded server still runs: the runtime's check when the parts hold a
+        runtime already, else the process check every runtime shares. ``ps`` never builds
+        a runtime to look (that loads every model server's adapter, and fails where none
+        is configured in this shell)."""
+        built = not isinstance(getattr(type(self._parts), "runtime", None), cached_property)
+        if built or "runtime" in getattr(self._parts, "__dict__", {}):
+            return self._parts.runtime.alive
+        from nodeau.adapters.model_server_process import server_alive
+
+        return server_alive
+
+    def logs(self, name: str, lines: int = LOG_LINES) -> tuple[str, ...]:
+        """The last ``lines`` lines of workload ``name``'s model server log."""
+        from nodeau.adapters.model_server_process import log_tail
+        from nodeau.domain.runs import name_problem
+        from nodeau.ports.state import UnknownWorkload
+
+        path = self._settings.log_dir / f"{name}.log"
+        unknown = UnknownWorkload(f"no workload called {name!r}; nodeau ps lists them")
+        if name_problem(name) is not None:
+            raise unknown
+        if self._snapshot_record(name) is None and not path.is_file():
+            raise unknown
+        return log_tail(path, lines)
 
     def stop(self, name: str, *, workload: bool) -> str:
         from nodeau.apps.serving import stop_workload
@@ -255,6 +313,12 @@ class MachinePlane:
             return self.stop_batch(name)
         self._parts.endpoints.stop(name)
         if not workload:
+            if record.workload.state is WorkloadState.RESTARTING:
+                return (
+                    f"{name}: endpoint stopped; its model server is restarting, and nothing "
+                    f"restarts it until nodeau run {name} starts the endpoint again "
+                    "(--workload frees the card)"
+                )
             return (
                 f"{name}: endpoint stopped; the model stays loaded (nodeau run starts it again "
                 "at once; --workload frees the card)"
@@ -398,6 +462,12 @@ class MachinePlane:
                 f"no machine called {node!r} on this plane; this machine is "
                 f"{self._settings.machine} (nodeau fleet list)"
             )
+
+
+def _watched(record: WorkloadRecord) -> bool:
+    """Whether ``ps`` looks at this record's server: it serves or runs on one."""
+    up = record.workload.state in (WorkloadState.SERVING, WorkloadState.RUNNING)
+    return up and record.server is not None
 
 
 def started(

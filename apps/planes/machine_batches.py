@@ -18,7 +18,7 @@ from nodeau.apps.batches import (
     launch_worker,
     progress,
     read_meta,
-    read_results,
+    read_result_lines,
     start_batch_server,
     stop_worker,
     worker_command,
@@ -29,7 +29,6 @@ from nodeau.apps.models import Resolved
 from nodeau.apps.planes.plane import BatchAsk, BatchOutcome, BatchSubmitted, BatchView, Refused
 from nodeau.apps.serving import RunRequest
 from nodeau.apps.settings import Settings
-from nodeau.domain.batches import result_line
 from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import RecoveryMode, WorkloadState, holds_gpu, ps_sentence
@@ -139,9 +138,9 @@ def statuses(
 
 
 def results(settings: Settings, name: str) -> Iterator[dict[str, object]]:
-    """The results written so far, as OpenAI batch output lines."""
-    for result in read_results(JobFiles.of(settings.home, name)):
-        yield result_line(result)
+    """The results written so far, as OpenAI batch output lines (with ``"retried": true``
+    on a request sent again after its model server ended)."""
+    yield from read_result_lines(JobFiles.of(settings.home, name))
 
 
 def stop(settings: Settings, parts: MachineParts, name: str, clock: Callable[[], datetime]) -> str:

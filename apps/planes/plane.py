@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from attrs import frozen
 
+from nodeau.ports.errors import NodeauError
+
 if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays light
     from nodeau.domain.batches import BatchRequest, LineProblem
     from nodeau.domain.placement import Policy
@@ -219,3 +221,12 @@ class Plane(Protocol):
     def stop_batch(self, name: str) -> str:
         """Stop a job and free its card; results already written stay."""
         ...
+
+    def logs(self, name: str, lines: int) -> tuple[str, ...]:
+        """The last ``lines`` lines of a workload's model server log (a plane that cannot
+        show them raises ``LogsUnavailable``)."""
+        ...
+
+
+class LogsUnavailable(NodeauError):
+    """This plane cannot show a workload's model server log (yet)."""

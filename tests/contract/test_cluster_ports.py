@@ -16,15 +16,16 @@ import pytest
 from returns.pipeline import is_successful
 
 from nodeau.domain.health import Health, MachineHealth, Signal
-from nodeau.domain.lifecycle import ServerPhase, with_state
+from nodeau.domain.lifecycle import ServerPhase, ServerRestarts, with_state
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.scheduling import change_fleet_policy, drain, set_machine_policy, undrain
 from nodeau.domain.tasks import Task
-from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
+from nodeau.domain.workloads import RecoveryMode, ServerExit, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import (
+    ClusterError,
     Condition,
     EventLog,
     FleetMarks,
@@ -92,6 +93,17 @@ class Harness(Protocol):
         """Let the machines run their servers until ``done()`` holds."""
         ...
 
+    def kubelet_says(
+        self, kind: WorkloadKind, workload: str, restarts: ServerRestarts, *, ready: bool
+    ) -> None:
+        """The server's machine (its kubelet) says what became of it: its ends, its
+        restarts, whether it answers."""
+        ...
+
+    def logs_unserved(self, machine: str) -> None:
+        """The machine's kubelet gives no logs (KWOK's never do)."""
+        ...
+
 
 class FakeHarness(FakeCluster):
     def said(self, workload: str) -> list[str]:
@@ -101,6 +113,14 @@ class FakeHarness(FakeCluster):
     def settle(self, done: Callable[[], bool], what: str) -> None:
         self.pods.run()
         assert done(), what
+
+    def kubelet_says(
+        self, kind: WorkloadKind, workload: str, restarts: ServerRestarts, *, ready: bool
+    ) -> None:
+        self.pods.report(kind, workload, restarts, ready=ready)
+
+    def logs_unserved(self, machine: str) -> None:
+        self.pods.logs_unserved.add(machine)
 
 
 @pytest.fixture
@@ -291,6 +311,89 @@ def test_a_server_is_made_once_runs_and_goes(cluster: Harness) -> None:
     gone = cluster.pods.read(SERVICE, "chat")
     assert gone is None or gone.phase is ServerPhase.DELETING
     assert cluster.pods.delete(BATCH, "chat") is False
+
+
+# what a kubelet says of a server's ends (whole seconds: the API keeps no more)
+ENDED = datetime(2026, 3, 1, 11, 0, 5, tzinfo=UTC)
+RAN = timedelta(minutes=3)
+KUBELET_SAYS = {
+    "killed, waiting out a 20 s back-off": ServerRestarts(
+        count=2,
+        last_exit=ServerExit.killed(9, "SIGKILL", ENDED),
+        ran_for=RAN,
+        down=True,
+        backing_off=True,
+        backoff=timedelta(seconds=20),
+    ),
+    "out of memory, back-off over a minute": ServerRestarts(
+        count=5,
+        last_exit=ServerExit.killed(9, "OOMKilled", ENDED),
+        ran_for=RAN,
+        down=True,
+        backing_off=True,
+        backoff=timedelta(seconds=80),
+    ),
+    "exited 1, not restarted yet": ServerRestarts(
+        last_exit=ServerExit.exited(1, ENDED), ran_for=RAN, down=True
+    ),
+    "terminated by signal 15, restarted, loading": ServerRestarts(
+        count=1,
+        last_exit=ServerExit.killed(15, "SIGTERM", ENDED),
+        ran_for=RAN,
+        running_since=ENDED + timedelta(seconds=1),
+    ),
+}
+
+
+def running_server(cluster: Harness) -> None:
+    """chat admitted on m1, its server made and answering."""
+    cluster.add_node("m1")
+    cluster.objects.create(service())
+    record = admitted(cluster).record
+    owner = cluster.objects.get(SERVICE, "chat")
+    assert owner is not None and cluster.pods.create(record, owner)
+
+    def ready() -> bool:
+        now = cluster.pods.read(SERVICE, "chat")
+        return now is not None and now.phase is ServerPhase.READY
+
+    cluster.settle(ready, "the server answers")
+
+
+@pytest.mark.parametrize("said", KUBELET_SAYS)
+def test_what_the_kubelet_says_of_a_servers_ends_is_read_back(cluster: Harness, said: str) -> None:
+    running_server(cluster)
+    first = cluster.pods.read(SERVICE, "chat")
+    assert first is not None and first.restarts == ServerRestarts()
+    restarts = KUBELET_SAYS[said]
+    cluster.kubelet_says(SERVICE, "chat", restarts, ready=False)
+    down = cluster.pods.read(SERVICE, "chat")
+    assert down is not None
+    assert (down.phase, down.restarts) == (ServerPhase.STARTING, restarts)
+    up = ServerRestarts(
+        count=restarts.count + 1,
+        last_exit=restarts.last_exit,
+        ran_for=restarts.ran_for,
+        running_since=ENDED + timedelta(minutes=1),
+    )
+    cluster.kubelet_says(SERVICE, "chat", up, ready=True)
+    again = cluster.pods.read(SERVICE, "chat")
+    assert again is not None
+    assert (again.phase, again.restarts) == (ServerPhase.READY, up)
+    assert again.endpoint is not None and again.endpoint.startswith("http://")
+
+
+def test_a_servers_log_needs_a_server_and_a_machine_that_gives_it(cluster: Harness) -> None:
+    assert cluster.pods.log_tail(SERVICE, "chat", 10) is None
+    running_server(cluster)
+    cluster.logs_unserved("m1")
+    with pytest.raises(ClusterError) as raised:
+        cluster.pods.log_tail(SERVICE, "chat", 10)
+    assert raised.value.one_line().startswith(
+        "cannot read the log of chat's model server (Pod service-chat on m1): the API server "
+        "could not get it from m1's kubelet ("
+    )
+    assert cluster.pods.log_tail(BATCH, "chat", 10) is None
 
 
 # -- events

@@ -8,13 +8,17 @@ tiny GGUF model, the detached batch worker. The cards are simulated
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from nodeau.adapters.sqlite_state import SqliteStateStore
 from tests.support.cli import Cli as BaseCli
 from tests.support.tiny_gguf import write_tiny_llama
 
@@ -136,9 +140,7 @@ def test_stop_keeps_what_is_done_and_a_second_run_does_nothing_twice(
     running = cli.wait_for("long", lambda s: s["done"] >= 1)
     assert running["state"] == "running"
     ps = json.loads(cli("ps", "--json").stdout)
-    assert [(r["kind"], r["state"]) for r in ps] == [
-        ("batch", "running")
-    ]
+    assert [(r["kind"], r["state"]) for r in ps] == [("batch", "running")]
 
     stopped = cli("batch", "stop", "long")
     assert stopped.returncode == 0, stopped.stderr
@@ -159,3 +161,38 @@ def test_stop_keeps_what_is_done_and_a_second_run_does_nothing_twice(
     final = result_ids(cli, "long")
     assert final[: len(kept)] == kept
     assert sorted(final) == sorted(ids)  # each once: nothing lost, nothing twice
+
+
+@pytest.mark.slow
+def test_a_job_whose_model_server_is_killed_mid_run_resumes_and_answers_each_request_once(
+    cli: Cli, tmp_path: Path
+) -> None:
+    ids = [f"k{n}" for n in range(200)]
+    file = tmp_path / "killed.jsonl"
+    file.write_text("".join(request(i, tokens=32) + "\n" for i in ids), encoding="utf-8")
+    done = cli("batch", "submit", str(file), "--model", "tiny", "--name", "killed")
+    assert done.returncode == 0, done.stderr
+    cli.wait_for("killed", lambda s: s["done"] >= 5)
+    state = SqliteStateStore(tmp_path / "home" / "state.sqlite3", lambda: datetime.now(UTC))
+    record = state.snapshot().named("killed")
+    assert record is not None and record.server is not None
+    os.killpg(record.server.pid, signal.SIGKILL)
+
+    restarting = cli.wait_for("killed", lambda s: s["state"] != "running")
+    assert restarting["state"] == "restarting"
+    assert (
+        restarting["sentence"].startswith("restarting on testbox (SIM-GPU-…) since ")
+        and ": its model server was killed by signal 9 (SIGKILL) at " in restarting["sentence"]
+    )
+    assert restarting["sentence"].split("; ")[-1].startswith("restart 1, next attempt at ")
+    ps = json.loads(cli("ps", "--json").stdout)
+    assert [(r["name"], r["state"]) for r in ps] == [("killed", "restarting")]  # card kept
+
+    status = cli.wait_for("killed", lambda s: s["state"] == "succeeded")
+    assert (status["total"], status["done"], status["failed"], status["left"]) == (200, 200, 0, 0)
+    results = [json.loads(x) for x in cli("batch", "results", "killed").stdout.splitlines()]
+    assert sorted(r["custom_id"] for r in results) == sorted(ids)  # each once, none lost
+    assert all(r["response"]["status_code"] == 200 and r["error"] is None for r in results)
+    assert len([r for r in results if r.get("retried")]) <= 1  # the one in flight, if any
+    assert status["sentence"].startswith("succeeded on testbox")
+    assert json.loads(cli("ps", "--json").stdout) == []  # the card is free

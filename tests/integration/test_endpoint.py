@@ -17,10 +17,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -31,7 +32,7 @@ from attrs import evolve
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.adapters.supervised_process import BackgroundProcess
 from nodeau.adapters.user_service import EndpointServiceSpec
-from nodeau.apps.endpoint.app import MAX_BODY_BYTES, Upstream, create_app
+from nodeau.apps.endpoint.app import MAX_BODY_BYTES, Lookup, Unavailable, Upstream, create_app
 from nodeau.apps.endpoint.serve import (
     HOST,
     CachedLookup,
@@ -40,7 +41,7 @@ from nodeau.apps.endpoint.serve import (
     upstream_from_state,
 )
 from nodeau.domain.tasks import Task, routes_for
-from nodeau.domain.workloads import WorkloadState
+from nodeau.domain.workloads import ServerExit, WorkloadState
 from nodeau.ports.runtime import RunningServer
 from tests.support.admissions import decider, fleet_of
 from tests.support.upstream import (
@@ -61,11 +62,11 @@ MODEL = "tiny"
 class Target:
     """The endpoint's ``upstream`` callable; a test changes what it answers."""
 
-    def __init__(self, upstream: Upstream | None = None) -> None:
+    def __init__(self, upstream: Upstream | Unavailable | None = None) -> None:
         self.upstream = upstream
         self.error: Exception | None = None
 
-    def __call__(self) -> Upstream | None:
+    def __call__(self) -> Upstream | Unavailable | None:
         if self.error is not None:
             raise self.error
         return self.upstream
@@ -77,7 +78,7 @@ def upstream_at(base_url: str, task: Task = Task.CHAT) -> Upstream:
 
 @contextmanager
 def running_endpoint(
-    target: Callable[[], Upstream | None],
+    target: Lookup,
     transport: httpx.AsyncBaseTransport | None = None,
     allowed_origins: Sequence[str] = (),
 ) -> Iterator[str]:
@@ -286,6 +287,64 @@ def test_a_model_that_is_not_running_is_a_503() -> None:
         "code": 503,
     }
     assert health == {"status": "ok", "model": None, "task": None, "model_server": "not running"}
+
+
+RESTARTING = Unavailable(
+    message="tiny is restarting: its model server was killed by signal 9 (SIGKILL) at 09:30:05;"
+    " restart 1, next attempt at 09:30:15",
+    retry_after_s=7,
+    model_server="restarting",
+)
+
+
+def test_a_restarting_model_server_is_a_503_with_retry_after_on_every_route() -> None:
+    with running_endpoint(Target(RESTARTING)) as url, openai_client(url) as client:
+        with pytest.raises(openai.APIStatusError) as chat:
+            client.chat.completions.create(model=MODEL, messages=[])
+        with pytest.raises(openai.APIStatusError) as models:
+            client.models.list()
+        health = httpx.get(f"{url}/health", timeout=BOUND_S).json()
+    for caught in (chat, models):
+        assert caught.value.status_code == 503
+        assert caught.value.response.headers["retry-after"] == "7"
+        assert caught.value.body == {
+            "message": "tiny is restarting: its model server was killed by signal 9 (SIGKILL) at"
+            " 09:30:05; restart 1, next attempt at 09:30:15; this endpoint answers again once it"
+            " serves (retry after 7 s)",
+            "type": "unavailable",
+            "code": 503,
+        }
+    assert health == {"status": "ok", "model": None, "task": None, "model_server": "restarting"}
+
+
+def test_the_official_client_retries_a_restarting_endpoint_when_told_and_gets_its_answer(
+    upstream: MinimalUpstream,
+) -> None:
+    quick = evolve(RESTARTING, retry_after_s=1)
+    target = Target(quick)
+    seen: list[int] = []
+
+    def answer_after_the_first_503(response: Any) -> None:  # openai's own httpx
+        seen.append(response.status_code)
+        if response.status_code == 503:
+            target.upstream = upstream_at(base)  # restarted meanwhile
+
+    hooks = {"response": [answer_after_the_first_503]}
+    with (
+        running_upstream(upstream) as base,
+        running_endpoint(target) as url,
+        openai.OpenAI(
+            base_url=f"{url}/v1",
+            api_key="unused",
+            timeout=BOUND_S,
+            http_client=openai.DefaultHttpxClient(event_hooks=hooks),
+        ) as client,
+    ):
+        answer = client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "back?"}]
+        )
+    assert answer.choices[0].message.content == "echo: back?"
+    assert seen == [503, 200]
 
 
 def test_a_failing_lookup_is_a_503_naming_the_failure() -> None:
@@ -565,6 +624,51 @@ def test_the_state_says_where_a_running_workload_is_and_nothing_for_others(
         MODEL, lambda r: evolve(r, workload=evolve(r.workload, state=WorkloadState.STOPPED))
     )
     assert lookup() is None  # finished, even with its last server still recorded
+
+
+def test_the_state_says_a_restarting_workload_is_unavailable_and_when_to_come_back(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStateStore(tmp_path / "state.sqlite3", clock=lambda: datetime.now(UTC))
+    store.admit(MODEL, decider(MODEL, fleet_of(1), datetime.now(UTC))).unwrap()
+    point_at(store, MODEL, "http://127.0.0.1:4321")
+    killed = datetime(2026, 11, 30, 9, 30, 5, tzinfo=UTC)
+    store.update(
+        MODEL,
+        lambda r: evolve(
+            r,
+            workload=evolve(
+                r.workload,
+                state=WorkloadState.RESTARTING,
+                since=killed,
+                last_exit=ServerExit.killed(9, "SIGKILL", killed),
+                next_attempt=killed + timedelta(seconds=10),
+            ),
+        ),
+    )
+    lookup = upstream_from_state(store, MODEL, lambda: killed + timedelta(seconds=4))
+    assert lookup() == RESTARTING
+
+
+def test_a_forgotten_lookup_is_asked_again_and_one_made_across_a_forget_is_not_kept() -> None:
+    now = [100.0]
+    calls: list[float] = []
+    cached: CachedLookup
+
+    def lookup() -> Upstream | None:
+        calls.append(now[0])
+        if len(calls) == 2:
+            cached.forget()  # the state changed while this lookup read it
+        return None
+
+    cached = CachedLookup(lookup, ttl_s=1.0, clock=lambda: now[0])
+    cached()
+    cached.forget()
+    cached()  # asked again at once; made across a forget, so not kept
+    cached()
+    now[0] = 100.5
+    cached()
+    assert calls == [100.0, 100.0, 100.0]
 
 
 def test_a_lookup_is_remembered_for_its_time_to_live_and_its_failures_are_not() -> None:

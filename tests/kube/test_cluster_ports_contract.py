@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -26,6 +27,8 @@ from nodeau.adapters.kube.pods import KubeServerPods
 from nodeau.adapters.kube.reports import KubeMachineReports
 from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.kube.workloads import KubeWorkloadObjects
+from nodeau.domain.lifecycle import ServerRestarts
+from nodeau.domain.workloads import ExitKind, ServerExit, WorkloadKind
 from tests.contract import test_cluster_ports as contract
 from tests.support.fakes import StepClock
 from tests.support.kube_nodes import kwok_node, wait_for
@@ -62,6 +65,98 @@ class KubeHarness:
 
     def settle(self, done: Callable[[], bool], what: str) -> None:
         wait_for(done, what)
+
+    def kubelet_says(
+        self, kind: WorkloadKind, workload: str, restarts: ServerRestarts, *, ready: bool
+    ) -> None:
+        """Write the Pod's status as a kubelet would (KWOK leaves a Running Pod's alone)."""
+        say_as_kubelet(self.api, f"{kind.value}-{workload}", restarts, ready=ready)
+
+    def logs_unserved(self, machine: str) -> None:
+        """Nothing to do: KWOK's machines have no kubelet to give logs."""
+
+
+def stamp(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def go_duration(wait: timedelta) -> str:
+    """A wait as Go prints a duration, as the kubelet's messages do ("1m20s", "20s")."""
+    minutes, seconds = divmod(int(wait.total_seconds()), 60)
+    return f"{minutes}m{seconds}s" if minutes else f"{seconds}s"
+
+
+def terminated(ended: ServerExit, ran_for: timedelta) -> dict[str, Any]:
+    """A container's terminated state as a kubelet writes it for this end."""
+    if ended.kind is ExitKind.KILLED and ended.signal_name == "OOMKilled":
+        code, reason = 137, "OOMKilled"
+    elif ended.kind is ExitKind.KILLED:
+        assert ended.signal is not None
+        code, reason = 128 + ended.signal, "Error"
+    else:
+        assert ended.code is not None
+        code, reason = ended.code, "Error" if ended.code else "Completed"
+    return {
+        "exitCode": code,
+        "reason": reason,
+        "startedAt": stamp(ended.at - ran_for),
+        "finishedAt": stamp(ended.at),
+        "containerID": "containerd://ended",
+    }
+
+
+def container_status(pod: str, restarts: ServerRestarts, ready: bool) -> dict[str, Any]:
+    """The server container's status a kubelet would report for ``restarts``."""
+    status: dict[str, Any] = {
+        "name": "server",
+        "image": r.SERVER_IMAGE,
+        "imageID": "",
+        "ready": ready,
+        "restartCount": restarts.count,
+        "state": {},
+        "lastState": {},
+    }
+    ended = restarts.last_exit
+    if ended is None:
+        status["state"] = {"running": {"startedAt": stamp(datetime.now(UTC))}}
+        return status
+    assert restarts.ran_for is not None  # a kubelet always says when a run started
+    end = terminated(ended, restarts.ran_for)
+    if restarts.backing_off:
+        back = "" if restarts.backoff is None else f"back-off {go_duration(restarts.backoff)} "
+        message = f"{back}restarting failed container=server pod={pod}_{r.NAMESPACE}(uid)"
+        status["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
+        status["lastState"] = {"terminated": end}
+    elif restarts.down:
+        status["state"] = {"terminated": end}
+    else:
+        assert restarts.running_since is not None
+        status["state"] = {"running": {"startedAt": stamp(restarts.running_since)}}
+        status["lastState"] = {"terminated": end}
+    return status
+
+
+def say_as_kubelet(
+    api: client.ApiClient, pod: str, restarts: ServerRestarts, *, ready: bool
+) -> None:
+    """Replace a Running Pod's status with what a kubelet would say: its server container's
+    ends and restarts, and whether it is Ready (the Pod stays Running, its address kept)."""
+    core: Any = client.CoreV1Api(api)
+    wait_for(
+        lambda: core.read_namespaced_pod(pod, r.NAMESPACE).status.phase == "Running",
+        f"KWOK runs Pod {pod}",
+    )
+    body = api.sanitize_for_serialization(core.read_namespaced_pod(pod, r.NAMESPACE))
+    flag = "True" if ready else "False"
+    now = stamp(datetime.now(UTC))
+    conditions = [c for c in body["status"].get("conditions", []) if c["type"] not in READINESS]
+    conditions += [{"type": t, "status": flag, "lastTransitionTime": now} for t in READINESS]
+    body["status"]["conditions"] = conditions
+    body["status"]["containerStatuses"] = [container_status(pod, restarts, ready)]
+    core.replace_namespaced_pod_status(pod, r.NAMESPACE, body)
+
+
+READINESS = ("Ready", "ContainersReady")
 
 
 @pytest.fixture

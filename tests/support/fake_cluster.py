@@ -8,8 +8,8 @@ an admission creates the workload's object if no one had, and the record it
 keeps is what the object's status shows (tests/contract/test_cluster_ports.py
 holds both to the same behaviour).
 
-Servers do not run by themselves here: ``FakeServerPods.run`` and ``end`` play
-the part KWOK (or a kubelet) plays in a cluster.
+Servers do not run by themselves here: ``FakeServerPods.run``, ``end``, ``report``
+and ``write_log`` play the part KWOK (or a kubelet) plays in a cluster.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from returns.result import Result, Success
 
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.health import MachineHealth, Signals
-from nodeau.domain.lifecycle import ServerPhase
+from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.memory import GIB
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.placement import Policy, SchedulingSettings
@@ -41,6 +41,7 @@ from nodeau.domain.scheduling import undrain as undrain_change
 from nodeau.domain.workloads import WorkloadKind, ps_sentence
 from nodeau.ports.cluster import (
     BootstrapToken,
+    ClusterError,
     Condition,
     MachineArtifact,
     MachineReport,
@@ -454,10 +455,13 @@ class FakeClusterStore(FakeStateStore):
 
 
 class FakeServerPods:
-    """``ServerPods`` in a dict; ``run`` and ``end`` stand for the machine running them."""
+    """``ServerPods`` in a dict; ``run``, ``end``, ``report`` and ``write_log`` stand for the
+    machine running them (its kubelet)."""
 
     def __init__(self) -> None:
         self.pods: dict[tuple[WorkloadKind, str], ServerPod] = {}
+        self.logs: dict[tuple[WorkloadKind, str], list[str]] = {}
+        self.logs_unserved: set[str] = set()  # machines whose kubelet gives no logs
 
     def read(self, kind: WorkloadKind, workload: str) -> ServerPod | None:
         return self.pods.get((kind, workload))
@@ -477,7 +481,41 @@ class FakeServerPods:
         return True
 
     def delete(self, kind: WorkloadKind, workload: str) -> bool:
+        self.logs.pop((kind, workload), None)
         return self.pods.pop((kind, workload), None) is not None
+
+    def log_tail(self, kind: WorkloadKind, workload: str, lines: int) -> tuple[str, ...] | None:
+        pod = self.pods.get((kind, workload))
+        if pod is None:
+            return None
+        if pod.machine in self.logs_unserved:
+            name = f"{kind.value}-{workload}"
+            raise ClusterError(
+                f"cannot read the log of {workload}'s model server (Pod {name} on "
+                f"{pod.machine}): the API server could not get it from {pod.machine}'s "
+                "kubelet (no kubelet answers in the fake)"
+            )
+        return tuple(self.logs.get((kind, workload), [])[-lines:])
+
+    def write_log(self, kind: WorkloadKind, workload: str, *lines: str) -> None:
+        """The server writes these lines to its log."""
+        self.logs.setdefault((kind, workload), []).extend(lines)
+
+    def report(
+        self,
+        kind: WorkloadKind,
+        workload: str,
+        restarts: ServerRestarts,
+        *,
+        ready: bool = False,
+        address: str = "10.0.0.7",
+    ) -> None:
+        """The machine's kubelet says what became of the server: its ends and restarts, and
+        whether it answers (again)."""
+        pod = self.pods[kind, workload]
+        phase = ServerPhase.READY if ready else ServerPhase.STARTING
+        endpoint = pod.endpoint or f"http://{address}:8080/v1"
+        self.pods[kind, workload] = evolve(pod, phase=phase, endpoint=endpoint, restarts=restarts)
 
     def run(self, address: str = "10.0.0.7") -> None:
         """Every starting server answers now, at ``address``."""

@@ -275,6 +275,12 @@ def test_the_pod_is_pinned_to_the_machine_and_card_and_runs_the_admitted_config(
     assert spec["volumes"][0]["hostPath"]["path"] == "/models/m1"
     assert container["volumeMounts"][0] == {"name": "models", "mountPath": "/models/m1",
                                             "readOnly": True}  # fmt: skip
+    # a start that does not answer within 5 s x 24 = 120 s is ended by the kubelet
+    assert container["startupProbe"] == {
+        "httpGet": {"path": "/health", "port": r.SERVER_PORT},
+        "periodSeconds": 5,
+        "failureThreshold": 24,
+    }
 
 
 def test_a_batch_jobs_pod_never_restarts() -> None:

@@ -8,19 +8,22 @@ the cluster holds afterwards: records, ledger, objects, servers, events.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from attrs import evolve
 
 from nodeau.apps.controller.loop import Controller, ControllerPorts
+from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
+from nodeau.apps.planes.plane import LogsUnavailable
 from nodeau.domain.health import Health, MachineHealth, Signal
-from nodeau.domain.lifecycle import ServerPhase
+from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.workloads import HeldReason, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import Condition, NoAnswer, ServerPod, WorkloadAsk
-from nodeau.ports.state import WorkloadRecord
+from nodeau.domain.workloads import HeldReason, ServerExit, WorkloadKind, WorkloadState
+from nodeau.ports.cluster import ClusterError, Condition, NoAnswer, ServerPod, WorkloadAsk
+from nodeau.ports.state import UnknownWorkload, WorkloadRecord
 from tests.support.fake_cluster import (
     FakeCluster,
     FakeServerPods,
@@ -46,10 +49,12 @@ SUMMARY = ModelSummary(
 ENDPOINT = "http://10.0.0.7:8080/v1"
 
 
-def fleet(*machines: str, cards: int = 1) -> FakeCluster:
+def fleet(
+    *machines: str, cards: int = 1, clock: Callable[[], datetime] | None = None
+) -> FakeCluster:
     """Machines that each report ``cards`` 24 GiB cards and a verified 4 GiB "qwen" and a
     40 GiB "giant" (which fits no card)."""
-    cluster = FakeCluster(StepClock(start=START))
+    cluster = FakeCluster(clock or StepClock(start=START))
     for m in machines:
         cluster.add_node(m)
         small = verified(m, SUMMARY, sha=SMALL, name="qwen", gib=4)
@@ -297,3 +302,298 @@ def test_a_broken_invariant_is_not_swallowed() -> None:
     cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
     with pytest.raises(ValueError, match="an invariant broke"):
         controller(cluster).resync()
+
+
+# -- a model server restarted in place by its machine's kubelet
+
+
+class SetClock:
+    """A clock that says what the test last set."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def tick(cluster: FakeCluster, clock: SetClock, when: datetime) -> None:
+    """Time passes to ``when``; the machines' heartbeats and agent reports keep coming."""
+    clock.now = when
+    for name, node in cluster.nodes.items():
+        node.heartbeat_at = when
+        cluster.reports.publish(evolve(cluster.reports.reports[name], at=when))
+
+
+ENDED = datetime(2026, 3, 1, 11, 0, 5, tzinfo=UTC)
+AGAIN = ENDED + timedelta(seconds=20)
+CARD = [("chat", gpu_uuid("m1", 0))]
+
+
+def serving_chat() -> tuple[FakeCluster, SetClock, Controller]:
+    clock = SetClock(START)
+    cluster = fleet("m1", clock=clock)
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl = controller(cluster)
+    ctl.resync()
+    cluster.pods.run()
+    ctl.resync()
+    assert state(cluster, "chat") is S.SERVING
+    return cluster, clock, ctl
+
+
+def status_of(cluster: FakeCluster, name: str = "chat") -> tuple[str, str, str]:
+    obj = cluster.objects.get(SERVICE, name)
+    assert obj is not None
+    return obj.status["state"], obj.status["sentence"], obj.endpoint
+
+
+def writes(cluster: FakeCluster, name: str = "chat") -> int:
+    """How often the object was written (its version)."""
+    return cluster.objects.stored[SERVICE, name].version
+
+
+# how the container ended, as the Pod says it (the adapter reads exit code 137 as signal 9,
+# OOMKilled as signal 9 named so) and as ps says it
+ENDS = {
+    "exit code 137": (
+        ServerExit.killed(9, "SIGKILL", ENDED),
+        "its model server was killed by signal 9 (SIGKILL) at 11:00:05",
+    ),
+    "OOMKilled": (
+        ServerExit.killed(9, "OOMKilled", ENDED),
+        "its model server was killed by signal 9 (OOMKilled) at 11:00:05",
+    ),
+    "exit code 1": (
+        ServerExit.exited(1, ENDED),
+        "its model server exited with code 1 at 11:00:05",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", ENDS)
+def test_a_services_container_that_ends_is_restarting_keeps_its_card_and_serves_again(
+    how: str,
+) -> None:
+    ended, words = ENDS[how]
+    cluster, clock, ctl = serving_chat()
+
+    # the container ended; the kubelet has not restarted it yet
+    cluster.pods.report(SERVICE, "chat", ServerRestarts(last_exit=ended, down=True))
+    tick(cluster, clock, ENDED + timedelta(seconds=2))
+    ctl.resync()
+    assert status_of(cluster) == (
+        "restarting",
+        f"restarting on m1 (GPU-m1-0…) since 11:00:05 (2s): {words}; "
+        "restart 1, next attempt at 11:00:15",
+        "",
+    )
+    assert held_cards(cluster) == CARD
+    obj = cluster.objects.get(SERVICE, "chat")
+    assert obj is not None and obj.condition("Ready") == Condition(
+        type="Ready",
+        ok=False,
+        reason="Restarting",
+        message=f"chat is restarting: {words}; restart 1, next attempt at 11:00:15",
+    )
+    said = cluster.events.said[-1]
+    assert (said.reason, said.message, said.warning) == (
+        "Restarting",
+        f"{words}; restart 1, next attempt at 11:00:15",
+        True,
+    )
+
+    # nothing changed: nothing is written, nothing said
+    before, events = writes(cluster), len(cluster.events.said)
+    tick(cluster, clock, clock.now + timedelta(seconds=1))
+    ctl.resync()
+    assert (writes(cluster), len(cluster.events.said)) == (before, events)
+
+    # the kubelet restarted it; the restart ended too, and it waits out a 20 s back-off
+    crashed = ServerExit.killed(9, "OOMKilled", AGAIN)
+    looping = ServerRestarts(
+        count=1,
+        last_exit=crashed,
+        ran_for=timedelta(seconds=8),
+        down=True,
+        backing_off=True,
+        backoff=timedelta(seconds=20),
+    )
+    cluster.pods.report(SERVICE, "chat", looping)
+    tick(cluster, clock, AGAIN + timedelta(seconds=1))
+    ctl.resync()
+    assert status_of(cluster) == (
+        "restarting",
+        "restarting on m1 (GPU-m1-0…) since 11:00:05 (21s): its model server was killed by "
+        "signal 9 (OOMKilled) while starting at 11:00:25; restart 2, next attempt at 11:00:45 "
+        "(nodeau logs chat shows its log)",
+        "",
+    )
+    assert held_cards(cluster) == CARD
+    assert cluster.events.reasons("chat")[-2:] == ["Restarting", "Restarting"]
+
+    # restarted again, and Ready: serving again, its restarts kept
+    up = ServerRestarts(count=2, last_exit=crashed, ran_for=timedelta(seconds=8))
+    under_way = evolve(up, running_since=AGAIN + timedelta(seconds=20))
+    cluster.pods.report(SERVICE, "chat", under_way)  # loading, not Ready yet
+    tick(cluster, clock, AGAIN + timedelta(seconds=22))
+    ctl.resync()
+    assert status_of(cluster)[1].endswith(
+        "while starting at 11:00:25; restart 2, next attempt at 11:00:45 "
+        "(nodeau logs chat shows its log)"
+    )
+    assert cluster.events.reasons("chat")[-2:] == ["Restarting", "Restarting"]
+    cluster.pods.report(SERVICE, "chat", under_way, ready=True)
+    tick(cluster, clock, AGAIN + timedelta(seconds=30))
+    ctl.resync()
+    assert status_of(cluster) == (
+        "serving",
+        "serving on m1 (GPU-m1-0…) since 11:00:55 (0s), restarted 2 times, last after its "
+        "model server was killed by signal 9 (OOMKilled) while starting at 11:00:25; "
+        "nothing to do",
+        ENDPOINT,
+    )
+    assert record(cluster, "chat").workload.restarts == 2
+    obj = cluster.objects.get(SERVICE, "chat")
+    assert obj is not None and obj.condition("Ready") == Condition(
+        type="Ready",
+        ok=True,
+        reason="Serving",
+        message=f"serving at {ENDPOINT} on m1 (GPU-m1-0…)",
+    )
+    assert cluster.events.reasons("chat")[-1] == "Serving"
+    assert held_cards(cluster) == CARD
+    before, events = writes(cluster), len(cluster.events.said)
+    tick(cluster, clock, clock.now + timedelta(minutes=5))
+    ctl.resync()
+    assert (writes(cluster), len(cluster.events.said)) == (before, events)
+
+
+def test_a_restart_under_way_is_the_next_attempt_and_is_not_said_twice() -> None:
+    cluster, clock, ctl = serving_chat()
+    killed = ServerExit.killed(9, "SIGKILL", ENDED)
+    started = ENDED + timedelta(seconds=1)
+    cluster.pods.report(
+        SERVICE, "chat", ServerRestarts(count=1, last_exit=killed, running_since=started)
+    )
+    tick(cluster, clock, ENDED + timedelta(seconds=3))
+    ctl.resync()
+    assert status_of(cluster)[1] == (
+        "restarting on m1 (GPU-m1-0…) since 11:00:05 (3s): its model server was killed by "
+        "signal 9 (SIGKILL) at 11:00:05; restart 1, next attempt at 11:00:06"
+    )
+    assert cluster.events.reasons("chat").count("Restarting") == 1
+    assert held_cards(cluster) == CARD
+
+
+def test_a_server_that_fails_at_start_is_restarting_and_its_log_is_pointed_at() -> None:
+    clock = SetClock(START)
+    cluster = fleet("m1", clock=clock)
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl = controller(cluster)
+    ctl.resync()
+    assert state(cluster, "chat") is S.STARTING
+    failed = ServerExit.exited(1, ENDED)
+    cluster.pods.report(
+        SERVICE,
+        "chat",
+        ServerRestarts(
+            count=3,
+            last_exit=failed,
+            ran_for=timedelta(seconds=2),
+            down=True,
+            backing_off=True,
+            backoff=timedelta(seconds=40),
+        ),
+    )
+    tick(cluster, clock, ENDED + timedelta(seconds=1))
+    ctl.resync()
+    assert status_of(cluster) == (
+        "restarting",
+        "restarting on m1 (GPU-m1-0…) since 11:00:05 (1s): its model server exited with code "
+        "1 while starting at 11:00:05; restart 4, next attempt at 11:00:45 "
+        "(nodeau logs chat shows its log)",
+        "",
+    )
+    assert held_cards(cluster) == CARD
+
+
+def test_a_batch_jobs_server_restarts_in_place_and_the_job_runs_again() -> None:
+    clock = SetClock(START)
+    cluster = fleet("m1", clock=clock)
+    cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
+    ctl = controller(cluster)
+    ctl.resync()
+    cluster.pods.run()
+    ctl.resync()
+    assert state(cluster, "nightly") is S.RUNNING
+    oom = ServerExit.killed(9, "OOMKilled", ENDED)
+    cluster.pods.report(BATCH, "nightly", ServerRestarts(last_exit=oom, down=True))
+    tick(cluster, clock, ENDED)
+    ctl.resync()
+    assert state(cluster, "nightly") is S.RESTARTING
+    assert held_cards(cluster) == [("nightly", gpu_uuid("m1", 0))]
+    up = ServerRestarts(count=1, last_exit=oom, running_since=ENDED)
+    cluster.pods.report(BATCH, "nightly", up, ready=True)
+    ctl.resync()
+    found = record(cluster, "nightly").workload
+    assert (found.state, found.restarts) == (S.RUNNING, 1)
+    assert cluster.events.reasons("nightly")[-2:] == ["Restarting", "Running"]
+
+
+def test_a_restarting_services_pod_that_went_is_made_again() -> None:
+    cluster, clock, ctl = serving_chat()
+    killed = ServerExit.killed(9, "SIGKILL", ENDED)
+    cluster.pods.report(SERVICE, "chat", ServerRestarts(last_exit=killed, down=True))
+    tick(cluster, clock, ENDED)
+    ctl.resync()
+    assert state(cluster, "chat") is S.RESTARTING
+    cluster.pods.delete(SERVICE, "chat")  # someone deleted the Pod
+    ctl.resync()
+    assert (SERVICE, "chat") in cluster.pods.pods
+    assert state(cluster, "chat") is S.RESTARTING
+    cluster.pods.run()
+    ctl.resync()
+    assert state(cluster, "chat") is S.SERVING
+    assert held_cards(cluster) == CARD
+
+
+# -- nodeau logs on the fleet (the Kubernetes plane over the same fakes)
+
+
+def fleet_plane(cluster: FakeCluster) -> KubernetesPlane:
+    ports = FleetCluster(
+        server="https://fake",
+        context="fake",
+        objects=cluster.objects,
+        marks=cluster.marks,
+        reports=cluster.reports,
+        health=cluster.health,
+        ledger=cluster.ledger,
+        tokens=cluster.tokens,
+        pods=cluster.pods,
+    )
+    return KubernetesPlane(ports, clock=cluster.clock)
+
+
+def test_nodeau_logs_on_the_fleet_is_the_last_lines_of_the_pods_server_log() -> None:
+    cluster, _clock, _ctl = serving_chat()
+    cluster.pods.write_log(SERVICE, "chat", "loading", "listening on 0.0.0.0:8080", "oops")
+    plane = fleet_plane(cluster)
+    assert plane.logs("chat", 2) == ("listening on 0.0.0.0:8080", "oops")
+    with pytest.raises(UnknownWorkload, match="no workload called 'other' in the cluster"):
+        plane.logs("other", 2)
+    cluster.pods.logs_unserved.add("m1")
+    with pytest.raises(ClusterError) as raised:
+        plane.logs("chat", 2)
+    assert raised.value.one_line() == (
+        "cannot read the log of chat's model server (Pod service-chat on m1): the API server "
+        "could not get it from m1's kubelet (no kubelet answers in the fake)"
+    )
+    cluster.pods.delete(SERVICE, "chat")
+    with pytest.raises(LogsUnavailable) as gone:
+        plane.logs("chat", 2)
+    assert gone.value.one_line() == (
+        "chat has no model server on the fleet now (serving): no log to show; "
+        "nodeau ps says what happens next"
+    )

@@ -120,6 +120,7 @@ def test_the_systemd_unit_runs_the_endpoint_and_restarts_it_boundedly(tmp_path: 
         "Type": "exec",
         "Restart": "on-failure",
         "RestartSec": "1",
+        "KillMode": "process",  # a model server the endpoint restarted outlives its stop
         "TimeoutStopSec": "10",
         "Environment": "PYTHONUNBUFFERED=1",
         "StandardOutput": f"append:{spec.log_path}",

@@ -3,15 +3,36 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from attrs import evolve
+from hypothesis import given
+from hypothesis import strategies as st
 
 from nodeau.domain.health import Health
-from nodeau.domain.lifecycle import ServerPhase, needs_server, next_state, with_state
+from nodeau.domain.lifecycle import (
+    LIVE,
+    ServerPhase,
+    ServerRestarts,
+    needs_server,
+    next_state,
+    restarted_in_place,
+    with_state,
+)
 from nodeau.domain.memory import RuntimeConfig
 from nodeau.domain.records import WorkloadRecord
 from nodeau.domain.tasks import Task
-from nodeau.domain.workloads import HeldReason, RecoveryMode, Workload, WorkloadKind, WorkloadState
+from nodeau.domain.workloads import (
+    HeldReason,
+    RecoveryMode,
+    ServerExit,
+    Workload,
+    WorkloadKind,
+    WorkloadState,
+    holds_gpu,
+    ps_sentence,
+)
 
 S = WorkloadState
 P = ServerPhase
@@ -108,6 +129,19 @@ def test_a_server_is_made_only_when_there_is_none_and_the_workload_wants_one(
         assert needs_server(state, phase, Health.REPORTING) is False
 
 
+@pytest.mark.parametrize(("state", "expected"), NEEDS_SERVER.items())
+def test_where_servers_restart_in_place_a_restarting_workload_whose_server_went_gets_one(
+    state: WorkloadState, expected: tuple[bool, bool]
+) -> None:
+    reporting, unreachable = expected
+    if state is S.RESTARTING:
+        reporting = True
+    assert needs_server(state, P.ABSENT, Health.REPORTING, in_place=True) is reporting
+    assert needs_server(state, P.ABSENT, Health.UNREACHABLE, in_place=True) is unreachable
+    for phase in PHASES[1:]:
+        assert needs_server(state, phase, Health.REPORTING, in_place=True) is False
+
+
 SINCE = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 LATER = SINCE + timedelta(minutes=5)
 
@@ -159,3 +193,215 @@ def test_with_state_drops_what_belonged_to_held_and_recovering() -> None:
 def test_with_state_refuses_a_state_the_workload_cannot_be_in() -> None:
     with pytest.raises(ValueError, match="only a batch job runs"):
         with_state(record(), S.RUNNING, LATER)
+
+
+# -- a server restarted in place (a Pod's container, by its kubelet)
+
+UP_AT = datetime(2026, 3, 1, 11, 0, tzinfo=UTC)  # serving since
+ENDED = datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)
+NOW = datetime(2026, 3, 1, 12, 0, 7, tzinfo=UTC)
+OOM = ServerExit.killed(9, "OOMKilled", ENDED)
+TEN_S = timedelta(seconds=10)
+
+
+def serving(**fields: Any) -> Workload:
+    return evolve(record(since=UP_AT).workload, **fields)
+
+
+def crash_looping(exit_: ServerExit = OOM, count: int = 1, **fields: Any) -> ServerRestarts:
+    seen = {"count": count, "last_exit": exit_, "ran_for": timedelta(hours=1), "down": True}
+    return ServerRestarts(**{"backing_off": True, "backoff": TEN_S, **seen, **fields})
+
+
+def test_an_end_the_kubelet_reports_makes_a_serving_service_restarting_and_keeps_its_card() -> None:
+    after = restarted_in_place(serving(), P.STARTING, crash_looping(), Health.REPORTING, NOW)
+    assert after == serving(
+        state=S.RESTARTING,
+        since=ENDED,
+        restarts=1,
+        last_exit=OOM,
+        crash_streak=1,
+        next_attempt=ENDED + TEN_S,
+    )
+    assert holds_gpu(after.state)
+    assert ps_sentence(after, NOW) == (
+        "restarting on m1 (GPU-1) since 12:00:05 (2s): its model server was killed by "
+        "signal 9 (OOMKilled) at 12:00:05; restart 2, next attempt at 12:00:15"
+    )
+
+
+def test_the_announced_back_off_wins_and_without_one_the_kubelet_policy_counts() -> None:
+    announced = crash_looping(backoff=timedelta(seconds=40), count=3)
+    after = restarted_in_place(serving(), P.STARTING, announced, None, NOW)
+    assert after is not None and after.next_attempt == ENDED + timedelta(seconds=40)
+    ended = ServerExit.exited(1, ENDED)
+    just_ended = ServerRestarts(count=0, last_exit=ended, down=True)  # no back-off said
+    after = restarted_in_place(serving(crash_streak=2), P.STARTING, just_ended, None, NOW)
+    assert after is not None
+    assert (after.restarts, after.crash_streak, after.next_attempt) == (
+        0,
+        3,  # it ran for an unknown while: one more end in the streak
+        ENDED + timedelta(seconds=40),
+    )
+    assert ps_sentence(after, NOW) == (
+        "restarting on m1 (GPU-1) since 12:00:05 (2s): its model server exited with code 1 "
+        "at 12:00:05; restart 1, next attempt at 12:00:45"
+    )
+
+
+def test_a_restart_under_way_is_the_next_attempt_made_when_it_started() -> None:
+    started = ENDED + timedelta(seconds=1)
+    killed = ServerExit.killed(9, "SIGKILL", ENDED)
+    under_way = ServerRestarts(count=1, last_exit=killed, running_since=started)
+    after = restarted_in_place(serving(), P.STARTING, under_way, None, NOW)
+    assert after is not None
+    assert (after.state, after.restarts, after.next_attempt) == (S.RESTARTING, 0, started)
+    assert ps_sentence(after, NOW).endswith(
+        "killed by signal 9 (SIGKILL) at 12:00:05; restart 1, next attempt at 12:00:06"
+    )
+
+
+def test_ready_again_it_serves_again_its_restart_count_and_end_kept() -> None:
+    restarting = restarted_in_place(serving(), P.STARTING, crash_looping(), None, NOW)
+    assert restarting is not None
+    later = NOW + timedelta(seconds=20)
+    up = ServerRestarts(count=2, last_exit=OOM, ran_for=timedelta(hours=1), running_since=NOW)
+    back = restarted_in_place(restarting, P.READY, up, None, later)
+    assert back == evolve(restarting, state=S.SERVING, since=later, restarts=2, next_attempt=None)
+    assert ps_sentence(back, later + timedelta(seconds=3)) == (
+        "serving on m1 (GPU-1) since 12:00:27 (3s), restarted 2 times, last after its model "
+        "server was killed by signal 9 (OOMKilled) at 12:00:05; nothing to do"
+    )
+    # settled: what the Pod says changes nothing more
+    assert restarted_in_place(back, P.READY, up, None, later + TEN_S) is None
+    # a busy server that stops answering for a while is no new end
+    assert restarted_in_place(back, P.STARTING, up, None, later + TEN_S) is None
+
+
+def test_a_restart_made_and_ready_before_anyone_looked_still_says_it_restarted() -> None:
+    up = ServerRestarts(count=1, last_exit=OOM, running_since=ENDED)
+    back = restarted_in_place(serving(), P.READY, up, None, NOW)
+    assert back == serving(since=NOW, restarts=1, last_exit=OOM)
+
+
+def test_an_end_while_starting_is_said_so_and_points_at_the_log() -> None:
+    starting = serving(state=S.STARTING, since=UP_AT)
+    ended = ServerExit.exited(1, ENDED)
+    after = restarted_in_place(starting, P.STARTING, crash_looping(ended, count=0), None, NOW)
+    assert after is not None and after.last_exit == ServerExit.exited(1, ENDED, starting=True)
+    assert ps_sentence(after, NOW) == (
+        "restarting on m1 (GPU-1) since 12:00:05 (2s): its model server exited with code 1 "
+        "while starting at 12:00:05; restart 1, next attempt at 12:00:15 "
+        "(nodeau logs chat shows its log)"
+    )
+
+
+def test_further_ends_keep_the_restarting_since_and_count_the_streak() -> None:
+    first = restarted_in_place(serving(), P.STARTING, crash_looping(), None, NOW)
+    assert first is not None
+    again_at = ENDED + timedelta(seconds=30)
+    again = ServerExit.killed(9, "OOMKilled", again_at)
+    quick = crash_looping(again, count=2, ran_for=timedelta(seconds=5), backoff=None)
+    second = restarted_in_place(first, P.STARTING, quick, None, again_at)
+    assert second is not None
+    assert (second.since, second.restarts, second.crash_streak) == (ENDED, 2, 2)
+    assert second.last_exit == evolve(again, starting=True)  # it ended during a restart
+    assert second.next_attempt == again_at + timedelta(seconds=20)
+
+
+@pytest.mark.parametrize(
+    ("state", "phase", "machine"),
+    [
+        (S.SERVING, P.ABSENT, None),
+        (S.SERVING, P.DELETING, None),
+        (S.SERVING, P.EXITED_FAILED, None),
+        (S.SERVING, P.STARTING, Health.UNREACHABLE),
+        (S.HELD, P.STARTING, None),
+        (S.FAILED, P.READY, None),
+    ],
+)
+def test_nothing_is_recorded_where_restarts_are_not_the_servers_to_say(
+    state: WorkloadState, phase: ServerPhase, machine: Health | None
+) -> None:
+    fields: dict[str, Any] = {"state": state}
+    if state is S.HELD:
+        fields["held_reason"] = HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF
+    assert restarted_in_place(serving(**fields), phase, crash_looping(), machine, NOW) is None
+
+
+def test_a_server_that_never_ended_is_left_to_next_state() -> None:
+    for phase in PHASES:
+        assert restarted_in_place(serving(), phase, ServerRestarts(), None, NOW) is None
+
+
+def test_a_batch_job_restarts_and_runs_again() -> None:
+    running = serving(kind=BATCH, state=S.RUNNING)
+    after = restarted_in_place(running, P.STARTING, crash_looping(), None, NOW)
+    assert after is not None and after.state is S.RESTARTING
+    up = ServerRestarts(count=2, last_exit=OOM, running_since=NOW)
+    back = restarted_in_place(after, P.READY, up, None, NOW + TEN_S)
+    assert back is not None and (back.state, back.restarts) == (S.RUNNING, 2)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"count": -1}, "counts from 0"),
+        ({"down": True}, "has a last end"),
+        ({"last_exit": OOM, "backing_off": True}, "only a server that is down backs off"),
+        ({"last_exit": OOM, "down": True, "backoff": TEN_S}, "belongs to a server backing off"),
+        ({"last_exit": OOM, "down": True, "running_since": NOW}, "has no run going"),
+    ],
+)
+def test_impossible_restart_reports_are_refused(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ServerRestarts(**fields)
+
+
+ENDS = st.sampled_from(
+    [OOM, ServerExit.exited(1, ENDED), ServerExit.killed(15, "SIGTERM", NOW), None]
+)
+
+
+@st.composite
+def reports(draw: st.DrawFn) -> ServerRestarts:
+    ended = draw(ENDS)
+    if ended is None:
+        return ServerRestarts(count=draw(st.integers(0, 5)))
+    down = draw(st.booleans())
+    backing_off = down and draw(st.booleans())
+    return ServerRestarts(
+        count=draw(st.integers(0, 5)),
+        last_exit=ended,
+        ran_for=draw(st.sampled_from([None, timedelta(seconds=3), timedelta(hours=1)])),
+        down=down,
+        backing_off=backing_off,
+        backoff=draw(st.sampled_from([None, TEN_S])) if backing_off else None,
+        running_since=None if down else draw(st.sampled_from([None, NOW])),
+    )
+
+
+@given(
+    state=st.sampled_from(sorted(LIVE)),
+    kind=st.sampled_from([SERVICE, BATCH]),
+    phase=st.sampled_from(PHASES),
+    seen=reports(),
+    later=st.integers(0, 600),
+)
+def test_recording_what_the_pod_says_keeps_the_card_and_settles_at_once(
+    state: WorkloadState, kind: WorkloadKind, phase: ServerPhase, seen: ServerRestarts, later: int
+) -> None:
+    """Whatever the Pod says, the card stays reserved, and saying it again changes nothing
+    (the controller never writes in a loop)."""
+    if (state is S.SERVING and kind is BATCH) or (state is S.RUNNING and kind is SERVICE):
+        return
+    fields: dict[str, Any] = {"kind": kind, "state": state}
+    if state is S.RESTARTING:
+        fields.update(last_exit=ServerExit.exited(2, UP_AT), next_attempt=UP_AT + TEN_S)
+    w = serving(**fields)
+    after = restarted_in_place(w, phase, seen, None, NOW)
+    if after is None:
+        return
+    assert holds_gpu(after.state)
+    assert (after.machine, after.gpu_uuid) == (w.machine, w.gpu_uuid)
+    assert restarted_in_place(after, phase, seen, None, NOW + timedelta(seconds=later)) is None

@@ -14,11 +14,14 @@ from nodeau.domain.health import clock_time
 from nodeau.domain.workloads import (
     FINISHED,
     HELD_REASON_FITS,
+    ExitKind,
     HeldReason,
     RecoveryMode,
+    ServerExit,
     Workload,
     WorkloadKind,
     WorkloadState,
+    exit_words,
     holds_gpu,
     next_clause,
     ps_sentence,
@@ -68,6 +71,19 @@ def held(reason: HeldReason, **changes: Any) -> Workload:
     return workload(**base)
 
 
+def restarting(ended: ServerExit, **changes: Any) -> Workload:
+    base: dict[str, Any] = {
+        "state": S.RESTARTING,
+        "since": ended.at,
+        "last_exit": ended,
+        "next_attempt": ended.at + timedelta(seconds=10),
+        "crash_streak": 1,
+    }
+    base.update(changes)
+    return workload(**base)
+
+
+KILLED = ServerExit.killed(9, "SIGKILL", at("12:03:40"))
 RUNNING_AT = at("12:04:05")  # 4m after 12:00:05
 HELD_AT = at("12:04:40")  # 1m after 12:03:40
 
@@ -180,6 +196,70 @@ SENTENCES: list[tuple[Workload, datetime, str]] = [
         " loading its model there, and its endpoint stays the same",
     ),
     (
+        restarting(KILLED),
+        at("12:03:44"),
+        "restarting on garage (GPU-1a2b…) since 12:03:40 (4s): its model server was killed by"
+        " signal 9 (SIGKILL) at 12:03:40; restart 1, next attempt at 12:03:50",
+    ),
+    (
+        restarting(KILLED, kind=BATCH),
+        at("12:03:44"),
+        "restarting on garage (GPU-1a2b…) since 12:03:40 (4s): its model server was killed by"
+        " signal 9 (SIGKILL) at 12:03:40; restart 1, next attempt at 12:03:50",
+    ),
+    (
+        restarting(
+            ServerExit.exited(1, at("12:04:10"), starting=True),
+            since=at("12:03:40"),
+            restarts=1,
+            crash_streak=2,
+            next_attempt=at("12:04:30"),
+        ),
+        at("12:04:12"),
+        "restarting on garage (GPU-1a2b…) since 12:03:40 (32s): its model server exited with"
+        " code 1 while starting at 12:04:10; restart 2, next attempt at 12:04:30"
+        " (nodeau logs qwen-local shows its log)",
+    ),
+    (
+        restarting(ServerExit.unknown(at("12:03:40"))),
+        at("12:03:41"),
+        "restarting on garage (GPU-1a2b…) since 12:03:40 (1s): its model server's process was"
+        " found gone at 12:03:40 (exit status unknown); restart 1, next attempt at 12:03:50",
+    ),
+    (
+        workload(state=S.EXITED, last_exit=KILLED, since=at("12:03:40")),
+        at("12:03:41"),
+        "exited on garage (GPU-1a2b…) since 12:03:40 (1s): its model server was killed by"
+        " signal 9 (SIGKILL) at 12:03:40; its endpoint restarts it if it runs; if not,"
+        " nodeau run qwen-local starts the endpoint again",
+    ),
+    (
+        workload(state=S.EXITED, kind=BATCH, last_exit=KILLED, since=at("12:03:40")),
+        at("12:03:41"),
+        "exited on garage (GPU-1a2b…) since 12:03:40 (1s): its model server was killed by"
+        " signal 9 (SIGKILL) at 12:03:40; its batch worker restarts it if it runs; if not,"
+        " nodeau batch stop qwen-local frees the card",
+    ),
+    (
+        workload(state=S.SERVING, since=at("12:03:50"), restarts=1, last_exit=KILLED),
+        RUNNING_AT,
+        "serving on garage (GPU-1a2b…) since 12:03:50 (15s), restarted once after its model"
+        " server was killed by signal 9 (SIGKILL) at 12:03:40; nothing to do",
+    ),
+    (
+        workload(
+            state=S.RUNNING,
+            kind=BATCH,
+            since=at("12:03:50"),
+            restarts=3,
+            last_exit=ServerExit.exited(139, at("12:03:20")),
+        ),
+        RUNNING_AT,
+        "running on garage (GPU-1a2b…) since 12:03:50 (15s), restarted 3 times, last after its"
+        " model server exited with code 139 at 12:03:20; it finishes when its last request is"
+        " done",
+    ),
+    (
         workload(state=S.SERVING, next_step="stops at 13:00:00 by its schedule"),
         RUNNING_AT,
         "serving on garage (GPU-1a2b…) since 12:00:05 (4m); stops at 13:00:00 by its schedule",
@@ -232,6 +312,8 @@ def test_a_since_after_now_prints_a_zero_age() -> None:
         (S.RUNNING, True),
         (S.HELD, True),
         (S.RECOVERING, True),
+        (S.RESTARTING, True),
+        (S.EXITED, True),
         (S.SUCCEEDED, False),
         (S.FAILED, False),
         (S.STOPPED, False),
@@ -239,6 +321,71 @@ def test_a_since_after_now_prints_a_zero_age() -> None:
 )
 def test_holds_gpu(state: WorkloadState, expected: bool) -> None:
     assert holds_gpu(state) is expected
+
+
+# ---------------------------------------------------------------- how a server ended
+
+EXIT_WORDS = [
+    (ServerExit.exited(0, at("12:00:01")), "its model server exited with code 0 at 12:00:01"),
+    (
+        ServerExit.exited(1, at("12:00:01"), starting=True),
+        "its model server exited with code 1 while starting at 12:00:01",
+    ),
+    (
+        ServerExit.killed(11, "SIGSEGV", at("12:00:01")),
+        "its model server was killed by signal 11 (SIGSEGV) at 12:00:01",
+    ),
+    (
+        ServerExit.killed(64, None, at("12:00:01")),
+        "its model server was killed by signal 64 at 12:00:01",
+    ),
+    (
+        ServerExit.unknown(at("12:00:01")),
+        "its model server's process was found gone at 12:00:01 (exit status unknown)",
+    ),
+    (
+        ServerExit.not_ready(120.0, at("12:02:01")),
+        "its model server was not ready within 120 s of starting and was stopped at 12:02:01",
+    ),
+    (
+        ServerExit.not_started("/m.gguf: no such model file", at("12:00:01")),
+        "its model server could not be started at 12:00:01 (/m.gguf: no such model file)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("ended", "words"), EXIT_WORDS)
+def test_exit_words(ended: ServerExit, words: str) -> None:
+    assert exit_words(ended) == words
+
+
+def test_the_exit_words_cover_every_kind() -> None:
+    assert {e.kind for e, _ in EXIT_WORDS} == set(ExitKind)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"kind": ExitKind.EXITED}, "an exit of kind exited has its detail, and only it"),
+        (
+            {"kind": ExitKind.KILLED, "code": 1},
+            "an exit of kind exited has its detail, and only it",
+        ),
+        ({"kind": ExitKind.KILLED}, "an exit of kind killed has its detail, and only it"),
+        ({"kind": ExitKind.NOT_READY}, "an exit of kind not-ready has its detail, and only it"),
+        ({"kind": ExitKind.NOT_STARTED}, "an exit of kind not-started has its detail, and only it"),
+        ({"kind": ExitKind.KILLED, "signal": 0}, "a signal's number is positive, got 0"),
+        ({"kind": ExitKind.UNKNOWN, "signal_name": "SIGKILL"}, "a signal name belongs to a kill"),
+        (
+            {"kind": ExitKind.UNKNOWN, "at": datetime(2025, 3, 1)},
+            "an exit's time must carry a timezone, got 2025-03-01T00:00:00",
+        ),
+    ],
+)
+def test_impossible_exits_are_refused(changes: dict[str, Any], message: str) -> None:
+    fields: dict[str, Any] = {"at": at("12:00:00"), **changes}
+    with pytest.raises(ValueError, match=exactly(message)):
+        ServerExit(**fields)
 
 
 def test_finished_states_are_exactly_the_three() -> None:
@@ -346,6 +493,21 @@ def test_defaults_wait_for_the_machine_after_three_minutes() -> None:
             {"state": S.RECOVERING, "target_machine": "garage", "recovery_mode": AUTO},
             "a workload recovers onto another machine",
         ),
+        ({"restarts": -1}, "restarts and crash_streak count, from 0"),
+        ({"crash_streak": -1}, "restarts and crash_streak count, from 0"),
+        (
+            {"next_attempt": datetime(2025, 3, 1, 12, 0)},
+            "next_attempt must carry a timezone, got 2025-03-01T12:00:00",
+        ),
+        (
+            {"state": S.RESTARTING, "last_exit": KILLED},
+            "a restarting workload has a last_exit and a next_attempt",
+        ),
+        (
+            {"state": S.RESTARTING, "next_attempt": at("12:00:15")},
+            "a restarting workload has a last_exit and a next_attempt",
+        ),
+        ({"state": S.EXITED}, "an exited workload has a last_exit"),
     ],
 )
 def test_impossible_workloads_are_refused(changes: dict[str, Any], message: str) -> None:
@@ -399,6 +561,13 @@ def workloads(draw: st.DrawFn) -> Workload:
         mode = NEVER
     machine = draw(names)
     target = draw(names.filter(lambda n: n != machine)) if state is S.RECOVERING else None
+    since = draw(moments)
+    ended = draw(st.none() | exits(since)) if state not in (S.RESTARTING, S.EXITED) else None
+    if state in (S.RESTARTING, S.EXITED):
+        ended = draw(exits(since))
+    attempt = None
+    if state is S.RESTARTING:
+        attempt = since + timedelta(seconds=draw(st.integers(1, 300)))
     return Workload(
         name=draw(names),
         kind=kind,
@@ -407,12 +576,38 @@ def workloads(draw: st.DrawFn) -> Workload:
         machine=machine,
         gpu_uuid=draw(st.sampled_from([GPU, "GPU-9f", "sim-0"])),
         state=state,
-        since=draw(moments),
+        since=since,
         recovery_mode=mode,
         recovery_after=draw(st.integers(1, 3600).map(lambda s: timedelta(seconds=s))),
         held_reason=reason,
         next_step=draw(steps),
         target_machine=target,
+        restarts=draw(st.integers(0, 1000)),
+        last_exit=ended,
+        next_attempt=attempt,
+        crash_streak=draw(st.integers(0, 100)),
+    )
+
+
+@st.composite
+def exits(draw: st.DrawFn, near: datetime) -> ServerExit:
+    when = near - timedelta(seconds=draw(st.integers(0, 600)))
+    starting = draw(st.booleans())
+    return draw(
+        st.sampled_from(
+            [
+                ServerExit.exited(draw(st.integers(0, 255)), when, starting=starting),
+                ServerExit.killed(
+                    draw(st.integers(1, 64)),
+                    draw(st.none() | st.sampled_from(["SIGKILL", "SIGSEGV"])),
+                    when,
+                    starting=starting,
+                ),
+                ServerExit.unknown(when),
+                ServerExit.not_ready(draw(st.floats(0.001, 600)), when),
+                ServerExit.not_started("no such model file", when),
+            ]
+        )
     )
 
 
@@ -448,6 +643,23 @@ def test_held_and_recovering_say_what_stopped_and_where(w: Workload, age: timede
         assert sentence.startswith(f"recovering onto {w.target_machine} since ")
     if w.held_reason is R.WAITING_FOR_DELAY and w.next_step is None:
         assert f"at {clock_time(w.since + w.recovery_after)} onto another machine" in sentence
+
+
+@given(workloads(), ages)
+def test_a_restarting_or_exited_workload_says_how_its_server_ended(
+    w: Workload, age: timedelta
+) -> None:
+    sentence = ps_sentence(w, w.since + age)
+    if w.state in (S.RESTARTING, S.EXITED):
+        assert w.last_exit is not None
+        assert f"): {exit_words(w.last_exit)}; " in sentence
+    if w.state is S.RESTARTING and w.next_step is None:
+        assert w.next_attempt is not None
+        assert f"; restart {w.restarts + 1}, next attempt at {clock_time(w.next_attempt)}" in (
+            sentence
+        )
+    up_again = w.state in (S.SERVING, S.RUNNING) and w.restarts > 0 and w.last_exit is not None
+    assert (", restarted " in sentence) is up_again
 
 
 @given(workloads())
