@@ -325,9 +325,7 @@ def test_a_pid_file_naming_another_process_stops_nothing(tmp_path: Path) -> None
 
 def test_allowed_origins_become_the_endpoints_allow_origin_arguments(tmp_path: Path) -> None:
     plain = spec_for(tmp_path)
-    allowed = spec_for(
-        tmp_path, allowed_origins=("https://tools.example", "http://localhost:3000")
-    )
+    allowed = spec_for(tmp_path, allowed_origins=("https://tools.example", "http://localhost:3000"))
     assert allowed.command == (
         *plain.command,
         "--allow-origin", "https://tools.example",
