@@ -326,6 +326,17 @@ class HealthRecords(Protocol):
         ...
 
 
+STORE_OWNED = frozenset({"record", "admission", "reservation"})  # the state store's to write
+
+
+def check_status_fields(fields: Mapping[str, Any]) -> None:
+    """ValueError when ``set_status`` is asked to write a field only the state store writes
+    (its admit, update and release keep the ledger and the record in step)."""
+    owned = STORE_OWNED & set(fields)
+    if owned:
+        raise ValueError(f"set_status may not write {', '.join(sorted(owned))}")
+
+
 class WorkloadObjects(Protocol):
     """GPUServices and BatchJobs: what people ask for, and the status Nodeau shows on them.
 

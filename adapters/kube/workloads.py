@@ -41,10 +41,9 @@ from nodeau.adapters.kube.objects import (
 )
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import WorkloadKind
-from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject
+from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject, check_status_fields
 from nodeau.ports.state import UnknownWorkload
 
-STORE_OWNED = frozenset({"record", "admission", "reservation"})  # the state store's to write
 MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -157,9 +156,7 @@ class KubeWorkloadObjects:
         conditions: Sequence[Condition],
         at: datetime,
     ) -> None:
-        owned = STORE_OWNED & set(fields)
-        if owned:
-            raise ValueError(f"set_status may not write {', '.join(sorted(owned))}")
+        check_status_fields(fields)
 
         def apply(current: KubeObject) -> dict[str, Any]:
             status = {**current.status, **fields}

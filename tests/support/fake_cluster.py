@@ -51,12 +51,12 @@ from nodeau.ports.cluster import (
     UnknownMachine,
     WorkloadAsk,
     WorkloadObject,
+    check_status_fields,
 )
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload, WorkloadRecord
 from tests.support.fake_state import FakeStateStore
 
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
-STORE_OWNED = frozenset({"record", "admission", "reservation"})
 
 
 def stamp(at: datetime) -> str:
@@ -321,9 +321,7 @@ class FakeWorkloadObjects:
         conditions: Sequence[Condition],
         at: datetime,
     ) -> None:
-        owned = STORE_OWNED & set(fields)
-        if owned:
-            raise ValueError(f"set_status may not write {', '.join(sorted(owned))}")
+        check_status_fields(fields)
         held = self._held(kind, name)
         status = {k: v for k, v in {**held.status, **fields}.items() if v is not None}
         if conditions:
