@@ -217,3 +217,28 @@ def test_an_unreachable_machines_service_is_held_and_nothing_moves(fresh_fleet: 
     assert st["record"]["workload"]["held_reason"] == "machine-unreachable-recovery-off"
     assert read_pod(api, "service", "lonely") is not None  # nothing stopped or moved
     assert [x.machine for x in ledger(api)] == ["m9"]
+
+
+def test_a_held_service_resumes_when_its_machine_answers_again(fresh_fleet: Any) -> None:
+    """Held while its machine is unreachable; once the machine's agent reports again, it
+    starts again where it was, on its own card (nothing moved meanwhile)."""
+    api = fresh_fleet
+    client.CoreV1Api(api).create_node({"metadata": {"name": "m8"}})  # no kubelet: no node Lease
+    publish_report(api, report("m8", 1, small("m8")))
+    create(api, "patient", "qwen")
+    ctl = controller(api)
+    settle(ctl, lambda: status(api, "patient").get("state") == "starting", "patient starting")
+    card = status(api, "patient")["gpuUUID"]
+
+    stale = datetime(2026, 1, 1, 0, 0, 0, 250000, tzinfo=UTC)
+    client.CoordinationV1Api(api).delete_namespaced_lease(r.agent_lease_name("m8"), r.NAMESPACE)
+    publish_report(api, report("m8", 1, small("m8"), at=stale))
+    settle(ctl, lambda: status(api, "patient").get("state") == "held", "patient held")
+
+    publish_report(api, report("m8", 1, small("m8")))  # its agent answers again
+    settle(ctl, lambda: status(api, "patient").get("state") == "starting", "patient resumed")
+    assert read_health(api)["m8"].state is Health.DEGRADED  # the node Lease is still quiet
+    st = status(api, "patient")
+    assert st["gpuUUID"] == card and st["machine"] == "m8"
+    assert st["record"]["workload"]["held_reason"] is None
+    assert [x.machine for x in ledger(api)] == ["m8"]
