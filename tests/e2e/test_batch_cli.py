@@ -22,7 +22,7 @@ from nodeau.adapters.sqlite_state import SqliteStateStore
 from tests.support.cli import Cli as BaseCli
 from tests.support.tiny_gguf import write_tiny_llama
 
-DEADLINE_S = 120.0
+STALL_S = 120.0  # a job that answers nothing new for this long is stuck (a slow one is not)
 
 
 class Cli(BaseCli):
@@ -36,12 +36,18 @@ class Cli(BaseCli):
         return status
 
     def wait_for(self, name: str, ready: Any) -> dict[str, Any]:
-        deadline = time.monotonic() + DEADLINE_S
+        """The job's status once ``ready``; fails when it stops making progress (no new
+        result and no new state for STALL_S), however slow the machine is."""
+        deadline = time.monotonic() + STALL_S
+        seen: tuple[object, ...] = ()
         while True:
             status = self.status(name)
             if ready(status):
                 return status
-            assert time.monotonic() < deadline, f"{name} never got there: {status}"
+            now = (status["done"], status["failed"], status["state"])
+            if now != seen:
+                seen, deadline = now, time.monotonic() + STALL_S
+            assert time.monotonic() < deadline, f"{name} stopped getting anywhere: {status}"
             time.sleep(0.2)
 
 
