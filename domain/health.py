@@ -16,6 +16,10 @@ Decisions recorded here:
   was ever seen, the first assessment that finds it so (``now``) is the moment.
   Once recorded, the moment is kept by later assessments, never re-derived
   (unless it lies after ``now``: a clock that stepped back is not trusted).
+* An assessor that was not watching (a controller that stalled or just started) counts
+  a newly unreachable machine's quiet time only from when it watches again
+  (``watching_since``): what it did not see is not held against the machine, so a
+  controller's own gap never moves a workload early.
 * A machine leaving the upgrade mark while both signals are still quiet is
   unreachable from that assessment on: quiet time under the mark is not
   counted against it, because upgrades are not failures.
@@ -177,7 +181,11 @@ def recorded_since(previous: MachineHealth | None, state: Health, now: datetime)
 
 
 def unreachable_since(
-    signals: Signals, now: datetime, policy: HealthPolicy, previous: MachineHealth | None
+    signals: Signals,
+    now: datetime,
+    policy: HealthPolicy,
+    previous: MachineHealth | None,
+    watching_since: datetime | None = None,
 ) -> datetime:
     """The recorded moment both signals became quiet (see the module's decisions)."""
     kept = recorded_since(previous, Health.UNREACHABLE, now)
@@ -186,7 +194,8 @@ def unreachable_since(
     if previous is not None and previous.state is Health.UPGRADING:
         return now
     moments = [seen + grace for seen, grace in _timed(signals, policy).values() if seen is not None]
-    return max(moments) if moments else now
+    since = max(moments) if moments else now
+    return since if watching_since is None else min(now, max(since, watching_since))
 
 
 def upgrading_since(now: datetime, previous: MachineHealth | None) -> datetime:
@@ -211,9 +220,15 @@ def assess(
     now: datetime,
     policy: HealthPolicy | None = None,
     previous: MachineHealth | None = None,
+    watching_since: datetime | None = None,
 ) -> MachineHealth:
-    """Decide a machine's health at ``now`` from its signals and the last assessment."""
+    """Decide a machine's health at ``now`` from its signals and the last assessment.
+
+    ``watching_since``: when the assessor (the controller) started watching again after
+    a stall; quiet time before it is not counted against a machine newly found unreachable.
+    """
     require_aware(now, "now")
+    require_aware(watching_since, "watching_since")
     policy = policy if policy is not None else HealthPolicy()
     quiet = quiet_signals(signals, now, policy)
     timed = _timed(signals, policy)
@@ -225,7 +240,7 @@ def assess(
             sentence="upgrading: a fleet upgrade is restarting it; nothing moves",
         )
     if quiet == frozenset(timed):
-        since = unreachable_since(signals, now, policy, previous)
+        since = unreachable_since(signals, now, policy, previous, watching_since)
         why = "both signals quiet" if len(timed) == 2 else "Nodeau's agent is quiet"
         return MachineHealth(
             state=Health.UNREACHABLE,

@@ -66,8 +66,9 @@ class ServerPhase(str, enum.Enum):
     DELETING = "deleting"  # it is being taken down
 
 
-RECOVERY_STATES = frozenset({WorkloadState.HELD, WorkloadState.RECOVERING})
-STARTED = frozenset({WorkloadState.ADMITTED, WorkloadState.STARTING})
+RECOVERY_STATES = frozenset({WorkloadState.HELD})  # waiting on recovery's decision
+# a recovering workload starts its new server on the machine it moved to
+STARTED = frozenset({WorkloadState.ADMITTED, WorkloadState.STARTING, WorkloadState.RECOVERING})
 SUPERVISED = frozenset({WorkloadState.RESTARTING, WorkloadState.EXITED})
 EXITED = frozenset({ServerPhase.EXITED_OK, ServerPhase.EXITED_FAILED})
 LIVE = STARTED | {WorkloadState.SERVING, WorkloadState.RUNNING, WorkloadState.RESTARTING}
@@ -113,9 +114,10 @@ def next_state(
         return None
     if state in SUPERVISED:
         return back_up(state, kind) if server is ServerPhase.READY else None
+    wanted: WorkloadState
     match server:
         case ServerPhase.ABSENT:
-            wanted = WorkloadState.STARTING
+            wanted = state if state is WorkloadState.RECOVERING else WorkloadState.STARTING
         case ServerPhase.STARTING:
             wanted = WorkloadState.STARTING if state is WorkloadState.ADMITTED else state
         case ServerPhase.READY:
@@ -218,15 +220,14 @@ def same_end(a: ServerExit, b: ServerExit) -> bool:
 
 
 def with_state(record: WorkloadRecord, state: WorkloadState, at: datetime) -> WorkloadRecord:
-    """The record in ``state`` since ``at``. A held reason and a recovery target belong to
-    the held and recovering states and are dropped; the next step is the new state's; a
-    next restart attempt belongs to ``restarting`` alone."""
+    """The record in ``state`` since ``at``. A held reason belongs to the held state and is
+    dropped (a recovery made stays on record); the next step is the new state's; a next
+    restart attempt belongs to ``restarting`` alone."""
     w = evolve(
         record.workload,
         state=state,
         since=at,
         held_reason=None,
-        target_machine=None,
         next_step=None,
         next_attempt=record.workload.next_attempt if state is WorkloadState.RESTARTING else None,
     )

@@ -21,7 +21,8 @@ another would refuse. Decisions recorded here:
   unless another writer claimed it less than ``CLAIM_GRACE`` ago: that is an
   admission in flight, and its decision stands.
 * A record that already holds a live admission of another card is never
-  overwritten.
+  overwritten, except by a recovery's move (``moved_ledger``): the reservation moves
+  from the old card to the new one in one ledger write, the old card freed.
 """
 
 from __future__ import annotations
@@ -90,6 +91,29 @@ def admitted_ledger(snapshot: Snapshot, admission: Admission) -> Ledger | Confli
     raise AssertionError("reserve returns a Result")  # pragma: no cover
 
 
+def moved_ledger(
+    snapshot: Snapshot, before: WorkloadRecord, admission: Admission
+) -> Ledger | Conflict:
+    """The ledger once a recovery's admission is recorded: the workload's reservation
+    moved from its old card to the new one, in one write. ``snapshot`` holds the ledger
+    as read, the old reservation still in it."""
+    b, a = before.workload, admission.record.workload
+    if (a.name, a.kind) != (b.name, b.kind) or a.machine == b.machine:
+        raise ValueError(f"a move keeps {b.name} and puts it on another machine than {b.machine}")
+    if a.recoveries != b.recoveries + 1 or a.last_recovery is None:
+        raise ValueError(f"a move of {b.name} records one more recovery")
+    old = snapshot.ledger.of_workload(b.name)
+    if old is not None and (old.machine, old.gpu_uuid) != (b.machine, b.gpu_uuid):
+        return Conflict(
+            sentence=f"{b.name} holds {old.gpu_uuid} on {old.machine} in the ledger, not the "
+            f"card its record names; nothing was recorded"
+        )
+    rest = Ledger(
+        reservations=tuple(x for x in snapshot.ledger.reservations if x.workload != b.name)
+    )
+    return admitted_ledger(Snapshot(ledger=rest, workloads=()), admission)
+
+
 def check_update(before: WorkloadRecord, after: WorkloadRecord) -> None:
     """An update keeps the workload's name and card, and whether it holds the card."""
     _check_same_workload(before, after)
@@ -123,6 +147,16 @@ def admitted_text(admission: Admission) -> str:
     """The event an admission writes."""
     r = admission.placement.reservation
     return f"admitted onto {r.gpu_uuid} on {r.machine}, reserving {gib(r.bytes)}"
+
+
+def moved_text(admission: Admission) -> str:
+    """The event a recovery's move writes."""
+    w, r = admission.record.workload, admission.placement.reservation
+    assert w.last_recovery is not None  # moved_ledger checked it
+    return (
+        f"recovered from {w.last_recovery.from_machine} onto {r.gpu_uuid} on {r.machine}, "
+        f"reserving {gib(r.bytes)}; {w.last_recovery.from_machine}'s card is freed"
+    )
 
 
 def released_text(record: WorkloadRecord, reservation: Reservation) -> str:

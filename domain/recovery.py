@@ -17,21 +17,25 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.result import Failure, Success
 
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.health import Health, MachineHealth, unreachable_for
 from nodeau.domain.placement import Placement
+from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.scheduling import FleetView, admit_and_place, files_target
 from nodeau.domain.workloads import (
+    HELD_REASON_FITS,
     HeldReason,
+    Recovery,
     RecoveryMode,
     Workload,
     WorkloadKind,
+    WorkloadState,
     holds_gpu,
 )
 
@@ -95,19 +99,12 @@ def recovery_due(w: Workload, health: MachineHealth, now: datetime) -> bool:
     )
 
 
-def decide_recovery(
-    w: Workload,
-    request: AdmissionRequest,
-    health: MachineHealth,
-    now: datetime,
-    view: FleetView,
-    control_plane: str | None,
-) -> RecoveryDecision:
-    """What to do now for workload ``w``, whose machine's health is ``health``.
-
-    ``view`` is the fleet as new placements see it; the workload's own machine
-    must be among its exclusions while it is unreachable.
-    """
+def before_placing(
+    w: Workload, health: MachineHealth, now: datetime, control_plane: str | None
+) -> RecoveryDecision | None:
+    """The decision for ``w`` when it is made before any placement is tried (nothing to
+    do, it resumes, it waits whatever the fleet holds, or its delay has not passed); None
+    when its recovery is due and a placement decides."""
     if not holds_gpu(w.state):
         return RecoveryDecision(
             workload=w.name, action=RecoveryAction.NOTHING, sentence=f"{w.name} holds no card"
@@ -133,6 +130,31 @@ def decide_recovery(
             f"{fires:%H:%M:%S} if it is still unreachable then",
             fires_at=fires,
         )
+    return None
+
+
+def no_plan(w: Workload, refusal: Refusal) -> RecoveryDecision:
+    """Held when nothing in the fleet can even be considered for it (its model resolves
+    to no verified copy anywhere, not even the machine it left)."""
+    return held(w, HeldReason.MODEL_FILES, refusal.sentence, refusal=refusal)
+
+
+def decide_recovery(
+    w: Workload,
+    request: AdmissionRequest,
+    health: MachineHealth,
+    now: datetime,
+    view: FleetView,
+    control_plane: str | None,
+) -> RecoveryDecision:
+    """What to do now for workload ``w``, whose machine's health is ``health``.
+
+    ``view`` is the fleet as new placements see it; the workload's own machine
+    must be among its exclusions while it is unreachable.
+    """
+    gate = before_placing(w, health, now, control_plane)
+    if gate is not None:
+        return gate
     if w.machine not in dict(view.excluded):
         raise ValueError(f"{w.machine} is unreachable but still a candidate in the view")
     match admit_and_place(request, view):
@@ -172,8 +194,9 @@ def nowhere_to_go(
             return held(
                 w,
                 HeldReason.MODEL_FILES,
-                f"no other machine that could run {w.name} has a verified copy; fetching one "
-                f"to {target}, and it moves once {target} has checked every file",
+                f"no other machine that could run {w.name} has a verified copy; {target} "
+                f"could run it: it moves once {target} reports one (pull or import the "
+                "model there)",
                 fetch_copy_to=target,
                 refusal=refusal,
             )
@@ -197,3 +220,106 @@ def stale_copies(
     on. Nothing is moved back: the returning machine only ends its old copies.
     """
     return tuple(sorted(name for name in running_here if assignments.get(name, machine) != machine))
+
+
+# More than this share of the machines unreachable at once is not believed: a network
+# split or the control plane's own trouble looks like that, a fleet of failing machines
+# rarely does. Nothing moves then (gpustack #5935 rescheduled a whole fleet at once).
+FLEET_QUIET_SHARE = 0.5
+FLEET_QUIET_MIN = 2  # one quiet machine is always believed
+
+
+def fleet_alarm(health: Mapping[str, MachineHealth]) -> str | None:
+    """Why nothing moves anywhere now, when most of the fleet is unreachable at once."""
+    quiet = sorted(m for m, h in health.items() if h.state is Health.UNREACHABLE)
+    if len(quiet) < FLEET_QUIET_MIN or len(quiet) <= len(health) * FLEET_QUIET_SHARE:
+        return None
+    return (
+        f"{len(quiet)} of {len(health)} machines are unreachable at once (more than half): "
+        "Nodeau suspects the network or its control plane, not the machines, and moves "
+        "nothing until at least half of the fleet answers"
+    )
+
+
+def guarded(decision: RecoveryDecision, w: Workload, alarm: str | None) -> RecoveryDecision:
+    """The decision, unless a fleet-wide alarm stops every move: then held, saying why."""
+    if alarm is None or decision.action is not RecoveryAction.RECOVER:
+        return decision
+    return held(w, HeldReason.FLEET_QUIET, alarm)
+
+
+def recovered(before: Workload, after: Workload, health: MachineHealth, now: datetime) -> Workload:
+    """``after`` (the workload admitted and placed elsewhere) as the recovery that moved it:
+    recovering on its new card since ``now``, its recovery counted and recorded."""
+    if health.state is not Health.UNREACHABLE or health.since is None:
+        raise ValueError(f"{before.machine} is {health.state.value}; nothing recovers from it")
+    if after.machine == before.machine:
+        raise ValueError(f"{before.name} recovers onto another machine than {before.machine}")
+    move = Recovery(
+        from_machine=before.machine,
+        to_machine=after.machine,
+        at=now,
+        unreachable_since=health.since,
+        after=before.recovery_after,
+    )
+    return evolve(
+        after,
+        model=before.model,
+        state=WorkloadState.RECOVERING,
+        since=now,
+        recovery_mode=before.recovery_mode,
+        recovery_after=before.recovery_after,
+        held_reason=None,
+        next_step=None,
+        recoveries=before.recoveries + 1,
+        last_recovery=move,
+        restarts=0,
+        last_exit=None,
+        next_attempt=None,
+        crash_streak=0,
+    )
+
+
+def held_as(w: Workload, decision: RecoveryDecision, since: datetime) -> Workload | None:
+    """The workload held as ``decision`` says, or None when it is held so already."""
+    if decision.action is not RecoveryAction.HOLD or decision.held_reason is None:
+        return None
+    if w.state is WorkloadState.HELD and w.held_reason is decision.held_reason:
+        return None
+    return evolve(w, state=WorkloadState.HELD, since=since, held_reason=decision.held_reason)
+
+
+def with_recovery(w: Workload, mode: RecoveryMode, after: timedelta) -> Workload:
+    """The workload with a new recovery choice; nothing else changes (nothing restarts).
+    A held workload's reason follows the choice; the next assessment refines it."""
+    if w.kind is WorkloadKind.BATCH and mode is not RecoveryMode.NEVER:
+        raise ValueError("recovery applies to served workloads, not batch jobs")
+    reason = w.held_reason
+    if reason is not None and HELD_REASON_FITS[reason][1] is not mode:
+        reason = (
+            HeldReason.WAITING_FOR_DELAY
+            if mode is RecoveryMode.AUTOMATIC
+            else HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF
+        )
+    return evolve(w, recovery_mode=mode, recovery_after=after, held_reason=reason)
+
+
+def moved_admission(
+    admission: Admission, before: WorkloadRecord, health: MachineHealth, now: datetime
+) -> Admission:
+    """A recovery's admission of ``before`` elsewhere: the workload recovering on its new
+    card, known by the name it had, its recovery counted and recorded."""
+    w = recovered(before.workload, admission.record.workload, health, now)
+    record = evolve(admission.record, workload=w, endpoint_port=before.endpoint_port)
+    return evolve(admission, record=record)
+
+
+def held_record(
+    record: WorkloadRecord, decision: RecoveryDecision, health: MachineHealth
+) -> WorkloadRecord | None:
+    """The record held as ``decision`` says (since its machine became unreachable), or
+    None when it is held so already: a held workload is written once, not every pass."""
+    if health.since is None:
+        return None
+    found = held_as(record.workload, decision, health.since)
+    return None if found is None else evolve(record, workload=found)

@@ -70,6 +70,7 @@ class HeldReason(str, enum.Enum):
     BATCH_JOB = "batch-job"
     MODEL_FILES = "model-files"
     CAPACITY = "capacity"
+    FLEET_QUIET = "fleet-quiet"  # most of the fleet went quiet at once: suspect the view
 
 
 class RecoveryMode(str, enum.Enum):
@@ -89,6 +90,7 @@ HELD_REASON_FITS = {
     HeldReason.BATCH_JOB: (WorkloadKind.BATCH, RecoveryMode.NEVER),
     HeldReason.MODEL_FILES: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
     HeldReason.CAPACITY: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
+    HeldReason.FLEET_QUIET: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
 }
 
 
@@ -176,6 +178,50 @@ def exit_words(e: ServerExit) -> str:
 
 
 @frozen(kw_only=True)
+class Recovery:
+    """One recovery: from the machine that stopped answering onto another, when, and why."""
+
+    from_machine: str
+    to_machine: str
+    at: datetime
+    unreachable_since: datetime
+    after: timedelta  # the delay the workload was set to
+
+    def __attrs_post_init__(self) -> None:
+        require_aware(self.at, "a recovery's time")
+        require_aware(self.unreachable_since, "unreachable_since")
+        if self.from_machine == self.to_machine:
+            raise ValueError("a workload recovers onto another machine")
+        if self.at < self.unreachable_since + self.after:
+            raise ValueError("a recovery is never made before its delay has passed")
+
+    @property
+    def sentence(self) -> str:
+        """What happened, for ``nodeau recovery status``."""
+        return (
+            f"moved from {self.from_machine} to {self.to_machine} at {clock_time(self.at)}: "
+            f"{self.from_machine} was unreachable since {clock_time(self.unreachable_since)}, "
+            f"longer than its delay of {delay_words(self.after)}"
+        )
+
+
+def delay_words(delay: timedelta) -> str:
+    """A recovery delay as a person set it: ``3m``, ``90s``, ``1h``."""
+    seconds = int(delay.total_seconds())
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds % size == 0 and seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def recovery_words(mode: RecoveryMode, after: timedelta) -> str:
+    """A recovery choice as a person reads it: ``automatic after 3m`` or ``never``."""
+    if mode is RecoveryMode.NEVER:
+        return "never"
+    return f"automatic after {delay_words(after)}"
+
+
+@frozen(kw_only=True)
 class Workload:
     """One workload on one card: what it runs, where, in which state since when."""
 
@@ -191,7 +237,10 @@ class Workload:
     recovery_after: timedelta = timedelta(minutes=3)
     held_reason: HeldReason | None = None
     next_step: str | None = None
-    target_machine: str | None = None
+    # its recoveries: how many moves onto another machine were made (the number of the
+    # server instance it runs now) and the latest, which a recovering workload is in
+    recoveries: int = 0
+    last_recovery: Recovery | None = None
     # its model server's restarts: how many were made, the latest end, when the next one is
     # due (restarting) and how many ends came in a row without a long enough run (the
     # back-off's step); records written before restarts existed read as none
@@ -230,14 +279,16 @@ def workload_invariants(w: Workload) -> None:
         raise ValueError(
             f"held reason {w.held_reason.value} needs a {kind.value} set to {mode.value}"
         )
-    if (w.state is WorkloadState.RECOVERING) != (w.target_machine is not None):
-        raise ValueError("a recovering workload has a target_machine, and only a recovering one")
+    if w.state is WorkloadState.RECOVERING and (
+        w.last_recovery is None or w.last_recovery.to_machine != w.machine
+    ):
+        raise ValueError("a recovering workload has a last recovery onto its machine")
     if w.state is WorkloadState.RECOVERING and w.recovery_mode is not RecoveryMode.AUTOMATIC:
         raise ValueError("only a workload set to recover automatically recovers")
-    if w.target_machine is not None and w.target_machine == w.machine:
-        raise ValueError("a workload recovers onto another machine")
-    if w.restarts < 0 or w.crash_streak < 0:
-        raise ValueError("restarts and crash_streak count, from 0")
+    if (w.recoveries == 0) != (w.last_recovery is None):
+        raise ValueError("a workload that recovered has its last recovery, and only one")
+    if w.restarts < 0 or w.crash_streak < 0 or w.recoveries < 0:
+        raise ValueError("restarts, crash_streak and recoveries count, from 0")
     if w.next_attempt is not None:
         require_aware(w.next_attempt, "next_attempt")
     if w.state is WorkloadState.RESTARTING and (w.last_exit is None or w.next_attempt is None):
@@ -329,16 +380,21 @@ def _held_next(w: Workload, reason: HeldReason) -> str:
         ),
         HeldReason.BATCH_JOB: f"batch jobs do not recover, it waits for {w.machine}",
         HeldReason.MODEL_FILES: (
-            "Nodeau fetches a verified copy to a machine that could run it"
-            " and moves it once that machine has checked every file"
+            "it moves once a machine that could run it reports a verified copy"
+            " (pull or import the model there)"
         ),
         HeldReason.CAPACITY: "it starts when one frees (no retries)",
+        HeldReason.FLEET_QUIET: (
+            "nothing moves while more than half of the fleet is quiet at once"
+            " (Nodeau suspects the network or itself, not the machines)"
+        ),
     }[reason]
 
 
 HELD_CAUSE_DETAIL = {
     HeldReason.MODEL_FILES: " and no other machine has a verified copy",
     HeldReason.CAPACITY: " and no other machine has a free card that fits",
+    HeldReason.FLEET_QUIET: ", with most of the fleet",
 }
 
 
@@ -349,12 +405,13 @@ def ps_sentence(w: Workload, now: datetime) -> str:
     if w.held_reason is not None:
         cause = f"{w.machine} stopped answering{HELD_CAUSE_DETAIL.get(w.held_reason, '')}"
         return f"held since {when}: {cause}; {next_clause(w)}"
-    if w.state is WorkloadState.RECOVERING:
-        return (
-            f"recovering onto {w.target_machine} since {when}:"
-            f" {w.machine} stopped answering; {next_clause(w)}"
-        )
     where = f"{w.machine} ({short_gpu(w.gpu_uuid)})"
+    if w.state is WorkloadState.RECOVERING:
+        assert w.last_recovery is not None  # workload_invariants
+        return (
+            f"recovering on {where} since {when}:"
+            f" {w.last_recovery.from_machine} stopped answering; {next_clause(w)}"
+        )
     if w.state in (WorkloadState.RESTARTING, WorkloadState.EXITED):
         assert w.last_exit is not None  # workload_invariants
         ended = exit_words(w.last_exit)

@@ -410,8 +410,10 @@ class ServerPods(Protocol):
         and card; False when it exists already."""
         ...
 
-    def delete(self, kind: WorkloadKind, workload: str) -> bool:
-        """Ask the server to go; False when there was none."""
+    def delete(self, kind: WorkloadKind, workload: str, *, force: bool = False) -> bool:
+        """Ask the server to go; False when there was none. ``force``: take it out of the
+        cluster at once, without waiting for its machine to confirm (a machine that stopped
+        answering: its own agent ends the server when it is back)."""
         ...
 
     def log_tail(self, kind: WorkloadKind, workload: str, lines: int) -> tuple[str, ...] | None:

@@ -75,3 +75,18 @@ class StateStore(Protocol):
     def events(self, name: str | None = None) -> tuple[Event, ...]:
         """Events, oldest first; of one workload when ``name`` is given."""
         ...
+
+
+class MovingStateStore(StateStore, Protocol):
+    """A fleet's state: a workload's reservation can move to another machine (recovery).
+    The one-machine plane has nowhere to move a workload to, and is a plain ``StateStore``."""
+
+    def move(
+        self, name: str, decide: Callable[[Snapshot, WorkloadRecord], Result[Admission, Refusal]]
+    ) -> Result[Admission, Refusal]:
+        """Run ``decide`` on the ledger without ``name``'s own reservation and its record as
+        read, and on success record the move in one ledger write (the old card freed, the
+        new one reserved; ``recording.moved_ledger``) before the record names the new card.
+        A refusal records nothing. StateError when the record changed under the decision
+        (another controller moved it first)."""
+        ...

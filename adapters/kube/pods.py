@@ -185,13 +185,16 @@ def create_pod(api: Any, manifest: dict[str, Any]) -> bool:
     return True
 
 
-def delete_pod(api: Any, kind_label: str, workload: str) -> bool:
-    """Ask for the workload's Pod to go; False when there was none."""
+def delete_pod(api: Any, kind_label: str, workload: str, *, force: bool = False) -> bool:
+    """Ask for the workload's Pod to go; False when there was none. ``force``: grace
+    period 0, the object gone at once (its kubelet ends the container when it sees it
+    gone, as ``kubectl delete --force`` does)."""
     name = r.server_pod_name(kind_label, workload)
+    grace = {"grace_period_seconds": 0} if force else {}
     gone = or_none(
         f"delete Pod {name}",
         lambda: _core(api).delete_namespaced_pod(
-            name, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT
+            name, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT, **grace
         ),
     )
     return gone is not None
@@ -371,9 +374,9 @@ class KubeServerPods:
         """Create the Pod the record's admission calls for; False when it exists."""
         return create_pod(self._api, pod_manifest(record, owner.uid))
 
-    def delete(self, kind: WorkloadKind, workload: str) -> bool:
+    def delete(self, kind: WorkloadKind, workload: str, *, force: bool = False) -> bool:
         """Ask the Pod to go; False when there was none."""
-        return delete_pod(self._api, kind.value, workload)
+        return delete_pod(self._api, kind.value, workload, force=force)
 
     def log_tail(self, kind: WorkloadKind, workload: str, lines: int) -> tuple[str, ...] | None:
         """The last lines of the Pod's server log; None when there is no Pod."""

@@ -78,6 +78,8 @@ from nodeau.domain.recording import (
     admitted_text,
     check_release,
     check_update,
+    moved_ledger,
+    moved_text,
     released_text,
 )
 from nodeau.domain.recording import (
@@ -186,6 +188,40 @@ class KubeStateStore:
         )
 
     @_as_state_errors
+    def move(
+        self, name: str, decide: Callable[[Snapshot, WorkloadRecord], Result[Admission, Refusal]]
+    ) -> Result[Admission, Refusal]:
+        """Move ``name``'s reservation to the card ``decide`` chooses, under the ledger's
+        version, then record the new admission in the object's status."""
+        for _ in range(MAX_TRIES):
+            ledger = read_ledger(self._api)
+            found = self._holder(name)
+            before = self._record_in(found)
+            rest = Ledger(reservations=tuple(x for x in ledger.reservations if x.workload != name))
+            outcome = decide(Snapshot(ledger=rest, workloads=()), before)
+            match outcome:
+                case Failure():
+                    return outcome
+                case Success(Admission() as admission):
+                    pass
+            held = Ledger(reservations=ledger.reservations)
+            after = moved_ledger(Snapshot(ledger=held, workloads=()), before, admission)
+            if isinstance(after, RecordingConflict):
+                raise StateError(after.sentence)
+            now = self._clock()
+            claims = {**ledger.claims, name: Claim(by=self._identity, at=now)}
+            try:
+                write_ledger(self._api, after.reservations, ledger.version, claims)
+            except Conflict:
+                continue
+            self._record_move(admission, before, found, now)
+            return outcome
+        raise StateError(
+            f"cannot record the move of {name}: the reservation ledger changed under it "
+            f"{MAX_TRIES} times in a row"
+        )
+
+    @_as_state_errors
     def update(
         self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
     ) -> WorkloadRecord:
@@ -271,6 +307,21 @@ class KubeStateStore:
             self._api, record.workload.kind, record.workload.name, apply, first=target
         )
         self._event(record.workload.name, written, "Admitted", admitted_text(admission), now)
+
+    def _record_move(
+        self, admission: Admission, before: WorkloadRecord, found: KubeObject, now: datetime
+    ) -> None:
+        record = admission.record
+
+        def apply(current: KubeObject) -> dict[str, Any]:
+            if self._record_in(current).workload != before.workload:
+                raise AdmissionInFlight(
+                    f"{current.title} changed while it was being moved; it is not overwritten"
+                )
+            return admitted_status(current, admission, now, self._identity, moved_text(admission))
+
+        written = write_status(self._api, found.kind, record.workload.name, apply, first=found)
+        self._event(record.workload.name, written, "Recovered", moved_text(admission), now)
 
     def _free(self, name: str) -> Reservation | None:
         """Take the workload's reservation out of the ledger; the one it held, if any."""

@@ -32,9 +32,11 @@ from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
 from nodeau.domain.limits import OrgLimits
-from nodeau.domain.memory import Allowances, MeasuredTable, predictor
+from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, predictor
 from nodeau.domain.model_info import ModelSummary, runtime_config
+from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.reservations import Ledger
 from nodeau.domain.resolution import MIN_PREFIX, Known, Miss, Unresolved, display_name, resolve_name
 from nodeau.domain.resolution import Resolution as DomainResolution
 from nodeau.domain.scheduling import FleetView, exclusions, scheduled_admission
@@ -105,25 +107,61 @@ def fleet_of(reports: Iterable[MachineReport], marks: MarkedFleet) -> Fleet:
     )
 
 
-def decider(
+@frozen(kw_only=True)
+class Planning:
+    """Everything but the ledger that admission and placement read for one ask."""
+
+    request: AdmissionRequest
+    resolution: Resolution
+    fleet: Fleet
+    excluded: tuple[tuple[str, str], ...]
+    settings: SchedulingSettings
+    predict: Callable[[str], Prediction]
+
+    def view(self, ledger: Ledger) -> FleetView:
+        """The fleet as a placement sees it, over this ledger."""
+        return FleetView(
+            fleet=self.fleet,
+            ledger=ledger,
+            settings=self.settings,
+            excluded=self.excluded,
+            verified_on=frozenset(m for m, _ in self.resolution.paths),
+            predict=self.predict,
+        )
+
+    def admission(
+        self, ask: WorkloadAsk, ledger: Ledger, now: datetime
+    ) -> Result[Admission, Refusal]:
+        """The domain's admission and placement of ``ask`` over this ledger."""
+        return scheduled_admission(
+            self.request,
+            self.view(ledger),
+            kind=ask.kind,
+            recovery=ask.recovery,
+            recovery_after=ask.recovery_after,
+            model_path=self.resolution.path_on,
+            now=now,
+        )
+
+
+def planning(
     ask: WorkloadAsk,
     *,
     reports: tuple[MachineReport, ...],
     marks: MarkedFleet,
     health: Mapping[str, MachineHealth],
-    now: datetime,
     limits: OrgLimits | None = None,
     table: MeasuredTable | None = None,
     allowances: Allowances | None = None,
-) -> Decide:
-    """The ``decide(snapshot)`` that ``StateStore.admit`` runs for one object."""
+) -> Result[Planning, Refusal]:
+    """What admission and placement read for ``ask``, or why nothing can be decided."""
     fleet = fleet_of(reports, marks)
     on_nodes = tuple(rep for rep in reports if fleet.machine(rep.reading.machine) is not None)
     match resolve(ask.model, on_nodes):
         case Success(Resolution() as resolution):
             pass
         case Failure(Refusal() as refusal):
-            return lambda _snapshot: Failure(refusal)
+            return Failure(refusal)
     config = runtime_config(resolution.summary, ask.task, ask.context_tokens)
     predict = predictor(
         arch=resolution.summary.architecture,
@@ -145,25 +183,41 @@ def decider(
         artifact_id=resolution.artifact_id,
         config=config,
     )
-    verified_on = frozenset(m for m, _ in resolution.paths)
-
-    def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
-        view = FleetView(
+    return Success(
+        Planning(
+            request=request,
+            resolution=resolution,
             fleet=fleet,
-            ledger=snapshot.ledger,
-            settings=marks.settings,
             excluded=excluded,
-            verified_on=verified_on,
+            settings=marks.settings,
             predict=predict,
         )
-        return scheduled_admission(
-            request,
-            view,
-            kind=ask.kind,
-            recovery=ask.recovery,
-            recovery_after=ask.recovery_after,
-            model_path=resolution.path_on,
-            now=now,
-        )
+    )
 
-    return decide
+
+def decider(
+    ask: WorkloadAsk,
+    *,
+    reports: tuple[MachineReport, ...],
+    marks: MarkedFleet,
+    health: Mapping[str, MachineHealth],
+    now: datetime,
+    limits: OrgLimits | None = None,
+    table: MeasuredTable | None = None,
+    allowances: Allowances | None = None,
+) -> Decide:
+    """The ``decide(snapshot)`` that ``StateStore.admit`` runs for one object."""
+    match planning(
+        ask,
+        reports=reports,
+        marks=marks,
+        health=health,
+        limits=limits,
+        table=table,
+        allowances=allowances,
+    ):
+        case Success(Planning() as plan):
+            return lambda snapshot: plan.admission(ask, snapshot.ledger, now)
+        case Failure(Refusal() as refusal):
+            return lambda _snapshot: Failure(refusal)
+    raise AssertionError("planning answers a Result")

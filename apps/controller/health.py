@@ -9,16 +9,14 @@ ConfigMap nodeau-health so "since" survives a restart. Decisions recorded here:
   domain's reason, since the moment the machine became unreachable, so
   ``nodeau ps`` prints the domain's held sentence. Nothing is stopped, moved
   or restarted.
-* A service set to recover automatically is left as it is: deciding to move
-  it is recovery's (issue 6), and a held sentence promising a move that this
-  controller does not make would be false.
+* A service set to recover automatically is recovery's (``recover.py``).
 * A held workload whose machine answers again (the domain's ``resume``) goes
   back to starting; its Pod, still there, brings it back to serving.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from functools import partial
 
@@ -36,9 +34,14 @@ def assess_fleet(
     previous: Mapping[str, MachineHealth],
     now: datetime,
     policy: HealthPolicy | None = None,
+    *,
+    watching_since: datetime | None = None,
 ) -> dict[str, MachineHealth]:
     """Every Node's health now, each from its signals and its last assessment."""
-    return {m: assess(s, now, policy, previous.get(m)) for m, s in sorted(signals.items())}
+    return {
+        m: assess(s, now, policy, previous.get(m), watching_since)
+        for m, s in sorted(signals.items())
+    }
 
 
 def changes(
@@ -98,9 +101,10 @@ def show_health(
     health: Mapping[str, MachineHealth],
     now: datetime,
     log: Callable[[str], None],
+    records: Iterable[WorkloadRecord],
 ) -> None:
     """Hold or resume the workloads whose machine's health calls for it."""
-    for record in store.snapshot().workloads:
+    for record in records:
         h = health.get(record.workload.machine)
         if h is None:
             continue

@@ -9,6 +9,9 @@ Decisions recorded here:
 * Every ``resync`` seconds: health first (signals, assessment, the record of
   it, held workloads), then every object, so a missed watch event costs at most
   one resync.
+* A controller that was not watching (its first assessment, or a gap longer than
+  ``STALL``) counts a machine newly found unreachable only from now: its own gap never
+  moves a workload early.
 * An expected failure of one object's reconcile (a ``NodeauError``: a conflict
   lost, the API server restarting) is one log line; the loop goes on and the
   next event or resync tries again. Anything else (a ``ValueError`` from a
@@ -22,12 +25,14 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from attrs import frozen
 
 from nodeau.apps.controller.health import assess_fleet, changes, show_health
 from nodeau.apps.controller.reconcile import KIND_NAMES, FleetInputs, FleetReading, Reconciler
+from nodeau.apps.controller.recover import Recoverer
+from nodeau.domain.health import Health
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import (
     EventLog,
@@ -39,16 +44,19 @@ from nodeau.ports.cluster import (
     WorkloadWatch,
 )
 from nodeau.ports.errors import NodeauError
-from nodeau.ports.state import StateStore
+from nodeau.ports.state import MovingStateStore
 
 Key = tuple[WorkloadKind, str]
+# a gap longer than this between two health assessments means this controller was not
+# watching (stalled, paused, cut off): six default resyncs
+STALL = timedelta(seconds=60)
 
 
 @frozen(kw_only=True)
 class ControllerPorts:
     """Everything the controller reads and writes, as ports."""
 
-    store: StateStore
+    store: MovingStateStore
     objects: WorkloadObjects
     pods: ServerPods
     reports: MachineReports
@@ -80,6 +88,8 @@ class Controller:
             clock=clock,
             log=log,
         )
+        self.recoverer = Recoverer(store=ports.store, objects=ports.objects, clock=clock, log=log)
+        self._watched_at: datetime | None = None  # when this controller last assessed health
 
     def read_fleet(self) -> FleetInputs:
         """Reports, marks and health as they are now."""
@@ -90,14 +100,25 @@ class Controller:
         )
 
     def assess_health(self) -> None:
-        """Assess every machine, keep the result, and show it on workloads."""
+        """Assess every machine, keep the result, show it on workloads, and recover the
+        services whose machine has been unreachable for their delay."""
         previous = self.ports.health.read()
         now = self._clock()
-        health = assess_fleet(self.ports.reports.signals(), previous, now)
+        watching = watching_since(self._watched_at, now)
+        health = assess_fleet(self.ports.reports.signals(), previous, now, watching_since=watching)
         self.ports.health.write(health)
+        self._watched_at = now
         for line in changes(previous, health):
             self._log(line)
-        show_health(self.store, health, now, self._log)
+        snapshot = self.store.snapshot()
+        show_health(self.store, health, now, self._log, snapshot.workloads)
+        if any(h.state is Health.UNREACHABLE for h in health.values()):
+            inputs = FleetInputs(
+                reports=self.ports.reports.read().reports,
+                marks=self.ports.marks.read(),
+                health=health,
+            )
+            self.recoverer.recover(self.store.snapshot(), inputs)
 
     def reconcile_all(self, keys: Iterable[Key]) -> None:
         """Reconcile these objects over one reading of the fleet (read when first needed)."""
@@ -133,6 +154,15 @@ class Controller:
             batch = take(keys, min(resync_s, max(0.0, next_resync - time.monotonic())), stop)
             if batch:
                 self.reconcile_all(batch)
+
+
+def watching_since(watched_at: datetime | None, now: datetime) -> datetime | None:
+    """When this controller's watch of the fleet began again, if it was not watching (its
+    first assessment, or one more than ``STALL`` after the last): quiet time it did not
+    see is not counted against a machine (``domain.health.assess``)."""
+    if watched_at is None or now - watched_at > STALL or now < watched_at:
+        return now
+    return None
 
 
 def take(keys: queue.Queue[Key], wait_s: float, stop: threading.Event) -> set[Key]:

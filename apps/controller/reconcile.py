@@ -26,8 +26,14 @@ nothing more than running it once. It talks to the cluster through ports only
   A record that would not change is not written.
 * Deleted: the server is deleted, and the card released only once the server
   is gone, so a new workload never meets a server still leaving its card.
-* A held or recovering workload gets no server made for it: what happens to it
-  is recovery's decision, not this module's.
+* A held workload gets no server made for it: what happens to it is recovery's
+  decision (``recover.py``), not this module's. A recovering one gets its server on the
+  machine it moved to.
+* Fencing: while a workload's machine is unreachable its endpoint is out of status
+  (condition Ready False, reason MachineUnreachable), so nothing is routed to it even if
+  its server still runs. A server found on another machine than the record's (left
+  where a recovery moved it from) is deleted at once, forced: its machine may not
+  answer, and its own Kubernetes agent ends the container when it is back.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from nodeau.domain.lifecycle import (
     with_state,
 )
 from nodeau.domain.records import Admission
+from nodeau.domain.recovery import with_recovery
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.restarts import restart_notice
 from nodeau.domain.workloads import (
@@ -60,6 +67,7 @@ from nodeau.domain.workloads import (
     exit_words,
     holds_gpu,
     next_clause,
+    recovery_words,
     short_gpu,
 )
 from nodeau.ports.cluster import (
@@ -161,7 +169,29 @@ class Reconciler:
         record = None if obj is None else obj.record
         if obj is None or record is None or not holds_gpu(record.workload.state):
             return
+        record = self._recovery_choice(obj, record)
         self._drive(obj, record, reading.health().get(record.workload.machine))
+
+    def _recovery_choice(self, obj: WorkloadObject, record: WorkloadRecord) -> WorkloadRecord:
+        """The spec's recovery choice into the record, when a person changed it; nothing
+        else changes (no server is touched)."""
+        ask, w = obj.ask, record.workload
+        if ask is None or w.kind is not WorkloadKind.SERVICE:
+            return record
+        if (ask.recovery, ask.recovery_after) == (w.recovery_mode, w.recovery_after):
+            return record
+
+        def change(current: WorkloadRecord) -> WorkloadRecord:
+            chosen = with_recovery(current.workload, ask.recovery, ask.recovery_after)
+            return evolve(current, workload=chosen)
+
+        after = self._store.update(w.name, change)
+        self.event(
+            obj,
+            "RecoveryChosen",
+            f"recovery {recovery_words(ask.recovery, ask.recovery_after)}; nothing restarts",
+        )
+        return after
 
     def _decide(self, obj: WorkloadObject, inputs: FleetInputs) -> bool:
         if obj.ask is None:
@@ -187,6 +217,12 @@ class Reconciler:
         w = record.workload
         machine = None if health is None else health.state
         pod = self._pods.read(w.kind, w.name)
+        if pod is not None and pod.machine is not None and pod.machine != w.machine:
+            self._end_stale(obj, w, pod.machine)
+            pod = self._pods.read(w.kind, w.name)
+        if health is not None and health.state is Health.UNREACHABLE:
+            self._fence(obj, health)
+            return
         phase = ServerPhase.ABSENT if pod is None else pod.phase
         if needs_server(w.state, phase, machine, in_place=True) and self._pods.create(record, obj):
             self.event(
@@ -271,6 +307,30 @@ class Reconciler:
         shown = Condition(type="Ready", ok=not stopped, reason=reason, message=message)
         self._objects.set_status(obj.kind, obj.name, {"endpoint": endpoint}, [shown], self._clock())
         self.event(obj, "Stopped" if stopped else "Serving", message)
+
+    def _end_stale(self, obj: WorkloadObject, w: Workload, left_on: str) -> None:
+        """The server left on the machine a recovery moved the workload from: taken out of
+        the cluster at once (that machine may not answer); its own agent ends it."""
+        if self._pods.delete(w.kind, w.name, force=True):
+            self.event(
+                obj,
+                "StaleServerEnded",
+                f"the model server left on {left_on} is deleted ({w.name} runs on {w.machine} "
+                f"now); {left_on}'s own Kubernetes agent ends it when it answers again, and "
+                "nothing is routed to it",
+            )
+
+    def _fence(self, obj: WorkloadObject, health: MachineHealth) -> None:
+        """A workload whose machine is unreachable: its endpoint is out of status, so no
+        request is routed to it, even if its server still runs."""
+        message = f"{health.sentence}; no request is routed to it"
+        ready = obj.condition("Ready")
+        if obj.endpoint == "" and ready is not None and ready.message == message:
+            return
+        shown = Condition(type="Ready", ok=False, reason="MachineUnreachable", message=message)
+        self._objects.set_status(obj.kind, obj.name, {"endpoint": ""}, [shown], self._clock())
+        if obj.endpoint:
+            self.event(obj, "Fenced", message)
 
     def _hide_endpoint(self, obj: WorkloadObject, w: Workload) -> None:
         """A restarting workload's endpoint is out of status until it answers again."""

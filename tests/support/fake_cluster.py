@@ -434,6 +434,15 @@ class FakeClusterStore(FakeStateStore):
                 self._cluster.objects.show_record(admission.record, admission)
         return outcome
 
+    def move(
+        self, name: str, decide: Callable[[Snapshot, WorkloadRecord], Result[Admission, Refusal]]
+    ) -> Result[Admission, Refusal]:
+        outcome = super().move(name, decide)
+        match outcome:
+            case Success(Admission() as admission):
+                self._cluster.objects.show_record(admission.record, admission)
+        return outcome
+
     def update(
         self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
     ) -> WorkloadRecord:
@@ -460,6 +469,7 @@ class FakeServerPods:
         self.pods: dict[tuple[WorkloadKind, str], ServerPod] = {}
         self.logs: dict[tuple[WorkloadKind, str], list[str]] = {}
         self.logs_unserved: set[str] = set()  # machines whose kubelet gives no logs
+        self.forced = 0  # servers taken out without their machine's word
 
     def read(self, kind: WorkloadKind, workload: str) -> ServerPod | None:
         return self.pods.get((kind, workload))
@@ -478,7 +488,8 @@ class FakeServerPods:
         )
         return True
 
-    def delete(self, kind: WorkloadKind, workload: str) -> bool:
+    def delete(self, kind: WorkloadKind, workload: str, *, force: bool = False) -> bool:
+        self.forced += int(force and (kind, workload) in self.pods)
         self.logs.pop((kind, workload), None)
         return self.pods.pop((kind, workload), None) is not None
 

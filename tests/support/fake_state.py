@@ -19,6 +19,8 @@ from nodeau.domain.recording import (
     admitted_text,
     check_release,
     check_update,
+    moved_ledger,
+    moved_text,
     released_text,
 )
 from nodeau.domain.refusals import Refusal
@@ -71,6 +73,28 @@ class FakeStateStore:
             self._events.append(
                 Event(at=self._clock(), workload=name, text=admitted_text(admission))
             )
+            return outcome
+
+    def move(
+        self, name: str, decide: Callable[[Snapshot, WorkloadRecord], Result[Admission, Refusal]]
+    ) -> Result[Admission, Refusal]:
+        with self._lock:
+            before = self._record(name)
+            snapshot = self._snapshot()
+            rest = Ledger(
+                reservations=tuple(x for x in snapshot.ledger.reservations if x.workload != name)
+            )
+            match decide(Snapshot(ledger=rest, workloads=()), before):
+                case Failure() as refused:
+                    return refused
+                case Success(Admission() as admission) as outcome:
+                    pass
+            if isinstance(conflict := moved_ledger(snapshot, before, admission), Conflict):
+                raise StateError(conflict.sentence)
+            self._records[name] = admission.record
+            self._reservations[name] = admission.placement.reservation
+            self._admissions[name] = admission
+            self._events.append(Event(at=self._clock(), workload=name, text=moved_text(admission)))
             return outcome
 
     def update(

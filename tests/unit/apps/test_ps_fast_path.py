@@ -24,7 +24,13 @@ from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.main import build_app, run
 from nodeau.apps.cli.ps_command import FAST_ARGV, fast_json, ps
-from nodeau.domain.workloads import HeldReason, RecoveryMode, WorkloadKind, WorkloadState
+from nodeau.domain.workloads import (
+    HeldReason,
+    Recovery,
+    RecoveryMode,
+    WorkloadKind,
+    WorkloadState,
+)
 from nodeau.ports.state import WorkloadRecord
 from tests.support.admissions import MACHINE, decider, fleet_of
 
@@ -51,7 +57,14 @@ def recovering(r: WorkloadRecord) -> WorkloadRecord:
         r.workload,
         state=WorkloadState.RECOVERING,
         recovery_mode=RecoveryMode.AUTOMATIC,
-        target_machine="m2",
+        recoveries=1,
+        last_recovery=Recovery(
+            from_machine="m2",
+            to_machine=r.workload.machine,
+            at=SINCE,
+            unreachable_since=SINCE - timedelta(minutes=3),
+            after=timedelta(minutes=3),
+        ),
     )
     return evolve(r, workload=w)
 
@@ -124,7 +137,8 @@ def test_the_table_is_the_same_both_ways(home: Path, capsys: pytest.CaptureFixtu
     assert "http://127.0.0.1:8123/v1" in by_name["chat"]
     assert "serving on m1 (GPU-0000…) since 09:30:05 (4m); nothing to do" in by_name["chat"]
     assert "held since 09:30:05 (4m): m1 stopped answering" in by_name["held"]
-    assert "recovering onto m2 since 09:30:05 (4m)" in by_name["moving"]
+    assert f"recovering on {MACHINE} (" in by_name["moving"]
+    assert "since 09:30:05 (4m): m2 stopped answering; " in by_name["moving"]
     assert " batch " in by_name["batch"] and " running " in by_name["batch"]
     assert "admitted on m1" in by_name["pulling"]
 

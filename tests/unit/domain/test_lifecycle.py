@@ -25,6 +25,7 @@ from nodeau.domain.records import WorkloadRecord
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import (
     HeldReason,
+    Recovery,
     RecoveryMode,
     ServerExit,
     Workload,
@@ -49,7 +50,8 @@ SERVICE_MATRIX = {
     S.RESTARTING: (None, None, S.SERVING, None, None, None),
     S.EXITED: NOTHING,
     S.HELD: NOTHING,
-    S.RECOVERING: NOTHING,
+    # a recovering workload's new server starts on the machine it moved to
+    S.RECOVERING: (None, None, S.SERVING, S.FAILED, S.FAILED, None),
     S.SUCCEEDED: NOTHING,
     S.FAILED: NOTHING,
     S.STOPPED: NOTHING,
@@ -109,7 +111,7 @@ NEEDS_SERVER = {
     S.RESTARTING: (False, False),
     S.EXITED: (False, False),
     S.HELD: (False, False),
-    S.RECOVERING: (False, False),
+    S.RECOVERING: (True, False),  # its new server, on the machine it moved to
     S.SUCCEEDED: (False, False),
     S.FAILED: (False, False),
     S.STOPPED: (False, False),
@@ -173,7 +175,7 @@ def test_with_state_moves_the_state_and_its_since_and_keeps_the_rest() -> None:
     assert (after.config, after.model_path) == (before.config, before.model_path)
 
 
-def test_with_state_drops_what_belonged_to_held_and_recovering() -> None:
+def test_with_state_drops_what_belonged_to_held_and_keeps_the_recovery_made() -> None:
     held = record(
         state=S.HELD,
         held_reason=HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF,
@@ -185,9 +187,22 @@ def test_with_state_drops_what_belonged_to_held_and_recovering() -> None:
         None,
         None,
     )
-    moving = record(state=S.RECOVERING, recovery_mode=RecoveryMode.AUTOMATIC, target_machine="m2")
-    failed = with_state(moving, S.FAILED, LATER)
-    assert (failed.workload.state, failed.workload.target_machine) == (S.FAILED, None)
+    made = Recovery(
+        from_machine="m2",
+        to_machine="m1",
+        at=SINCE,
+        unreachable_since=SINCE - timedelta(minutes=3),
+        after=timedelta(minutes=3),
+    )
+    moving = record(
+        state=S.RECOVERING,
+        recovery_mode=RecoveryMode.AUTOMATIC,
+        recoveries=1,
+        last_recovery=made,
+    )
+    serving = with_state(moving, S.SERVING, LATER)
+    assert (serving.workload.state, serving.workload.last_recovery) == (S.SERVING, made)
+    assert serving.workload.recoveries == 1
 
 
 def test_with_state_refuses_a_state_the_workload_cannot_be_in() -> None:
@@ -395,7 +410,21 @@ def test_recording_what_the_pod_says_keeps_the_card_and_settles_at_once(
     (the controller never writes in a loop)."""
     if (state is S.SERVING and kind is BATCH) or (state is S.RUNNING and kind is SERVICE):
         return
+    if state is S.RECOVERING and kind is BATCH:
+        return  # batch jobs do not recover
     fields: dict[str, Any] = {"kind": kind, "state": state}
+    if state is S.RECOVERING:
+        fields.update(
+            recovery_mode=RecoveryMode.AUTOMATIC,
+            recoveries=1,
+            last_recovery=Recovery(
+                from_machine="m2",
+                to_machine="m1",
+                at=UP_AT,
+                unreachable_since=UP_AT - timedelta(minutes=3),
+                after=timedelta(minutes=3),
+            ),
+        )
     if state is S.RESTARTING:
         fields.update(last_exit=ServerExit.exited(2, UP_AT), next_attempt=UP_AT + TEN_S)
     w = serving(**fields)

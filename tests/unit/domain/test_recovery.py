@@ -196,7 +196,7 @@ def test_a_finished_workload_has_nothing_to_recover() -> None:
     )
 
 
-def test_held_for_model_files_names_where_a_copy_is_fetched() -> None:
+def test_held_for_model_files_names_a_machine_that_could_run_it_once_it_holds_a_copy() -> None:
     d = decide(service(), unreachable_since(GONE), v=view(verified_on=frozenset({"garage"})))
     assert d.action is RecoveryAction.HOLD
     assert d.held_reason is HeldReason.MODEL_FILES
@@ -204,8 +204,8 @@ def test_held_for_model_files_names_where_a_copy_is_fetched() -> None:
     assert d.refusal is not None
     assert d.refusal.code is ReasonCode.NO_VERIFIED_COPY
     assert d.sentence == (
-        "no other machine that could run svc has a verified copy; fetching one to attic, "
-        "and it moves once attic has checked every file"
+        "no other machine that could run svc has a verified copy; attic could run it: it "
+        "moves once attic reports one (pull or import the model there)"
     )
 
 

@@ -16,6 +16,7 @@ from nodeau.domain.workloads import (
     HELD_REASON_FITS,
     ExitKind,
     HeldReason,
+    Recovery,
     RecoveryMode,
     ServerExit,
     Workload,
@@ -46,6 +47,17 @@ def exactly(message: str) -> str:
 def at(hms: str) -> datetime:
     h, m, s = (int(x) for x in hms.split(":"))
     return datetime(2025, 3, 1, h, m, s, tzinfo=UTC)
+
+
+def moved(from_machine: str, to_machine: str, when: datetime) -> Recovery:
+    """A recovery made at ``when``, its machine unreachable for the default delay before."""
+    return Recovery(
+        from_machine=from_machine,
+        to_machine=to_machine,
+        at=when,
+        unreachable_since=when - timedelta(minutes=3),
+        after=timedelta(minutes=3),
+    )
 
 
 def workload(**changes: Any) -> Workload:
@@ -163,11 +175,18 @@ SENTENCES: list[tuple[Workload, datetime, str]] = [
         " batch jobs do not recover, it waits for garage",
     ),
     (
+        held(R.FLEET_QUIET),
+        HELD_AT,
+        "held since 12:03:40 (1m): garage stopped answering, with most of the fleet; nothing"
+        " moves while more than half of the fleet is quiet at once (Nodeau suspects the"
+        " network or itself, not the machines)",
+    ),
+    (
         held(R.MODEL_FILES),
         HELD_AT,
         "held since 12:03:40 (1m): garage stopped answering and no other machine has a verified"
-        " copy; Nodeau fetches a verified copy to a machine that could run it and moves it once"
-        " that machine has checked every file",
+        " copy; it moves once a machine that could run it reports a verified copy (pull or"
+        " import the model there)",
     ),
     (
         held(
@@ -188,11 +207,13 @@ SENTENCES: list[tuple[Workload, datetime, str]] = [
         workload(
             state=S.RECOVERING,
             recovery_mode=AUTO,
-            target_machine="attic",
+            machine="attic",
+            recoveries=1,
+            last_recovery=moved("garage", "attic", at("12:06:40")),
             since=at("12:06:40"),
         ),
         at("12:07:00"),
-        "recovering onto attic since 12:06:40 (20s): garage stopped answering;"
+        f"recovering on attic ({GPU[:8]}…) since 12:06:40 (20s): garage stopped answering;"
         " loading its model there, and its endpoint stays the same",
     ),
     (
@@ -429,14 +450,15 @@ def test_short_gpu(uuid: str, expected: str) -> None:
 # ---------------------------------------------------------------- invariants
 
 HELD_MESSAGE = "a held workload has a held_reason, and only a held one"
-RECOVERING_MESSAGE = "a recovering workload has a target_machine, and only a recovering one"
+RECOVERING_MESSAGE = "a recovering workload has a last recovery onto its machine"
+RECOVERIES_MESSAGE = "a workload that recovered has its last recovery, and only one"
 
 
 def test_defaults_wait_for_the_machine_after_three_minutes() -> None:
     w = workload()
     assert w.recovery_mode is NEVER
     assert w.recovery_after == timedelta(minutes=3)
-    assert (w.held_reason, w.next_step, w.target_machine) == (None, None, None)
+    assert (w.held_reason, w.next_step, w.last_recovery, w.recoveries) == (None, None, None, 0)
 
 
 @pytest.mark.parametrize(
@@ -484,17 +506,28 @@ def test_defaults_wait_for_the_machine_after_three_minutes() -> None:
             "held reason waiting-for-delay needs a service set to automatic",
         ),
         ({"state": S.RECOVERING, "recovery_mode": AUTO}, RECOVERING_MESSAGE),
-        ({"target_machine": "attic", "recovery_mode": AUTO}, RECOVERING_MESSAGE),
         (
-            {"state": S.RECOVERING, "target_machine": "attic"},
+            {
+                "state": S.RECOVERING,
+                "recovery_mode": AUTO,
+                "recoveries": 1,
+                "last_recovery": moved("garage", "attic", at("12:06:40")),
+            },
+            RECOVERING_MESSAGE,
+        ),
+        ({"last_recovery": moved("attic", "garage", at("12:06:40"))}, RECOVERIES_MESSAGE),
+        ({"recoveries": 2}, RECOVERIES_MESSAGE),
+        (
+            {
+                "state": S.RECOVERING,
+                "machine": "attic",
+                "recoveries": 1,
+                "last_recovery": moved("garage", "attic", at("12:06:40")),
+            },
             "only a workload set to recover automatically recovers",
         ),
-        (
-            {"state": S.RECOVERING, "target_machine": "garage", "recovery_mode": AUTO},
-            "a workload recovers onto another machine",
-        ),
-        ({"restarts": -1}, "restarts and crash_streak count, from 0"),
-        ({"crash_streak": -1}, "restarts and crash_streak count, from 0"),
+        ({"restarts": -1}, "restarts, crash_streak and recoveries count, from 0"),
+        ({"crash_streak": -1}, "restarts, crash_streak and recoveries count, from 0"),
         (
             {"next_attempt": datetime(2025, 3, 1, 12, 0)},
             "next_attempt must carry a timezone, got 2025-03-01T12:00:00",
@@ -530,6 +563,7 @@ def test_held_reasons_belong_to_their_recovery_mode() -> None:
         R.BATCH_JOB: (BATCH, NEVER),
         R.MODEL_FILES: (SERVICE, AUTO),
         R.CAPACITY: (SERVICE, AUTO),
+        R.FLEET_QUIET: (SERVICE, AUTO),
     }
 
 
@@ -560,7 +594,8 @@ def workloads(draw: st.DrawFn) -> Workload:
     if kind is BATCH:
         mode = NEVER
     machine = draw(names)
-    target = draw(names.filter(lambda n: n != machine)) if state is S.RECOVERING else None
+    left = draw(names.filter(lambda n: n != machine))
+    moves = draw(st.integers(1, 20)) if state is S.RECOVERING else draw(st.integers(0, 20))
     since = draw(moments)
     ended = draw(st.none() | exits(since)) if state not in (S.RESTARTING, S.EXITED) else None
     if state in (S.RESTARTING, S.EXITED):
@@ -581,7 +616,8 @@ def workloads(draw: st.DrawFn) -> Workload:
         recovery_after=draw(st.integers(1, 3600).map(lambda s: timedelta(seconds=s))),
         held_reason=reason,
         next_step=draw(steps),
-        target_machine=target,
+        recoveries=moves,
+        last_recovery=None if moves == 0 else moved(left, machine, since),
         restarts=draw(st.integers(0, 1000)),
         last_exit=ended,
         next_attempt=attempt,
@@ -635,12 +671,14 @@ def test_every_sentence_ends_with_what_happens_next(w: Workload, age: timedelta)
 @given(workloads(), ages)
 def test_held_and_recovering_say_what_stopped_and_where(w: Workload, age: timedelta) -> None:
     sentence = ps_sentence(w, w.since + age)
-    if w.state in (S.HELD, S.RECOVERING):
+    if w.state is S.HELD:
         assert f"): {w.machine} stopped answering" in sentence
     else:
         assert f" on {w.machine} ({short_gpu(w.gpu_uuid)}) since " in sentence
     if w.state is S.RECOVERING:
-        assert sentence.startswith(f"recovering onto {w.target_machine} since ")
+        assert w.last_recovery is not None
+        assert sentence.startswith(f"recovering on {w.machine} (")
+        assert f"): {w.last_recovery.from_machine} stopped answering; " in sentence
     if w.held_reason is R.WAITING_FOR_DELAY and w.next_step is None:
         assert f"at {clock_time(w.since + w.recovery_after)} onto another machine" in sentence
 

@@ -1,0 +1,169 @@
+"""Recovery in the fleet: the domain's decision for each service on an unreachable machine.
+
+Run once per health assessment, after it, over the records the assessment read.
+What to do is the domain's (``nodeau.domain.recovery``); this module reads what
+the decision needs and records what it says. Decisions recorded here:
+
+* Only services set to recover automatically are decided here; a batch job or a
+  service whose recovery is ``never`` is held by ``health.show_health``.
+* A recovery places the same bytes the workload ran (its artifact's SHA-256, never
+  the name it was asked by, which may name other bytes by now), through the same
+  ``planning`` and ``scheduled_admission`` a new workload meets: drained machines,
+  unreachable or upgrading ones and those the organisation's limits leave out are
+  never targets, the ledger's reservations apply.
+* The move is one ``MovingStateStore.move``: the reservation moves to the new card
+  in one ledger write before the record names it, so the new server's Pod is made
+  (by the reconcile that follows) only after its card is reserved.
+* More than half of the fleet unreachable at once moves nothing (``fleet_alarm``);
+  each such service is held with that reason, said in ``nodeau ps``.
+* A held workload is written when its held reason changes, never again while it
+  stays held for the same reason: being held costs no writes. Capacity and files
+  are looked at again on every assessment, in memory; a move happens on the first
+  one that finds a card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from attrs import evolve
+from returns.result import Failure, Result, Success
+
+from nodeau.apps.controller.decide import Planning, planning
+from nodeau.apps.controller.reconcile import FleetInputs
+from nodeau.domain.health import Health, MachineHealth
+from nodeau.domain.records import Admission, Snapshot
+from nodeau.domain.recovery import (
+    RecoveryAction,
+    RecoveryDecision,
+    before_placing,
+    decide_recovery,
+    fleet_alarm,
+    guarded,
+    held_record,
+    moved_admission,
+    no_plan,
+)
+from nodeau.domain.refusals import Refusal
+from nodeau.domain.reservations import Ledger
+from nodeau.domain.workloads import RecoveryMode, Workload, WorkloadKind, holds_gpu
+from nodeau.ports.cluster import WorkloadAsk, WorkloadObjects
+from nodeau.ports.state import MovingStateStore, WorkloadRecord
+
+
+class Recoverer:
+    """Decides and records recovery for the services on unreachable machines."""
+
+    def __init__(
+        self,
+        *,
+        store: MovingStateStore,
+        objects: WorkloadObjects,
+        clock: Callable[[], datetime],
+        log: Callable[[str], None],
+    ) -> None:
+        self._store = store
+        self._objects = objects
+        self._clock = clock
+        self._log = log
+
+    def recover(self, snapshot: Snapshot, inputs: FleetInputs) -> None:
+        """One decision for each automatic service whose machine is unreachable."""
+        alarm = fleet_alarm(inputs.health)
+        for record in due_for_a_decision(snapshot.workloads, inputs):
+            health = inputs.health[record.workload.machine]
+            self.decide(record, health, inputs, snapshot.ledger, alarm)
+
+    def decide(
+        self,
+        record: WorkloadRecord,
+        health: MachineHealth,
+        inputs: FleetInputs,
+        ledger: Ledger,
+        alarm: str | None,
+    ) -> None:
+        w = record.workload
+        now = self._clock()
+        obj = self._objects.get(w.kind, w.name)
+        if obj is None or obj.ask is None or obj.deleting:
+            return  # being deleted, or its spec does not read: nothing to recover
+        ask = evolve(obj.ask, model=w.artifact_id)  # the same bytes, whatever the name means now
+        control_plane = w.machine if w.machine in inputs.marks.control_plane else None
+        plan = planning(ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health)
+        decision = guarded(
+            before_placing(w, health, now, control_plane)
+            or placed_or_held(w, plan, health, now, ledger, control_plane),
+            w,
+            alarm,
+        )
+        if decision.action is RecoveryAction.RECOVER and isinstance(plan, Success):
+            self._move(record, ask, plan.unwrap(), health, now)
+        elif decision.action is RecoveryAction.HOLD:
+            self._hold(record, decision, health)
+
+    def _move(
+        self,
+        record: WorkloadRecord,
+        ask: WorkloadAsk,
+        plan: Planning,
+        health: MachineHealth,
+        now: datetime,
+    ) -> None:
+        name = record.workload.name
+
+        def decide(snapshot: Snapshot, before: WorkloadRecord) -> Result[Admission, Refusal]:
+            placed = plan.admission(ask, snapshot.ledger, now)
+            return placed.map(lambda found: moved_admission(found, before, health, now))
+
+        match self._store.move(name, decide):
+            case Success(Admission() as moved):
+                w = moved.record.workload
+                self._log(f"{name}: recovering on {w.machine} ({moved.placement.why})")
+            case Failure(Refusal() as refusal):
+                self._log(f"{name}: not moved this time: {refusal.sentence}")
+
+    def _hold(
+        self, record: WorkloadRecord, decision: RecoveryDecision, health: MachineHealth
+    ) -> None:
+        if held_record(record, decision, health) is None:
+            return
+        name = record.workload.name
+
+        def change(current: WorkloadRecord) -> WorkloadRecord:
+            return held_record(current, decision, health) or current
+
+        self._store.update(name, change)
+        self._log(f"{name}: held ({decision.sentence})")
+
+
+def placed_or_held(
+    w: Workload,
+    plan: Result[Planning, Refusal],
+    health: MachineHealth,
+    now: datetime,
+    ledger: Ledger,
+    control_plane: str | None,
+) -> RecoveryDecision:
+    """The domain's decision once a recovery is due: a placement elsewhere, or held."""
+    match plan:
+        case Success(Planning() as found):
+            return decide_recovery(w, found.request, health, now, found.view(ledger), control_plane)
+        case Failure(Refusal() as refusal):
+            return no_plan(w, refusal)
+    raise AssertionError("planning answers a Result")
+
+
+def due_for_a_decision(
+    records: Iterable[WorkloadRecord], inputs: FleetInputs
+) -> tuple[WorkloadRecord, ...]:
+    """The automatic services holding a card on a machine assessed unreachable."""
+    return tuple(
+        record
+        for record in records
+        if record.workload.kind is WorkloadKind.SERVICE
+        and record.workload.recovery_mode is RecoveryMode.AUTOMATIC
+        and holds_gpu(record.workload.state)
+        and (h := inputs.health.get(record.workload.machine)) is not None
+        and h.state is Health.UNREACHABLE
+    )

@@ -1,0 +1,312 @@
+"""Recovery through the controller, over the contract-checked fakes: each rule of
+docs/recovery (product: recovery-and-copies.txt) as a pass-by-pass story.
+
+A ``Clock`` the test moves stands for time; ``tick`` moves it and has every machine
+that still answers renew both of its signals (its node heartbeat and its agent's
+report), as the kubelet and Nodeau's agent do. The controller assesses health and
+recovers on every ``resync``, the pass ``--once`` runs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from attrs import evolve
+
+from nodeau.apps.controller.loop import Controller
+from nodeau.domain.health import Health
+from nodeau.domain.workloads import HeldReason, RecoveryMode, WorkloadKind, WorkloadState
+from nodeau.ports.cluster import WorkloadAsk
+from tests.support.fake_cluster import FakeCluster, gpu_uuid, machine_report, verified
+from tests.unit.apps.test_controller_reconcile import (
+    SMALL,
+    START,
+    SUMMARY,
+    controller,
+    fleet,
+    held_cards,
+    record,
+    state,
+)
+
+S = WorkloadState
+SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
+AUTO = RecoveryMode.AUTOMATIC
+DELAY = timedelta(seconds=60)
+STEP = 10  # seconds between passes, the controller's default resync
+
+
+class Clock:
+    """Time as the test sets it."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+class Story:
+    """A fleet, its controller and its clock."""
+
+    def __init__(self, *machines: str, cards: int = 1, control_plane: str | None = None) -> None:
+        self.clock = Clock(START)
+        self.cluster: FakeCluster = fleet(*machines, cards=cards, clock=self.clock)
+        if control_plane is not None:
+            self.cluster.nodes[control_plane].control_plane = True
+        self.quiet: set[str] = set()
+        self.lines: list[str] = []
+        self.ctl: Controller = controller(self.cluster, self.lines)
+        self.renew()
+
+    def renew(self) -> None:
+        for m, node in self.cluster.nodes.items():
+            if m in self.quiet:
+                continue
+            node.heartbeat_at = self.clock.at
+            report = self.cluster.reports.reports.get(m)
+            if report is not None:
+                self.cluster.reports.publish(evolve(report, at=self.clock.at))
+
+    def tick(self, seconds: int = STEP) -> None:
+        """Time passes, the machines that answer renew their signals, one pass runs."""
+        self.clock.at += timedelta(seconds=seconds)
+        self.renew()
+        self.ctl.resync()
+
+    def run_for(self, seconds: int) -> None:
+        for _ in range(seconds // STEP):
+            self.tick()
+
+    def serve(self, name: str = "chat", **ask: object) -> None:
+        """``name`` admitted, started and serving."""
+        fields: dict[str, object] = {"recovery": AUTO, "recovery_after": DELAY, **ask}
+        self.cluster.objects.create(
+            WorkloadAsk(kind=SERVICE, name=name, model="qwen", **fields)  # type: ignore[arg-type]
+        )
+        self.tick()
+        self.cluster.pods.run()
+        self.tick()
+        assert state(self.cluster, name) is S.SERVING
+
+    def off_the_network(self, *machines: str) -> None:
+        self.quiet.update(machines)
+
+    def back(self, *machines: str) -> None:
+        self.quiet.difference_update(machines)
+
+    def machine_of(self, name: str = "chat") -> str:
+        return record(self.cluster, name).workload.machine
+
+    def health(self, machine: str) -> Health:
+        return self.cluster.health.read()[machine].state
+
+
+def seconds_until_moved(story: Story, limit: int = 600, name: str = "chat") -> int:
+    """Passes until ``name`` leaves its machine; the seconds it took."""
+    before = story.machine_of(name)
+    for waited in range(STEP, limit + STEP, STEP):
+        story.tick()
+        if story.machine_of(name) != before:
+            return waited
+    raise AssertionError(f"{name} did not move within {limit} s")
+
+
+def test_an_automatic_service_moves_after_its_delay_and_not_a_second_before() -> None:
+    story = Story("m1", "m2", "m3")
+    story.serve()
+    assert story.machine_of() == "m1"
+    gone_at = story.clock.at  # its last renewal
+    story.off_the_network("m1")
+
+    waited = seconds_until_moved(story)
+    # unreachable once both signals are quiet (the node's 40 s grace is the longer), then
+    # the delay; the pass that moves is the first at or after that moment
+    quiet_at = gone_at + timedelta(seconds=40)
+    assert story.cluster.health.read()["m1"].since == quiet_at
+    assert gone_at + timedelta(seconds=waited) >= quiet_at + DELAY
+    assert waited - STEP < (quiet_at + DELAY - gone_at).total_seconds()
+
+    moved = record(story.cluster, "chat").workload
+    assert (moved.state, moved.machine, moved.recoveries) == (S.RECOVERING, "m2", 1)
+    assert moved.last_recovery is not None
+    assert (moved.last_recovery.from_machine, moved.last_recovery.to_machine) == ("m1", "m2")
+    assert held_cards(story.cluster) == [("chat", gpu_uuid("m2", 0))]  # one card, the new one
+    pod = story.cluster.pods.read(SERVICE, "chat")
+    assert pod is not None and pod.machine == "m2"  # exactly one server, on the new machine
+    assert story.cluster.pods.forced == 1  # the one left on m1, taken out at once
+    story.cluster.pods.run()
+    story.tick()
+    assert state(story.cluster, "chat") is S.SERVING
+    assert story.machine_of() == "m2"
+
+
+def test_held_while_waiting_for_the_delay_says_when_it_moves() -> None:
+    story = Story("m1", "m2")
+    story.serve()
+    story.off_the_network("m1")
+    story.run_for(50)
+    w = record(story.cluster, "chat").workload
+    assert (w.state, w.held_reason) == (S.HELD, HeldReason.WAITING_FOR_DELAY)
+    obj = story.cluster.objects.get(SERVICE, "chat")
+    assert obj is not None and obj.endpoint == ""  # fenced: nothing routed to m1
+    ready = obj.condition("Ready")
+    assert ready is not None and (ready.ok, ready.reason) == (False, "MachineUnreachable")
+
+
+def test_recovery_never_waits_for_its_machine_however_long() -> None:
+    story = Story("m1", "m2")
+    story.serve(recovery=RecoveryMode.NEVER)
+    story.off_the_network("m1")
+    story.run_for(3600)
+    w = record(story.cluster, "chat").workload
+    assert (w.state, w.machine, w.held_reason) == (
+        S.HELD,
+        "m1",
+        HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF,
+    )
+    assert held_cards(story.cluster) == [("chat", gpu_uuid("m1", 0))]
+
+
+def test_one_quiet_signal_is_degraded_and_moves_nothing() -> None:
+    story = Story("m1", "m2")
+    story.serve()
+    story.cluster.reports.publish(
+        evolve(story.cluster.reports.reports["m1"], at=START - timedelta(hours=1))
+    )
+    story.quiet.add("m1")  # nothing renews...
+    for _ in range(60):
+        story.clock.at += timedelta(seconds=STEP)
+        story.cluster.nodes["m1"].heartbeat_at = story.clock.at  # ...but its kubelet
+        story.renew()
+        story.ctl.resync()
+    assert story.health("m1") is Health.DEGRADED
+    assert (state(story.cluster, "chat"), story.machine_of()) == (S.SERVING, "m1")
+
+
+def test_a_flapping_machine_never_moves_anything() -> None:
+    story = Story("m1", "m2")
+    story.serve()
+    for _ in range(10):  # quiet 90 s (unreachable for 50 s of a 60 s delay), then back once
+        story.off_the_network("m1")
+        story.run_for(90)
+        assert story.machine_of() == "m1"
+        story.back("m1")
+        story.tick()
+    assert story.machine_of() == "m1"
+    assert record(story.cluster, "chat").workload.recoveries == 0
+
+
+def test_a_machine_marked_upgrading_moves_nothing() -> None:
+    story = Story("m1", "m2")
+    story.serve()
+    story.cluster.nodes["m1"].upgrading = True
+    story.off_the_network("m1")
+    story.run_for(600)
+    assert story.health("m1") is Health.UPGRADING
+    assert story.machine_of() == "m1"
+
+
+def test_a_workload_on_the_control_plane_machine_waits_for_it() -> None:
+    story = Story("m1", "m2", control_plane="m1")
+    story.serve()
+    story.off_the_network("m1")
+    story.run_for(600)
+    w = record(story.cluster, "chat").workload
+    assert (w.machine, w.held_reason) == ("m1", HeldReason.ON_CONTROL_PLANE_MACHINE)
+
+
+def test_a_drained_machine_is_never_a_target() -> None:
+    story = Story("m1", "m2", "m3")
+    story.serve()
+    story.cluster.marks.drain("m2", story.clock.at)
+    story.off_the_network("m1")
+    seconds_until_moved(story)
+    assert story.machine_of() == "m3"
+
+
+def test_nowhere_to_go_for_capacity_holds_without_writes_then_moves_when_a_card_frees() -> None:
+    story = Story("m1", "m2")
+    story.serve()
+    story.serve("other")  # takes m2's only card
+    assert story.machine_of("other") == "m2"
+    story.off_the_network("m1")
+    story.run_for(120)
+    w = record(story.cluster, "chat").workload
+    assert (w.state, w.held_reason) == (S.HELD, HeldReason.CAPACITY)
+
+    versions = {k: v.version for k, v in story.cluster.objects.stored.items()}
+    events = len(story.cluster.events.said)
+    story.run_for(60)  # a minute of being held: nothing written
+    assert {k: v.version for k, v in story.cluster.objects.stored.items()} == versions
+    assert len(story.cluster.events.said) == events
+
+    story.cluster.objects.delete(SERVICE, "other")
+    story.tick()  # other's server goes, its card is released
+    story.tick()
+    assert story.machine_of() == "m2"
+    assert state(story.cluster, "chat") is S.RECOVERING
+
+
+def test_nowhere_to_go_for_files_moves_once_a_machine_reports_a_verified_copy() -> None:
+    story = Story("m1")
+    story.cluster.add_node("m2")
+    story.cluster.reports.publish(machine_report("m2", 1, at=story.clock.at))  # no model
+    story.serve()
+    story.off_the_network("m1")
+    story.run_for(120)
+    w = record(story.cluster, "chat").workload
+    assert (w.state, w.held_reason) == (S.HELD, HeldReason.MODEL_FILES)
+    copy = verified("m2", SUMMARY, sha=SMALL, name="qwen", gib=4)
+    story.cluster.reports.publish(machine_report("m2", 1, copy, at=story.clock.at))
+    story.tick()
+    assert (state(story.cluster, "chat"), story.machine_of()) == (S.RECOVERING, "m2")
+    assert record(story.cluster, "chat").model_path == copy.path
+
+
+def test_the_old_machine_returning_moves_nothing_back() -> None:
+    story = Story("m1", "m2")
+    story.serve()
+    story.off_the_network("m1")
+    seconds_until_moved(story)
+    story.cluster.pods.run()
+    story.back("m1")
+    story.run_for(600)
+    assert story.health("m1") is Health.REPORTING
+    assert (state(story.cluster, "chat"), story.machine_of()) == (S.SERVING, "m2")
+    assert record(story.cluster, "chat").workload.recoveries == 1
+
+
+def test_most_of_the_fleet_quiet_at_once_moves_nothing_and_says_why() -> None:
+    story = Story("m1", "m2", "m3")
+    story.serve()
+    story.off_the_network("m1", "m2")
+    story.run_for(600)
+    w = record(story.cluster, "chat").workload
+    assert (w.machine, w.held_reason) == ("m1", HeldReason.FLEET_QUIET)
+    assert any("more than half" in line for line in story.lines)
+
+
+def test_batch_jobs_are_untouched() -> None:
+    story = Story("m1", "m2")
+    story.cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
+    story.tick()
+    story.cluster.pods.run()
+    story.tick()
+    story.off_the_network("m1")
+    story.run_for(600)
+    w = record(story.cluster, "nightly").workload
+    assert (w.machine, w.held_reason) == ("m1", HeldReason.BATCH_JOB)
+
+
+def test_a_controller_that_was_not_watching_counts_quiet_time_only_from_when_it_watches() -> None:
+    story = Story("m1", "m2")
+    story.serve()
+    story.off_the_network("m1")
+    story.clock.at += timedelta(hours=1)  # the controller stalled for an hour meanwhile
+    story.renew()
+    story.ctl.resync()
+    assert story.health("m1") is Health.UNREACHABLE
+    assert story.cluster.health.read()["m1"].since == story.clock.at  # not an hour ago
+    waited = seconds_until_moved(story)
+    assert waited >= DELAY.total_seconds()
