@@ -15,7 +15,9 @@ Decisions recorded here:
   seen signals' quiet moments. A never-seen signal adds no bound; if neither
   was ever seen, the first assessment that finds it so (``now``) is the moment.
   Once recorded, the moment is kept by later assessments, never re-derived
-  (unless it lies after ``now``: a clock that stepped back is not trusted).
+  (unless it lies after ``now``: a clock that stepped back is not trusted), unless a
+  signal was renewed after it: the machine answered in between, unseen by an
+  assessment that came late, and this is a new spell, dated afresh.
 * An assessor that was not watching (a controller that stalled or just started) counts
   a newly unreachable machine's quiet time only from when it watches again
   (``watching_since``): what it did not see is not held against the machine, so a
@@ -188,12 +190,12 @@ def unreachable_since(
     watching_since: datetime | None = None,
 ) -> datetime:
     """The recorded moment both signals became quiet (see the module's decisions)."""
-    kept = recorded_since(previous, Health.UNREACHABLE, now)
-    if kept is not None:
-        return kept
-    if previous is not None and previous.state is Health.UPGRADING:
-        return now
     moments = [seen + grace for seen, grace in _timed(signals, policy).values() if seen is not None]
+    kept = recorded_since(previous, Health.UNREACHABLE, now)
+    if kept is not None and all(moment <= kept for moment in moments):
+        return kept
+    if kept is None and previous is not None and previous.state is Health.UPGRADING:
+        return now
     since = max(moments) if moments else now
     return since if watching_since is None else min(now, max(since, watching_since))
 
@@ -262,3 +264,19 @@ def unreachable_for(health: MachineHealth, now: datetime) -> timedelta:
     if health.state is not Health.UNREACHABLE or health.since is None:
         return timedelta(0)
     return max(timedelta(0), now - health.since)
+
+
+def next_quiet(
+    signals: Signals, now: datetime, policy: HealthPolicy | None = None
+) -> datetime | None:
+    """The next moment after ``now`` one of the machine's fresh signals goes quiet if it is
+    not renewed before: when an assessment could next find the machine changed. None when
+    every signal is quiet already."""
+    require_aware(now, "now")
+    policy = policy if policy is not None else HealthPolicy()
+    moments = [
+        seen + grace
+        for seen, grace in _timed(signals, policy).values()
+        if seen is not None and seen + grace > now
+    ]
+    return min(moments) if moments else None

@@ -16,7 +16,7 @@ comes back gets nothing moved back; its stale copy is ended by its own agent.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from attrs import evolve, frozen
@@ -209,17 +209,11 @@ def nowhere_to_go(
     )
 
 
-def stale_copies(
-    machine: str,
-    running_here: Iterable[str],
-    assignments: Mapping[str, str],
-) -> tuple[str, ...]:
-    """Workloads a returning machine's agent ends: they now run elsewhere.
-
-    ``assignments`` maps each workload to the machine the control plane has it
-    on. Nothing is moved back: the returning machine only ends its old copies.
-    """
-    return tuple(sorted(name for name in running_here if assignments.get(name, machine) != machine))
+def left_behind(server_machine: str, workload_machine: str) -> bool:
+    """Whether a workload's server is the one a recovery left on the machine it moved from
+    (its record names another machine now): that server is ended, never routed to, and
+    nothing is moved back to it."""
+    return server_machine != workload_machine
 
 
 # More than this share of the machines unreachable at once is not believed: a network

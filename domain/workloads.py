@@ -7,6 +7,9 @@ workload whose machine stopped answering.
 
 Decisions recorded here:
 
+* A recovering workload moved because it was set to recover automatically; a person
+  may set it to ``never`` while it loads its model on the new machine (the choice
+  applies to its next machine failure), so its choice is not part of the state.
 * Every state but succeeded, failed and stopped holds its reservation,
   including ``admitted`` (still pulling its image or fetching files).
 * Recovery applies to served workloads only: a batch job's recovery is
@@ -283,8 +286,6 @@ def workload_invariants(w: Workload) -> None:
         w.last_recovery is None or w.last_recovery.to_machine != w.machine
     ):
         raise ValueError("a recovering workload has a last recovery onto its machine")
-    if w.state is WorkloadState.RECOVERING and w.recovery_mode is not RecoveryMode.AUTOMATIC:
-        raise ValueError("only a workload set to recover automatically recovers")
     if (w.recoveries == 0) != (w.last_recovery is None):
         raise ValueError("a workload that recovered has its last recovery, and only one")
     if w.restarts < 0 or w.crash_streak < 0 or w.recoveries < 0:

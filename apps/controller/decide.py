@@ -153,10 +153,13 @@ def planning(
     limits: OrgLimits | None = None,
     table: MeasuredTable | None = None,
     allowances: Allowances | None = None,
+    fleet: Fleet | None = None,
 ) -> Result[Planning, Refusal]:
-    """What admission and placement read for ``ask``, or why nothing can be decided."""
-    fleet = fleet_of(reports, marks)
-    on_nodes = tuple(rep for rep in reports if fleet.machine(rep.reading.machine) is not None)
+    """What admission and placement read for ``ask``, or why nothing can be decided
+    (``fleet``: ``fleet_of(reports, marks)`` when the caller made it already)."""
+    fleet = fleet if fleet is not None else fleet_of(reports, marks)
+    in_fleet = frozenset(m.name for m in fleet.machines)
+    on_nodes = tuple(rep for rep in reports if rep.reading.machine in in_fleet)
     match resolve(ask.model, on_nodes):
         case Success(Resolution() as resolution):
             pass

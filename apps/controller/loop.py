@@ -6,6 +6,10 @@ Decisions recorded here:
   the fleet (reports, marks, health): a burst of 500 new objects costs one
   reading, not 500. A batch is sorted, so two controllers meet objects in the
   same order.
+* Besides, the controller wakes when the fleet can change without any event: a fresh
+  signal reaching its grace (a machine may turn unreachable), a held service's delay
+  running out (``wake_at``); so a machine is noticed and a recovery decided at the
+  moment, not up to a resync later.
 * Every ``resync`` seconds: health first (signals, assessment, the record of
   it, held workloads), then every object, so a missed watch event costs at most
   one resync.
@@ -32,7 +36,7 @@ from attrs import frozen
 from nodeau.apps.controller.health import assess_fleet, changes, show_health
 from nodeau.apps.controller.reconcile import KIND_NAMES, FleetInputs, FleetReading, Reconciler
 from nodeau.apps.controller.recover import Recoverer
-from nodeau.domain.health import Health
+from nodeau.domain.health import Health, next_quiet
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import (
     EventLog,
@@ -50,6 +54,7 @@ Key = tuple[WorkloadKind, str]
 # a gap longer than this between two health assessments means this controller was not
 # watching (stalled, paused, cut off): six default resyncs
 STALL = timedelta(seconds=60)
+WAKE_LATE_S = 0.05  # how long after a due moment the controller wakes
 
 
 @frozen(kw_only=True)
@@ -90,6 +95,9 @@ class Controller:
         )
         self.recoverer = Recoverer(store=ports.store, objects=ports.objects, clock=clock, log=log)
         self._watched_at: datetime | None = None  # when this controller last assessed health
+        # the next moment the fleet's health or a recovery can change without any event: a
+        # fresh signal going quiet, a delay running out; ``run`` wakes for it
+        self.wake_at: datetime | None = None
 
     def read_fleet(self) -> FleetInputs:
         """Reports, marks and health as they are now."""
@@ -105,7 +113,9 @@ class Controller:
         previous = self.ports.health.read()
         now = self._clock()
         watching = watching_since(self._watched_at, now)
-        health = assess_fleet(self.ports.reports.signals(), previous, now, watching_since=watching)
+        signals = self.ports.reports.signals()
+        health = assess_fleet(signals, previous, now, watching_since=watching)
+        changes_at = [m for s in signals.values() if (m := next_quiet(s, now)) is not None]
         self.ports.health.write(health)
         self._watched_at = now
         for line in changes(previous, health):
@@ -118,7 +128,9 @@ class Controller:
                 marks=self.ports.marks.read(),
                 health=health,
             )
-            self.recoverer.recover(self.store.snapshot(), inputs)
+            due = self.recoverer.recover(self.store.snapshot(), inputs)
+            changes_at += [] if due is None else [due]
+        self.wake_at = min(changes_at) if changes_at else None
 
     def reconcile_all(self, keys: Iterable[Key]) -> None:
         """Reconcile these objects over one reading of the fleet (read when first needed)."""
@@ -148,12 +160,24 @@ class Controller:
         self.ports.watch.start(lambda kind, name: keys.put((kind, name)), stop)
         next_resync = time.monotonic()
         while not stop.is_set():
-            if time.monotonic() >= next_resync:
+            if time.monotonic() >= min(next_resync, self._wake_monotonic()):
                 self.resync()
                 next_resync = time.monotonic() + resync_s
-            batch = take(keys, min(resync_s, max(0.0, next_resync - time.monotonic())), stop)
+            wake = min(next_resync, self._wake_monotonic())
+            batch = take(keys, min(resync_s, max(0.0, wake - time.monotonic())), stop)
             if batch:
                 self.reconcile_all(batch)
+
+    def _wake_monotonic(self) -> float:
+        """``wake_at`` on the monotonic clock (a little after it: the moment itself counts
+        as changed); infinity when nothing is due."""
+        if self.wake_at is None:
+            return float("inf")
+        return (
+            time.monotonic()
+            + max(0.0, (self.wake_at - self._clock()).total_seconds())
+            + WAKE_LATE_S
+        )
 
 
 def watching_since(watched_at: datetime | None, now: datetime) -> datetime | None:

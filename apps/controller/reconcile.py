@@ -31,7 +31,8 @@ nothing more than running it once. It talks to the cluster through ports only
   machine it moved to.
 * Fencing: while a workload's machine is unreachable its endpoint is out of status
   (condition Ready False, reason MachineUnreachable), so nothing is routed to it even if
-  its server still runs. A server found on another machine than the record's (left
+  its server still runs; an endpoint is shown only while the workload serves from a
+  ready server on its own machine. A server found on another machine than the record's (left
   where a recovery moved it from) is deleted at once, forced: its machine may not
   answer, and its own Kubernetes agent ends the container when it is back.
 """
@@ -57,7 +58,7 @@ from nodeau.domain.lifecycle import (
     with_state,
 )
 from nodeau.domain.records import Admission
-from nodeau.domain.recovery import with_recovery
+from nodeau.domain.recovery import left_behind, with_recovery
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.restarts import restart_notice
 from nodeau.domain.workloads import (
@@ -217,7 +218,7 @@ class Reconciler:
         w = record.workload
         machine = None if health is None else health.state
         pod = self._pods.read(w.kind, w.name)
-        if pod is not None and pod.machine is not None and pod.machine != w.machine:
+        if pod is not None and pod.machine is not None and left_behind(pod.machine, w.machine):
             self._end_stale(obj, w, pod.machine)
             pod = self._pods.read(w.kind, w.name)
         if health is not None and health.state is Health.UNREACHABLE:
@@ -235,6 +236,15 @@ class Reconciler:
             self._show_endpoint(obj, record, pod)
         elif state is WorkloadState.RESTARTING:
             self._hide_endpoint(obj, after or w)
+        elif obj.endpoint:
+            self._no_route(obj, state, w.machine)
+
+    def _no_route(self, obj: WorkloadObject, state: WorkloadState, machine: str) -> None:
+        """An endpoint shown for a server that does not serve (a recovery moved the
+        workload before its old machine was ever fenced): out of status at once."""
+        message = f"{state.value} on {machine}: nothing is routed to it until it serves"
+        shown = Condition(type="Ready", ok=False, reason=state.value.title(), message=message)
+        self._objects.set_status(obj.kind, obj.name, {"endpoint": ""}, [shown], self._clock())
 
     def _restarts(
         self,

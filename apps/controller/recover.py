@@ -30,8 +30,9 @@ from datetime import datetime
 from attrs import evolve
 from returns.result import Failure, Result, Success
 
-from nodeau.apps.controller.decide import Planning, planning
+from nodeau.apps.controller.decide import Planning, fleet_of, planning
 from nodeau.apps.controller.reconcile import FleetInputs
+from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import Health, MachineHealth
 from nodeau.domain.records import Admission, Snapshot
 from nodeau.domain.recovery import (
@@ -44,6 +45,7 @@ from nodeau.domain.recovery import (
     held_record,
     moved_admission,
     no_plan,
+    with_recovery,
 )
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
@@ -68,12 +70,19 @@ class Recoverer:
         self._clock = clock
         self._log = log
 
-    def recover(self, snapshot: Snapshot, inputs: FleetInputs) -> None:
-        """One decision for each automatic service whose machine is unreachable."""
+    def recover(self, snapshot: Snapshot, inputs: FleetInputs) -> datetime | None:
+        """One decision for each automatic service whose machine is unreachable; the
+        earliest moment one of them waiting for its delay is due (the controller wakes
+        then, so a recovery is decided when it is due, not at the next resync)."""
         alarm = fleet_alarm(inputs.health)
+        fleet = fleet_of(inputs.reports, inputs.marks)  # once per pass, not per service
+        due: list[datetime] = []
         for record in due_for_a_decision(snapshot.workloads, inputs):
             health = inputs.health[record.workload.machine]
-            self.decide(record, health, inputs, snapshot.ledger, alarm)
+            fires = self.decide(record, health, inputs, snapshot.ledger, alarm, fleet)
+            if fires is not None:
+                due.append(fires)
+        return min(due) if due else None
 
     def decide(
         self,
@@ -82,25 +91,34 @@ class Recoverer:
         inputs: FleetInputs,
         ledger: Ledger,
         alarm: str | None,
-    ) -> None:
-        w = record.workload
+        fleet: Fleet | None = None,
+    ) -> datetime | None:
+        """Decide for one service and record it; when it waits for its delay, when that
+        delay is up. The choice decided by is the spec's (a person may have changed it
+        since the record was last written: a move is never made on an old choice)."""
         now = self._clock()
-        obj = self._objects.get(w.kind, w.name)
+        obj = self._objects.get(record.workload.kind, record.workload.name)
         if obj is None or obj.ask is None or obj.deleting:
-            return  # being deleted, or its spec does not read: nothing to recover
+            return None  # being deleted, or its spec does not read: nothing to recover
+        record = chosen(record, obj.ask)
+        w = record.workload
+        if w.recovery_mode is not RecoveryMode.AUTOMATIC:
+            return None  # set to never since: the health pass holds it once recorded
         ask = evolve(obj.ask, model=w.artifact_id)  # the same bytes, whatever the name means now
         control_plane = w.machine if w.machine in inputs.marks.control_plane else None
-        plan = planning(ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health)
-        decision = guarded(
-            before_placing(w, health, now, control_plane)
-            or placed_or_held(w, plan, health, now, ledger, control_plane),
-            w,
-            alarm,
-        )
+        decision = before_placing(w, health, now, control_plane)
+        plan: Result[Planning, Refusal] | None = None
+        if decision is None:  # due: only now is the fleet planned for it
+            plan = planning(
+                ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health, fleet=fleet
+            )
+            decision = placed_or_held(w, plan, health, now, ledger, control_plane)
+        decision = guarded(decision, w, alarm)
         if decision.action is RecoveryAction.RECOVER and isinstance(plan, Success):
             self._move(record, ask, plan.unwrap(), health, now)
         elif decision.action is RecoveryAction.HOLD:
             self._hold(record, decision, health)
+        return decision.fires_at
 
     def _move(
         self,
@@ -114,7 +132,8 @@ class Recoverer:
 
         def decide(snapshot: Snapshot, before: WorkloadRecord) -> Result[Admission, Refusal]:
             placed = plan.admission(ask, snapshot.ledger, now)
-            return placed.map(lambda found: moved_admission(found, before, health, now))
+            moving = chosen(before, ask)
+            return placed.map(lambda found: moved_admission(found, moving, health, now))
 
         match self._store.move(name, decide):
             case Success(Admission() as moved):
@@ -135,6 +154,14 @@ class Recoverer:
 
         self._store.update(name, change)
         self._log(f"{name}: held ({decision.sentence})")
+
+
+def chosen(record: WorkloadRecord, ask: WorkloadAsk) -> WorkloadRecord:
+    """The record with the spec's recovery choice (unchanged when it is the same)."""
+    w = record.workload
+    if (w.recovery_mode, w.recovery_after) == (ask.recovery, ask.recovery_after):
+        return record
+    return evolve(record, workload=with_recovery(w, ask.recovery, ask.recovery_after))
 
 
 def placed_or_held(

@@ -310,3 +310,60 @@ def test_a_controller_that_was_not_watching_counts_quiet_time_only_from_when_it_
     assert story.cluster.health.read()["m1"].since == story.clock.at  # not an hour ago
     waited = seconds_until_moved(story)
     assert waited >= DELAY.total_seconds()
+
+
+def test_the_controller_wakes_when_a_signal_can_go_quiet_and_when_a_delay_runs_out() -> None:
+    story = Story("m1", "m2")
+    story.serve()
+    renewed = story.clock.at
+    # both machines renewed just now: the agent's 30 s grace is the first that can run out
+    assert story.ctl.wake_at == renewed + timedelta(seconds=30)
+    story.off_the_network("m1")
+    story.run_for(50)  # m1 unreachable since renewed + 40 s; chat waits for its delay
+    since = story.cluster.health.read()["m1"].since
+    assert since == renewed + timedelta(seconds=40)
+    assert story.ctl.wake_at == min(since + DELAY, story.clock.at + timedelta(seconds=30))
+
+
+def test_a_move_decided_on_the_first_pass_that_sees_the_machine_gone_shows_no_old_endpoint() -> (
+    None
+):
+    story = Story("m1", "m2")
+    story.serve(recovery_after=timedelta(seconds=10))
+    story.off_the_network("m1")
+    story.tick(55)  # one late pass: unreachable since +40 s, due at +50 s
+    obj = story.cluster.objects.get(SERVICE, "chat")
+    assert obj is not None
+    assert (state(story.cluster, "chat"), story.machine_of()) == (S.RECOVERING, "m2")
+    assert obj.endpoint == ""  # never routed to m1's server, nor to m2's before it answers
+    ready = obj.condition("Ready")
+    assert ready is not None and not ready.ok
+
+
+def test_set_to_never_while_recovering_applies_to_the_next_failure_and_breaks_nothing() -> None:
+    story = Story("m1", "m2", "m3")
+    story.serve()
+    story.off_the_network("m1")
+    seconds_until_moved(story)
+    assert state(story.cluster, "chat") is S.RECOVERING
+    story.cluster.objects.set_recovery(SERVICE, "chat", RecoveryMode.NEVER, DELAY)
+    story.tick()
+    w = record(story.cluster, "chat").workload
+    assert (w.state, w.recovery_mode, w.machine) == (S.RECOVERING, RecoveryMode.NEVER, "m2")
+    story.cluster.pods.run()
+    story.tick()
+    story.off_the_network("m2")
+    story.run_for(600)  # its new machine fails: it waits for it now
+    w = record(story.cluster, "chat").workload
+    assert (w.machine, w.held_reason) == ("m2", HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF)
+
+
+def test_a_choice_changed_in_the_spec_is_the_one_recovery_decides_by() -> None:
+    story = Story("m1", "m2")
+    story.serve()  # automatic after 60 s
+    story.off_the_network("m1")
+    story.run_for(50)  # unreachable since +40 s
+    story.cluster.objects.set_recovery(SERVICE, "chat", AUTO, timedelta(minutes=10))
+    story.run_for(120)  # past the old delay, well before the new one
+    assert story.machine_of() == "m1"
+    assert record(story.cluster, "chat").workload.recovery_after == timedelta(minutes=10)

@@ -22,6 +22,7 @@ from nodeau.domain.health import (
     clock_time,
     health_invariants,
     is_quiet,
+    next_quiet,
     quiet_signals,
     quiet_since,
     recorded_since,
@@ -349,7 +350,9 @@ def recorded(state: Health, since: datetime) -> MachineHealth:
     ("previous", "expected"),
     [
         (None, at("12:03:40")),
-        (recorded(Health.UNREACHABLE, at("12:03:00")), at("12:03:00")),
+        # recorded before the node's last heartbeat went quiet (12:03:40): the machine
+        # answered since, unseen by a late assessment; this is a new spell
+        (recorded(Health.UNREACHABLE, at("12:03:00")), at("12:03:40")),
         (recorded(Health.UNREACHABLE, at("12:03:50")), at("12:03:50")),
         (recorded(Health.UNREACHABLE, NOW), NOW),
         (recorded(Health.UNREACHABLE, NOW + timedelta(seconds=1)), at("12:03:40")),
@@ -641,3 +644,13 @@ def test_a_recorded_unreachable_moment_is_kept_while_nothing_changes(
         assert second.since == first.since
         assert second.sentence == first.sentence
         assert unreachable_for(second, now + later) == unreachable_for(first, now) + later
+
+
+def test_the_next_moment_a_fresh_signal_can_go_quiet() -> None:
+    now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    both = Signals(node_heartbeat_at=now - timedelta(seconds=5), agent_report_at=now)
+    assert next_quiet(both, now) == now + timedelta(seconds=30)  # the agent's grace first
+    agent_quiet = Signals(node_heartbeat_at=now, agent_report_at=now - timedelta(minutes=5))
+    assert next_quiet(agent_quiet, now) == now + timedelta(seconds=40)
+    gone = Signals(node_heartbeat_at=None, agent_report_at=now - timedelta(minutes=5))
+    assert next_quiet(gone, now) is None

@@ -16,8 +16,8 @@ from nodeau.domain.recovery import (
     RecoveryAction,
     RecoveryDecision,
     decide_recovery,
+    left_behind,
     recovery_due,
-    stale_copies,
 )
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.reservations import Ledger, Reservation
@@ -257,11 +257,9 @@ def test_a_view_that_still_offers_the_dead_machine_is_a_programming_error() -> N
         decide(service(), unreachable_since(GONE), v=view(excluded=()))
 
 
-def test_a_returning_machine_ends_only_its_stale_copies() -> None:
-    assert stale_copies(
-        "garage", ["svc", "local", "gone"], {"svc": "attic", "local": "garage"}
-    ) == ("svc",)
-    assert stale_copies("garage", [], {"svc": "attic"}) == ()
+def test_a_server_on_another_machine_than_its_record_was_left_behind() -> None:
+    assert left_behind("garage", "attic") is True
+    assert left_behind("attic", "attic") is False
 
 
 def test_after_recovery_the_returning_machine_moves_nothing_back() -> None:
@@ -271,7 +269,7 @@ def test_after_recovery_the_returning_machine_moves_nothing_back() -> None:
     # garage is back; the workload now lives on attic, which reports fine
     again = decide(moved, REPORTING, v=view(excluded=()))
     assert again.action is RecoveryAction.NOTHING
-    assert stale_copies("garage", ["svc"], {"svc": moved.machine}) == ("svc",)
+    assert left_behind("garage", moved.machine)  # its old server is ended, not reused
 
 
 workload_cases = st.builds(

@@ -517,15 +517,6 @@ def test_defaults_wait_for_the_machine_after_three_minutes() -> None:
         ),
         ({"last_recovery": moved("attic", "garage", at("12:06:40"))}, RECOVERIES_MESSAGE),
         ({"recoveries": 2}, RECOVERIES_MESSAGE),
-        (
-            {
-                "state": S.RECOVERING,
-                "machine": "attic",
-                "recoveries": 1,
-                "last_recovery": moved("garage", "attic", at("12:06:40")),
-            },
-            "only a workload set to recover automatically recovers",
-        ),
         ({"restarts": -1}, "restarts, crash_streak and recoveries count, from 0"),
         ({"crash_streak": -1}, "restarts, crash_streak and recoveries count, from 0"),
         (
