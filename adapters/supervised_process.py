@@ -122,7 +122,7 @@ class BackgroundProcess:
 
     def install(self, spec: EndpointServiceSpec) -> None:
         saved = {"command": list(spec.command), "log": str(spec.log_path)}
-        write_atomically(self._spec_path(spec.workload), json.dumps(saved).encode())
+        write_atomically(self._spec_path(spec.service), json.dumps(saved).encode())
 
     def start(self, name: str) -> None:
         if self.running(name):

@@ -30,7 +30,9 @@ import os
 import plistlib
 import re
 import shutil
+import socket
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -54,8 +56,22 @@ class ServiceError(NodeauError):
 
 
 @frozen(kw_only=True)
+class FleetSource:
+    """Where a fleet workload's endpoint finds the cluster: a kubeconfig and its context
+    (None: as kubectl finds them)."""
+
+    kubeconfig: Path | None = None
+    context: str | None = None
+
+
+@frozen(kw_only=True)
 class EndpointServiceSpec:
-    """One workload's endpoint as a service: what runs, on which port, logging where."""
+    """One workload's endpoint as a service: what runs, on which port, logging where.
+
+    On one machine it finds its model server in the state at ``state_path``; for a
+    workload on a fleet (``fleet``) it follows the workload's route through the cluster's
+    API, and its service is named ``fleet.NAME`` so it never meets this machine's own
+    workload of the same name."""
 
     workload: str
     port: int
@@ -63,15 +79,23 @@ class EndpointServiceSpec:
     log_path: Path
     python: Path  # the interpreter that has nodeau installed (sys.executable)
     allowed_origins: tuple[str, ...] = ()  # web origins the endpoint also answers
+    fleet: FleetSource | None = None
+
+    @property
+    def service(self) -> str:
+        """The user service's name."""
+        return self.workload if self.fleet is None else fleet_service(self.workload)
 
     def __attrs_post_init__(self) -> None:
         check_name(self.workload)
         if not 1 <= self.port <= 65535:
             raise ValueError(f"{self.port} is not a TCP port")
+        kubeconfig = None if self.fleet is None else self.fleet.kubeconfig
         for what, path in (
             ("state", self.state_path),
             ("log", self.log_path),
             ("python", self.python),
+            *((("kubeconfig", kubeconfig),) if kubeconfig is not None else ()),
         ):
             if not path.is_absolute():
                 raise ValueError(f"the {what} path must be absolute, not {path}")
@@ -80,13 +104,27 @@ class EndpointServiceSpec:
 
     @property
     def command(self) -> tuple[str, ...]:
+        if self.fleet is None:
+            source: tuple[str, ...] = ("--state", str(self.state_path))
+        else:
+            kubeconfig = self.fleet.kubeconfig
+            source = (
+                "--fleet",
+                *(("--kubeconfig", str(kubeconfig)) if kubeconfig is not None else ()),
+                *(("--context", self.fleet.context) if self.fleet.context else ()),
+            )
         return (
             str(self.python), "-m", "nodeau.apps.endpoint",
             "--workload", self.workload,
             "--port", str(self.port),
-            "--state", str(self.state_path),
+            *source,
             *(arg for origin in self.allowed_origins for arg in ("--allow-origin", origin)),
         )  # fmt: skip
+
+
+def fleet_service(workload: str) -> str:
+    """The user service name of a fleet workload's loopback endpoint."""
+    return f"fleet.{workload}"
 
 
 def check_name(name: str) -> str:
@@ -184,7 +222,7 @@ class SystemdUserService:
         return self._unit_dir / unit_name(name)
 
     def install(self, spec: EndpointServiceSpec) -> None:
-        write_atomically(self.unit_path(spec.workload), systemd_unit(spec).encode())
+        write_atomically(self.unit_path(spec.service), systemd_unit(spec).encode())
         self._systemctl_ok("daemon-reload")
 
     def start(self, name: str) -> None:
@@ -223,7 +261,7 @@ def launchd_plist(spec: EndpointServiceSpec) -> bytes:
     """The workload's launchd agent property list (XML)."""
     return plistlib.dumps(
         {
-            "Label": launchd_label(spec.workload),
+            "Label": launchd_label(spec.service),
             "ProgramArguments": list(spec.command),
             "RunAtLoad": True,
             "KeepAlive": {"SuccessfulExit": False},
@@ -251,7 +289,7 @@ class LaunchdAgent:
         return self._agents_dir / f"{launchd_label(name)}.plist"
 
     def install(self, spec: EndpointServiceSpec) -> None:
-        write_atomically(self.plist_path(spec.workload), launchd_plist(spec))
+        write_atomically(self.plist_path(spec.service), launchd_plist(spec))
 
     def start(self, name: str) -> None:
         target = f"{self._domain}/{launchd_label(name)}"
@@ -334,6 +372,23 @@ def choose_service_manager(env: Mapping[str, str], platform: str, run_dir: Path)
 
 
 # -- plumbing
+
+
+def wait_until_listening(port: int, timeout_s: float, log: Path) -> None:
+    """Return once something accepts connections on 127.0.0.1:``port``; ServiceError
+    naming ``log`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+                return
+        except OSError:
+            if time.monotonic() >= deadline:
+                raise ServiceError(
+                    f"the endpoint did not answer on 127.0.0.1:{port} within {timeout_s:g} s "
+                    f"(its log: {log})"
+                ) from None
+            time.sleep(0.1)
 
 
 def _probe(command: Sequence[str], env: Mapping[str, str]) -> Probe:

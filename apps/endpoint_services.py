@@ -3,6 +3,7 @@ supervised background process where neither exists, which it says)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,8 +12,12 @@ from attrs import frozen
 from nodeau.adapters.llama_server import free_port as any_free_port
 from nodeau.adapters.user_service import (
     EndpointServiceSpec,
+    FleetSource,
     UserService,
     choose_service_manager,
+    fleet_service,
+    wait_until_listening,
+    write_atomically,
 )
 from nodeau.apps.settings import Settings
 
@@ -43,6 +48,75 @@ class Endpoints:
 
     def stop(self, name: str) -> None:
         self.manager.stop(name)
+
+
+LISTEN_TIMEOUT_S = 30.0  # a loopback endpoint answers within a second or two
+FLEET_PORTS = "fleet-endpoints.json"  # in the run folder: each fleet workload's loopback port
+
+
+@frozen(kw_only=True)
+class FleetEndpoints:
+    """The loopback endpoints of workloads on a fleet, run on this machine as user services
+    (``fleet.NAME``), each following its workload's route through the cluster's API. A
+    workload keeps its port here across stops and starts, as on one machine."""
+
+    settings: Settings
+    manager: UserService
+    source: FleetSource
+
+    def _ports_path(self) -> Path:
+        return self.settings.home / "run" / FLEET_PORTS
+
+    def _ports(self) -> dict[str, int]:
+        try:
+            found = json.loads(self._ports_path().read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): int(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+    def port(self, name: str) -> int | None:
+        """The loopback port this machine gave ``name``, if any."""
+        return self._ports().get(name)
+
+    def start(self, name: str, allowed_origins: tuple[str, ...] = ()) -> tuple[int, str]:
+        """Install and start ``name``'s loopback endpoint (its port kept, else a free one);
+        the port, and how it runs."""
+        ports = self._ports()
+        port = ports.get(name) or any_free_port()
+        ports[name] = port
+        write_atomically(self._ports_path(), json.dumps(ports, sort_keys=True).encode())
+        log = (self.settings.log_dir / f"fleet.{name}.endpoint.log").resolve()
+        self.manager.install(
+            EndpointServiceSpec(
+                workload=name,
+                port=port,
+                state_path=self.settings.state_path.resolve(),
+                log_path=log,
+                python=Path(sys.executable),
+                allowed_origins=allowed_origins,
+                fleet=self.source,
+            )
+        )
+        self.manager.start(fleet_service(name))
+        wait_until_listening(port, LISTEN_TIMEOUT_S, log)
+        return port, self.manager.describe()
+
+    def stop(self, name: str, *, forget: bool = False) -> None:
+        """Stop ``name``'s loopback endpoint; ``forget``: uninstall it and free its port."""
+        if self.port(name) is None:
+            return
+        if not forget:
+            self.manager.stop(fleet_service(name))
+            return
+        self.manager.uninstall(fleet_service(name))
+        ports = self._ports()
+        ports.pop(name, None)
+        write_atomically(self._ports_path(), json.dumps(ports, sort_keys=True).encode())
+
+
+def fleet_endpoint_manager(settings: Settings, source: FleetSource) -> FleetEndpoints:
+    local = endpoint_manager(settings)
+    return FleetEndpoints(settings=settings, manager=local.manager, source=source)
 
 
 def endpoint_manager(settings: Settings) -> Endpoints:

@@ -1,12 +1,16 @@
 """Benchmark: the endpoint against the model server directly, in the same run.
 
     python bench/proxy.py [--requests 500] [--streams 200] [--concurrency 32] [--seconds 5]
+                          [--fleet]
 
 The model server is the minimal upstream of the tests (tests/support/upstream.py: a
 Starlette app under uvicorn that answers at once), so what the endpoint itself costs is
 visible rather than hidden behind a model's compute. The endpoint is the real one,
 ``python -m nodeau.apps.endpoint``, reading the upstream's address from a state database,
-as a user service runs it. Each runs in its own process; this process is the client
+as a user service runs it; with ``--fleet``, following a GPUService's route through a
+real API server started for the run (``--fleet``: the fleet's loopback endpoint, whose
+route is held in memory, so a request costs no call to the cluster). Each runs in its own
+process; this process is the client
 (httpx.AsyncClient: one per side for the sequential parts, one per concurrent client for
 the throughput part).
 
@@ -37,7 +41,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -224,12 +229,47 @@ async def run(args: argparse.Namespace, direct: str, proxied: str, pids: dict[st
     return p50_ok and rate_ok
 
 
+@contextmanager
+def fleet_route(work: Path, upstream: str) -> Iterator[Path]:
+    """A real API server holding a GPUService whose status routes to ``upstream``; its
+    kubeconfig."""
+    from kubernetes import client, utils
+
+    from nodeau.adapters.kube import resources as r
+    from tests.kube.conftest import BASE_MANIFESTS, DEPLOY, api_client, wait_established
+    from tests.support.kube_cluster import ControlPlane
+    from tests.support.kube_controller import create
+
+    (work / "kube").mkdir()
+    plane = ControlPlane(work / "kube")
+    cluster = plane.start()
+    try:
+        api = api_client(cluster)
+        for manifest in BASE_MANIFESTS:
+            utils.create_from_yaml(api, str(DEPLOY / manifest))
+        wait_established(api, (f"{r.GPUSERVICES}.{r.GROUP}", f"{r.BATCHJOBS}.{r.GROUP}"))
+        create(api, WORKLOAD, "bench-model")
+        client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
+            r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, WORKLOAD,
+            {"status": {"state": "serving", "endpoint": f"{upstream}/v1"}},
+        )  # fmt: skip
+        yield cluster.kubeconfig
+    finally:
+        plane.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--fleet",
+        action="store_true",
+        help="the endpoint of a workload on a fleet: it follows the GPUService's route on a "
+        "real API server (started here) instead of reading a state database",
+    )
     args = parser.parse_args()
 
     upstream = start([sys.executable, "-m", "tests.support.upstream"], reads_port=True)
@@ -238,7 +278,7 @@ def main() -> None:
         assert upstream.stdout is not None
         upstream_port = int(upstream.stdout.readline())
         direct = f"http://127.0.0.1:{upstream_port}"
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
             state = Path(tmp) / "state.sqlite3"
             store = SqliteStateStore(state, clock=lambda: datetime.now(UTC))
             store.admit(WORKLOAD, decider(WORKLOAD, fleet_of(1), datetime.now(UTC))).unwrap()
@@ -251,10 +291,14 @@ def main() -> None:
             store.update(WORKLOAD, lambda r: evolve(r, server=server))
             port = free_port()
             proxied = f"http://127.0.0.1:{port}"
+            source = ["--state", str(state)]
+            if args.fleet:
+                plane = stack.enter_context(fleet_route(Path(tmp), direct))
+                source = ["--fleet", "--kubeconfig", str(plane)]
             endpoint = start(
                 [
                     sys.executable, "-m", "nodeau.apps.endpoint", "--workload", WORKLOAD,
-                    "--port", str(port), "--state", str(state), "--log-level", "warning",
+                    "--port", str(port), *source, "--log-level", "warning",
                 ]
             )  # fmt: skip
             wait_for(f"{proxied}/health", endpoint)

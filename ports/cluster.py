@@ -1,4 +1,4 @@
-"""Ports of the fleet's cluster, one per role: reports, marks, health, objects, Pods, events.
+"""Ports of the fleet's cluster, one per role: reports, marks, health, workloads, events, copies.
 
 The controller, the agent and the CLI talk to the cluster only through these
 (docs/adr/0005-cluster-ports.md); ``nodeau.adapters.kube`` implements them on a
@@ -20,6 +20,7 @@ from attrs import field, frozen
 
 from nodeau.domain.artifacts import is_sha256_hex
 from nodeau.domain.batches import BatchRequest
+from nodeau.domain.copies import CopyProgress, CopyRequest
 from nodeau.domain.hardware import AgentReport, MachineReading
 from nodeau.domain.health import MachineHealth, Signals
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
@@ -127,6 +128,7 @@ class MachineReport:
     reading: MachineReading
     at: datetime = field(validator=_aware)
     artifacts: tuple[MachineArtifact, ...] = ()
+    copies: tuple[CopyProgress, ...] = ()  # its progress on each copy asked of it
 
     @property
     def machine(self) -> str:
@@ -243,6 +245,19 @@ class ServerPod:
     phase: ServerPhase
     endpoint: str | None  # its OpenAI-compatible address, once it has one
     restarts: ServerRestarts = field(factory=ServerRestarts)  # default: it never ended
+
+
+@frozen(kw_only=True)
+class Route:
+    """Where a served workload answers now, as its object says: its model server's address
+    while requests may be routed to it, else why not (fenced, held, recovering, starting)."""
+
+    workload: str
+    task: Task
+    base_url: str | None  # "http://10.0.0.7:8080"; None: route nothing to it now
+    state: str  # its state ("serving", "held", ...), "" before any decision
+    why: str  # what its Ready condition says ("" when it says nothing)
+    since: datetime | None = None
 
 
 @frozen(kw_only=True)
@@ -365,6 +380,15 @@ class WorkloadObjects(Protocol):
         UnknownWorkload when there is no such object."""
         ...
 
+    def set_recovery(
+        self, kind: WorkloadKind, name: str, mode: RecoveryMode, after: timedelta
+    ) -> None:
+        """Change a service's recovery choice in its spec (``recovery``, and the delay in
+        whole seconds); nothing else in it changes, and its status and server are not
+        touched (the controller records the choice). UnknownWorkload when there is no such
+        object; ValueError for a batch job (recovery applies to served workloads)."""
+        ...
+
     def delete(self, kind: WorkloadKind, name: str) -> None:
         """Ask for the object to go: a guarded one stays, deleting, until unguarded. None
         by that name is fine."""
@@ -423,6 +447,19 @@ class ServerPods(Protocol):
         ...
 
 
+class WorkloadRoutes(Protocol):
+    """Where each served workload answers now: what a loopback endpoint routes by. Inference
+    traffic goes from the endpoint to the model server; the cluster only says where."""
+
+    def follow(
+        self, name: str, changed: Callable[[Route | None], None], stop: threading.Event
+    ) -> None:
+        """Call ``changed`` with the service's route now (None: no such service), then at
+        every change, until ``stop`` is set; a failure to reach the cluster keeps the last
+        route and tries again."""
+        ...
+
+
 class EventLog(Protocol):
     """What happened to workloads, for people reading the cluster's own event history."""
 
@@ -446,6 +483,30 @@ class WorkloadWatch(Protocol):
         """Call ``notify(kind, name)`` from background threads for every object seen (listed,
         added, changed, deleted, or its server changed) until ``stop`` is set. It survives
         the cluster's failures; a periodic full pass covers what it misses."""
+        ...
+
+
+class ModelCopies(Protocol):
+    """Requests that a machine keep a verified copy of an artifact, and who asks.
+
+    Desired state only: each machine's agent reads the requests for itself and reports
+    its progress in its own report. Taking an ask back deletes no file."""
+
+    def requests(self) -> tuple[CopyRequest, ...]:
+        """Every request, by machine then artifact; empty before the first."""
+        ...
+
+    def request(
+        self, machine: str, artifact: str, name: str, asker: str, at: datetime
+    ) -> CopyRequest:
+        """Add ``asker``'s ask (the domain's ``with_ask``): a request is made if there was
+        none, with ``name`` and ``at``; asking again changes nothing. The request as it
+        stands after. Whether ``machine`` is in the fleet is the caller's to check."""
+        ...
+
+    def withdraw(self, machine: str, artifact: str, asker: str) -> CopyRequest | None:
+        """Take ``asker``'s ask back (the domain's ``without_ask``); the request as it
+        stands after (None: it went with its last asker, or there was none)."""
         ...
 
 

@@ -2,7 +2,10 @@
 
 docs/adr/0004 fixes the JSON: ``{"machine", "at", "simulated", "note", "gpus":
 [{"uuid", "model", "total_bytes", "free_bytes", "driver_version"}], "artifacts":
-[{"id", "names", "size_bytes", "path", "summary"}]}``.
+[{"id", "names", "size_bytes", "path", "summary"}]}``; docs/adr/0009 adds ``"copies":
+[{"artifact", "since", "phase", "bytes_done", "bytes_total", "reason"}]`` (the agent's
+progress on each copy asked of its machine), which a report written before it leaves
+out: it reads as no copies.
 
 Decisions recorded here:
 
@@ -23,6 +26,7 @@ from attrs import frozen
 from cattrs import BaseValidationError, transform_error
 
 from nodeau.adapters.record_json import RecordError, converter, to_plain
+from nodeau.domain.copies import CopyPhase, CopyProgress
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.ports.cluster import MachineArtifact, MachineReport, ReportSet
 
@@ -49,6 +53,7 @@ class _ReportJson:
     note: str = ""
     gpus: tuple[_GpuJson, ...]
     artifacts: tuple[MachineArtifact, ...]  # the same keys as the ADR's
+    copies: tuple[CopyProgress, ...] = ()  # absent from reports older than copies
 
 
 def _exactly(value: object, type_: type) -> object:
@@ -68,9 +73,14 @@ def _listed(value: object, type_: Any) -> tuple[Any, ...]:
     return tuple(_STRICT.structure(v, get_args(type_)[0]) for v in value)
 
 
+def _phase(value: object, type_: type[CopyPhase]) -> CopyPhase:
+    return type_(_exactly(value, str))  # a str subclass: the str hook would refuse the enum
+
+
 _STRICT = converter()
 for _type in (str, int, bool):
     _STRICT.register_structure_hook(_type, _exactly)
+_STRICT.register_structure_hook(CopyPhase, _phase)
 _STRICT.register_structure_hook_func(_is_tuple, _listed)
 
 
@@ -93,6 +103,7 @@ def report_json(report: MachineReport) -> str:
             for g in reading.gpus
         ),
         artifacts=report.artifacts,
+        copies=report.copies,
     )
     return json.dumps(to_plain(wire, _ReportJson), sort_keys=True)
 
@@ -128,7 +139,10 @@ def parse_report(text: str, what: str) -> MachineReport:
             note=wire.note,
         )
         report = MachineReport(
-            reading=reading, at=wire.at.astimezone(UTC), artifacts=wire.artifacts
+            reading=reading,
+            at=wire.at.astimezone(UTC),
+            artifacts=wire.artifacts,
+            copies=wire.copies,
         )
         report.as_agent_report()  # the domain's own checks (a UUID listed twice)
     except ValueError as exc:

@@ -24,6 +24,9 @@ SCHEDULING_CONFIGMAP = "nodeau-scheduling"
 POLICY_KEY = "policy"
 # machine health as the controller last assessed it (one key per machine)
 HEALTH_CONFIGMAP = "nodeau-health"
+# copy requests: which machine keeps a verified copy of which artifact, who asks
+COPIES_CONFIGMAP = "nodeau-copies"
+COPIES_KEY = "requests"
 
 # marks on a Node (a person's choices; they never stop, move or restart anything)
 DRAINED_LABEL = f"{GROUP}/drained"

@@ -12,6 +12,8 @@ writes it):
   rather than overwritten.
 * A person's ask becomes the spec they would have applied: ``endpoint`` and the
   recovery fields for a GPUService only, ``contextTokens`` only when given.
+* A person's later change of a service's recovery is a merge patch of those two
+  spec fields alone: what else they applied stays, and nothing in status moves.
 * ``record``, ``admission`` and ``reservation`` in status are the state store's
   (state_store.py); ``set_status`` refuses to write them.
 """
@@ -19,7 +21,7 @@ writes it):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from kubernetes import client
@@ -40,7 +42,7 @@ from nodeau.adapters.kube.objects import (
     write_status,
 )
 from nodeau.domain.refusals import Refusal
-from nodeau.domain.workloads import WorkloadKind
+from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject, check_status_fields
 from nodeau.ports.state import UnknownWorkload
 
@@ -116,6 +118,23 @@ class KubeWorkloadObjects:
         patch = {"spec": {"endpoint": "serving" if serving else "stopped"}}
         done = or_none(
             f"change the spec of {KINDS[kind]} {name}",
+            lambda: self._custom.patch_namespaced_custom_object(
+                *HERE, PLURALS[kind], name, patch,
+                _content_type=MERGE_PATCH, _request_timeout=REQUEST_TIMEOUT,
+            ),
+        )  # fmt: skip
+        if done is None:
+            raise UnknownWorkload(unknown(name))
+
+    def set_recovery(
+        self, kind: WorkloadKind, name: str, mode: RecoveryMode, after: timedelta
+    ) -> None:
+        if kind is not WorkloadKind.SERVICE:
+            raise ValueError(f"recovery applies to served workloads; {name} is a batch job")
+        seconds = int(after.total_seconds())
+        patch = {"spec": {"recovery": mode.value, "recoveryAfterSeconds": seconds}}
+        done = or_none(
+            f"change the recovery of {KINDS[kind]} {name}",
             lambda: self._custom.patch_namespaced_custom_object(
                 *HERE, PLURALS[kind], name, patch,
                 _content_type=MERGE_PATCH, _request_timeout=REQUEST_TIMEOUT,

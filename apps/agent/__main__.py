@@ -2,7 +2,11 @@
 
 Each round reads the cards (simulated ones when NODEAU_SIMULATED_GPUS is set,
 chosen as the CLI chooses them) and the models verified under NODEAU_HOME,
-and publishes the report in the machine's agent Lease (docs/adr/0004).
+and publishes the report in the machine's agent Lease (docs/adr/0004). It also
+reads the copy requests (ConfigMap nodeau-copies) and fetches the ones asked of
+this machine from the catalog's publisher (NODEAU_CATALOG, NODEAU_PUBLISHER_URL,
+the reserve NODEAU_DISK_RESERVE_BYTES), one at a time, on a thread of its own
+(docs/adr/0009).
 
 Decisions recorded here:
 
@@ -13,9 +17,10 @@ Decisions recorded here:
   exit code 2. ``--once`` exits 1 when its one round failed.
 * A problem is printed when it appears, not again every round while it
   lasts; "published" is printed for the first report and after a failed round.
-* SIGTERM or SIGINT lets the round in progress finish, then the agent exits 0.
-  It leaves its Lease in place: its renewTime going stale is how the
-  controller learns the agent stopped.
+* SIGTERM or SIGINT lets the round in progress finish, stops a copy's fetch at
+  its next piece (what arrived is kept for the next agent to resume), then the
+  agent exits 0. It leaves its Lease in place: its renewTime going stale is how
+  the controller learns the agent stopped.
 """
 
 from __future__ import annotations
@@ -31,13 +36,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from attrs import evolve
+
 from nodeau.adapters.catalog_file import JsonCatalogFile
-from nodeau.adapters.fs_store import FilesystemModelStore
-from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.kube.client import connect
+from nodeau.adapters.kube.copies import KubeModelCopies
 from nodeau.adapters.kube.reports import KubeMachineReports
-from nodeau.adapters.sqlite_registry import SqliteRegistry
+from nodeau.apps import model_services
 from nodeau.apps.agent.agent import PROG, Agent, Link
+from nodeau.apps.agent.copies import CopyWorker
 from nodeau.apps.machine import inventory_for
 from nodeau.apps.settings import settings_from, utc_now
 from nodeau.ports.errors import NodeauError
@@ -56,9 +63,18 @@ def default_machine() -> str:
 
 
 def kube_link(kubeconfig: Path | None) -> Link:
-    """Connect as kubectl would (or with ``kubeconfig``): the server and its reports."""
+    """Connect as kubectl would (or with ``kubeconfig``): the server, its reports and its
+    copy requests."""
     connection = connect(kubeconfig, None, os.environ)
-    return connection.server, KubeMachineReports(connection.api)
+    return Link(
+        server=connection.server,
+        reports=KubeMachineReports(connection.api),
+        copies=KubeModelCopies(connection.api),
+    )
+
+
+def say(line: str) -> None:
+    print(f"{PROG}: {line}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,17 +100,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = args.machine or default_machine()
     settings = settings_from(os.environ)
     try:
+        models = model_services.build(evolve(settings, machine=machine))
         agent = Agent(
             machine=machine,
             connect=lambda: kube_link(args.kubeconfig),
             inventory=inventory_for(machine, settings.simulated_gpus),
-            store=FilesystemModelStore(
-                settings.models_root, machine, reserve_bytes=settings.reserve_bytes, clock=utc_now
-            ),
-            registry=SqliteRegistry(settings.registry_path),
+            store=models.store,
+            registry=models.registry,
             catalog=JsonCatalogFile(settings.catalog),
-            inspector=GgufModelInspector(),
+            inspector=models.inspector,
             clock=utc_now,
+            copies=CopyWorker(
+                machine=machine,
+                store=models.store,
+                registry=models.registry,
+                publisher=models.publisher(),
+                url_for=models.url_for,
+                say=say,
+            ),
         )
     except NodeauError as exc:
         print(f"{PROG}: {exc.one_line()}", file=sys.stderr)
@@ -102,8 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     while True:
         published = agent.round()
         if args.once:
+            agent.close()
             return 0 if published else 1
         if stop.wait(args.interval):
+            agent.close()
             print(f"{PROG}: stopped; the Lease of {machine} is left to go quiet", file=sys.stderr)
             return 0
 

@@ -10,6 +10,12 @@ Decisions recorded here:
   again after every round whose connection could not be made.
 * A problem is printed when it appears, not again every round while it lasts;
   "published" is printed for the first report and after a failed round.
+* Each round also reads the copy requests and hands this machine's to its copy worker
+  (``copies.py``), whose progress goes into the report. The progress is read before
+  the report is built, so a copy verified in between is listed verified rather than
+  left out; progress on a copy the report lists verified is left out. A round that
+  cannot read the requests says so and still publishes, the worker keeping the
+  requests it had.
 """
 
 from __future__ import annotations
@@ -18,18 +24,35 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 
+from attrs import evolve, frozen
+
+from nodeau.apps.agent.copies import CopyWorker
 from nodeau.apps.machine_report import build_report
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.model_info import ModelSummary
-from nodeau.ports.cluster import ClusterError, ClusterRefused, MachineReports, NoAnswer
+from nodeau.ports.cluster import (
+    ClusterError,
+    ClusterRefused,
+    MachineReports,
+    ModelCopies,
+    NoAnswer,
+)
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.hardware import GpuInventory
 from nodeau.ports.models import CatalogError, CatalogSource, ModelInspector, ModelStore
 from nodeau.ports.registry import ArtifactRegistry
 
 PROG = "nodeau-agent"
+CATALOG_UNREAD = "catalog not read, its names are left out: "
 
-Link = tuple[str, MachineReports]  # the cluster's address (for messages) and its reports
+
+@frozen(kw_only=True)
+class Link:
+    """The cluster: its address (for messages), its reports and its copy requests."""
+
+    server: str
+    reports: MachineReports
+    copies: ModelCopies | None = None
 
 
 class Agent:
@@ -46,8 +69,10 @@ class Agent:
         catalog: CatalogSource,
         inspector: ModelInspector,
         clock: Callable[[], datetime],
+        copies: CopyWorker | None = None,
     ) -> None:
         self.machine = machine
+        self.copies = copies
         self.connect = connect
         self.inventory = inventory
         self.store = store
@@ -64,11 +89,19 @@ class Agent:
         try:
             return self.catalog_source.load(), ()
         except CatalogError as exc:
-            return Catalog(entries=()), (f"catalog not read, its names are left out: {exc}",)
+            return Catalog(entries=()), (f"{CATALOG_UNREAD}{exc}",)
 
     def round(self) -> bool:
         """Read, build and publish one report; True when it was published."""
         catalog, problems = self.catalog()
+        try:
+            if self.link is None:
+                self.link = self.connect()
+        except ClusterError as exc:
+            return self._failed(f"cannot publish: {cluster_problem(exc, None)}")
+        link = self.link
+        problems += self._take_requests(link, catalog, problems)
+        progress = () if self.copies is None else self.copies.progress()
         try:
             built = build_report(
                 inventory=self.inventory,
@@ -81,14 +114,12 @@ class Agent:
             )
         except NodeauError as exc:
             return self._failed(f"cannot report: {exc.one_line()}")
+        held = {a.id for a in built.report.artifacts}
+        report = evolve(built.report, copies=tuple(p for p in progress if p.artifact not in held))
         try:
-            if self.link is None:
-                self.link = self.connect()
-            _, reports = self.link
-            reports.publish(built.report)
+            link.reports.publish(report)
         except ClusterError as exc:
-            where = None if self.link is None else self.link[0]
-            return self._failed(f"cannot publish: {cluster_problem(exc, where)}")
+            return self._failed(f"cannot publish: {cluster_problem(exc, link.server)}")
         if not self.published:
             reading = built.report.reading
             sim = " simulated" if reading.simulated else ""
@@ -101,6 +132,31 @@ class Agent:
         self.published = True
         self._say((*problems, *built.problems))
         return True
+
+    def _take_requests(
+        self, link: Link, catalog: Catalog, problems: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """Hand this round's copy requests to the worker; a line when they cannot be read."""
+        if self.copies is None or link.copies is None:
+            return ()
+        try:
+            requests = link.copies.requests()
+        except ClusterError as exc:
+            return (f"cannot read the copy requests: {cluster_problem(exc, link.server)}",)
+        unread = next((p for p in problems if p.startswith(CATALOG_UNREAD)), None)
+        why = None
+        if unread is not None:
+            why = (
+                "this machine's catalog was not read, so it fetches nothing: "
+                f"{unread.removeprefix(CATALOG_UNREAD)}"
+            )
+        self.copies.want(requests, catalog, why)
+        return ()
+
+    def close(self) -> None:
+        """Stop the copy in progress (what arrived is kept for a resume)."""
+        if self.copies is not None:
+            self.copies.stop()
 
     def _failed(self, problem: str) -> bool:
         self._say((problem,))

@@ -118,10 +118,15 @@ def plane() -> Plane:
     """The plane this command acts on (``plane_choice``); a command asks once."""
     choice = plane_choice()
     if choice.kubernetes:
-        from nodeau.apps.cli.cluster_plane import open_cluster
+        from nodeau.adapters.user_service import FleetSource
+        from nodeau.apps.cli.cluster_plane import kubeconfig_of, open_cluster
+        from nodeau.apps.endpoint_services import fleet_endpoint_manager
         from nodeau.apps.planes.kubernetes import KubernetesPlane
 
-        return KubernetesPlane(open_cluster(choice), utc_now)
+        cluster = open_cluster(choice)
+        s = settings()
+        source = FleetSource(kubeconfig=kubeconfig_of(choice, s.environ), context=cluster.context)
+        return KubernetesPlane(cluster, utc_now, fleet_endpoint_manager(s, source))
     from nodeau.apps.planes.machine import MachinePlane
 
     s = settings()

@@ -21,6 +21,7 @@ Decisions recorded here:
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -116,11 +117,25 @@ def write_plane_file(home: Path, *, kubeconfig: Path | None, context: str | None
     return path
 
 
+def kubeconfig_of(choice: PlaneChoice, environ: Mapping[str, str]) -> Path | None:
+    """The kubeconfig file a command on this plane reads, made absolute, for a process that
+    runs later without this shell (a workload's loopback endpoint): the plane's own, else
+    the first of KUBECONFIG, else ~/.kube/config; None in a cluster (its service account)."""
+    if choice.kubeconfig is not None:
+        return choice.kubeconfig.expanduser().resolve()
+    listed = [p for p in environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if listed:
+        return Path(listed[0]).expanduser().resolve()
+    home = Path("~/.kube/config").expanduser()
+    return home.resolve() if home.is_file() else None
+
+
 def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli") -> FleetCluster:
     """Connect as the plane choice says, print the banner line to stderr, and give the
     cluster's ports."""
     from nodeau.adapters.kube.bootstrap_tokens import KubeBootstrapTokens
     from nodeau.adapters.kube.client import connect
+    from nodeau.adapters.kube.copies import KubeModelCopies
     from nodeau.adapters.kube.health_store import KubeHealthRecords
     from nodeau.adapters.kube.ledger import KubeReservationLedger
     from nodeau.adapters.kube.marks import KubeFleetMarks
@@ -149,4 +164,5 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
         ledger=KubeReservationLedger(api),
         tokens=KubeBootstrapTokens(api),
         pods=KubeServerPods(api),
+        copies=KubeModelCopies(api),
     )

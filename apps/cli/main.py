@@ -72,6 +72,11 @@ def build_app() -> App:
         help="Drain machines and choose the scheduling policy; new placements only.",
     )
     app.command(
+        "nodeau.apps.cli.recovery:recovery_app",
+        name="recovery",
+        help="Choose what a service does when its machine stops answering; see every choice.",
+    )
+    app.command(
         "nodeau.apps.cli.cluster_join:join",
         name="join",
         help="Join this machine to a fleet on Kubernetes (see nodeau fleet invite).",

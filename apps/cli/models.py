@@ -1,7 +1,9 @@
-"""``nodeau models ...`` and ``nodeau model ...``: model files on this machine.
+"""``nodeau models ...`` and ``nodeau model ...``: model files on this machine, copies on a fleet.
 
 ``models`` fetches and imports; ``model`` reports on, verifies and describes
-what this machine holds. Every listing has ``--json``. Exit codes: 0 when the
+what this machine holds. ``models copy`` asks a machine of the fleet to keep a
+verified copy, and ``models copies`` shows every copy (their printing and waiting:
+``apps.cli.copies``). Every listing has ``--json``. Exit codes: 0 when the
 command did what was asked, 1 with a one-line reason otherwise.
 """
 
@@ -9,13 +11,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import App, Parameter
 
 from nodeau.apps import model_services as services
 from nodeau.apps.cli.bootstrap import settings
 from nodeau.apps.cli.render import size, table, to_json
+
+if TYPE_CHECKING:
+    from nodeau.domain.catalog import Catalog
 
 models_app = App(name="models", help="Fetch catalog models and import your own GGUF files.")
 model_app = App(name="model", help="What this machine holds: status, verification, details.")
@@ -54,6 +59,93 @@ def pull(name: str, /, *, json: bool = False) -> int:
         print(f"{c.sha256.short}: fetched {size(c.size_bytes)}, SHA-256 matches: verified")
     print(f"{report.entry.name} is verified on {s.settings.machine}")
     return 0
+
+
+@models_app.command(name="copy")
+def copy_(
+    model: str, /, *, to: str, wait: bool = False, remove: bool = False, json: bool = False
+) -> int:
+    """Ask a machine of the fleet to keep a verified copy of a model.
+
+    The machine's agent fetches the files from the model's publisher and checks every
+    file's SHA-256 itself; the copy is ready only once every file is verified there. An
+    imported model is never fetched: import the same file on that machine with
+    ``nodeau models import FILE --no-register``.
+
+    Parameters
+    ----------
+    model
+        A catalog name, an alias a machine knows, an artifact id or a prefix of six or
+        more digits.
+    to
+        The machine (a node of the fleet).
+    wait
+        Wait until the copy is verified (exit 0) or failed (exit 1, with its reason).
+    remove
+        Take your request back. No file is deleted, and a copy a workload's recovery
+        relies on stays.
+    json
+        Print the copy as JSON (with ``--wait``, the copy once it is ready).
+    """
+    from nodeau.apps.cli.bootstrap import plane
+    from nodeau.ports.errors import SettingsError
+
+    if remove and wait:
+        raise SettingsError("--remove takes a request back; there is nothing to --wait for")
+    fleet = plane()
+    catalog = _fleet_catalog()
+    if remove:
+        print(fleet.withdraw_copy(model, to, catalog))
+        return 0
+    asked = fleet.request_copy(model, to, catalog)
+    if not wait:
+        print(to_json(asked) if json else asked.sentence)
+        return 0
+    from nodeau.apps.cli.copies import wait_until_settled
+
+    print(asked.sentence, file=sys.stderr if json else sys.stdout, flush=True)
+    copy = asked.copy
+    ready = wait_until_settled(fleet, copy.machine, copy.artifact, copy.model)
+    print(to_json(ready) if json else f"{ready.model}: {ready.sentence}")
+    return 0
+
+
+@models_app.command
+def copies(*, json: bool = False) -> int:
+    """Every copy on the fleet: machine, model, state, progress, and who asked.
+
+    A state is requested, waiting (behind another fetch on that machine), fetching,
+    verifying, ready (every file verified there) or failed (with its reason; a failed
+    copy is not retried until its request is taken back and made again).
+
+    Parameters
+    ----------
+    json
+        Print the copies as JSON.
+    """
+    from nodeau.apps.cli.bootstrap import plane
+    from nodeau.apps.cli.copies import listing_lines
+
+    listing = plane().copies()
+    if json:
+        print(to_json(listing))
+        return 0
+    print("\n".join(listing_lines(listing)))
+    return 0
+
+
+def _fleet_catalog() -> Catalog:
+    """The catalog this command reads: names for models no machine holds yet. Unreadable,
+    it is said once and left out (the machines' agents fetch by their own)."""
+    from nodeau.adapters.catalog_file import JsonCatalogFile
+    from nodeau.domain.catalog import Catalog
+    from nodeau.ports.models import CatalogError
+
+    try:
+        return JsonCatalogFile(settings().catalog).load()
+    except CatalogError as exc:
+        print(f"nodeau: catalog not read, its names are left out: {exc}", file=sys.stderr)
+        return Catalog(entries=())
 
 
 @models_app.command(name="import")

@@ -3,22 +3,29 @@ ORIGIN ...]``: one workload's endpoint, on 127.0.0.1:P, finding its model server
 at PATH, serving requests from web pages of loopback origins and of each ORIGIN given
 (``callers``), and supervising that model server: restarted when it ends
 (``nodeau.apps.serving.Supervisor``), its log in the ``logs`` folder beside PATH (the
-composition root; the user service runs this)."""
+composition root; the user service runs this).
+
+``--fleet [--kubeconfig FILE] [--context NAME]`` instead of ``--state``: the endpoint of a
+workload on a fleet, routing to wherever the cluster says it serves now (``routes``); its
+model server is the kubelet's to restart, so nothing is supervised here."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from nodeau.adapters.llama_server import LocalServerProcesses
 from nodeau.adapters.sqlite_state import SqliteStateStore
+from nodeau.apps.endpoint.routes import follow_route
 from nodeau.apps.endpoint.serve import CachedLookup, serve, upstream_from_state
 from nodeau.apps.serving import Supervisor
 from nodeau.domain.origins import parse_origin
+from nodeau.ports.errors import NodeauError
 from nodeau.ports.state import StateError
 
 LOG_FOLDER = "logs"  # beside the state database, as the CLI's settings keep it (home/logs)
@@ -45,7 +52,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--workload", required=True, help="the workload's name")
     parser.add_argument("--port", required=True, type=_port, help="its fixed endpoint port")
-    parser.add_argument("--state", required=True, type=Path, help="the plane's state database")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--state", type=Path, help="the plane's state database")
+    source.add_argument(
+        "--fleet", action="store_true", help="the workload is on a fleet: follow its route"
+    )
+    parser.add_argument("--kubeconfig", type=Path, help="with --fleet: the cluster's kubeconfig")
+    parser.add_argument("--context", help="with --fleet: the kubeconfig context")
     parser.add_argument(
         "--allow-origin",
         dest="allowed_origins",
@@ -59,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
     args = parser.parse_args(argv)
+    if args.fleet:
+        return serve_fleet_workload(args)
     try:
         store = SqliteStateStore(args.state, clock=utc_now)
     except StateError as exc:
@@ -80,6 +95,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_level=args.log_level,
         watch=supervisor.check,
     )
+    return 0
+
+
+def serve_fleet_workload(args: argparse.Namespace) -> int:
+    """The endpoint of a workload on a fleet: its route followed through the cluster's API."""
+    from nodeau.adapters.kube.client import connect
+    from nodeau.adapters.kube.routes import KubeWorkloadRoutes
+
+    try:
+        connection = connect(args.kubeconfig, args.context, os.environ)
+    except NodeauError as exc:
+        print(f"nodeau endpoint: {exc.one_line()}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    lookup = follow_route(KubeWorkloadRoutes(connection.api), args.workload, stop)
+    try:
+        serve(
+            args.port,
+            lookup,
+            allowed_origins=args.allowed_origins,
+            log_level=args.log_level,
+        )
+    finally:
+        stop.set()
     return 0
 
 

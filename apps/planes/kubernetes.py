@@ -22,29 +22,42 @@ Decisions recorded here:
 * A batch job's requests travel in the BatchJob's spec. Running them to
   completion on the fleet is not built yet: ``batch results`` says so rather
   than printing nothing, and a job never runs locally on a joined machine.
+* ``recovery set`` changes the GPUService's spec only; the controller records the
+  choice on its next pass and restarts nothing. ``recovery status`` shows the spec's
+  choice, the copies the agents report, and how the control-plane machine is known
+  (its Node's label).
 * ``--allow-origin`` belongs to a workload's loopback endpoint, which a fleet
   workload does not have yet: asked for on the fleet, it is refused, not ignored.
+* ``models copy`` records a person's ask in the copy requests (``apps.planes.copies``
+  resolves the model); the machine must be a Node. Its agent fetches, verifies and
+  reports; ``models copies`` reads each copy's state from the requests and the reports.
+  ``--remove`` takes the person's ask back only: a recovery's ask stays, and no file
+  is deleted.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
-from attrs import frozen
+from attrs import evolve, frozen
 
+from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL
 from nodeau.adapters.record_json import unpack
 from nodeau.apps.planes.plane import (
     BatchAsk,
     BatchOutcome,
     BatchSubmitted,
     BatchView,
+    CopyAsked,
+    CopyListing,
     FleetListing,
     GpuView,
     LogsUnavailable,
     MachineView,
+    RecoveryListing,
     Refused,
     RunAsk,
     RunOutcome,
@@ -52,21 +65,33 @@ from nodeau.apps.planes.plane import (
     Undecided,
     WorkloadView,
 )
+from nodeau.apps.planes.recovery import choice_of, fleet_listing, refuse_batch
+from nodeau.domain.catalog import Catalog
+from nodeau.domain.copies import (
+    PERSON,
+    asked_sentence,
+    copy_status,
+    find_request,
+    withdrawal,
+)
 from nodeau.domain.health import MachineHealth
 from nodeau.domain.placement import Policy
 from nodeau.domain.records import Admission
+from nodeau.domain.recovery_choice import recovery_change
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.runs import name_from_model, name_problem
-from nodeau.domain.workloads import WorkloadKind, ps_sentence
+from nodeau.domain.workloads import RecoveryMode, WorkloadKind, ps_sentence
 from nodeau.ports.cluster import (
     BootstrapTokens,
     FleetMarks,
     HealthRecords,
     MachineReport,
     MachineReports,
+    ModelCopies,
     ReservationLedger,
     ServerPods,
+    UnknownMachine,
     WorkloadAsk,
     WorkloadObject,
     WorkloadObjects,
@@ -103,6 +128,7 @@ class FleetCluster:
     ledger: ReservationLedger
     tokens: BootstrapTokens
     pods: ServerPods
+    copies: ModelCopies | None = None  # None: a connection built for other commands
 
 
 def banner(server: str, context: str | None) -> str:
@@ -180,6 +206,20 @@ def admission_of(obj: WorkloadObject) -> Admission:
     raise NotDecided(f"{obj.name} has no recorded admission yet: the controller has not decided")
 
 
+def control_plane_line(marked: frozenset[str]) -> str:
+    """How the machine that decides is known on the fleet: its Node's label."""
+    label = CONTROL_PLANE_LABEL
+    if not marked:
+        return (
+            f"no machine is marked control plane (no node carries label {label}), "
+            "so no workload waits for the machine that decides"
+        )
+    if len(marked) == 1:
+        return f"the control-plane machine is {min(marked)} (its node carries label {label})"
+    names = ", ".join(sorted(marked))
+    return f"the control-plane machines are {names} (their nodes carry label {label})"
+
+
 def machine_view(
     name: str,
     *,
@@ -218,13 +258,36 @@ def machine_view(
     )
 
 
-class KubernetesPlane:
-    """``Plane`` on a fleet on Kubernetes, through the cluster's ports."""
+class LoopbackEndpoints(Protocol):
+    """This machine's loopback endpoints of fleet workloads (user services), each routing
+    to wherever its workload serves now (``apps.endpoint_services.FleetEndpoints``)."""
 
-    def __init__(self, cluster: FleetCluster, clock: Callable[[], datetime]) -> None:
+    def port(self, name: str) -> int | None: ...
+
+    def start(self, name: str, allowed_origins: tuple[str, ...] = ()) -> tuple[int, str]: ...
+
+    def stop(self, name: str, *, forget: bool = False) -> None: ...
+
+
+def loopback_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}/v1"
+
+
+class KubernetesPlane:
+    """``Plane`` on a fleet on Kubernetes, through the cluster's ports; with ``endpoints``,
+    ``run`` gives each service a loopback endpoint on this machine that outlives the
+    machine its model serves on (a recovery moves the model, not the address)."""
+
+    def __init__(
+        self,
+        cluster: FleetCluster,
+        clock: Callable[[], datetime],
+        endpoints: LoopbackEndpoints | None = None,
+    ) -> None:
         self._cluster = cluster
         self._objects = cluster.objects
         self._clock = clock
+        self._endpoints = endpoints
 
     @property
     def description(self) -> str:
@@ -233,10 +296,10 @@ class KubernetesPlane:
     # -- services
 
     def run(self, ask: RunAsk) -> RunOutcome:
-        if ask.allowed_origins:
+        if ask.allowed_origins and self._endpoints is None:
             raise NotOnTheFleetYet(
-                "--allow-origin applies to a workload's loopback endpoint, which a workload "
-                "on the fleet does not have yet; nothing was created"
+                "--allow-origin applies to a workload's loopback endpoint, which this "
+                "command does not run here; nothing was created"
             )
         name = object_name(ask.name, ask.model)
         wanted = WorkloadAsk(
@@ -253,10 +316,16 @@ class KubernetesPlane:
         if not isinstance(decision, WorkloadObject):
             return decision
         reserved = decision.status.get("reservedBytes")
+        view = workload_view(decision, self._clock())
+        how = None
+        if self._endpoints is not None:
+            port, how = self._endpoints.start(name, ask.allowed_origins)
+            view = evolve(view, endpoint=loopback_url(port))
         return Started(
-            workload=workload_view(decision, self._clock()),
+            workload=view,
             reserved_bytes=int(reserved) if isinstance(reserved, int) else None,
             source=str(decision.status.get("source", "estimated")),
+            endpoint_service=how,
         )
 
     def _ask(self, wanted: WorkloadAsk) -> None:
@@ -295,7 +364,13 @@ class KubernetesPlane:
 
     def workloads(self) -> tuple[WorkloadView, ...]:
         now = self._clock()
-        return tuple(workload_view(o, now) for o in self._objects.list_all())
+        return tuple(self._local(workload_view(o, now)) for o in self._objects.list_all())
+
+    def _local(self, view: WorkloadView) -> WorkloadView:
+        """The view with this machine's loopback endpoint for it, when it has one: the
+        address a client keeps, wherever the model serves."""
+        port = None if self._endpoints is None else self._endpoints.port(view.name)
+        return view if port is None else evolve(view, endpoint=loopback_url(port))
 
     def _find(self, name: str) -> WorkloadObject:
         found = self._objects.find(name)
@@ -310,6 +385,8 @@ class KubernetesPlane:
         gpu = obj.status.get("gpuUUID")
         if workload:
             self._objects.delete(obj.kind, name)
+            if self._endpoints is not None:
+                self._endpoints.stop(name, forget=True)
             frees = f"frees {gpu}" if gpu else "releases whatever it held"
             return (
                 f"{name}: {KIND_NAMES[obj.kind]} deleted; the controller stops its model "
@@ -321,6 +398,8 @@ class KubernetesPlane:
                 "(nodeau stop NAME --workload stops it and frees its card)"
             )
         self._objects.want_endpoint(obj.kind, name, serving=False)
+        if self._endpoints is not None:
+            self._endpoints.stop(name)
         return (
             f"{name}: endpoint stopped; the model stays loaded (nodeau run starts it again "
             "at once; --workload frees the card)"
@@ -341,6 +420,34 @@ class KubernetesPlane:
                 "nodeau ps says what happens next"
             )
         return found
+
+    # -- recovery
+
+    def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
+        obj = self._find(name)
+        refuse_batch(name, obj.kind)
+        change = recovery_change(name, obj.kind, choice_of(obj), (mode, after))
+        if not change.changed:
+            return change.sentence
+        self._objects.set_recovery(obj.kind, name, mode, after)
+        return f"{change.sentence} (the controller records it on its next pass)"
+
+    def recovery(self) -> RecoveryListing:
+        now = self._clock()
+        marked = self._cluster.marks.read().control_plane
+        services = [
+            (o, workload_view(o, now))
+            for o in self._objects.list_all()
+            if o.kind is WorkloadKind.SERVICE
+        ]
+        return fleet_listing(
+            self.description,
+            control_plane_line(marked),
+            services,
+            self._cluster.reports.read().reports,
+            marked,
+            now,
+        )
 
     # -- machines and marks
 
@@ -444,3 +551,56 @@ class KubernetesPlane:
         self.batches(name)
         self._objects.delete(WorkloadKind.BATCH, name)
         return f"{name}: BatchJob deleted; the controller stops its model server and frees its card"
+
+    # -- copies
+
+    def _copy_requests(self) -> ModelCopies:
+        if self._cluster.copies is None:
+            raise NotOnTheFleetYet("this connection to the fleet was made without copy requests")
+        return self._cluster.copies
+
+    def request_copy(self, model: str, machine: str, catalog: Catalog) -> CopyAsked:
+        from nodeau.apps.planes.copies import copy_view, machine_copies, resolve_target
+
+        port = self._copy_requests()
+        if machine not in self._cluster.marks.read().nodes:
+            raise UnknownMachine(
+                f"no machine called {machine!r} in the cluster; nodeau fleet list lists them"
+            )
+        reports = self._cluster.reports.read().reports
+        requests = port.requests()
+        target = resolve_target(model, reports, catalog, requests)
+        before = find_request(requests, machine, target.artifact)
+        request = port.request(machine, target.artifact, target.name, PERSON, self._clock())
+        report = next((r for r in reports if r.machine == machine), None)
+        status = copy_status(request, None if report is None else machine_copies(report))
+        sentence = asked_sentence(
+            status,
+            already=before is not None and before.asked_by(PERSON),
+            fetchable=target.fetchable,
+            short_id=target.short_id,
+        )
+        return CopyAsked(copy=copy_view(status), sentence=sentence)
+
+    def withdraw_copy(self, model: str, machine: str, catalog: Catalog) -> str:
+        from nodeau.apps.planes.copies import resolve_target
+
+        port = self._copy_requests()
+        requests = port.requests()
+        reports = self._cluster.reports.read().reports
+        target = resolve_target(model, reports, catalog, requests)
+        decided = withdrawal(
+            find_request(requests, machine, target.artifact),
+            asker=PERSON,
+            machine=machine,
+            name=target.name,
+        )
+        if decided.changed:
+            port.withdraw(machine, target.artifact, PERSON)
+        return decided.sentence
+
+    def copies(self) -> CopyListing:
+        from nodeau.apps.planes.copies import copy_listing
+
+        requests = self._copy_requests().requests()
+        return copy_listing(self.description, requests, self._cluster.reports.read().reports)

@@ -24,12 +24,16 @@ Decisions recorded here:
 * Running a restarting service again brings its endpoint back, as for a serving one:
   the endpoint is what restarts it.
 * ``logs`` is the last lines of the model server's log, ``<home>/logs/NAME.log``.
+* ``recovery set`` and ``recovery status``: ``apps.planes.recovery``.
+* Copies (``models copy``, ``models copies``) are kept between the machines of a
+  fleet: on one machine they are refused with a sentence naming what this machine's
+  own models use instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
@@ -39,9 +43,13 @@ from nodeau.apps.planes.plane import (
     BatchAsk,
     BatchOutcome,
     BatchView,
+    CopiesNeedAFleet,
+    CopyAsked,
+    CopyListing,
     FleetListing,
     GpuView,
     MachineView,
+    RecoveryListing,
     Refused,
     RunAsk,
     RunOutcome,
@@ -57,10 +65,12 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.models import Resolved
     from nodeau.apps.serving import RunRequest
+    from nodeau.domain.catalog import Catalog
     from nodeau.domain.placement import Policy
     from nodeau.domain.records import Admission, WorkloadRecord
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.reservations import Ledger
+    from nodeau.domain.workloads import RecoveryMode
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
     from nodeau.ports.runtime import ModelRuntime, RunningServer
@@ -69,6 +79,10 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
 PLANE = "one machine (state in SQLite, no Kubernetes)"
 LOG_LINES = 50  # ``nodeau logs`` without --lines
 HEALTH = "reporting"  # a fleet of one is the machine answering this command
+NO_COPIES = (
+    "copies are kept between the machines of a fleet (nodeau join); this machine's own "
+    "models: nodeau model status, nodeau models pull NAME, nodeau models import FILE"
+)
 
 
 class MachineParts(Protocol):
@@ -334,6 +348,28 @@ class MachinePlane:
         if not self._settings.state_path.exists():
             raise UnknownWorkload(f"no workload called {name!r}; nodeau ps lists them")
         return self._parts.state.admission(name)
+
+    def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
+        from nodeau.apps.planes.recovery import held_service, set_in_store
+
+        w = held_service(name, self._snapshot_record(name))
+        return set_in_store(self._parts.state, w, mode, after, self._clock())
+
+    def recovery(self) -> RecoveryListing:
+        from nodeau.apps.planes.recovery import machine_listing
+
+        return machine_listing(PLANE, self._settings.machine, self._records(), self._clock())
+
+    # -- copies
+
+    def request_copy(self, model: str, machine: str, catalog: Catalog) -> CopyAsked:
+        raise CopiesNeedAFleet(NO_COPIES)
+
+    def withdraw_copy(self, model: str, machine: str, catalog: Catalog) -> str:
+        raise CopiesNeedAFleet(NO_COPIES)
+
+    def copies(self) -> CopyListing:
+        raise CopiesNeedAFleet(NO_COPIES)
 
     # -- machines and marks
 

@@ -23,6 +23,7 @@ from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays light
     from nodeau.domain.batches import BatchRequest, LineProblem
+    from nodeau.domain.catalog import Catalog
     from nodeau.domain.placement import Policy
     from nodeau.domain.records import Admission
     from nodeau.domain.refusals import Refusal
@@ -166,6 +167,74 @@ class BatchSubmitted:
 BatchOutcome = BatchSubmitted | Refused | Undecided
 
 
+@frozen(kw_only=True)
+class LastRecoveryView:
+    """A service's latest recovery: from which machine onto which, when, and why."""
+
+    from_machine: str
+    to_machine: str
+    at: datetime
+    sentence: str
+
+
+@frozen(kw_only=True)
+class RecoveryView:
+    """One service of ``nodeau recovery status``: its choice, its copies, its last recovery."""
+
+    name: str
+    machine: str | None
+    state: str
+    choice: str  # as a person reads it: "automatic after 3m", "never"
+    mode: str  # "never" or "automatic"
+    after_seconds: int
+    copies: tuple[str, ...] | None  # machines holding a verified copy of its model
+    last_recovery: LastRecoveryView | None
+    sentence: str | None  # its ``ps`` sentence while it is held or recovering
+    note: str | None  # what its choice can do on this plane, when that is less than it says
+
+
+@frozen(kw_only=True)
+class RecoveryListing:
+    """``nodeau recovery status``: which plane, how the deciding machine is known, each
+    service."""
+
+    plane: str
+    control_plane: str
+    services: tuple[RecoveryView, ...]
+
+
+@frozen(kw_only=True)
+class CopyView:
+    """One copy of ``nodeau models copies``: where, of what, its state, who asked."""
+
+    machine: str
+    model: str
+    artifact: str  # SHA-256 hex
+    state: str  # requested, waiting, fetching, verifying, ready, failed
+    sentence: str
+    bytes_done: int | None  # while waiting, fetching, verifying or failed, once known
+    bytes_total: int | None
+    asked_by: tuple[str, ...]  # "person", "recovery:<workload>"; empty: no one asked
+    requested_at: datetime | None
+    reported_at: datetime | None  # the machine's report the state is read from
+
+
+@frozen(kw_only=True)
+class CopyListing:
+    """``nodeau models copies``: which plane, every copy."""
+
+    plane: str
+    copies: tuple[CopyView, ...]
+
+
+@frozen(kw_only=True)
+class CopyAsked:
+    """What ``nodeau models copy`` did, and the copy as it stands now."""
+
+    copy: CopyView
+    sentence: str
+
+
 class Plane(Protocol):
     """Everything the CLI does with workloads and machines, on one plane."""
 
@@ -206,6 +275,15 @@ class Plane(Protocol):
         """The fleet-wide policy, or one machine's override; new placements only."""
         ...
 
+    def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
+        """Choose what a service does when its machine stops answering; nothing restarts.
+        The domain's sentence; ``NotAService`` for a batch job."""
+        ...
+
+    def recovery(self) -> RecoveryListing:
+        """Every service's recovery choice, its copies and its last recovery."""
+        ...
+
     def submit_batch(self, ask: BatchAsk) -> BatchOutcome:
         """Admit and start a batch job."""
         ...
@@ -227,6 +305,30 @@ class Plane(Protocol):
         show them raises ``LogsUnavailable``)."""
         ...
 
+    def request_copy(self, model: str, machine: str, catalog: Catalog) -> CopyAsked:
+        """Ask ``machine`` to keep a verified copy of ``model`` (a name the fleet's reports
+        or ``catalog`` know, an artifact id or prefix); its agent fetches and verifies it.
+        ``UnknownMachine`` for a machine not in the fleet; ``CopiesNeedAFleet`` on one
+        machine."""
+        ...
+
+    def withdraw_copy(self, model: str, machine: str, catalog: Catalog) -> str:
+        """Take a person's ask for a copy back; no file is deleted, and a copy a recovery
+        relies on stays. The domain's sentence."""
+        ...
+
+    def copies(self) -> CopyListing:
+        """Every copy on the fleet: each request in its state, and each verified model."""
+        ...
+
 
 class LogsUnavailable(NodeauError):
     """This plane cannot show a workload's model server log (yet)."""
+
+
+class NotAService(NodeauError):
+    """Recovery was asked of a batch job: recovery applies to served workloads."""
+
+
+class CopiesNeedAFleet(NodeauError):
+    """Copies are kept between the machines of a fleet; one machine has none to keep."""

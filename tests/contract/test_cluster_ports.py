@@ -9,12 +9,15 @@ joining, its servers running, the event history a person reads).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 import pytest
+from attrs import evolve
 from returns.pipeline import is_successful
 
+from nodeau.domain.copies import Ask, CopyPhase, CopyProgress, CopyRequest, recovery_asker
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts, with_state
 from nodeau.domain.model_info import ModelSummary
@@ -31,6 +34,7 @@ from nodeau.ports.cluster import (
     FleetMarks,
     HealthRecords,
     MachineReports,
+    ModelCopies,
     ReservationLedger,
     ServerPods,
     UnknownMachine,
@@ -82,6 +86,9 @@ class Harness(Protocol):
 
     @property
     def events(self) -> EventLog: ...
+
+    @property
+    def copies(self) -> ModelCopies: ...
 
     def add_node(self, name: str, *, control_plane: bool = False) -> None: ...
 
@@ -192,6 +199,40 @@ def test_the_endpoint_is_asked_off_and_on(cluster: Harness) -> None:
     assert found is not None and found.ask is not None and not found.ask.endpoint_stopped
     with pytest.raises(UnknownWorkload):
         cluster.objects.want_endpoint(SERVICE, "nothing", serving=False)
+
+
+def test_a_services_recovery_choice_changes_in_its_spec_alone(cluster: Harness) -> None:
+    asked = service(context_tokens=2048, endpoint_stopped=True)
+    cluster.objects.create(asked)
+    record = admitted(cluster).record
+    before = cluster.objects.get(SERVICE, "chat")
+    assert before is not None
+    ten_minutes = timedelta(minutes=10)
+    cluster.objects.set_recovery(SERVICE, "chat", RecoveryMode.AUTOMATIC, ten_minutes)
+    found = cluster.objects.get(SERVICE, "chat")
+    assert found is not None and found.uid == before.uid
+    assert found.ask == evolve(asked, recovery=RecoveryMode.AUTOMATIC, recovery_after=ten_minutes)
+    assert (found.spec["recovery"], found.spec["recoveryAfterSeconds"]) == ("automatic", 600)
+    # the status, and the record in it, are the controller's to change: untouched
+    assert found.record == record and found.status == before.status
+    cluster.objects.set_recovery(SERVICE, "chat", RecoveryMode.NEVER, timedelta(minutes=3))
+    again = cluster.objects.get(SERVICE, "chat")
+    assert again is not None and again.ask is not None
+    assert (again.ask.recovery, again.ask.recovery_after) == (
+        RecoveryMode.NEVER,
+        timedelta(minutes=3),
+    )
+    with pytest.raises(UnknownWorkload):
+        cluster.objects.set_recovery(SERVICE, "nothing", RecoveryMode.AUTOMATIC, ten_minutes)
+
+
+def test_a_batch_job_has_no_recovery_to_change(cluster: Harness) -> None:
+    job = WorkloadAsk(kind=BATCH, name="nightly", model="qwen-race", requests=())
+    cluster.objects.create(job)
+    with pytest.raises(ValueError, match="recovery applies to served workloads; nightly is a"):
+        cluster.objects.set_recovery(BATCH, "nightly", RecoveryMode.AUTOMATIC, timedelta(1))
+    found = cluster.objects.get(BATCH, "nightly")
+    assert found is not None and found.ask == job
 
 
 def test_a_guarded_object_stays_deleting_until_it_is_unguarded(cluster: Harness) -> None:
@@ -489,3 +530,69 @@ def test_the_ledger_is_the_stores(cluster: Harness) -> None:
     assert cluster.ledger.read() == Ledger(reservations=(chat.placement.reservation,))
     cluster.store.release("chat", lambda r: with_state(r, WorkloadState.STOPPED, NOW))
     assert cluster.ledger.read() == Ledger()
+
+
+# -- copies
+
+
+OTHER = "b" * 64
+
+
+def test_a_report_carries_its_copies_progress_and_reads_back_whole(cluster: Harness) -> None:
+    waiting = CopyProgress(
+        artifact=OTHER, since=START, phase=CopyPhase.WAITING, reason="waiting behind qwen"
+    )
+    fetching = CopyProgress(
+        artifact=ARTIFACT, since=START, phase=CopyPhase.FETCHING, bytes_done=5, bytes_total=9
+    )
+    report = evolve(machine_report("m1", 1, at=START), copies=(fetching, waiting))
+    cluster.reports.publish(report)
+    assert cluster.reports.read().reports == (report,)
+
+
+def test_copy_requests_are_made_joined_and_kept_by_machine_then_artifact(
+    cluster: Harness,
+) -> None:
+    assert cluster.copies.requests() == ()
+    later = START + timedelta(minutes=5)
+    first = cluster.copies.request("m2", ARTIFACT, "qwen", "person", START)
+    assert first == CopyRequest(
+        machine="m2", artifact=ARTIFACT, name="qwen", since=START,
+        askers=(Ask(asker="person", at=START),),
+    )  # fmt: skip
+    chat = recovery_asker("chat")
+    joined = cluster.copies.request("m2", ARTIFACT, "qwen-again", chat, later)
+    both = (Ask(asker="person", at=START), Ask(asker=chat, at=later))
+    assert joined == evolve(first, askers=both)
+    assert cluster.copies.request("m2", ARTIFACT, "qwen", "person", later) == joined  # no change
+    other = cluster.copies.request("m1", OTHER, "llama", "person", later)
+    third = cluster.copies.request("m2", OTHER, "llama", "person", later)
+    assert cluster.copies.requests() == (other, joined, third)
+
+
+def test_a_request_stays_while_any_asker_holds_it_and_goes_with_the_last(
+    cluster: Harness,
+) -> None:
+    chat = recovery_asker("chat")
+    cluster.copies.request("m1", ARTIFACT, "qwen", "person", START)
+    both = cluster.copies.request("m1", ARTIFACT, "qwen", chat, START)
+    assert cluster.copies.withdraw("m1", ARTIFACT, recovery_asker("other")) == both  # no ask
+    assert cluster.copies.withdraw("m2", ARTIFACT, "person") is None  # no request
+    kept = cluster.copies.withdraw("m1", ARTIFACT, "person")
+    assert kept == evolve(both, askers=(Ask(asker=chat, at=START),))
+    assert cluster.copies.requests() == (kept,)
+    assert cluster.copies.withdraw("m1", ARTIFACT, chat) is None
+    assert cluster.copies.requests() == ()
+    again = cluster.copies.request("m1", ARTIFACT, "qwen", "person", NOW)
+    assert again.since == NOW  # made again: a new request
+
+
+def test_requests_made_at_once_by_several_writers_are_all_kept(cluster: Harness) -> None:
+    machines = [f"m{i}" for i in range(4)]
+    with ThreadPoolExecutor(max_workers=len(machines)) as pool:
+        made = list(
+            pool.map(
+                lambda m: cluster.copies.request(m, ARTIFACT, "qwen", "person", START), machines
+            )
+        )
+    assert cluster.copies.requests() == tuple(made)

@@ -80,7 +80,13 @@ def empty_fleet(api: client.ApiClient) -> None:
                     r.GROUP, r.VERSION, r.NAMESPACE, plural, name,
                     {"metadata": {"finalizers": None}},
                 )  # fmt: skip
-            custom.delete_namespaced_custom_object(r.GROUP, r.VERSION, r.NAMESPACE, plural, name)
+            try:  # one already being deleted goes as soon as its finalizer is off
+                custom.delete_namespaced_custom_object(
+                    r.GROUP, r.VERSION, r.NAMESPACE, plural, name
+                )
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
     core.delete_collection_namespaced_pod(r.NAMESPACE, grace_period_seconds=0)
     core.delete_collection_namespaced_config_map(r.NAMESPACE)
     core.delete_collection_namespaced_event(r.NAMESPACE)
@@ -95,3 +101,15 @@ def fresh_fleet(kube: client.ApiClient) -> Iterator[client.ApiClient]:
     empty_fleet(kube)
     yield kube
     empty_fleet(kube)
+
+
+@pytest.fixture(autouse=True)
+def no_loopback_endpoint_left(tmp_path: Path) -> Iterator[None]:
+    """``nodeau run`` on the fleet starts the workload's loopback endpoint on this machine
+    (a supervised background process where no user service manager answers, as here):
+    whatever a test's commands started under its folder is stopped after it."""
+    yield
+    from nodeau.adapters.supervised_process import BackgroundProcess
+
+    for pid_file in sorted(tmp_path.rglob("run/*.pid")):
+        BackgroundProcess(pid_file.parent, reason="the test is over").stop(pid_file.stem)

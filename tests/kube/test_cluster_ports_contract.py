@@ -19,6 +19,7 @@ from kubernetes import client
 
 from nodeau.adapters.kube import events as kube_events
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.copies import KubeModelCopies
 from nodeau.adapters.kube.events import KubeEventLog
 from nodeau.adapters.kube.health_store import KubeHealthRecords
 from nodeau.adapters.kube.ledger import KubeReservationLedger
@@ -54,6 +55,7 @@ class KubeHarness:
         self.health = KubeHealthRecords(api)
         self.ledger = KubeReservationLedger(api)
         self.events = KubeEventLog(api, identity="c")
+        self.copies = KubeModelCopies(api)
 
     def add_node(self, name: str, *, control_plane: bool = False) -> None:
         labels = {r.CONTROL_PLANE_LABEL: ""} if control_plane else {}

@@ -108,7 +108,8 @@ def test_every_manifest_is_accepted_and_applying_again_changes_nothing(
     assert env["NODE_NAME"].value_from.field_ref.field_path == "spec.nodeName"
     assert env["NVIDIA_VISIBLE_DEVICES"].value == "all"
     (store,) = [m for m in container.volume_mounts if m.mount_path == "/var/lib/nodeau"]
-    assert store.read_only is True
+    assert env["NODEAU_HOME"].value == "/var/lib/nodeau"
+    assert not store.read_only  # the agent fetches the copies asked of its machine into it
     assert [t.operator for t in agent.template.spec.tolerations] == ["Exists"]
 
 

@@ -117,6 +117,20 @@ ROWS: dict[str, tuple[str, bool, str, str, Body]] = {
     "agent cannot list other agents' leases": (
         AGENT, False, "GET", LEASES.format(r.NAMESPACE), None
     ),
+    "agent reads the copy requests": (
+        AGENT, True, "GET", f"{NS}/configmaps/{r.COPIES_CONFIGMAP}", None
+    ),
+    "agent cannot write the copy requests": (
+        AGENT, False, "PUT", f"{NS}/configmaps/{r.COPIES_CONFIGMAP}",
+        current(f"{NS}/configmaps/{r.COPIES_CONFIGMAP}", data={r.COPIES_KEY: "[]"}),
+    ),
+    "agent cannot read the ledger": (
+        AGENT, False, "GET", f"{NS}/configmaps/{r.LEDGER_CONFIGMAP}", None
+    ),
+    "controller replaces the copy requests": (
+        CONTROLLER, True, "PUT", f"{NS}/configmaps/{r.COPIES_CONFIGMAP}",
+        current(f"{NS}/configmaps/{r.COPIES_CONFIGMAP}", data={r.COPIES_KEY: "[]"}),
+    ),
 }  # fmt: skip
 
 
@@ -152,7 +166,7 @@ def world(fresh_fleet: client.ApiClient) -> client.ApiClient:
         leases.create_namespaced_lease(
             namespace, client.V1Lease(metadata=client.V1ObjectMeta(name=name), spec=spec)
         )
-    for name in (r.LEDGER_CONFIGMAP, r.SCHEDULING_CONFIGMAP):
+    for name in (r.LEDGER_CONFIGMAP, r.SCHEDULING_CONFIGMAP, r.COPIES_CONFIGMAP):
         core.create_namespaced_config_map(
             r.NAMESPACE, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name))
         )

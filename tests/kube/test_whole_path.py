@@ -111,5 +111,6 @@ def test_run_reaches_the_controller_which_admits_and_pins_a_pod_to_its_card(
     [row] = cli.json("ps")  # type: ignore[misc]
     assert row["machine"] == "m1" and row["gpu"] == card
     assert row["sentence"].startswith("serving on m1 (GPU-m1-0…) since ")
-    assert row["endpoint"].startswith("http://") and row["endpoint"].endswith(":8080/v1")
+    assert row["endpoint"] == started["workload"]["endpoint"]  # the loopback address run gave
+    assert row["endpoint"].startswith("http://127.0.0.1:")
     assert controller_process.poll() is None  # it kept running: nothing it did was refused

@@ -22,6 +22,7 @@ from typing import Any
 from attrs import define, evolve, field
 from returns.result import Result, Success
 
+from nodeau.domain.copies import CopyRequest, find_request, with_ask, without_ask
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.health import MachineHealth, Signals
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
@@ -38,7 +39,7 @@ from nodeau.domain.scheduling import (
 )
 from nodeau.domain.scheduling import drain as drain_change
 from nodeau.domain.scheduling import undrain as undrain_change
-from nodeau.domain.workloads import WorkloadKind, ps_sentence
+from nodeau.domain.workloads import RecoveryMode, WorkloadKind, ps_sentence
 from nodeau.ports.cluster import (
     BootstrapToken,
     ClusterError,
@@ -280,6 +281,16 @@ class FakeWorkloadObjects:
     def want_endpoint(self, kind: WorkloadKind, name: str, serving: bool) -> None:
         held = self._held(kind, name)
         held.ask = evolve(held.ask, endpoint_stopped=not serving)
+        held.version += 1
+        held.generation += 1
+
+    def set_recovery(
+        self, kind: WorkloadKind, name: str, mode: RecoveryMode, after: timedelta
+    ) -> None:
+        if kind is not WorkloadKind.SERVICE:
+            raise ValueError(f"recovery applies to served workloads; {name} is a batch job")
+        held = self._held(kind, name)
+        held.ask = evolve(held.ask, recovery=mode, recovery_after=after)
         held.version += 1
         held.generation += 1
 
@@ -602,6 +613,33 @@ class FakeBootstrapTokens:
         return self.pin
 
 
+class FakeModelCopies:
+    """``ModelCopies`` in a tuple, changed by the same domain functions as the adapter's."""
+
+    def __init__(self) -> None:
+        self.held: tuple[CopyRequest, ...] = ()
+        self._lock = threading.Lock()
+
+    def requests(self) -> tuple[CopyRequest, ...]:
+        return self.held
+
+    def request(
+        self, machine: str, artifact: str, name: str, asker: str, at: datetime
+    ) -> CopyRequest:
+        with self._lock:
+            self.held = with_ask(
+                self.held, machine=machine, artifact=artifact, name=name, asker=asker, at=at
+            )
+            made = find_request(self.held, machine, artifact)
+        assert made is not None
+        return made
+
+    def withdraw(self, machine: str, artifact: str, asker: str) -> CopyRequest | None:
+        with self._lock:
+            self.held = without_ask(self.held, machine=machine, artifact=artifact, asker=asker)
+            return find_request(self.held, machine, artifact)
+
+
 # -- the cluster ---------------------------------------------------------------------------------
 
 
@@ -621,6 +659,7 @@ class FakeCluster:
         self.pods = FakeServerPods()
         self.watch = FakeWorkloadWatch()
         self.tokens = FakeBootstrapTokens()
+        self.copies = FakeModelCopies()
 
     def add_node(self, name: str, *, control_plane: bool = False) -> None:
         """A machine joins the cluster (no report yet)."""

@@ -63,6 +63,8 @@ class FakeDisk:
         self.folder = folder  # where partial fetches are real files
         self.entries: dict[Sha256, _Entry] = {}
         self.fetch_lock = threading.Lock()
+        # the agent's rounds read what its copy worker writes: each call sees one state
+        self.lock = threading.RLock()
 
     def overwrite(self, sha256: Sha256, data: bytes) -> None:
         """The stored copy is changed in place on disk."""
@@ -102,6 +104,30 @@ class FakeModelStore:
         return self._machine
 
     def import_file(self, source: Path) -> ImportedFile:
+        with self._disk.lock:
+            return self._import_file_unlocked(source)
+
+    def files(self) -> tuple[CachedFile, ...]:
+        with self._disk.lock:
+            return self._files_unlocked()
+
+    def verify(self, sha256: Sha256) -> CachedFile:
+        with self._disk.lock:
+            return self._verify_unlocked(sha256)
+
+    def verified_path(self, sha256: Sha256) -> Path | None:
+        with self._disk.lock:
+            return self._verified_path_unlocked(sha256)
+
+    def partial(self, expected: ArtifactFile) -> PartialFile:
+        with self._disk.lock:
+            return self._partial_unlocked(expected)
+
+    def commit(self, expected: ArtifactFile, computed: Sha256) -> CachedFile:
+        with self._disk.lock:
+            return self._commit_unlocked(expected, computed)
+
+    def _import_file_unlocked(self, source: Path) -> ImportedFile:
         if not source.exists():
             raise ModelFileError(source, "no such file")
         if source.is_dir():
@@ -128,10 +154,10 @@ class FakeModelStore:
         self._store(entry, data, sha)
         return ImportedFile(sha256=sha, size_bytes=len(data), path=path, linked=False)
 
-    def files(self) -> tuple[CachedFile, ...]:
+    def _files_unlocked(self) -> tuple[CachedFile, ...]:
         return tuple(self._observe(sha) for sha in sorted(self._disk.entries, key=lambda s: s.hex))
 
-    def verify(self, sha256: Sha256) -> CachedFile:
+    def _verify_unlocked(self, sha256: Sha256) -> CachedFile:
         entry = self._disk.entries.get(sha256)
         if entry is None or entry.data is None:
             raise ModelFileError(f"sha256:{sha256.hex}", "this machine holds no complete copy")
@@ -140,12 +166,12 @@ class FakeModelStore:
         entry.checked_generation = entry.generation
         return self._observe(sha256)
 
-    def verified_path(self, sha256: Sha256) -> Path | None:
+    def _verified_path_unlocked(self, sha256: Sha256) -> Path | None:
         if sha256 not in self._disk.entries or not self._observe(sha256).verified:
             return None
         return self._blob(sha256)
 
-    def partial(self, expected: ArtifactFile) -> PartialFile:
+    def _partial_unlocked(self, expected: ArtifactFile) -> PartialFile:
         entry = self._disk.entries.setdefault(expected.sha256, _Entry(size_bytes=0))
         entry.size_bytes = expected.size_bytes
         path = self._partial(expected.sha256)
@@ -156,7 +182,7 @@ class FakeModelStore:
             present = file.tell()
         return PartialFile(path=path, bytes_present=present)
 
-    def commit(self, expected: ArtifactFile, computed: Sha256) -> CachedFile:
+    def _commit_unlocked(self, expected: ArtifactFile, computed: Sha256) -> CachedFile:
         path = self._partial(expected.sha256)
         if not path.exists():
             raise ModelFileError(path, "no fetch of this file is in progress")

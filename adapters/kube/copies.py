@@ -1,0 +1,156 @@
+"""Copy requests in the cluster: ConfigMap nodeau-copies, replaced under its resourceVersion.
+
+Desired state only (docs/adr/0009-model-copies.md): which machine is asked to keep a
+verified copy of which artifact, the model name asked, since when, and who holds the
+request (a person, or a workload's recovery). Each machine's agent reads it and says
+how its copies are going in its own report. Decisions recorded here:
+
+* Key ``requests``: a JSON list of ``{machine, artifact, name, since, askers: [{asker,
+  at}]}`` sorted by machine then artifact, so the same requests are the same text.
+* A change reads the ConfigMap, asks the domain (``with_ask``, ``without_ask``) and
+  replaces it under the version read; a 409 (another writer first) reads again, a few
+  times. Nothing is written when nothing changed. The first request creates it.
+* An absent ConfigMap is no request. One whose text does not read is a
+  ``ClusterError`` naming it, for readers and writers alike: a write never replaces
+  requests it could not read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from attrs import frozen
+from kubernetes import client
+
+from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, or_none
+from nodeau.adapters.record_json import RecordError, from_plain, to_plain
+from nodeau.domain.copies import CopyRequest, find_request, with_ask, without_ask
+from nodeau.ports.cluster import ClusterError
+
+WHERE = f"ConfigMap {r.NAMESPACE}/{r.COPIES_CONFIGMAP}"
+_ATTEMPTS = 8
+
+Requests = tuple[CopyRequest, ...]
+
+
+@frozen(kw_only=True)
+class CopiesRead:
+    """The requests as read, and the version a write must name to replace them."""
+
+    requests: Requests
+    version: str | None  # None: there is no ConfigMap yet
+
+
+def text_of(requests: Requests) -> str:
+    """The key's JSON text: requests by machine then artifact."""
+    ordered = tuple(sorted(requests, key=lambda x: x.key))
+    return json.dumps(to_plain(ordered, Requests), sort_keys=True)
+
+
+def parse(text: str) -> Requests:
+    """Requests from the key's text; ClusterError naming the ConfigMap if it does not read."""
+    what = f"{WHERE} key {r.COPIES_KEY}"
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise ClusterError(f"{what} is not JSON ({exc}); fix or delete it") from exc
+    if not isinstance(raw, list):
+        raise ClusterError(f"{what} is not a list of copy requests; fix or delete it")
+    try:
+        found = from_plain(raw, Requests, what)
+    except RecordError as exc:
+        raise ClusterError(f"{' '.join(str(exc).split())}; fix or delete it") from exc
+    return tuple(sorted(found, key=lambda x: x.key))
+
+
+def read_copies(api: Any) -> CopiesRead:
+    """The requests as they are now."""
+    core: Any = client.CoreV1Api(api)  # Any: plain dict bodies, not the client's models
+    found = or_none(
+        "read the copy requests",
+        lambda: core.read_namespaced_config_map(
+            r.COPIES_CONFIGMAP, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT
+        ),
+    )
+    if found is None:
+        return CopiesRead(requests=(), version=None)
+    text = (found.data or {}).get(r.COPIES_KEY, "[]")
+    return CopiesRead(requests=parse(text), version=found.metadata.resource_version)
+
+
+def write_copies(api: Any, requests: Requests, version: str | None) -> None:
+    """Replace the requests read at ``version`` (create them when None); Conflict if they
+    changed since."""
+    core: Any = client.CoreV1Api(api)
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": r.COPIES_CONFIGMAP,
+            "namespace": r.NAMESPACE,
+            "labels": {"app.kubernetes.io/part-of": "nodeau"},
+        },
+        "data": {r.COPIES_KEY: text_of(requests)},
+    }
+    what = "write the copy requests"
+    if version is None:
+        with api_errors(what):
+            core.create_namespaced_config_map(r.NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT)
+        return
+    body["metadata"]["resourceVersion"] = version
+    try:
+        with api_errors(what):
+            core.replace_namespaced_config_map(
+                r.COPIES_CONFIGMAP, r.NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT
+            )
+    except NotFound as exc:  # deleted since it was read: read again, like any change
+        raise Conflict(what, exc.status, exc.message) from exc
+
+
+def change_copies(api: Any, change: Callable[[Requests], Requests]) -> Requests:
+    """Apply ``change`` to the requests as they are, under their version; the result."""
+    for _ in range(_ATTEMPTS):
+        read = read_copies(api)
+        changed = change(read.requests)
+        if changed == read.requests:
+            return changed
+        try:
+            write_copies(api, changed, read.version)
+        except Conflict:
+            continue
+        return changed
+    raise ClusterError(f"cannot write {WHERE}: it changed under {_ATTEMPTS} writes in a row")
+
+
+class KubeModelCopies:
+    """``ports.cluster.ModelCopies`` on ConfigMap ``nodeau-copies``."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def requests(self) -> Requests:
+        return read_copies(self._api).requests
+
+    def request(
+        self, machine: str, artifact: str, name: str, asker: str, at: datetime
+    ) -> CopyRequest:
+        after = change_copies(
+            self._api,
+            lambda now: with_ask(
+                now, machine=machine, artifact=artifact, name=name, asker=asker, at=at
+            ),
+        )
+        made = find_request(after, machine, artifact)
+        assert made is not None, "with_ask keeps the request it was asked for"
+        return made
+
+    def withdraw(self, machine: str, artifact: str, asker: str) -> CopyRequest | None:
+        after = change_copies(
+            self._api,
+            lambda now: without_ask(now, machine=machine, artifact=artifact, asker=asker),
+        )
+        return find_request(after, machine, artifact)

@@ -1,0 +1,107 @@
+"""Where a GPUService answers now, followed through a watch of that one object.
+
+``ports.cluster.WorkloadRoutes`` on a real API server (docs/adr/0008-recovery.md has why
+the route is the object's own status and not a Service's EndpointSlices). Decisions:
+
+* The route is read from the GPUService the controller writes: ``status.endpoint`` (the
+  model server's address while requests may go to it: empty while its machine is
+  unreachable, while it is held, recovering, starting or restarting), its state, and
+  its Ready condition's message (why not). The task is the spec's.
+* One object is listed by name, then watched from the list's resourceVersion; a watch
+  that ends resumes, a 410 Gone lists again, a deletion is ``None``.
+* A failure to reach the cluster keeps the last route (the model server may well still
+  answer) and tries again every ``RETRY_S``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from nodeau.adapters.kube import resources as r
+from nodeau.domain.tasks import Task
+from nodeau.ports.cluster import Route
+
+WATCH_S = 60
+RETRY_S = 1.0
+API_SUFFIX = "/v1"
+_WATCH: Any = watch.Watch  # the client's watch is untyped
+
+
+def route_of(body: Mapping[str, Any]) -> Route:
+    """The route a GPUService's body states."""
+    meta = body["metadata"]
+    spec: Mapping[str, Any] = body.get("spec") or {}
+    status: Mapping[str, Any] = body.get("status") or {}
+    endpoint = str(status.get("endpoint") or "")
+    ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
+    created = meta.get("creationTimestamp")
+    return Route(
+        workload=str(meta["name"]),
+        task=Task(spec.get("task", Task.CHAT.value)),
+        base_url=endpoint.removesuffix(API_SUFFIX) or None,
+        state=str(status.get("state") or ""),
+        why="" if ready is None else str(ready.get("message") or ""),
+        since=None if not created else datetime.fromisoformat(str(created)),
+    )
+
+
+class KubeWorkloadRoutes:
+    """``ports.cluster.WorkloadRoutes`` on watches of one GPUService each."""
+
+    def __init__(self, api: Any) -> None:
+        self._custom: Any = client.CustomObjectsApi(api)
+
+    def _list(self, name: str, **kwargs: Any) -> Any:
+        return self._custom.list_namespaced_custom_object(
+            r.GROUP,
+            r.VERSION,
+            r.NAMESPACE,
+            r.GPUSERVICES,
+            field_selector=f"metadata.name={name}",
+            **kwargs,
+        )
+
+    def follow(
+        self, name: str, changed: Callable[[Route | None], None], stop: threading.Event
+    ) -> None:
+        while not stop.is_set():
+            try:
+                self._follow_once(name, changed, stop)
+            except (ApiException, HTTPError, OSError, ValueError, KeyError):
+                stop.wait(RETRY_S)
+
+    def _follow_once(
+        self, name: str, changed: Callable[[Route | None], None], stop: threading.Event
+    ) -> None:
+        def source(**kwargs: Any) -> Any:
+            return self._list(name, **kwargs)
+
+        listed = json.loads(source(_preload_content=False).data)
+        items = listed["items"]
+        changed(route_of(items[0]) if items else None)
+        version = listed["metadata"]["resourceVersion"]
+        w = _WATCH()
+        try:
+            while not stop.is_set():
+                for event in w.stream(
+                    source, resource_version=version, timeout_seconds=WATCH_S, deserialize=False
+                ):
+                    obj = event["object"]
+                    if event["type"] == "ERROR":
+                        return  # 410 Gone and the like: list again
+                    version = obj["metadata"]["resourceVersion"]
+                    changed(None if event["type"] == "DELETED" else route_of(obj))
+                    if stop.is_set():
+                        w.stop()
+                        return
+        except ApiException as exc:
+            if exc.status != 410:
+                raise
