@@ -16,17 +16,19 @@ comes back gets nothing moved back; its stale copy is ended by its own agent.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
 from attrs import evolve, frozen
 from returns.result import Failure, Success
 
 from nodeau.domain.admission import AdmissionRequest
+from nodeau.domain.copies import RECOVERY_PREFIX, CopyRequest, recovery_asker
 from nodeau.domain.health import Health, MachineHealth, unreachable_for
 from nodeau.domain.placement import Placement
 from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.reservations import Ledger
 from nodeau.domain.scheduling import FleetView, admit_and_place, files_target
 from nodeau.domain.workloads import (
     HELD_REASON_FITS,
@@ -194,9 +196,9 @@ def nowhere_to_go(
             return held(
                 w,
                 HeldReason.MODEL_FILES,
-                f"no other machine that could run {w.name} has a verified copy; {target} "
-                f"could run it: it moves once {target} reports one (pull or import the "
-                "model there)",
+                f"no other machine that could run {w.name} has a verified copy; {target} is "
+                f"asked to fetch one (a model you imported: import it there), and it moves "
+                f"once {target} has checked every file",
                 fetch_copy_to=target,
                 refusal=refusal,
             )
@@ -317,3 +319,105 @@ def held_record(
         return None
     found = held_as(record.workload, decision, health.since)
     return None if found is None else evolve(record, workload=found)
+
+
+@frozen(kw_only=True)
+class CopyNeed:
+    """Where a service set to recover automatically could go, and what copies exist: what
+    its recovery's copy asks are decided from."""
+
+    workload: str
+    artifact: str
+    name: str
+    fits_on: frozenset[str]  # machines other than its own with a card large enough for it
+    verified_on: frozenset[str]  # machines whose agent reports a verified copy
+
+
+def machines_that_fit(view: FleetView) -> frozenset[str]:
+    """Machines with a card large enough for the prediction, whatever holds it today and
+    whatever copies they have (one look per model, shared by every service running it)."""
+    predictions: dict[str, int] = {}
+    fits: set[str] = set()
+    for machine, gpu in view.fleet.gpus:
+        if gpu.model not in predictions:
+            predictions[gpu.model] = view.predict(gpu.model).total_bytes
+        if predictions[gpu.model] <= gpu.total_bytes:
+            fits.add(machine.name)
+    return frozenset(fits)
+
+
+def copy_need(w: Workload, fits: frozenset[str], view: FleetView) -> CopyNeed | None:
+    """What ``w``'s recovery needs of copies, given the machines that fit its model; None
+    when it needs none (not a service set to recover automatically, holding no card, or no
+    other machine could ever run it). Its own machine, and every machine excluded from
+    placements, are never where its copy is kept."""
+    if w.kind is not WorkloadKind.SERVICE or w.recovery_mode is not RecoveryMode.AUTOMATIC:
+        return None
+    if not holds_gpu(w.state):
+        return None
+    out = {machine for machine, _ in view.excluded} | {w.machine}
+    fits_on = fits - out
+    if not fits_on:
+        return None
+    return CopyNeed(
+        workload=w.name,
+        artifact=w.artifact_id.lower(),
+        name=w.model,
+        fits_on=fits_on,
+        verified_on=view.verified_on,
+    )
+
+
+def copy_target(w: Workload, request: AdmissionRequest, view: FleetView) -> str | None:
+    """Where ``w``'s copy is kept: the machine placement would choose for it, capacity set
+    aside, its own machine excluded, if every machine held a copy."""
+    excluded = (*view.excluded, (w.machine, "its own machine"))
+    everywhere = frozenset(m.name for m in view.fleet.machines)
+    elsewhere = evolve(view, ledger=Ledger(), excluded=excluded, verified_on=everywhere)
+    return admit_and_place(request, elsewhere).map(lambda p: p.machine).value_or(None)
+
+
+@frozen(kw_only=True)
+class CopyAsks:
+    """The recovery asks to add (machine, artifact, name, asker) and to take back
+    (machine, artifact, asker); both empty when nothing changes (no write)."""
+
+    add: tuple[tuple[str, str, str, str], ...] = ()
+    withdraw: tuple[tuple[str, str, str], ...] = ()
+
+
+def copy_asks(
+    needs: Iterable[CopyNeed],
+    requests: Iterable[CopyRequest],
+    target: Callable[[CopyNeed], str | None],
+) -> CopyAsks:
+    """The recovery asks that make the requests match the needs. A service relies on one
+    verified copy on another machine that could run it: it asks for one (where ``target``
+    says, asked only then) only when no such machine holds one and none it asked for still
+    fits; an ask it no longer needs (it was deleted, set to never, or that machine cannot
+    run it any more) is taken back. A person's asks are never touched."""
+    by_workload = {n.workload: n for n in needs}
+    held = tuple(requests)
+    add: list[tuple[str, str, str, str]] = []
+    withdraw: list[tuple[str, str, str]] = []
+    for r in held:
+        for ask in r.askers:
+            if not ask.asker.startswith(RECOVERY_PREFIX):
+                continue
+            need = by_workload.get(ask.asker.removeprefix(RECOVERY_PREFIX))
+            if need is None or need.artifact != r.artifact or r.machine not in need.fits_on:
+                withdraw.append((r.machine, r.artifact, ask.asker))
+    for need in by_workload.values():
+        asker = recovery_asker(need.workload)
+        relied = any(
+            r.artifact == need.artifact
+            and r.machine in need.fits_on
+            and any(a.asker == asker for a in r.askers)
+            for r in held
+        )
+        if relied or need.fits_on & need.verified_on:
+            continue
+        machine = target(need)
+        if machine is not None:
+            add.append((machine, need.artifact, need.name, asker))
+    return CopyAsks(add=tuple(sorted(add)), withdraw=tuple(sorted(set(withdraw))))

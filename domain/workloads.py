@@ -381,8 +381,8 @@ def _held_next(w: Workload, reason: HeldReason) -> str:
         ),
         HeldReason.BATCH_JOB: f"batch jobs do not recover, it waits for {w.machine}",
         HeldReason.MODEL_FILES: (
-            "it moves once a machine that could run it reports a verified copy"
-            " (pull or import the model there)"
+            "a machine that could run it fetches a verified copy (a model you imported:"
+            " import it there), and it moves once that machine has checked every file"
         ),
         HeldReason.CAPACITY: "it starts when one frees (no retries)",
         HeldReason.FLEET_QUIET: (

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from nodeau.adapters.kube.copies import KubeModelCopies
 from nodeau.adapters.kube.events import KubeEventLog
 from nodeau.adapters.kube.health_store import KubeHealthRecords
 from nodeau.adapters.kube.marks import KubeFleetMarks
@@ -32,6 +33,7 @@ def kube_ports(api: Any, *, clock: Callable[[], datetime], identity: str) -> Con
         health=KubeHealthRecords(api),
         events=KubeEventLog(api, identity=identity),
         watch=KubeWorkloadWatch(api),
+        copies=KubeModelCopies(api),
     )
 
 

@@ -11,8 +11,8 @@ Decisions recorded here:
   running out (``wake_at``); so a machine is noticed and a recovery decided at the
   moment, not up to a resync later.
 * Every ``resync`` seconds: health first (signals, assessment, the record of
-  it, held workloads), then every object, so a missed watch event costs at most
-  one resync.
+  it, held workloads, recoveries, recovery's copies), then every object, so a missed
+  watch event costs at most one resync.
 * A controller that was not watching (its first assessment, or a gap longer than
   ``STALL``) counts a machine newly found unreachable only from now: its own gap never
   moves a workload early.
@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 
 from attrs import frozen
 
+from nodeau.apps.controller.copies import CopyKeeper
 from nodeau.apps.controller.health import assess_fleet, changes, show_health
 from nodeau.apps.controller.reconcile import KIND_NAMES, FleetInputs, FleetReading, Reconciler
 from nodeau.apps.controller.recover import Recoverer
@@ -43,6 +44,7 @@ from nodeau.ports.cluster import (
     FleetMarks,
     HealthRecords,
     MachineReports,
+    ModelCopies,
     ServerPods,
     WorkloadObjects,
     WorkloadWatch,
@@ -69,6 +71,7 @@ class ControllerPorts:
     health: HealthRecords
     events: EventLog
     watch: WorkloadWatch
+    copies: ModelCopies
 
 
 class Controller:
@@ -94,6 +97,7 @@ class Controller:
             log=log,
         )
         self.recoverer = Recoverer(store=ports.store, objects=ports.objects, clock=clock, log=log)
+        self.copies = CopyKeeper(copies=ports.copies, clock=clock, log=log)
         self._watched_at: datetime | None = None  # when this controller last assessed health
         # the next moment the fleet's health or a recovery can change without any event: a
         # fresh signal going quiet, a delay running out; ``run`` wakes for it
@@ -122,15 +126,16 @@ class Controller:
             self._log(line)
         snapshot = self.store.snapshot()
         show_health(self.store, health, now, self._log, snapshot.workloads)
+        inputs = FleetInputs(
+            reports=self.ports.reports.read().reports,
+            marks=self.ports.marks.read(),
+            health=health,
+        )
         if any(h.state is Health.UNREACHABLE for h in health.values()):
-            inputs = FleetInputs(
-                reports=self.ports.reports.read().reports,
-                marks=self.ports.marks.read(),
-                health=health,
-            )
             due = self.recoverer.recover(self.store.snapshot(), inputs)
             changes_at += [] if due is None else [due]
         self.wake_at = min(changes_at) if changes_at else None
+        self.copies.keep(self.store.snapshot(), inputs)
 
     def reconcile_all(self, keys: Iterable[Key]) -> None:
         """Reconcile these objects over one reading of the fleet (read when first needed)."""

@@ -238,7 +238,7 @@ def test_nowhere_to_go_is_held_without_writes_until_a_card_frees(
         fleet.until(lambda: held_for(api, "auto") == "model-files", "held for its files", 120)
         held = status(api, "auto")["sentence"]
         assert "no other machine has a verified copy" in held
-        assert "pull or import the model there" in held
+        assert "fetches a verified copy" in held
 
         create(api, "fill2", "gmodel")  # e's only card is taken
         fleet.until(lambda: held_for(api, "auto") == "capacity", "held for capacity", 60)

@@ -220,6 +220,7 @@ class World:
                 health=self.cluster.health,
                 events=self.cluster.events,
                 watch=self.cluster.watch,
+                copies=self.cluster.copies,
             ),
             clock=self.clock,
             log=self._log,

@@ -73,6 +73,7 @@ def controller(cluster: FakeCluster, lines: list[str] | None = None) -> Controll
         health=cluster.health,
         events=cluster.events,
         watch=cluster.watch,
+        copies=cluster.copies,
     )
     said = lines if lines is not None else []
     return Controller(ports, clock=cluster.clock, log=said.append)

@@ -367,3 +367,49 @@ def test_a_choice_changed_in_the_spec_is_the_one_recovery_decides_by() -> None:
     story.run_for(120)  # past the old delay, well before the new one
     assert story.machine_of() == "m1"
     assert record(story.cluster, "chat").workload.recovery_after == timedelta(minutes=10)
+
+
+def asks(story: Story) -> list[tuple[str, str, tuple[str, ...]]]:
+    """Every copy request: machine, model name, who asks."""
+    return [
+        (r.machine, r.name, tuple(a.asker for a in r.askers))
+        for r in story.cluster.copies.requests()
+    ]
+
+
+def only_on(story: Story, machine: str) -> None:
+    """Only ``machine`` reports a verified copy of the model; the others report none."""
+    for m, rep in story.cluster.reports.reports.items():
+        kept = tuple(a for a in rep.artifacts if m == machine or a.id != SMALL)
+        story.cluster.reports.publish(evolve(rep, artifacts=kept))
+
+
+def test_an_automatic_service_keeps_a_verified_copy_on_another_machine_that_could_run_it() -> None:
+    story = Story("m1", "m2", cards=2)
+    only_on(story, "m1")
+    story.serve()
+    story.serve("manual", recovery=RecoveryMode.NEVER)
+    assert asks(story) == [("m2", "qwen", ("recovery:chat",))]  # never: none asked for it
+    copy = verified("m2", SUMMARY, sha=SMALL, name="qwen", gib=4)
+    story.cluster.reports.publish(evolve(story.cluster.reports.reports["m2"], artifacts=(copy,)))
+    story.run_for(30)
+    assert asks(story) == [("m2", "qwen", ("recovery:chat",))]  # a copy it relies on stays
+    story.cluster.objects.set_recovery(SERVICE, "chat", RecoveryMode.NEVER, DELAY)
+    story.tick()
+    story.tick()
+    assert asks(story) == []  # taken back; the files stay where they are
+
+
+def test_held_for_its_files_it_moves_once_the_machine_asked_has_checked_every_file() -> None:
+    story = Story("m1", "m2")
+    only_on(story, "m1")
+    story.serve()
+    story.off_the_network("m1")
+    story.run_for(120)
+    w = record(story.cluster, "chat").workload
+    assert (w.state, w.held_reason) == (S.HELD, HeldReason.MODEL_FILES)
+    assert asks(story) == [("m2", "qwen", ("recovery:chat",))]
+    copy = verified("m2", SUMMARY, sha=SMALL, name="qwen", gib=4)  # m2's agent verified it
+    story.cluster.reports.publish(evolve(story.cluster.reports.reports["m2"], artifacts=(copy,)))
+    story.tick()
+    assert (state(story.cluster, "chat"), story.machine_of()) == (S.RECOVERING, "m2")

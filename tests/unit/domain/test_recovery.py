@@ -9,12 +9,15 @@ from attrs import evolve
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodeau.domain.copies import CopyRequest, with_ask
 from nodeau.domain.health import Health, MachineHealth, Signals, assess
 from nodeau.domain.memory import GIB
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.recovery import (
+    CopyNeed,
     RecoveryAction,
     RecoveryDecision,
+    copy_asks,
     decide_recovery,
     left_behind,
     recovery_due,
@@ -71,7 +74,7 @@ def service(**kw: object) -> Workload:
         "recovery_mode": RecoveryMode.AUTOMATIC,
         **kw,
     }
-    return Workload(**values)  # type: ignore[arg-type]
+    return Workload(**values)
 
 
 def view(**kw: object) -> FleetView:
@@ -84,7 +87,7 @@ def view(**kw: object) -> FleetView:
         "predict": flat(10 * GIB),
         **kw,
     }
-    return FleetView(**values)  # type: ignore[arg-type]
+    return FleetView(**values)
 
 
 def decide(
@@ -196,7 +199,7 @@ def test_a_finished_workload_has_nothing_to_recover() -> None:
     )
 
 
-def test_held_for_model_files_names_a_machine_that_could_run_it_once_it_holds_a_copy() -> None:
+def test_held_for_model_files_names_the_machine_asked_to_fetch_a_copy() -> None:
     d = decide(service(), unreachable_since(GONE), v=view(verified_on=frozenset({"garage"})))
     assert d.action is RecoveryAction.HOLD
     assert d.held_reason is HeldReason.MODEL_FILES
@@ -204,8 +207,9 @@ def test_held_for_model_files_names_a_machine_that_could_run_it_once_it_holds_a_
     assert d.refusal is not None
     assert d.refusal.code is ReasonCode.NO_VERIFIED_COPY
     assert d.sentence == (
-        "no other machine that could run svc has a verified copy; attic could run it: it "
-        "moves once attic reports one (pull or import the model there)"
+        "no other machine that could run svc has a verified copy; attic is asked to fetch "
+        "one (a model you imported: import it there), and it moves once attic has checked "
+        "every file"
     )
 
 
@@ -321,3 +325,57 @@ def test_nothing_moves_unless_the_machine_is_unreachable(
     d = decide_recovery(w, request("svc"), health, T0 + timedelta(days=1), view(excluded=()), "cp")
     assert d.action is RecoveryAction.NOTHING
     assert d.placement is None
+
+
+ART = "ab" * 32
+
+
+def need(**changes: object) -> CopyNeed:
+    fields: dict[str, object] = {
+        "workload": "svc",
+        "artifact": ART,
+        "name": "qwen",
+        "fits_on": frozenset({"attic", "shed"}),
+        "verified_on": frozenset({"garage"}),
+        **changes,
+    }
+    return CopyNeed(**fields)
+
+
+def asked(*triples: tuple[str, str, str]) -> tuple[CopyRequest, ...]:
+    held: tuple[CopyRequest, ...] = ()
+    for where, artifact, asker in triples:
+        held = with_ask(held, machine=where, artifact=artifact, name="qwen", asker=asker, at=T0)
+    return held
+
+
+def test_a_copy_is_asked_where_it_would_go_only_when_no_machine_that_fits_holds_one() -> None:
+    chosen: list[str] = []
+
+    def target(n: CopyNeed) -> str:
+        chosen.append(n.workload)
+        return "attic"
+
+    assert copy_asks([need()], (), target).add == (("attic", ART, "qwen", "recovery:svc"),)
+    assert chosen == ["svc"]
+    # a machine that fits holds a verified copy already: nothing asked, no target sought
+    assert copy_asks([need(verified_on=frozenset({"shed"}))], (), target).add == ()
+    assert chosen == ["svc"]
+    assert copy_asks([need()], (), lambda _n: None).add == ()  # nowhere to keep one
+
+
+def test_an_ask_it_relies_on_stays_and_one_it_no_longer_needs_is_taken_back() -> None:
+    mine = asked(("attic", ART, "recovery:svc"))
+    kept = copy_asks([need()], mine, lambda _n: "shed")
+    assert (kept.add, kept.withdraw) == ((), ())  # relied on: no write
+    moved_away = copy_asks([need(fits_on=frozenset({"shed"}))], mine, lambda _n: "shed")
+    assert moved_away.withdraw == (("attic", ART, "recovery:svc"),)
+    assert moved_away.add == (("shed", ART, "qwen", "recovery:svc"),)
+    gone = copy_asks([], mine, lambda _n: "shed")
+    assert (gone.add, gone.withdraw) == ((), (("attic", ART, "recovery:svc"),))
+
+
+def test_a_persons_ask_is_never_touched() -> None:
+    theirs = asked(("attic", ART, "person"), ("shed", "cd" * 32, "person"))
+    left = copy_asks([], theirs, lambda _n: "attic")
+    assert (left.add, left.withdraw) == ((), ())

@@ -185,8 +185,8 @@ SENTENCES: list[tuple[Workload, datetime, str]] = [
         held(R.MODEL_FILES),
         HELD_AT,
         "held since 12:03:40 (1m): garage stopped answering and no other machine has a verified"
-        " copy; it moves once a machine that could run it reports a verified copy (pull or"
-        " import the model there)",
+        " copy; a machine that could run it fetches a verified copy (a model you imported:"
+        " import it there), and it moves once that machine has checked every file",
     ),
     (
         held(
