@@ -26,7 +26,8 @@ from attrs import frozen
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, or_none
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, or_none
+from nodeau.adapters.kube.config_maps import write_config_map
 from nodeau.adapters.record_json import RecordError, from_plain, to_plain
 from nodeau.domain.copies import CopyRequest, find_request, with_ask, without_ask
 from nodeau.ports.cluster import ClusterError
@@ -85,30 +86,13 @@ def read_copies(api: Any) -> CopiesRead:
 def write_copies(api: Any, requests: Requests, version: str | None) -> None:
     """Replace the requests read at ``version`` (create them when None); Conflict if they
     changed since."""
-    core: Any = client.CoreV1Api(api)
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": r.COPIES_CONFIGMAP,
-            "namespace": r.NAMESPACE,
-            "labels": {"app.kubernetes.io/part-of": "nodeau"},
-        },
-        "data": {r.COPIES_KEY: text_of(requests)},
-    }
-    what = "write the copy requests"
-    if version is None:
-        with api_errors(what):
-            core.create_namespaced_config_map(r.NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT)
-        return
-    body["metadata"]["resourceVersion"] = version
-    try:
-        with api_errors(what):
-            core.replace_namespaced_config_map(
-                r.COPIES_CONFIGMAP, r.NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT
-            )
-    except NotFound as exc:  # deleted since it was read: read again, like any change
-        raise Conflict(what, exc.status, exc.message) from exc
+    write_config_map(
+        api,
+        r.COPIES_CONFIGMAP,
+        {r.COPIES_KEY: text_of(requests)},
+        version,
+        "write the copy requests",
+    )
 
 
 def change_copies(api: Any, change: Callable[[Requests], Requests]) -> Requests:

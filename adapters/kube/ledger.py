@@ -34,7 +34,8 @@ from attrs import frozen
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, or_none
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, or_none
+from nodeau.adapters.kube.config_maps import write_config_map
 from nodeau.adapters.kube.objects import KubeObject, list_objects, record_of
 from nodeau.adapters.record_json import RecordError, from_plain, to_plain
 from nodeau.domain.recording import Backing, Claim
@@ -84,33 +85,16 @@ def write_ledger(
     """Replace the ledger read at ``version``; Conflict if it changed since.
 
     ``claims`` are kept for the workloads that still hold a reservation only."""
-    core: Any = client.CoreV1Api(api)  # Any: plain dict bodies, not the client's models
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": r.LEDGER_CONFIGMAP,
-            "namespace": r.NAMESPACE,
-            "labels": {"app.kubernetes.io/part-of": "nodeau"},
-        },
-        "data": {
+    write_config_map(
+        api,
+        r.LEDGER_CONFIGMAP,
+        {
             r.LEDGER_KEY: text_of(reservations),
             CLAIMS_KEY: claims_text(claims or {}, reservations),
         },
-    }
-    what = "write the reservation ledger"
-    if version is None:
-        with api_errors(what):
-            core.create_namespaced_config_map(r.NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT)
-        return
-    body["metadata"]["resourceVersion"] = version
-    try:
-        with api_errors(what):
-            core.replace_namespaced_config_map(
-                r.LEDGER_CONFIGMAP, r.NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT
-            )
-    except NotFound as exc:  # deleted since it was read: read again, like any change
-        raise Conflict(what, exc.status, exc.message) from exc
+        version,
+        "write the reservation ledger",
+    )
 
 
 def text_of(reservations: tuple[Reservation, ...]) -> str:
