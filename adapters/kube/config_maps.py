@@ -14,7 +14,22 @@ from typing import Any
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, or_none
+
+
+def read_config_map(api: Any, name: str, what: str) -> tuple[dict[str, str], str] | None:
+    """ConfigMap ``name``'s data and the resourceVersion it was read at; None when there is
+    none yet. ``what`` names the read in errors."""
+    core: Any = client.CoreV1Api(api)
+    found = or_none(
+        what,
+        lambda: core.read_namespaced_config_map(
+            name, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT
+        ),
+    )
+    if found is None:
+        return None
+    return dict(found.data or {}), str(found.metadata.resource_version)
 
 
 def write_config_map(

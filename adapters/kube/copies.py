@@ -23,11 +23,10 @@ from datetime import datetime
 from typing import Any
 
 from attrs import frozen
-from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, or_none
-from nodeau.adapters.kube.config_maps import write_config_map
+from nodeau.adapters.kube.client import Conflict
+from nodeau.adapters.kube.config_maps import read_config_map, write_config_map
 from nodeau.adapters.record_json import RecordError, from_plain, to_plain
 from nodeau.domain.copies import CopyRequest, find_request, with_ask, without_ask
 from nodeau.ports.cluster import ClusterError
@@ -70,17 +69,11 @@ def parse(text: str) -> Requests:
 
 def read_copies(api: Any) -> CopiesRead:
     """The requests as they are now."""
-    core: Any = client.CoreV1Api(api)  # Any: plain dict bodies, not the client's models
-    found = or_none(
-        "read the copy requests",
-        lambda: core.read_namespaced_config_map(
-            r.COPIES_CONFIGMAP, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT
-        ),
-    )
+    found = read_config_map(api, r.COPIES_CONFIGMAP, "read the copy requests")
     if found is None:
         return CopiesRead(requests=(), version=None)
-    text = (found.data or {}).get(r.COPIES_KEY, "[]")
-    return CopiesRead(requests=parse(text), version=found.metadata.resource_version)
+    data, version = found
+    return CopiesRead(requests=parse(data.get(r.COPIES_KEY, "[]")), version=version)
 
 
 def write_copies(api: Any, requests: Requests, version: str | None) -> None:

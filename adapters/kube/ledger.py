@@ -31,11 +31,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from attrs import frozen
-from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import REQUEST_TIMEOUT, or_none
-from nodeau.adapters.kube.config_maps import write_config_map
+from nodeau.adapters.kube.config_maps import read_config_map, write_config_map
 from nodeau.adapters.kube.objects import KubeObject, list_objects, record_of
 from nodeau.adapters.record_json import RecordError, from_plain, to_plain
 from nodeau.domain.recording import Backing, Claim
@@ -59,19 +57,13 @@ class LedgerRead:
 
 def read_ledger(api: Any) -> LedgerRead:
     """The ledger as it is now."""
-    core: Any = client.CoreV1Api(api)  # Any: plain dict bodies, not the client's models
-    found = or_none(
-        "read the reservation ledger",
-        lambda: core.read_namespaced_config_map(
-            r.LEDGER_CONFIGMAP, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT
-        ),
-    )
+    found = read_config_map(api, r.LEDGER_CONFIGMAP, "read the reservation ledger")
     if found is None:
         return LedgerRead(reservations=(), version=None)
-    data = found.data or {}
+    data, version = found
     return LedgerRead(
         reservations=parse(data.get(r.LEDGER_KEY, "[]")),
-        version=found.metadata.resource_version,
+        version=version,
         claims=parse_claims(data.get(CLAIMS_KEY, "{}")),
     )
 
