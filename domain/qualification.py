@@ -30,13 +30,28 @@ class Capability(enum.StrEnum):
     VISION_INPUT = "vision-input"
 
 
+class ProbeOutcome(enum.StrEnum):
+    """How one probe ended: passed, failed, or not applicable to this kind of model."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_APPLICABLE = "not applicable"
+
+
 @frozen(kw_only=True)
 class ProbeResult:
-    """The outcome of one probe designed to fail if the model lacks the capability."""
+    """The outcome of one probe designed to fail if the model lacks the capability, with its
+    evidence: what was asked, what came back, and why that passed or failed."""
 
     capability: Capability
-    passed: bool
-    detail: str
+    outcome: ProbeOutcome
+    asked: str
+    answered: str
+    why: str
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome is ProbeOutcome.PASSED
 
 
 def _unique_capabilities(probes: tuple[ProbeResult, ...]) -> tuple[ProbeResult, ...]:

@@ -21,6 +21,7 @@ from nodeau.domain.artifacts import Artifact, ArtifactFile, ArtifactId, CuratedE
 from nodeau.domain.qualification import (
     Capability,
     EvidenceBook,
+    ProbeOutcome,
     ProbeResult,
     QualificationEvidence,
     record,
@@ -45,7 +46,15 @@ def evidence(artifact_id: ArtifactId, gpu: str = "RTX 4090") -> QualificationEvi
         artifact_id=artifact_id,
         gpu_model=gpu,
         measured_peak_bytes=1_000,
-        probes=(ProbeResult(capability=Capability.CHAT, passed=True, detail="ok"),),
+        probes=(
+            ProbeResult(
+                capability=Capability.CHAT,
+                outcome=ProbeOutcome.PASSED,
+                asked="say the nonce",
+                answered="the nonce",
+                why="the reply holds the nonce",
+            ),
+        ),
     )
 
 

@@ -11,6 +11,7 @@ from nodeau.domain.artifacts import Artifact, ArtifactFile, ArtifactId, Sha256
 from nodeau.domain.qualification import (
     Capability,
     EvidenceBook,
+    ProbeOutcome,
     ProbeResult,
     QualificationEvidence,
     claimed_capabilities,
@@ -27,7 +28,8 @@ def art(n: int) -> Artifact:
 
 
 def probe(capability: Capability, passed: bool) -> ProbeResult:
-    return ProbeResult(capability=capability, passed=passed, detail="passed" if passed else "no")
+    outcome = ProbeOutcome.PASSED if passed else ProbeOutcome.FAILED
+    return ProbeResult(capability=capability, outcome=outcome, asked="q", answered="a", why="w")
 
 
 def run(
