@@ -1,4 +1,5 @@
-"""The artifact registry in SQLite: artifacts, alias histories and measured peaks.
+"""The artifact registry in SQLite: artifacts, alias histories, measured peaks and
+qualification evidence (each run one row of Nodeau's record JSON, under its artifact).
 
 Rows are only ever inserted: an artifact's record and an alias's history are
 append-only, and ``update`` refuses a change that would rewrite either. Each
@@ -17,9 +18,11 @@ from typing import TypeVar
 
 import cattrs
 
+from nodeau.adapters.record_json import dumps, loads
 from nodeau.domain.aliases import AliasBook, append_only_problem
 from nodeau.domain.artifacts import Artifact, ArtifactFile, Origin, Sha256
 from nodeau.domain.memory import MeasuredKey, MeasuredTable, Measurement
+from nodeau.domain.qualification import EvidenceBook, QualificationEvidence, record
 
 T = TypeVar("T")
 
@@ -34,6 +37,9 @@ CREATE TABLE IF NOT EXISTS aliases (
 CREATE TABLE IF NOT EXISTS measurements (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, artifact_id TEXT NOT NULL, gpu_model TEXT NOT NULL,
     config_key TEXT NOT NULL, peak_bytes INTEGER NOT NULL, note TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS qualifications (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, artifact_id TEXT NOT NULL, evidence TEXT NOT NULL
 );
 """
 
@@ -108,6 +114,21 @@ class SqliteRegistry:
                     measurement.peak_bytes,
                     measurement.note,
                 ),
+            )
+
+    def evidence(self) -> EvidenceBook:
+        with self._connect() as db:
+            rows = db.execute("SELECT seq, evidence FROM qualifications ORDER BY seq").fetchall()
+        book = EvidenceBook.empty()
+        for seq, text in rows:
+            book = record(book, loads(text, QualificationEvidence, f"qualification run {seq}"))
+        return book
+
+    def record_evidence(self, evidence: QualificationEvidence) -> None:
+        with self._connect() as db:
+            db.execute(
+                "INSERT INTO qualifications (artifact_id, evidence) VALUES (?, ?)",
+                (evidence.artifact_id.hex, dumps(evidence, QualificationEvidence)),
             )
 
 

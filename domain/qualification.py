@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from datetime import datetime
 from types import MappingProxyType
 
 from attrs import field, frozen
 
 from nodeau.domain.aliases import AliasBook
-from nodeau.domain.artifacts import ArtifactId
+from nodeau.domain.artifacts import Artifact, ArtifactId, Origin
+from nodeau.domain.memory import MeasuredKey, Measurement
+from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.tasks import Task
 
 
 class Capability(enum.StrEnum):
@@ -61,20 +65,51 @@ def _unique_capabilities(probes: tuple[ProbeResult, ...]) -> tuple[ProbeResult, 
     return tuple(probes)
 
 
+class MemorySource(enum.StrEnum):
+    """How a qualification run's memory was read. Only a card's own reading (NVML, per
+    process) is a measurement of that card; a runtime's report of its buffers on simulated
+    hardware is kept as evidence and never recorded as any card's VRAM."""
+
+    NVML = "nvml"
+    RUNTIME_BUFFERS = "runtime's reported buffers (simulated hardware)"
+
+
+@frozen(kw_only=True)
+class MemoryReading:
+    """The peak memory of one server a qualification started, in the configuration it ran."""
+
+    task: Task
+    config_key: str
+    peak_bytes: int
+    source: MemorySource
+
+    def __attrs_post_init__(self) -> None:
+        if self.peak_bytes <= 0:
+            raise ValueError(f"a peak must be positive, got {self.peak_bytes}")
+
+
 @frozen(kw_only=True)
 class QualificationEvidence:
-    """One qualification run of one artifact on one GPU model: measured peak and probe results."""
+    """One qualification run of one artifact: on which card model and runtime, when, the
+    memory it really took, and each probe's result with its evidence."""
 
     artifact_id: ArtifactId
     gpu_model: str
-    measured_peak_bytes: int | None
+    runtime: str  # the model server and its version, as it names itself
+    at: datetime
+    context_tokens: int
+    memory: tuple[MemoryReading, ...]
     probes: tuple[ProbeResult, ...] = field(converter=_unique_capabilities)
 
     def __attrs_post_init__(self) -> None:
         if not self.gpu_model.strip():
             raise ValueError("qualification evidence names the GPU model it ran on")
-        if self.measured_peak_bytes is not None and self.measured_peak_bytes <= 0:
-            raise ValueError(f"a measured peak must be positive, got {self.measured_peak_bytes}")
+        if not self.runtime.strip():
+            raise ValueError("qualification evidence names the runtime it ran on")
+
+    def result(self, capability: Capability) -> ProbeResult | None:
+        """This run's result for one capability; None when it was not probed."""
+        return next((p for p in self.probes if p.capability is capability), None)
 
 
 def claimed_capabilities(evidence: QualificationEvidence | None) -> frozenset[Capability]:
@@ -129,3 +164,152 @@ def record(book: EvidenceBook, evidence: QualificationEvidence) -> EvidenceBook:
     """The book with this run appended to its own artifact's evidence (and nowhere else)."""
     runs = {**book.runs, evidence.artifact_id: (*book.history(evidence.artifact_id), evidence)}
     return EvidenceBook(runs=runs)
+
+
+_TASK_CAPABILITY = {
+    Task.CHAT: Capability.CHAT,
+    Task.EMBED: Capability.EMBED,
+    Task.RERANK: Capability.RERANK,
+}
+CODE_NOT_PROVED = ReasonCode.TASK_NOT_PROVED
+
+
+def capability_of(task: Task) -> Capability:
+    """The capability a task needs: chat, embed or rerank."""
+    return _TASK_CAPABILITY[task]
+
+
+def task_refusal(
+    artifact: Artifact, evidence: QualificationEvidence | None, task: Task, model: str
+) -> Refusal | None:
+    """Why an imported model may not be run for ``task``, or None. A curated model's
+    tasks are the catalog's (checked where the catalog is); an imported one claims a task
+    only once qualification proved its capability."""
+    if artifact.origin is not Origin.CUSTOM:
+        return None
+    capability = capability_of(task)
+    if capability in claimed_capabilities(evidence):
+        return None
+    if evidence is None:
+        what = "it was never qualified"
+    else:
+        probe = evidence.result(capability)
+        what = (
+            f"its {capability.value} probe {probe.outcome.value} on {evidence.at:%Y-%m-%d %H:%M}"
+            if probe is not None
+            else f"qualification did not probe {capability.value}"
+        )
+    return Refusal.of(
+        CODE_NOT_PROVED,
+        f"{model} has not proved it can {task.value} ({what}); "
+        f"run nodeau model qualify {model}, or pass --unproved to serve it anyway",
+    )
+
+
+# Encoders (no causal attention) cannot generate: chat and what builds on chat do not
+# apply to them. Every other model is probed for everything, and fails what it cannot do.
+ENCODER_ARCHITECTURES = frozenset(
+    {
+        "bert",
+        "nomic-bert",
+        "nomic-bert-moe",
+        "jina-bert-v2",
+        "jina-bert-v3",
+        "modern-bert",
+        "neo-bert",
+        "t5encoder",
+    }
+)
+_GENERATIVE = (
+    Capability.CHAT,
+    Capability.TOOLS,
+    Capability.STRUCTURED_OUTPUT,
+    Capability.VISION_INPUT,
+)
+
+
+@frozen(kw_only=True)
+class QualificationPlan:
+    """Which servers a qualification starts (one per task), and what does not apply."""
+
+    tasks: tuple[Task, ...]
+    not_applicable: tuple[ProbeResult, ...]
+
+
+def qualification_plan(architecture: str) -> QualificationPlan:
+    """Every task's server for a generative model; embed and rerank for an encoder, whose
+    generative capabilities are not applicable (and say why)."""
+    if architecture not in ENCODER_ARCHITECTURES:
+        return QualificationPlan(tasks=(Task.CHAT, Task.EMBED, Task.RERANK), not_applicable=())
+    why = f"{architecture} is an encoder: it embeds text and cannot generate any"
+    return QualificationPlan(
+        tasks=(Task.EMBED, Task.RERANK),
+        not_applicable=tuple(
+            ProbeResult(
+                capability=c, outcome=ProbeOutcome.NOT_APPLICABLE, asked="", answered="", why=why
+            )
+            for c in _GENERATIVE
+        ),
+    )
+
+
+def card_measurements(evidence: QualificationEvidence, note: str) -> tuple[Measurement, ...]:
+    """The measurements a run gives admission: only what NVML read on a card."""
+    return tuple(
+        Measurement(
+            key=MeasuredKey(
+                artifact_id=evidence.artifact_id.hex,
+                gpu_model=evidence.gpu_model,
+                config_key=m.config_key,
+            ),
+            peak_bytes=m.peak_bytes,
+            note=note,
+        )
+        for m in evidence.memory
+        if m.source is MemorySource.NVML
+    )
+
+
+@frozen(kw_only=True)
+class CapabilityState:
+    """What ``nodeau model info`` says of one capability: its state and where that comes from."""
+
+    capability: Capability
+    state: str  # passed, failed, not applicable, not probed, never qualified, catalog
+    evidence: str
+
+
+def capability_states(
+    evidence: QualificationEvidence | None, catalog: tuple[Capability, ...] | None
+) -> tuple[CapabilityState, ...]:
+    """Each capability's state: a curated model's from the catalog (``catalog``, the
+    capabilities we checked), an imported model's from its newest qualification."""
+    if catalog is not None:
+        return tuple(
+            CapabilityState(
+                capability=c,
+                state="catalog" if c in catalog else "not claimed",
+                evidence="checked for the catalog entry" if c in catalog else "",
+            )
+            for c in Capability
+        )
+    if evidence is None:
+        return tuple(
+            CapabilityState(
+                capability=c, state="never qualified", evidence="nodeau model qualify proves it"
+            )
+            for c in Capability
+        )
+    states = []
+    for c in Capability:
+        probe = evidence.result(c)
+        if probe is None:
+            states.append(CapabilityState(capability=c, state="not probed", evidence=""))
+            continue
+        when = f"{evidence.at:%Y-%m-%d %H:%M} on {evidence.gpu_model}, {evidence.runtime}"
+        states.append(
+            CapabilityState(
+                capability=c, state=probe.outcome.value, evidence=f"{probe.why} ({when})"
+            )
+        )
+    return tuple(states)

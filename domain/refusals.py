@@ -1,8 +1,10 @@
-"""Refusals: the four kinds of "no", each with a stable reason code and a sentence.
+"""Refusals: the kinds of "no", each with a stable reason code and a sentence.
 
 A user sent to the wrong one of limit, quota or permission wastes a day, so
 every refusal says which kind it is. ``capacity`` is the physical "no": no
-card has the memory, or no machine holds the files.
+card has the memory, or no machine holds the files. ``qualification`` is the
+model's own "no": an imported model asked for a task it has not proved it can do
+(``nodeau model qualify`` is the way on).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from attrs import frozen
 
 
 class RefusalKind(str, enum.Enum):
-    """Which of the four kinds of refusal this is."""
+    """Which kind of refusal this is."""
 
     CAPACITY = "capacity"
     LIMIT = "limit"
     QUOTA = "quota"
     PERMISSION = "permission"
+    QUALIFICATION = "qualification"
 
 
 class ReasonCode(str, enum.Enum):
@@ -47,6 +50,8 @@ class ReasonCode(str, enum.Enum):
     # permission: who is asking may not do this
     ROLE_MAY_NOT = "permission.role-may-not"
     MODEL_NOT_PERMITTED = "permission.model-not-permitted"
+    # qualification: an imported model has not proved the capability the task needs
+    TASK_NOT_PROVED = "qualification.task-not-proved"
 
 
 @frozen(kw_only=True)

@@ -1,4 +1,5 @@
-"""Port of the artifact registry: artifacts, aliases and measurements that persist."""
+"""Port of the artifact registry: artifacts, aliases, measurements and qualification
+evidence that persist."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from typing import Protocol, TypeVar
 
 from nodeau.domain.aliases import AliasBook
 from nodeau.domain.memory import MeasuredTable, Measurement
+from nodeau.domain.qualification import EvidenceBook, QualificationEvidence
 
 T = TypeVar("T")
 
 
 class ArtifactRegistry(Protocol):
-    """Every artifact this installation knows, its aliases, and measured peaks.
+    """Every artifact this installation knows, its aliases, measured peaks and the
+    evidence of every qualification run.
 
     Artifact records and alias histories only grow: ``update`` may add, never
     change or remove, and an implementation refuses (ValueError) a change that
@@ -37,4 +40,12 @@ class ArtifactRegistry(Protocol):
 
     def record_measurement(self, measurement: Measurement) -> None:
         """Keep a measured peak; a newer one of the same key wins."""
+        ...
+
+    def evidence(self) -> EvidenceBook:
+        """Every qualification run recorded here, per artifact, oldest first."""
+        ...
+
+    def record_evidence(self, evidence: QualificationEvidence) -> None:
+        """Keep one qualification run under its own artifact (never under an alias)."""
         ...

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,15 @@ from nodeau.adapters.sqlite_registry import SqliteRegistry as Sqlite
 from nodeau.domain.aliases import AliasBook, ImportKind, import_under_alias
 from nodeau.domain.artifacts import Artifact, ArtifactFile, Sha256
 from nodeau.domain.memory import MeasuredKey, Measurement
+from nodeau.domain.qualification import (
+    Capability,
+    MemoryReading,
+    MemorySource,
+    ProbeOutcome,
+    ProbeResult,
+    QualificationEvidence,
+)
+from nodeau.domain.tasks import Task
 from nodeau.ports.registry import ArtifactRegistry
 from tests.support.fake_registry import FakeRegistry
 
@@ -80,6 +90,46 @@ def test_measurements_keep_order_and_newest_wins(registry: ArtifactRegistry) -> 
     assert (found.peak_bytes, found.note) == (12, "second")
 
 
+def qualified(artifact_id: Sha256, gpu: str, chat: ProbeOutcome) -> QualificationEvidence:
+    return QualificationEvidence(
+        artifact_id=artifact_id,
+        gpu_model=gpu,
+        runtime="llama-server 0.5.0-dev (build 1, commit 0c1e570)",
+        at=datetime(2026, 11, 30, 18, 5, tzinfo=UTC),
+        context_tokens=2048,
+        memory=(
+            MemoryReading(
+                task=Task.CHAT,
+                config_key="task=chat,ctx=2048",
+                peak_bytes=123_456_789,
+                source=MemorySource.RUNTIME_BUFFERS,
+            ),
+        ),
+        probes=(
+            ProbeResult(
+                capability=Capability.CHAT,
+                outcome=chat,
+                asked='chat: "Reply with the code word QZ7K."',
+                answered="QZ7K",
+                why="the reply holds the code word",
+            ),
+        ),
+    )
+
+
+def test_evidence_is_kept_per_artifact_every_run_newest_last(registry: ArtifactRegistry) -> None:
+    a, b = artifact(b"one"), artifact(b"two")
+    assert registry.evidence().for_artifact(a.id) is None
+    first = qualified(a.id, "simulated", ProbeOutcome.FAILED)
+    second = qualified(a.id, "NVIDIA H200", ProbeOutcome.PASSED)
+    other = qualified(b.id, "simulated", ProbeOutcome.PASSED)
+    for run in (first, other, second):
+        registry.record_evidence(run)
+    book = registry.evidence()
+    assert book.history(a.id) == (first, second)
+    assert book.for_artifact(b.id) == other
+
+
 def test_sqlite_keeps_everything_across_restarts(tmp_path: Path) -> None:
     path = tmp_path / "registry.sqlite3"
     a = artifact(b"one")
@@ -87,6 +137,9 @@ def test_sqlite_keeps_everything_across_restarts(tmp_path: Path) -> None:
     again = Sqlite(path)
     assert again.book().resolve("qwen") == a.id
     assert again.book().artifact(a.id) == a
+    run = qualified(a.id, "simulated", ProbeOutcome.PASSED)
+    again.record_evidence(run)
+    assert Sqlite(path).evidence().history(a.id) == (run,)
 
 
 def test_processes_racing_to_import_are_serialised(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from typing import TypeVar
 
 from nodeau.domain.aliases import AliasBook, append_only_problem
 from nodeau.domain.memory import MeasuredTable, Measurement
+from nodeau.domain.qualification import EvidenceBook, QualificationEvidence, record
 
 T = TypeVar("T")
 
@@ -15,6 +16,7 @@ class FakeRegistry:
     def __init__(self) -> None:
         self._book = AliasBook.empty()
         self._measurements: list[Measurement] = []
+        self._evidence = EvidenceBook.empty()
 
     def book(self) -> AliasBook:
         return self._book
@@ -32,3 +34,9 @@ class FakeRegistry:
 
     def record_measurement(self, measurement: Measurement) -> None:
         self._measurements.append(measurement)
+
+    def evidence(self) -> EvidenceBook:
+        return self._evidence
+
+    def record_evidence(self, evidence: QualificationEvidence) -> None:
+        self._evidence = record(self._evidence, evidence)

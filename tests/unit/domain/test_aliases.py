@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -45,7 +47,10 @@ def evidence(artifact_id: ArtifactId, gpu: str = "RTX 4090") -> QualificationEvi
     return QualificationEvidence(
         artifact_id=artifact_id,
         gpu_model=gpu,
-        measured_peak_bytes=1_000,
+        runtime="llama-server 0.5.0-dev",
+        at=datetime(2026, 11, 30, tzinfo=UTC),
+        context_tokens=512,
+        memory=(),
         probes=(
             ProbeResult(
                 capability=Capability.CHAT,

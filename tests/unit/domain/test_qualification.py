@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
+from attrs import evolve
 from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeau.domain.aliases import AliasBook, import_under_alias
-from nodeau.domain.artifacts import Artifact, ArtifactFile, ArtifactId, Sha256
+from nodeau.domain.artifacts import Artifact, ArtifactFile, ArtifactId, Origin, Sha256
+from nodeau.domain.memory import MeasuredKey
 from nodeau.domain.qualification import (
     Capability,
     EvidenceBook,
+    MemoryReading,
+    MemorySource,
     ProbeOutcome,
     ProbeResult,
     QualificationEvidence,
+    card_measurements,
     claimed_capabilities,
+    qualification_plan,
     record,
+    task_refusal,
 )
+from nodeau.domain.refusals import ReasonCode, RefusalKind
+from nodeau.domain.tasks import Task
+
+AT = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
 
 
 def sha(n: int) -> Sha256:
@@ -36,7 +49,19 @@ def run(
     artifact_id: ArtifactId, *probes: ProbeResult, gpu: str = "RTX 4090"
 ) -> QualificationEvidence:
     return QualificationEvidence(
-        artifact_id=artifact_id, gpu_model=gpu, measured_peak_bytes=5_000, probes=probes
+        artifact_id=artifact_id,
+        gpu_model=gpu,
+        runtime="llama-server 0.5.0-dev",
+        at=AT,
+        context_tokens=512,
+        memory=(reading(MemorySource.NVML),),
+        probes=probes,
+    )
+
+
+def reading(source: MemorySource, task: Task = Task.CHAT) -> MemoryReading:
+    return MemoryReading(
+        task=task, config_key=f"task={task.value}", peak_bytes=5_000, source=source
     )
 
 
@@ -92,14 +117,67 @@ def test_evidence_validation() -> None:
         run(sha(1), probe(Capability.CHAT, True), probe(Capability.CHAT, False))
     with pytest.raises(ValueError, match="names the GPU model"):
         run(sha(1), gpu=" ")
-    with pytest.raises(ValueError, match="measured peak must be positive, got 0"):
-        QualificationEvidence(
-            artifact_id=sha(1), gpu_model="RTX 4090", measured_peak_bytes=0, probes=()
-        )
-    unmeasured = QualificationEvidence(
-        artifact_id=sha(1), gpu_model="RTX 4090", measured_peak_bytes=None, probes=()
+    with pytest.raises(ValueError, match="names the runtime"):
+        evolve(run(sha(1)), runtime="")
+    with pytest.raises(ValueError, match="peak must be positive, got 0"):
+        evolve(reading(MemorySource.NVML), peak_bytes=0)
+
+
+def test_only_a_cards_own_reading_becomes_a_measurement_for_admission() -> None:
+    both = evolve(
+        run(sha(1)),
+        memory=(reading(MemorySource.NVML), reading(MemorySource.RUNTIME_BUFFERS, Task.EMBED)),
     )
-    assert unmeasured.measured_peak_bytes is None
+    (kept,) = card_measurements(both, note="qualified")
+    assert kept.key == MeasuredKey(
+        artifact_id=sha(1).hex, gpu_model="RTX 4090", config_key="task=chat"
+    )
+    assert kept.peak_bytes == 5_000
+    simulated = evolve(both, memory=(reading(MemorySource.RUNTIME_BUFFERS),))
+    assert card_measurements(simulated, note="qualified") == ()
+
+
+def test_an_imported_model_runs_only_the_tasks_it_proved() -> None:
+    imported = art(1)
+    never = task_refusal(imported, None, Task.CHAT, "mine")
+    assert never is not None
+    assert never.code is ReasonCode.TASK_NOT_PROVED
+    assert never.kind is RefusalKind.QUALIFICATION
+    assert "mine has not proved it can chat (it was never qualified)" in never.sentence
+    assert "nodeau model qualify mine" in never.sentence
+    chat_only = run(imported.id, probe(Capability.CHAT, True), probe(Capability.EMBED, False))
+    assert task_refusal(imported, chat_only, Task.CHAT, "mine") is None
+    failed = task_refusal(imported, chat_only, Task.EMBED, "mine")
+    assert failed is not None
+    assert "its embed probe failed on 2026-11-30 18:00" in failed.sentence
+    unprobed = task_refusal(imported, chat_only, Task.RERANK, "mine")
+    assert unprobed is not None
+    assert "qualification did not probe rerank" in unprobed.sentence
+
+
+def test_a_curated_models_tasks_are_the_catalogs() -> None:
+    curated = Artifact.of_files(
+        [ArtifactFile(path="model.gguf", size_bytes=100, sha256=sha(9))],
+        origin=Origin.CURATED,
+        source="hf:org/repo@0123456789012345678901234567890123456789",
+    )
+    assert task_refusal(curated, None, Task.EMBED, "catalogued") is None
+
+
+def test_an_encoder_is_not_probed_for_what_it_cannot_generate() -> None:
+    causal = qualification_plan("llama")
+    assert causal.tasks == (Task.CHAT, Task.EMBED, Task.RERANK)
+    assert causal.not_applicable == ()
+    encoder = qualification_plan("bert")
+    assert encoder.tasks == (Task.EMBED, Task.RERANK)
+    assert {p.capability for p in encoder.not_applicable} == {
+        Capability.CHAT,
+        Capability.TOOLS,
+        Capability.STRUCTURED_OUTPUT,
+        Capability.VISION_INPUT,
+    }
+    assert all(p.outcome is ProbeOutcome.NOT_APPLICABLE for p in encoder.not_applicable)
+    assert all("bert is an encoder" in p.why for p in encoder.not_applicable)
 
 
 def test_evidence_book_keeps_every_run_and_answers_with_the_newest() -> None:
