@@ -68,6 +68,39 @@ _ARRAY = int(GGUFValueType.ARRAY)
 _TOKEN_EMBD = "token_embd.weight"
 _MESSAGE_LIMIT = 160
 _NUMBER = re.compile(r"\d+(?=\)?\s+is not a valid)")
+MAX_EXPERTS = 1 << 16
+
+# How llama.cpp treats some architectures (its src/models/*.cpp), which the file itself
+# does not say. Encoder-only embedding models keep no KV cache and end in their
+# embeddings, not logits (llama_model::create_memory).
+_ENCODERS = frozenset(
+    {
+        "bert",
+        "jina-bert-v2",
+        "jina-bert-v3",
+        "nomic-bert",
+        "nomic-bert-moe",
+        "neo-bert",
+        "eurobert",
+        "modern-bert",
+        "gemma-embedding",
+    }
+)
+# Interleaved sliding-window attention: the default layer pattern (period, dense layer
+# first) when the file has no <arch>.attention.sliding_window_pattern. An architecture
+# not listed counts every layer as full: the larger, never-under, cache.
+_SWA_PATTERNS: dict[str, tuple[int, bool]] = {
+    "gemma2": (2, False),
+    "gemma3": (6, False),
+    "gemma3n": (5, False),
+    "gemma-embedding": (6, False),
+    "cohere2": (4, False),
+    "exaone4": (4, False),
+    "olmo2": (4, False),
+    "llama4": (4, False),
+    "gpt-oss": (2, False),
+    "modern-bert": (3, True),
+}
 
 
 class GgufModelInspector:
@@ -295,6 +328,19 @@ class _Fields:
             raise self.error(key, "is an empty array, expected an integer")
         raise self._type_error(key, field, "an integer")
 
+    def flags(self, key: str) -> list[int]:
+        """An integer or boolean, or an array of them (one per layer), as integers."""
+        field = self._field(key)
+        types = field.types
+        if types and types[-1] == GGUFValueType.BOOL and len(types) <= 2:
+            if len(types) == 1:
+                return [int(field.parts[field.data[0]][0])]
+            return [int(field.parts[i][0]) for i in field.data] or [0]
+        values = self.integers(key)
+        if any(v < 0 for v in values):
+            raise self.error(key, f"is negative ({min(values)})")
+        return values
+
     def integer(self, key: str, low: int, high: int, *, per_layer: bool = False) -> int:
         values = self.integers(key)
         if len(values) > 1 and not per_layer:
@@ -340,6 +386,15 @@ def _summary(path: Path, reader: GGUFReader) -> ModelSummary:
     if kv.has(key(Keys.LLM.FEED_FORWARD_LENGTH)):
         n_ff = kv.integer(key(Keys.LLM.FEED_FORWARD_LENGTH), 0, MAX_FF, per_layer=True)
     context = kv.integer(key(Keys.LLM.CONTEXT_LENGTH), 1, MAX_CONTEXT)
+    window = 0
+    if kv.has(key(Keys.Attention.SLIDING_WINDOW)):
+        window = kv.integer(key(Keys.Attention.SLIDING_WINDOW), 0, MAX_CONTEXT)
+    swa_layers = _swa_layers(kv, arch, n_layers) if window else 0
+    n_expert = n_expert_used = 0
+    if kv.has(key(Keys.LLM.EXPERT_COUNT)):
+        n_expert = kv.integer(key(Keys.LLM.EXPERT_COUNT), 0, MAX_EXPERTS)
+    if n_expert and kv.has(key(Keys.LLM.EXPERT_USED_COUNT)):
+        n_expert_used = kv.integer(key(Keys.LLM.EXPERT_USED_COUNT), 0, n_expert)
 
     tensors = reader.tensors
     if not tensors:
@@ -369,6 +424,12 @@ def _summary(path: Path, reader: GGUFReader) -> ModelSummary:
             n_vocab=n_vocab,
             n_ff=n_ff,
             context_length=context,
+            sliding_window=window if swa_layers else 0,
+            swa_layers=swa_layers,
+            kv_cache=arch not in _ENCODERS,
+            lm_head=arch not in _ENCODERS,
+            n_expert=n_expert,
+            n_expert_used=n_expert_used,
         ),
         name=kv.text(Keys.General.NAME) if kv.has(Keys.General.NAME) else None,
         file_type=_file_type(kv),
@@ -378,6 +439,25 @@ def _summary(path: Path, reader: GGUFReader) -> ModelSummary:
         has_tokenizer=has_tokenizer,
         has_chat_template=has_chat_template,
     )
+
+
+def _swa_layers(kv: _Fields, arch: str, n_layers: int) -> int:
+    """How many layers keep only a window, as llama.cpp's ``load_swa_pattern`` decides: a
+    per-layer array in the file, else a period in the file, else the architecture's own."""
+    name = Keys.Attention.SLIDING_WINDOW_PATTERN.format(arch=arch)
+    period, dense_first = _SWA_PATTERNS.get(arch, (1, False))
+    if kv.has(name):
+        values = kv.flags(name)
+        if len(values) > 1:
+            return sum(1 for v in values[:n_layers] if v)
+        period = values[0]
+    elif arch not in _SWA_PATTERNS:
+        return 0
+    if period == 0:
+        return n_layers
+    if dense_first:
+        return sum(1 for il in range(n_layers) if il % period != 0)
+    return sum(1 for il in range(n_layers) if il % period < period - 1)
 
 
 def _vocab_size(path: Path, kv: _Fields, arch: str, reader: GGUFReader) -> int:

@@ -8,14 +8,19 @@ overrides the estimate. Every figure carries its source, ``estimated`` or
 
 The terms follow what llama.cpp allocates (see docs/adr/0002-memory-prediction.md):
 
-- KV cache: layers x cells x KV heads x (key + value head size) at the cache
-  type's bytes per element; cells are the context padded to a multiple of 256.
-- Compute buffer: without flash attention the attention scores and mask,
-  cells x micro-batch x (heads + 1) x 4 bytes, plus per-token work buffers of
-  about 4 bytes x (vocabulary + 4 x embedding + feed-forward) per micro-batch
-  token; with flash attention the scores term shrinks to the mask alone.
-- Output buffer: a logits row per sequence for chat; a vector (vocabulary +
-  embedding) per micro-batch token for embed and rerank.
+- KV cache: for each layer, cells x KV heads x (key + value head size) at the
+  cache type's bytes per element. Cells are the context padded to a multiple
+  of 256; a sliding-window layer keeps only window x sequences + micro-batch
+  cells (padded to 256, never more than the context); an encoder-only model
+  (BERT and its kin) keeps none.
+- Compute buffer: llama.cpp's graph allocator reuses memory, so the buffer is
+  the largest of its phases, not their sum: attention (the scores, cells x
+  heads per micro-batch token, without flash attention, next to the
+  activations and Q, K, V) or the feed-forward (three rows of its width per
+  token); plus the attention masks, which live throughout, and one logits row
+  per output.
+- Output buffer: a logits row (plus an embedding row when serving embeddings)
+  per sequence, as llama.cpp reserves it at load.
 """
 
 from __future__ import annotations
@@ -33,7 +38,17 @@ MIB = 1024 * KIB
 GIB = 1024 * MIB
 
 KV_CELL_PADDING = 256
+MASK_ROW_PADDING = 64  # llama.cpp pads the mask's rows (micro-batch tokens) to this
 F32_BYTES = 4
+F16_BYTES = 2
+# Per micro-batch token, what each phase keeps next to its own tensors (f32 rows):
+# attention: 3 activation rows of the embedding, 3 of the queries, a K and a V row;
+# feed-forward: 3 rows of its (routed) width and 5 of the embedding; a little slack.
+ATTENTION_EMBD_ROWS = 3
+ATTENTION_Q_ROWS = 3
+FFN_ROWS = 3
+FFN_EMBD_ROWS = 5
+SLACK_FLOATS = 16
 
 
 class Source(str, enum.Enum):
@@ -85,10 +100,34 @@ class Architecture:
     n_vocab: int = field(validator=positive)
     n_ff: int = field(validator=not_negative, default=0)
     context_length: int = field(validator=positive)
+    # Sliding-window attention: ``swa_layers`` of the layers attend to (and cache)
+    # only the last ``sliding_window`` tokens; 0 and 0 for a model without it.
+    sliding_window: int = field(validator=not_negative, default=0)
+    swa_layers: int = field(validator=not_negative, default=0)
+    # Whether llama.cpp keeps a KV cache at all: encoder-only models (BERT and its
+    # kin) attend within the micro-batch and keep none.
+    kv_cache: bool = True
+    # Whether the graph ends in a language-model head (logits): encoder-only embedding
+    # models end in their embeddings.
+    lm_head: bool = True
+    # A mixture of experts: ``n_expert_used`` of ``n_expert`` feed-forwards per token.
+    n_expert: int = field(validator=not_negative, default=0)
+    n_expert_used: int = field(validator=not_negative, default=0)
 
     def __attrs_post_init__(self) -> None:
         if self.n_head_kv > self.n_head:
             raise ValueError(f"{self.n_head_kv} KV heads is more than {self.n_head} heads")
+        if self.swa_layers > self.n_layers:
+            raise ValueError(f"{self.swa_layers} sliding-window layers of {self.n_layers}")
+        if self.swa_layers and not self.sliding_window:
+            raise ValueError(f"{self.swa_layers} sliding-window layers without a window")
+        if self.n_expert_used > self.n_expert:
+            raise ValueError(f"{self.n_expert_used} experts used of {self.n_expert}")
+
+    @property
+    def full_layers(self) -> int:
+        """Layers that attend to (and cache) the whole context."""
+        return self.n_layers - self.swa_layers
 
 
 @frozen(kw_only=True)
@@ -169,11 +208,23 @@ def row_bytes(elements: int, cache_type: CacheType) -> int:
     return -(-elements // per_block) * block_bytes
 
 
+def swa_cells(arch: Architecture, config: RuntimeConfig) -> int:
+    """Cells a sliding-window layer keeps: window x sequences + micro-batch, padded to 256,
+    never more than the full cache (llama.cpp's ``llama_kv_cache_iswa``, unified cache)."""
+    wanted = arch.sliding_window * config.parallel + effective_ubatch(config)
+    padded = -(-wanted // KV_CELL_PADDING) * KV_CELL_PADDING
+    return min(kv_cells(config), padded)
+
+
 def kv_cache_bytes(arch: Architecture, config: RuntimeConfig) -> int:
-    """Layers x cells x (K row + V row), rows being KV heads x head size."""
+    """Per layer, cells x (K row + V row), rows being KV heads x head size; full layers
+    keep every cell, sliding-window layers a window's worth, encoder-only models none."""
+    if not arch.kv_cache:
+        return 0
     k_row = row_bytes(arch.n_head_kv * arch.key_length, config.cache_type_k)
     v_row = row_bytes(arch.n_head_kv * arch.value_length, config.cache_type_v)
-    return arch.n_layers * kv_cells(config) * (k_row + v_row)
+    cells = arch.full_layers * kv_cells(config) + arch.swa_layers * swa_cells(arch, config)
+    return cells * (k_row + v_row)
 
 
 def effective_ubatch(config: RuntimeConfig) -> int:
@@ -181,20 +232,55 @@ def effective_ubatch(config: RuntimeConfig) -> int:
     return min(config.ubatch, config.batch, kv_cells(config))
 
 
+def attended_cells(arch: Architecture, config: RuntimeConfig) -> tuple[int, ...]:
+    """The key counts of each kind of attention (one attention mask each): the whole cache
+    for full layers, a window's cells for sliding-window ones, the micro-batch itself for
+    an encoder-only model."""
+    if not arch.kv_cache:
+        return (effective_ubatch(config),)
+    kinds = []
+    if arch.full_layers:
+        kinds.append(kv_cells(config))
+    if arch.swa_layers:
+        kinds.append(swa_cells(arch, config))
+    return tuple(kinds)
+
+
+def mask_bytes(arch: Architecture, config: RuntimeConfig) -> int:
+    """The attention masks: keys x padded micro-batch, f16 with flash attention, else f32."""
+    rows = -(-effective_ubatch(config) // MASK_ROW_PADDING) * MASK_ROW_PADDING
+    element = F16_BYTES if config.flash_attention else F32_BYTES
+    return sum(cells * rows * element for cells in attended_cells(arch, config))
+
+
+def graph_outputs(config: RuntimeConfig) -> int:
+    """Rows the graph computes logits for at reservation: one per sequence for chat, every
+    micro-batch token when serving embeddings (llama-server's output limits)."""
+    if produces_embeddings(config.task):
+        return effective_ubatch(config)
+    return config.parallel
+
+
 def compute_buffer_bytes(arch: Architecture, config: RuntimeConfig) -> int:
-    """Attention scratch (scores and mask; the mask alone with flash attention) plus work."""
+    """The largest phase of the graph per micro-batch token (attention, with its scores
+    unless flash attention is on; or the feed-forward), plus the masks and the logits."""
     ubatch = effective_ubatch(config)
-    per_cell = F32_BYTES if config.flash_attention else (arch.n_head + 1) * F32_BYTES
-    attention = kv_cells(config) * ubatch * per_cell
-    work = ubatch * F32_BYTES * (arch.n_vocab + 4 * arch.n_embd + arch.n_ff)
-    return attention + work
+    q_width = arch.n_head * arch.key_length
+    kv_width = arch.n_head_kv * (arch.key_length + arch.value_length)
+    scores = 0 if config.flash_attention else max(attended_cells(arch, config)) * arch.n_head
+    attention = scores + ATTENTION_EMBD_ROWS * arch.n_embd + ATTENTION_Q_ROWS * q_width + kv_width
+    ff_width = arch.n_ff * max(1, arch.n_expert_used) + arch.n_expert
+    feed_forward = FFN_ROWS * ff_width + FFN_EMBD_ROWS * arch.n_embd
+    per_token = max(attention, feed_forward) + SLACK_FLOATS
+    logits = graph_outputs(config) * arch.n_vocab * F32_BYTES if arch.lm_head else 0
+    return ubatch * per_token * F32_BYTES + mask_bytes(arch, config) + logits
 
 
 def output_buffer_bytes(arch: Architecture, config: RuntimeConfig) -> int:
-    """A logits row per sequence for chat; a vocabulary + embedding vector per token otherwise."""
-    if produces_embeddings(config.task):
-        return effective_ubatch(config) * F32_BYTES * (arch.n_vocab + arch.n_embd)
-    return config.parallel * F32_BYTES * arch.n_vocab
+    """A logits row per sequence, plus an embedding row per sequence when serving
+    embeddings: what llama.cpp reserves at load (``output_reserve``)."""
+    width = arch.n_vocab + (arch.n_embd if produces_embeddings(config.task) else 0)
+    return config.parallel * F32_BYTES * width
 
 
 def margin_bytes(subtotal: int, allowances: Allowances) -> int:

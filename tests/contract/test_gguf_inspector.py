@@ -414,3 +414,37 @@ def test_a_big_endian_file_is_read(inspector: ModelInspector, tmp_path: Path) ->
     summary = inspector.inspect(path)
     assert (summary.architecture.n_layers, summary.architecture.n_vocab) == (2, 10)
     assert (summary.tensor_count, summary.tensor_bytes, summary.quantisation) == (1, 2560, "F32")
+
+
+# -- what memory prediction needs beyond the basic shape ----------------------------------------
+
+
+def test_experts_are_read(tmp_path: Path, inspector: ModelInspector) -> None:
+    path = write_tiny_llama(tmp_path / "moe.gguf", n_expert=8, n_expert_used=2)
+    arch = inspector.inspect(path).architecture
+    assert (arch.n_expert, arch.n_expert_used) == (8, 2)
+    assert (arch.sliding_window, arch.swa_layers, arch.kv_cache, arch.lm_head) == (0, 0, True, True)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "swa_layers"),
+    [
+        (None, 0),  # llama has no default pattern: every layer counts as full (never under)
+        ((4, GGUFValueType.UINT32), 3),  # period 4: three window layers, then a full one
+        ((0, GGUFValueType.UINT32), 4),  # period 0: every layer keeps a window
+        (([True, False, True, False], GGUFValueType.ARRAY), 2),  # one flag per layer
+    ],
+)
+def test_sliding_window_layers_follow_the_pattern(
+    tmp_path: Path,
+    inspector: ModelInspector,
+    pattern: tuple[object, GGUFValueType] | None,
+    swa_layers: int,
+) -> None:
+    keys = {"llama.attention.sliding_window": (512, GGUFValueType.UINT32)}
+    if pattern is not None:
+        keys["llama.attention.sliding_window_pattern"] = pattern
+    path = write_tiny_llama(tmp_path / "swa.gguf", n_layers=4, override_keys=keys)
+    arch = inspector.inspect(path).architecture
+    assert arch.swa_layers == swa_layers
+    assert arch.sliding_window == (512 if swa_layers else 0)

@@ -45,27 +45,41 @@ _QUANT_TYPES: dict[str, tuple[GGMLQuantizationType, LlamaFileType]] = {
 _WORD_BOUNDARY = "\u2581"
 
 
-def tiny_vocab() -> tuple[list[str], list[float], list[int]]:
+def tiny_vocab(size: int = VOCAB_SIZE) -> tuple[list[str], list[float], list[int]]:
     """Tokens, scores and token types of the 355-token byte vocabulary.
 
     ``<unk>``, ``<s>``, ``</s>``, the 256 byte tokens ``<0x00>``..``<0xFF>``,
-    the word-boundary piece U+2581 and the 95 printable ASCII characters.
+    the word-boundary piece U+2581 and the 95 printable ASCII characters; a
+    larger ``size`` adds unused ``<extra_N>`` pieces (a large-vocabulary shape).
     """
+    if size < VOCAB_SIZE:
+        raise ValueError(f"a vocabulary of {size} tokens is smaller than the {VOCAB_SIZE} needed")
     tokens = ["<unk>", "<s>", "</s>"]
     types = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL]
     tokens += [f"<0x{b:02X}>" for b in range(256)]
     types += [TokenType.BYTE] * 256
     tokens += [_WORD_BOUNDARY] + [chr(c) for c in range(0x20, 0x7F)]
     types += [TokenType.NORMAL] * 96
-    scores = [0.0] * len(tokens)
     assert len(tokens) == VOCAB_SIZE
+    tokens += [f"<extra_{i}>" for i in range(size - VOCAB_SIZE)]
+    types += [TokenType.UNUSED] * (size - VOCAB_SIZE)
+    scores = [0.0] * len(tokens)
     return tokens, scores, [int(t) for t in types]
 
 
 def tiny_llama_tensors(
-    *, n_layers: int, n_embd: int, n_head: int, n_head_kv: int, n_ff: int, seed: int
+    *,
+    n_layers: int,
+    n_embd: int,
+    n_head: int,
+    n_head_kv: int,
+    n_ff: int,
+    seed: int,
+    vocab_size: int = VOCAB_SIZE,
+    n_expert: int = 0,
 ) -> dict[str, np.ndarray[Any, Any]]:
-    """The llama tensors in f32, numpy shape (out, in), in the order llama.cpp expects."""
+    """The llama tensors in f32, numpy shape (out, in), in the order llama.cpp expects;
+    with ``n_expert`` the feed-forward is a mixture of experts (Mixtral's layout)."""
     rng = np.random.default_rng(seed)
     head_dim = n_embd // n_head
 
@@ -75,7 +89,10 @@ def tiny_llama_tensors(
     def ones(n: int) -> np.ndarray[Any, Any]:
         return np.ones(n, dtype=np.float32)
 
-    tensors = {"token_embd.weight": weight(VOCAB_SIZE, n_embd)}
+    def experts(rows: int, cols: int) -> np.ndarray[Any, Any]:
+        return (rng.standard_normal((n_expert, rows, cols)) * 0.02).astype(np.float32)
+
+    tensors = {"token_embd.weight": weight(vocab_size, n_embd)}
     for i in range(n_layers):
         blk = f"blk.{i}"
         tensors[f"{blk}.attn_norm.weight"] = ones(n_embd)
@@ -84,11 +101,17 @@ def tiny_llama_tensors(
         tensors[f"{blk}.attn_v.weight"] = weight(n_head_kv * head_dim, n_embd)
         tensors[f"{blk}.attn_output.weight"] = weight(n_embd, n_head * head_dim)
         tensors[f"{blk}.ffn_norm.weight"] = ones(n_embd)
-        tensors[f"{blk}.ffn_gate.weight"] = weight(n_ff, n_embd)
-        tensors[f"{blk}.ffn_up.weight"] = weight(n_ff, n_embd)
-        tensors[f"{blk}.ffn_down.weight"] = weight(n_embd, n_ff)
+        if n_expert:
+            tensors[f"{blk}.ffn_gate_inp.weight"] = weight(n_expert, n_embd)
+            tensors[f"{blk}.ffn_gate_exps.weight"] = experts(n_ff, n_embd)
+            tensors[f"{blk}.ffn_up_exps.weight"] = experts(n_ff, n_embd)
+            tensors[f"{blk}.ffn_down_exps.weight"] = experts(n_embd, n_ff)
+        else:
+            tensors[f"{blk}.ffn_gate.weight"] = weight(n_ff, n_embd)
+            tensors[f"{blk}.ffn_up.weight"] = weight(n_ff, n_embd)
+            tensors[f"{blk}.ffn_down.weight"] = weight(n_embd, n_ff)
     tensors["output_norm.weight"] = ones(n_embd)
-    tensors["output.weight"] = weight(VOCAB_SIZE, n_embd)
+    tensors["output.weight"] = weight(vocab_size, n_embd)
     return tensors
 
 
@@ -105,6 +128,9 @@ def _metadata(
     quantised: bool,
     tokenizer: bool,
     chat_template: bool,
+    vocab_size: int = VOCAB_SIZE,
+    n_expert: int = 0,
+    n_expert_used: int = 0,
 ) -> dict[str, KeyValue]:
     u32, f32 = GGUFValueType.UINT32, GGUFValueType.FLOAT32
     kv: dict[str, KeyValue] = {
@@ -119,10 +145,13 @@ def _metadata(
         Keys.Rope.DIMENSION_COUNT.format(arch=ARCH): (n_embd // n_head, u32),
         Keys.Attention.LAYERNORM_RMS_EPS.format(arch=ARCH): (RMS_EPS, f32),
     }
+    if n_expert:
+        kv[Keys.LLM.EXPERT_COUNT.format(arch=ARCH)] = (n_expert, u32)
+        kv[Keys.LLM.EXPERT_USED_COUNT.format(arch=ARCH)] = (n_expert_used, u32)
     if quantised:
         kv[Keys.General.QUANTIZATION_VERSION] = (gguf.GGML_QUANT_VERSION, u32)
     if tokenizer:
-        tokens, scores, types = tiny_vocab()
+        tokens, scores, types = tiny_vocab(vocab_size)
         kv |= {
             Keys.Tokenizer.MODEL: ("llama", GGUFValueType.STRING),
             Keys.Tokenizer.LIST: (tokens, GGUFValueType.ARRAY),
@@ -148,6 +177,9 @@ def write_tiny_llama(
     context: int = 256,
     quant: Quant = "f32",
     seed: int = 0,
+    vocab_size: int = VOCAB_SIZE,
+    n_expert: int = 0,
+    n_expert_used: int = 0,
     chat_template: bool = True,
     tokenizer: bool = True,
     name: str = "tiny-llama",
@@ -163,6 +195,9 @@ def write_tiny_llama(
     ``omit_keys`` and ``override_keys`` (full key names, e.g.
     "llama.block_count") change the metadata for tests of missing or
     malformed values; ``general.architecture`` may be among them.
+    ``vocab_size`` pads the vocabulary with unused pieces; ``n_expert`` (with
+    ``n_expert_used`` of them routed per token) makes the feed-forward a
+    mixture of experts.
     """
     if n_embd % n_head:
         raise ValueError(f"n_embd {n_embd} is not a multiple of n_head {n_head}")
@@ -181,6 +216,9 @@ def write_tiny_llama(
         quantised=qtype not in (GGMLQuantizationType.F32, GGMLQuantizationType.F16),
         tokenizer=tokenizer,
         chat_template=chat_template,
+        vocab_size=vocab_size,
+        n_expert=n_expert,
+        n_expert_used=n_expert_used,
     )
     # The writer adds general.architecture itself; treat it like any other key.
     kv = {Keys.General.ARCHITECTURE: (ARCH, GGUFValueType.STRING)} | kv
@@ -191,10 +229,17 @@ def write_tiny_llama(
             writer.add_key_value(key, value, vtype)
 
     tensors = tiny_llama_tensors(
-        n_layers=n_layers, n_embd=n_embd, n_head=n_head, n_head_kv=n_head_kv, n_ff=n_ff, seed=seed
+        n_layers=n_layers,
+        n_embd=n_embd,
+        n_head=n_head,
+        n_head_kv=n_head_kv,
+        n_ff=n_ff,
+        seed=seed,
+        vocab_size=vocab_size,
+        n_expert=n_expert,
     )
     for tensor_name, data in tensors.items():
-        if data.ndim == 1 or qtype == GGMLQuantizationType.F32:
+        if data.ndim == 1 or qtype == GGMLQuantizationType.F32 or "ffn_gate_inp" in tensor_name:
             writer.add_tensor(tensor_name, data)
         elif qtype == GGMLQuantizationType.F16:
             writer.add_tensor(tensor_name, data.astype(np.float16))

@@ -25,9 +25,11 @@ from nodeau.domain.memory import (
     kv_cache_bytes,
     kv_cells,
     margin_bytes,
+    mask_bytes,
     output_buffer_bytes,
     predict_peak,
     row_bytes,
+    swa_cells,
 )
 from nodeau.domain.tasks import Task
 
@@ -122,22 +124,159 @@ def test_quantised_kv_cache_is_smaller_and_mixed_types_add_up() -> None:
     assert mixed == (f16 + q8) // 2
 
 
-@pytest.mark.parametrize(
-    ("context", "measured_mib"),
-    # compute buffers llama.cpp reported for the tiny model (CPU, n_batch 512, no flash attention)
-    [(256, 1.69), (1024, 10.88), (4096, 40.88)],
+# Gemma 3 270M: 18 layers, 15 of them keeping a 512-token window; one KV head of 256.
+GEMMA3_270M = Architecture(
+    name="gemma3",
+    n_layers=18,
+    n_embd=640,
+    n_head=4,
+    n_head_kv=1,
+    key_length=256,
+    value_length=256,
+    n_vocab=262144,
+    n_ff=2048,
+    context_length=32768,
+    sliding_window=512,
+    swa_layers=15,
 )
-def test_compute_buffer_estimate_covers_llama_cpp_report(context: int, measured_mib: float) -> None:
-    estimate = compute_buffer_bytes(TINY, config(context_tokens=context))
+
+# all-MiniLM-L6-v2: an encoder-only embedding model (no KV cache, no logits).
+MINILM = Architecture(
+    name="bert",
+    n_layers=6,
+    n_embd=384,
+    n_head=12,
+    n_head_kv=12,
+    key_length=32,
+    value_length=32,
+    n_vocab=30522,
+    n_ff=1536,
+    context_length=512,
+    kv_cache=False,
+    lm_head=False,
+)
+
+
+@pytest.mark.parametrize(
+    ("arch", "context", "flash", "measured_mib"),
+    # compute buffers llama-server reported (CPU, batch 512, tests/integration/
+    # test_memory_prediction.py); the estimate covers each, within 10%
+    [
+        (TINY, 256, False, 1.69),
+        (TINY, 1024, False, 10.88),
+        (TINY, 4096, False, 40.88),
+        (TINY, 16384, False, 160.88),
+        (TINY, 4096, True, 5.01),
+        (GEMMA3_270M, 512, False, 19.76),
+        (GEMMA3_270M, 1024, False, 21.76),
+        (GEMMA3_270M, 4096, False, 51.76),
+        (GEMMA3_270M, 16384, False, 171.76),
+        (GEMMA3_270M, 4096, True, 22.77),
+    ],
+)
+def test_compute_buffer_estimate_covers_llama_server_report(
+    arch: Architecture, context: int, flash: bool, measured_mib: float
+) -> None:
+    estimate = compute_buffer_bytes(arch, config(context_tokens=context, flash_attention=flash))
     assert estimate >= measured_mib * MIB
-    assert estimate <= 1.25 * measured_mib * MIB  # an estimate, not a blank cheque
+    assert estimate <= 1.10 * measured_mib * MIB
+
+
+@pytest.mark.parametrize(("context", "measured_mib"), [(256, 5.50), (512, 17.51)])
+def test_compute_buffer_of_an_encoder_attends_within_the_micro_batch(
+    context: int, measured_mib: float
+) -> None:
+    embed = config(context_tokens=context, task=Task.EMBED)
+    estimate = compute_buffer_bytes(MINILM, embed)
+    assert measured_mib * MIB <= estimate <= 1.25 * measured_mib * MIB
+    assert mask_bytes(MINILM, embed) == context * context * 4
 
 
 def test_compute_buffer_exact_terms() -> None:
+    # attention phase per token: 1024 cells x 4 heads + 3 x 64 + 3 x 64 + (64 + 64) + 16 slack,
+    # plus the f32 mask (1024 x 512) and one logits row
     c = config(context_tokens=1024)
-    assert compute_buffer_bytes(TINY, c) == 1024 * 512 * 5 * 4 + 512 * 4 * (355 + 256 + 128)
+    attention = 1024 * 4 + 3 * 64 + 3 * 64 + 128 + 16
+    assert compute_buffer_bytes(TINY, c) == 512 * 4 * attention + 1024 * 512 * 4 + 355 * 4
+    # with flash attention no scores: the feed-forward phase (3 x 128 + 5 x 64) is larger
     fa = config(context_tokens=1024, flash_attention=True)
-    assert compute_buffer_bytes(TINY, fa) == 1024 * 512 * 4 + 512 * 4 * (355 + 256 + 128)
+    ffn = 3 * 128 + 5 * 64 + 16
+    assert compute_buffer_bytes(TINY, fa) == 512 * 4 * ffn + 1024 * 512 * 2 + 355 * 4
+
+
+def test_compute_buffer_of_experts_counts_the_routed_width() -> None:
+    moe = Architecture(
+        name="llama",
+        n_layers=2,
+        n_embd=64,
+        n_head=4,
+        n_head_kv=4,
+        key_length=16,
+        value_length=16,
+        n_vocab=355,
+        n_ff=1024,
+        context_length=256,
+        n_expert=8,
+        n_expert_used=2,
+    )
+    c = config(context_tokens=256, flash_attention=True)
+    per_token = 3 * (2 * 1024 + 8) + 5 * 64 + 16
+    assert compute_buffer_bytes(moe, c) == 256 * 4 * per_token + 256 * 256 * 2 + 355 * 4
+
+
+def test_serving_embeddings_computes_logits_for_every_token_unless_encoder_only() -> None:
+    chat = compute_buffer_bytes(TINY, config(context_tokens=512))
+    embed = compute_buffer_bytes(TINY, config(context_tokens=512, task=Task.EMBED))
+    assert embed - chat == (512 - 1) * 355 * 4
+    no_head = compute_buffer_bytes(MINILM, config(context_tokens=512, task=Task.EMBED))
+    assert no_head == compute_buffer_bytes(MINILM, config(context_tokens=512))
+
+
+@pytest.mark.parametrize(
+    ("context", "parallel", "swa", "kv_mib"),
+    # llama-server's reports for Gemma 3 270M: 3 full layers + 15 window layers
+    [(256, 1, 256, 4.50), (512, 1, 512, 9.00), (4096, 1, 1024, 27.00), (16384, 1, 1024, 63.00)],
+)
+def test_sliding_window_layers_keep_a_window_of_cells(
+    context: int, parallel: int, swa: int, kv_mib: float
+) -> None:
+    c = config(context_tokens=context, parallel=parallel)
+    assert swa_cells(GEMMA3_270M, c) == swa
+    assert kv_cache_bytes(GEMMA3_270M, c) == int(kv_mib * MIB)
+
+
+def test_the_window_grows_with_sequences_and_never_passes_the_context() -> None:
+    assert swa_cells(GEMMA3_270M, config(context_tokens=16384, parallel=4)) == 2560
+    assert swa_cells(GEMMA3_270M, config(context_tokens=1024, parallel=4)) == 1024
+
+
+def test_an_encoder_only_model_keeps_no_kv_cache() -> None:
+    assert kv_cache_bytes(MINILM, config(context_tokens=512, task=Task.EMBED)) == 0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"swa_layers": 3},  # without a window
+        {"swa_layers": 3, "sliding_window": 512, "n_layers": 2},
+        {"n_expert": 2, "n_expert_used": 4},
+    ],
+)
+def test_architecture_rejects_impossible_windows_and_experts(bad: dict[str, int]) -> None:
+    values = {
+        "name": "llama",
+        "n_layers": 4,
+        "n_embd": 64,
+        "n_head": 4,
+        "n_head_kv": 4,
+        "key_length": 16,
+        "value_length": 16,
+        "n_vocab": 100,
+        "context_length": 256,
+        **bad,
+    }
+    with pytest.raises(ValueError):
+        Architecture(**values)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -149,23 +288,12 @@ def test_effective_ubatch(context: int, batch: int, ubatch: int, expected: int) 
 
 
 def test_output_buffer_by_task() -> None:
-    minilm = Architecture(
-        name="bert",
-        n_layers=6,
-        n_embd=384,
-        n_head=12,
-        n_head_kv=12,
-        key_length=32,
-        value_length=32,
-        n_vocab=30522,
-        n_ff=1536,
-        context_length=512,
-    )
-    # llama.cpp reported a 30.18 MiB output buffer for MiniLM in embedding mode (ubatch 256)
-    embed = output_buffer_bytes(minilm, config(context_tokens=256, task=Task.EMBED))
-    assert embed == 256 * 4 * (30522 + 384)
-    assert round(embed / MIB, 2) == 30.18
-    assert output_buffer_bytes(minilm, config(context_tokens=256, task=Task.RERANK)) == embed
+    # llama-server reserved 0.12 MiB for MiniLM serving embeddings and 0.19 MiB for
+    # SmolLM2's 49152-token vocabulary in chat: a row per sequence
+    embed = output_buffer_bytes(MINILM, config(context_tokens=256, task=Task.EMBED))
+    assert embed == 4 * (30522 + 384)
+    assert round(embed / MIB, 2) == 0.12
+    assert output_buffer_bytes(MINILM, config(context_tokens=256, task=Task.RERANK)) == embed
     chat = output_buffer_bytes(LLAMA_8B, config(parallel=4))
     assert chat == 4 * 4 * 128256
 
