@@ -27,6 +27,11 @@ HEALTH_CONFIGMAP = "nodeau-health"
 # copy requests: which machine keeps a verified copy of which artifact, who asks
 COPIES_CONFIGMAP = "nodeau-copies"
 COPIES_KEY = "requests"
+# the installation's id, its installed entitlement and the clock anchor
+ENTITLEMENT_CONFIGMAP = "nodeau-entitlement"
+INSTALLATION_KEY = "installation"
+ENTITLEMENT_KEY = "entitlement"
+ANCHOR_KEY = "anchor"
 
 # marks on a Node (a person's choices; they never stop, move or restart anything)
 DRAINED_LABEL = f"{GROUP}/drained"

@@ -10,14 +10,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeau.domain.entitlements import (
+    TIMING,
     Entitlement,
     EntitlementReason,
     EntitlementStatus,
     SignatureVerdict,
+    Timing,
+    Verification,
+    clock_anchor,
+    clock_moved_back,
     effective_terms,
+    grace_end,
     in_window,
     is_aware,
+    newest_seen,
+    span_words,
     verdict_refusal,
+    verified_terms,
 )
 from nodeau.domain.plans import HOME, PRO, PROTECTIONS, Feature, PlanName, PlanTerms
 
@@ -25,6 +34,7 @@ START = datetime(2025, 1, 1, tzinfo=UTC)
 END = datetime(2026, 1, 1, tzinfo=UTC)
 INSIDE = datetime(2025, 6, 1, tzinfo=UTC)
 HERE = "inst-here"
+GRACE_END = END + TIMING.grace
 HOME_TAIL = "; running on the free Home plan."
 
 
@@ -76,6 +86,7 @@ def test_codes_are_stable() -> None:
         "other-installation",
         "not-yet-valid",
         "expired",
+        "clock-moved-back",
     ]
 
 
@@ -200,9 +211,10 @@ def test_overrides_replace_only_what_they_name(
             pro(),
             SignatureVerdict.VALID,
             HERE,
-            END,
+            GRACE_END,
             EntitlementReason.EXPIRED,
-            "The Pro entitlement expired at 2026-01-01T00:00:00+00:00",
+            "The Pro entitlement expired at 2026-01-01T00:00:00+00:00 and its 14 days of"
+            " grace ended at 2026-01-15T00:00:00+00:00",
         ),
         (
             pro(not_before=END, not_after=START),
@@ -236,13 +248,16 @@ def test_every_refusal_means_exactly_home(
         (INSIDE, True),
         (END - timedelta(microseconds=1), True),
         (END, False),
+        (GRACE_END - timedelta(microseconds=1), False),
         (datetime(2025, 1, 1, 5, 29, tzinfo=timezone(timedelta(hours=5, minutes=30))), False),
         (datetime(2025, 1, 1, 5, 30, tzinfo=timezone(timedelta(hours=5, minutes=30))), True),
     ],
 )
 def test_window_is_half_open_and_zone_aware(now: datetime, accepted: bool) -> None:
     assert in_window(pro(), now) is accepted
-    assert effective_terms(pro(), SignatureVerdict.VALID, HERE, now).accepted is accepted
+    no_grace = Timing(grace=timedelta(0))
+    status = effective_terms(pro(), SignatureVerdict.VALID, HERE, now, timing=no_grace)
+    assert status.accepted is accepted
 
 
 def test_valid_verdict_without_entitlement_is_a_programming_error() -> None:
@@ -359,7 +374,7 @@ def test_accepted_exactly_when_valid_matching_and_current(
     acceptable = (
         verdict is SignatureVerdict.VALID
         and entitlement.installation_id == installation
-        and entitlement.not_before <= now < entitlement.not_after
+        and entitlement.not_before <= now < entitlement.not_after + TIMING.grace
     )
     assert status.accepted is acceptable
     assert status.terms == (entitlement.terms() if acceptable else HOME)
@@ -396,7 +411,165 @@ def test_outside_the_window_is_exactly_home(entitlement: Entitlement, now: datet
     status = effective_terms(matching, SignatureVerdict.VALID, HERE, now)
     if now < matching.not_before:
         assert (status.terms, status.reason) == (HOME, EntitlementReason.NOT_YET_VALID)
-    elif now >= matching.not_after:
+    elif now >= grace_end(matching):
         assert (status.terms, status.reason) == (HOME, EntitlementReason.EXPIRED)
     else:
         assert (status.terms, status.reason) == (matching.terms(), EntitlementReason.ACCEPTED)
+
+
+# -- grace, warning ahead, clock moved back
+
+
+WARNING_THEN = (
+    ": new decisions keep its terms until 2026-01-15T00:00:00+00:00 (14 days of grace),"
+    " then use the free Home plan; nothing already serving is stopped."
+)
+
+
+@pytest.mark.parametrize(
+    ("now", "warning"),
+    [
+        (END - TIMING.warn_ahead - timedelta(microseconds=1), None),
+        (
+            END - TIMING.warn_ahead,
+            "The Pro entitlement expires at 2026-01-01T00:00:00+00:00" + WARNING_THEN,
+        ),
+        (
+            END - timedelta(microseconds=1),
+            "The Pro entitlement expires at 2026-01-01T00:00:00+00:00" + WARNING_THEN,
+        ),
+        (END, "The Pro entitlement expired at 2026-01-01T00:00:00+00:00" + WARNING_THEN),
+        (
+            GRACE_END - timedelta(microseconds=1),
+            "The Pro entitlement expired at 2026-01-01T00:00:00+00:00" + WARNING_THEN,
+        ),
+    ],
+)
+def test_expiry_warns_ahead_and_keeps_the_terms_through_the_grace(
+    now: datetime, warning: str | None
+) -> None:
+    status = effective_terms(pro(), SignatureVerdict.VALID, HERE, now)
+    assert (status.terms, status.reason, status.warning) == (
+        PRO,
+        EntitlementReason.ACCEPTED,
+        warning,
+    )
+
+
+def test_after_the_grace_it_is_home_without_a_warning() -> None:
+    status = effective_terms(pro(), SignatureVerdict.VALID, HERE, GRACE_END)
+    assert (status.terms, status.reason, status.warning) == (HOME, EntitlementReason.EXPIRED, None)
+
+
+CLOCK_BACK = (
+    "The clock reads 2025-05-30T23:59:59+00:00, more than 24 hours before"
+    " 2025-06-01T00:00:00+00:00, a moment this installation has already seen: the clock was"
+    " moved back, so the Pro entitlement's dates cannot be checked"
+)
+
+
+@pytest.mark.parametrize(
+    ("anchor", "issued", "now", "moved_back"),
+    [
+        (None, None, INSIDE, False),
+        (INSIDE, None, INSIDE, False),
+        (INSIDE, None, INSIDE - timedelta(hours=24), False),
+        (INSIDE, None, INSIDE - timedelta(hours=24, seconds=1), True),
+        (None, INSIDE, INSIDE - timedelta(hours=24, seconds=1), True),
+        (START, INSIDE, INSIDE - timedelta(hours=24, seconds=1), True),
+        (INSIDE, START, INSIDE - timedelta(hours=24, seconds=1), True),
+        (START, START, INSIDE - timedelta(hours=24, seconds=1), False),
+    ],
+)
+def test_a_clock_moved_back_beyond_the_tolerance_means_home(
+    anchor: datetime | None, issued: datetime | None, now: datetime, moved_back: bool
+) -> None:
+    status = effective_terms(
+        pro(issued_at=issued), SignatureVerdict.VALID, HERE, now, anchor=anchor
+    )
+    if moved_back:
+        assert status == EntitlementStatus.home(
+            EntitlementReason.CLOCK_MOVED_BACK,
+            CLOCK_BACK.replace("2025-05-30T23:59:59", now.isoformat()[:19]),
+        )
+    else:
+        assert status.reason is EntitlementReason.ACCEPTED
+
+
+def test_a_clock_moved_back_is_said_before_the_window_is_looked_at() -> None:
+    # moved back to before not_before: "moved back", not "not yet valid"
+    status = effective_terms(
+        pro(), SignatureVerdict.VALID, HERE, START - timedelta(days=2), anchor=INSIDE
+    )
+    assert status.reason is EntitlementReason.CLOCK_MOVED_BACK
+
+
+def test_the_clock_is_not_consulted_for_a_document_that_says_nothing_trustworthy() -> None:
+    for verdict, reason in (
+        (SignatureVerdict.BAD_SIGNATURE, EntitlementReason.BAD_SIGNATURE),
+        (SignatureVerdict.MALFORMED, EntitlementReason.MALFORMED),
+    ):
+        status = effective_terms(pro(), verdict, HERE, START, anchor=END)
+        assert status.reason is reason
+    assert effective_terms(None, None, HERE, START, anchor=END).reason is (
+        EntitlementReason.NONE_PRESENT
+    )
+
+
+@given(st.none() | aware_times, aware_times)
+def test_the_anchor_only_moves_forward(anchor: datetime | None, now: datetime) -> None:
+    after = newest_seen(anchor, now)
+    assert after >= now
+    assert anchor is None or after >= anchor
+    assert after in (anchor, now)
+    assert not clock_moved_back(now, after, timedelta(0)) or after == anchor
+
+
+def test_the_clock_anchor_is_the_later_of_stored_and_issued() -> None:
+    assert clock_anchor(None, None) is None
+    assert clock_anchor(START, None) == START
+    assert clock_anchor(None, pro(issued_at=INSIDE)) == INSIDE
+    assert clock_anchor(END, pro(issued_at=INSIDE)) == END
+    assert clock_anchor(START, pro(issued_at=INSIDE)) == INSIDE
+
+
+@pytest.mark.parametrize(
+    ("span", "words"),
+    [
+        (timedelta(days=14), "14 days"),
+        (timedelta(days=2), "2 days"),
+        (timedelta(hours=24), "24 hours"),
+        (timedelta(hours=1), "1 hour"),
+        (timedelta(hours=36), "36 hours"),
+        (timedelta(minutes=90), "90 minutes"),
+        (timedelta(seconds=5), "5 seconds"),
+    ],
+)
+def test_span_words(span: timedelta, words: str) -> None:
+    assert span_words(span) == words
+
+
+def test_timing_cannot_be_negative() -> None:
+    with pytest.raises(
+        ValueError, match=r"^grace, warning and clock tolerance cannot be negative$"
+    ):
+        Timing(grace=timedelta(days=-1))
+
+
+def test_a_verification_carries_an_entitlement_exactly_when_valid() -> None:
+    message = r"^an entitlement is carried exactly when its signature is valid$"
+    with pytest.raises(ValueError, match=message):
+        Verification(verdict=SignatureVerdict.VALID)
+    with pytest.raises(ValueError, match=message):
+        Verification(verdict=SignatureVerdict.BAD_SIGNATURE, entitlement=pro())
+
+
+def test_verified_terms_names_the_unknown_key_from_the_document() -> None:
+    unknown = Verification(verdict=SignatureVerdict.UNKNOWN_KEY, key_id="key-9")
+    status = verified_terms(unknown, HERE, INSIDE)
+    assert status.cause == "The entitlement is signed by key key-9, which this build does not know"
+    assert verified_terms(None, HERE, INSIDE).reason is EntitlementReason.NONE_PRESENT
+    valid = Verification(verdict=SignatureVerdict.VALID, key_id="key-2025", entitlement=pro())
+    accepted = verified_terms(valid, HERE, INSIDE)
+    assert accepted.terms == PRO
+    assert accepted.cause == accepted.sentence
