@@ -30,6 +30,7 @@ from nodeau.domain.artifacts import (
     relative_path_problem,
 )
 from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry
+from nodeau.domain.qualification import Capability
 from nodeau.domain.tasks import Task
 from nodeau.ports.models import CatalogError
 
@@ -70,6 +71,7 @@ class _ModelDoc:
     files: tuple[_FileDoc, ...]
     summary: _SummaryDoc
     tasks: tuple[Task, ...]
+    capabilities: tuple[Capability, ...] = ()
 
 
 @frozen(kw_only=True)
@@ -151,6 +153,15 @@ def _task(value: object, _type: object) -> Task:
         raise _FieldProblem(f"{text!r} is not a task ({known})") from None
 
 
+def _capability(value: object, _type: object) -> Capability:
+    text = _strict(str, "a string")(value, _type)
+    try:
+        return Capability(text)
+    except ValueError:
+        known = ", ".join(c.value for c in Capability)
+        raise _FieldProblem(f"{text!r} is not a capability ({known})") from None
+
+
 def _list_of(kind: Any, converter: cattrs.Converter) -> Callable[[object, object], tuple[Any, ...]]:
     items = homogenous_tuple_structure_factory(kind, converter)
 
@@ -174,6 +185,7 @@ def _converter() -> cattrs.Converter:
         _Version: _version,
         Sha256: _sha256,
         Task: _task,
+        Capability: _capability,
     }
     for kind, hook in hooks.items():
         converter.register_structure_hook(kind, hook)
@@ -227,7 +239,9 @@ def _entry(model: _ModelDoc) -> CatalogEntry:
         context_length=model.summary.context_length,
         quantisation=model.summary.quantisation,
     )
-    return CatalogEntry(entry=entry, summary=summary, tasks=model.tasks)
+    return CatalogEntry(
+        entry=entry, summary=summary, tasks=model.tasks, capabilities=model.capabilities
+    )
 
 
 def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -276,6 +290,7 @@ def catalog_json(catalog: Catalog) -> str:
             e.entry
         )  # name, publisher, repo, revision, files: as in the document
         | {"summary": _CONVERTER.unstructure(e.summary), "tasks": [t.value for t in e.tasks]}
+        | {"capabilities": [c.value for c in e.capabilities]}
         for e in catalog.entries
     ]
     return json.dumps({"catalog_version": CATALOG_VERSION, "models": models}, indent=2) + "\n"

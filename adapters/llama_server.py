@@ -225,6 +225,8 @@ def server_command(binary: Path, spec: ServerSpec, port: int) -> tuple[str, ...]
         "--offline",
         "--log-colors", "off",
     ]  # fmt: skip
+    if spec.log_buffers:
+        command += ["--log-verbosity", "4"]  # below 4 the buffer sizes are not logged
     if c.task is Task.EMBED:
         command.append("--embeddings")  # pooling: the model's own (mean, cls or last)
     elif c.task is Task.RERANK:

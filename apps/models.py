@@ -11,7 +11,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.result import Failure, Success
 
 from nodeau.domain.aliases import (
@@ -26,6 +26,7 @@ from nodeau.domain.cache import CachedFile
 from nodeau.domain.catalog import Catalog, CatalogEntry, find_entry
 from nodeau.domain.memory import Allowances
 from nodeau.domain.model_info import ModelInfo, ModelSummary, model_info
+from nodeau.domain.qualification import Capability, capability_states, qualified_line
 from nodeau.domain.resolution import Known, Resolution, Unresolved, display_name, resolve_name
 from nodeau.ports.models import (
     DiskReserveError,
@@ -207,8 +208,11 @@ def describe_model(
     inspector: ModelInspector,
     registry: ArtifactRegistry,
     allowances: Allowances,
+    catalog_capabilities: tuple[Capability, ...] | None = None,
 ) -> ModelInfo:
-    """Architecture values from this machine's verified copy, with predictions and measurements."""
+    """Architecture values from this machine's verified copy, with predictions, measurements
+    and each capability's state (``catalog_capabilities``: a curated model's, from its entry;
+    None: an imported model's, from its newest qualification)."""
     first = resolved.artifact.files[0]
     path = store.verified_path(first.sha256)
     if path is None:
@@ -216,10 +220,16 @@ def describe_model(
             f"{resolved.display_name}: this machine "
             "holds no verified copy, so its architecture values cannot be read; pull or import it"
         )
-    return model_info(
+    info = model_info(
         artifact_id=resolved.artifact.id.hex,
         size_bytes=resolved.artifact.size_bytes,
         summary=inspector.inspect(path),
         table=registry.measurements(),
         allowances=allowances,
+    )
+    evidence = registry.evidence().for_artifact(resolved.artifact.id)
+    return evolve(
+        info,
+        capabilities=capability_states(evidence, catalog_capabilities),
+        qualified=qualified_line(evidence) if evidence is not None else None,
     )

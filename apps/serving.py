@@ -192,8 +192,10 @@ def launch_server(
     state: StateStore,
     log_dir: Path,
     now: Callable[[], datetime],
+    log_buffers: bool = False,
 ) -> RunningServer:
-    """Start the admitted workload's model server (starting, then up).
+    """Start the admitted workload's model server (starting, then up); ``log_buffers``: its
+    log also reports the buffers it allocates (a qualification reads them).
 
     If it cannot start, its card is freed and it is recorded failed before the
     RuntimeFailure goes on to the caller.
@@ -206,6 +208,7 @@ def launch_server(
         config=record.config,
         gpu_uuid=None if simulated else record.workload.gpu_uuid,
         log_path=log_dir / f"{name}.log",
+        log_buffers=log_buffers,
     )
     log_dir.mkdir(parents=True, exist_ok=True)
     state.update(name, lambda r: with_state(r, WorkloadState.STARTING, now()))

@@ -12,6 +12,7 @@ from attrs import frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.domain.artifacts import CuratedEntry
+from nodeau.domain.qualification import Capability
 from nodeau.domain.tasks import Task
 
 
@@ -27,11 +28,13 @@ class ArchitectureSummary:
 
 @frozen(kw_only=True)
 class CatalogEntry:
-    """One curated model: its pinned files, a summary and the tasks it serves."""
+    """One curated model: its pinned files, a summary, the tasks it serves and the
+    capabilities we checked it has (a model claims only what was checked)."""
 
     entry: CuratedEntry
     summary: ArchitectureSummary
     tasks: tuple[Task, ...]
+    capabilities: tuple[Capability, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if not self.tasks:

@@ -20,6 +20,7 @@ from nodeau.domain.memory import (
     RuntimeConfig,
     estimate_peak,
 )
+from nodeau.domain.qualification import CapabilityState
 from nodeau.domain.tasks import Task
 
 INFO_CONTEXTS = (4096, 8192, 32768)
@@ -56,6 +57,8 @@ class ModelInfo:
     summary: ModelSummary
     estimates: tuple[ContextEstimate, ...]
     measured: tuple[MeasuredKey, ...]
+    capabilities: tuple[CapabilityState, ...] = ()
+    qualified: str | None = None  # when, on what and by which runtime it was qualified
 
 
 def info_contexts(summary: ModelSummary) -> tuple[int, ...]:

@@ -100,6 +100,7 @@ class QualificationEvidence:
     context_tokens: int
     memory: tuple[MemoryReading, ...]
     probes: tuple[ProbeResult, ...] = field(converter=_unique_capabilities)
+    seed: int | None = None  # the probes' content was drawn from it: the run can be repeated
 
     def __attrs_post_init__(self) -> None:
         if not self.gpu_model.strip():
@@ -194,11 +195,12 @@ def task_refusal(
         what = "it was never qualified"
     else:
         probe = evidence.result(capability)
-        what = (
-            f"its {capability.value} probe {probe.outcome.value} on {evidence.at:%Y-%m-%d %H:%M}"
-            if probe is not None
-            else f"qualification did not probe {capability.value}"
-        )
+        if probe is None:
+            what = f"qualification did not probe {capability.value}"
+        elif probe.outcome is ProbeOutcome.NOT_APPLICABLE:
+            what = f"{capability.value} does not apply to it: {probe.why}"
+        else:
+            what = f"its {capability.value} probe failed on {evidence.at:%Y-%m-%d %H:%M}"
     return Refusal.of(
         CODE_NOT_PROVED,
         f"{model} has not proved it can {task.value} ({what}); "
@@ -306,10 +308,13 @@ def capability_states(
         if probe is None:
             states.append(CapabilityState(capability=c, state="not probed", evidence=""))
             continue
-        when = f"{evidence.at:%Y-%m-%d %H:%M} on {evidence.gpu_model}, {evidence.runtime}"
-        states.append(
-            CapabilityState(
-                capability=c, state=probe.outcome.value, evidence=f"{probe.why} ({when})"
-            )
-        )
+        states.append(CapabilityState(capability=c, state=probe.outcome.value, evidence=probe.why))
     return tuple(states)
+
+
+def qualified_line(evidence: QualificationEvidence) -> str:
+    """When, on what and by which runtime the newest qualification ran."""
+    return (
+        f"{evidence.at:%Y-%m-%d %H:%M %Z} on {evidence.gpu_model}, {evidence.runtime}, "
+        f"context {evidence.context_tokens}, seed {evidence.seed}"
+    )

@@ -27,6 +27,7 @@ class ServerSpec:
     config: RuntimeConfig
     gpu_uuid: str | None  # None: no card (simulated hardware), the model runs on the CPU
     log_path: Path
+    log_buffers: bool = False  # its log also reports every buffer it allocates (qualification)
 
 
 @frozen(kw_only=True)

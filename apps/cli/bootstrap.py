@@ -8,6 +8,7 @@ uses it, so ``nodeau --help`` and ``nodeau ps`` on an empty home import little.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.planes.plane import Plane
+    from nodeau.ports.entitlements import EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
     from nodeau.ports.runtime import ModelRuntime
@@ -114,9 +116,23 @@ def plane_choice() -> PlaneChoice:
     return choose(s.environ, s.home)
 
 
-def plane() -> Plane:
-    """The plane this command acts on (``plane_choice``); a command asks once."""
+def entitlement_verifier(trusted_keys: Mapping[str, bytes] | None = None) -> EntitlementVerifier:
+    """The verifier of entitlements: the keys compiled into the package, unless a caller in
+    this process (a test) passes its own. Nothing read from outside adds a key."""
+    from nodeau.adapters.entitlement_document import Ed25519EntitlementVerifier
+    from nodeau.adapters.entitlement_keys import PRODUCTION_KEYS
+
+    return Ed25519EntitlementVerifier(PRODUCTION_KEYS if trusted_keys is None else trusted_keys)
+
+
+def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
+    """The plane this command acts on (``plane_choice``); a command asks once.
+
+    ``trusted_keys``: the entitlement keys to trust instead of the compiled-in ones, for a
+    caller in this process (tests); the command line has no way to pass any."""
     choice = plane_choice()
+    # None: the plane builds the compiled-in verifier when a plan command needs it (ps stays light)
+    verifier = None if trusted_keys is None else entitlement_verifier(trusted_keys)
     if choice.kubernetes:
         from nodeau.adapters.user_service import FleetSource
         from nodeau.apps.cli.cluster_plane import kubeconfig_of, open_cluster
@@ -126,8 +142,9 @@ def plane() -> Plane:
         cluster = open_cluster(choice)
         s = settings()
         source = FleetSource(kubeconfig=kubeconfig_of(choice, s.environ), context=cluster.context)
-        return KubernetesPlane(cluster, utc_now, fleet_endpoint_manager(s, source))
+        endpoints = fleet_endpoint_manager(s, source)
+        return KubernetesPlane(cluster, utc_now, endpoints, verifier=verifier)
     from nodeau.apps.planes.machine import MachinePlane
 
     s = settings()
-    return MachinePlane(s, LazyMachineParts(s), utc_now)
+    return MachinePlane(s, LazyMachineParts(s), utc_now, verifier=verifier)

@@ -136,6 +136,7 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
     from nodeau.adapters.kube.bootstrap_tokens import KubeBootstrapTokens
     from nodeau.adapters.kube.client import connect
     from nodeau.adapters.kube.copies import KubeModelCopies
+    from nodeau.adapters.kube.entitlement import KubeEntitlementStore
     from nodeau.adapters.kube.health_store import KubeHealthRecords
     from nodeau.adapters.kube.ledger import KubeReservationLedger
     from nodeau.adapters.kube.marks import KubeFleetMarks
@@ -165,4 +166,5 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
         tokens=KubeBootstrapTokens(api),
         pods=KubeServerPods(api),
         copies=KubeModelCopies(api),
+        entitlements=KubeEntitlementStore(api),
     )

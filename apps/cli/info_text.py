@@ -32,4 +32,12 @@ def info_lines(info: ModelInfo, names: tuple[str, ...]) -> list[str]:
         lines.extend(f"  {k.gpu_model}: {k.config_key}" for k in info.measured)
     else:
         lines.append("measured configurations: none (every figure above is an estimate)")
+    if info.capabilities:
+        lines.append(
+            f"capabilities (qualified {info.qualified}):" if info.qualified else "capabilities:"
+        )
+        lines.extend(
+            f"  {c.capability.value:<18} {c.state}" + (f": {c.evidence}" if c.evidence else "")
+            for c in info.capabilities
+        )
     return lines

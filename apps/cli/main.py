@@ -77,6 +77,11 @@ def build_app() -> App:
         help="Choose what a service does when its machine stops answering; see every choice.",
     )
     app.command(
+        "nodeau.apps.cli.plan:plan_app",
+        name="plan",
+        help="The plan in force and why; install or remove a signed entitlement.",
+    )
+    app.command(
         "nodeau.apps.cli.cluster_join:join",
         name="join",
         help="Join this machine to a fleet on Kubernetes (see nodeau fleet invite).",

@@ -20,10 +20,14 @@ from nodeau.apps.cli.bootstrap import settings
 from nodeau.apps.cli.render import size, table, to_json
 
 if TYPE_CHECKING:
+    from nodeau.apps.models import Resolved
     from nodeau.domain.catalog import Catalog
+    from nodeau.domain.qualification import Capability
 
 models_app = App(name="models", help="Fetch catalog models and import your own GGUF files.")
-model_app = App(name="model", help="What this machine holds: status, verification, details.")
+model_app = App(
+    name="model", help="What this machine holds: status, verification, details, qualification."
+)
 
 
 @models_app.command
@@ -259,6 +263,54 @@ def verify(model: str, /, *, json: bool = False) -> int:
 
 
 @model_app.command
+def qualify(
+    model: str, /, *, context: int | None = None, seed: int | None = None, json: bool = False
+) -> int:
+    """Prove what a model can do: start it by the normal admission, watch its memory, probe
+    chat, embed, rerank, tools, structured-output and vision-input, and stop it.
+
+    Parameters
+    ----------
+    model
+        An alias, a catalog name or an artifact id held verified on this machine.
+    context
+        Context size in tokens (default: the model's own, at most 4096).
+    seed
+        Draw the probes' content from this number, to repeat a run exactly (default: a
+        fresh one each run; the result shows it).
+    json
+        Print the result as JSON.
+    """
+    from nodeau.apps.cli.bootstrap import plane
+    from nodeau.apps.cli.qualify_text import qualification_lines
+    from nodeau.apps.cli.serving import report_refusal
+    from nodeau.apps.planes.plane import Refused
+    from nodeau.ports.errors import SettingsError
+
+    if context is not None and context <= 0:
+        raise SettingsError("--context must be a positive number of tokens")
+    if seed is not None and not 0 <= seed < 2**32:
+        raise SettingsError("--seed must be a whole number from 0 to 4294967295")
+    done = plane().qualify(model, context, seed)
+    if isinstance(done, Refused):
+        return report_refusal(done.refusal)
+    print(to_json(done) if json else "\n".join(qualification_lines(done)))
+    return 0
+
+
+def curated_capabilities(resolved: Resolved, catalog: Catalog) -> tuple[Capability, ...] | None:
+    """A curated model's capabilities, as its catalog entry lists them; None when imported."""
+    from nodeau.domain.artifacts import Origin
+
+    if resolved.artifact.origin is not Origin.CURATED:
+        return None
+    entry = next(
+        (e for e in catalog.entries if e.entry.artifact().id == resolved.artifact.id), None
+    )
+    return entry.capabilities if entry is not None else ()
+
+
+@model_app.command
 def info(model: str, /, *, json: bool = False) -> int:
     """Architecture values, size, predicted peak VRAM (estimated) and measured configurations.
 
@@ -273,13 +325,15 @@ def info(model: str, /, *, json: bool = False) -> int:
     from nodeau.apps.models import describe_model, resolve_model
 
     s = services.build(settings())
-    resolved = resolve_model(model, s.registry.book(), s.catalog())
+    catalog = s.catalog()
+    resolved = resolve_model(model, s.registry.book(), catalog)
     described = describe_model(
         resolved,
         store=s.store,
         inspector=s.inspector,
         registry=s.registry,
         allowances=s.settings.allowances,
+        catalog_capabilities=curated_capabilities(resolved, catalog),
     )
     if json:
         print(to_json(described))

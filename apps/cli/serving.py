@@ -56,6 +56,7 @@ def run(
     after: str = "3m",
     wait: float = 60,
     allow_origin: tuple[str, ...] = (),
+    unproved: bool = False,
     json: bool = False,
 ) -> int:
     """Admit, place and serve a model, behind a loopback endpoint.
@@ -79,6 +80,9 @@ def run(
     allow_origin
         A web origin (scheme://host[:port]) whose pages the endpoint also answers, beyond
         loopback pages; repeatable. Its answers carry no CORS headers.
+    unproved
+        Serve an imported model for a task its qualification has not proved (nodeau model
+        qualify proves it); without it, such a run is refused.
     json
         Print the result as JSON.
     """
@@ -101,6 +105,7 @@ def run(
         recovery_after=parse_after(after),
         wait_s=wait,
         allowed_origins=allow_origin,
+        unproved=unproved,
     )
     return report_run(plane().run(ask), json=json)
 

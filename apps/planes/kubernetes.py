@@ -33,6 +33,9 @@ Decisions recorded here:
   reports; ``models copies`` reads each copy's state from the requests and the reports.
   ``--remove`` takes the person's ask back only: a recovery's ask stays, and no file
   is deleted.
+* ``plan``, ``plan install``, ``plan remove``: ``apps.planes.plan`` over ConfigMap
+  nodeau-entitlement (kept in the cluster for the controller) and the verifier the
+  composition root gave.
 """
 
 from __future__ import annotations
@@ -57,6 +60,10 @@ from nodeau.apps.planes.plane import (
     GpuView,
     LogsUnavailable,
     MachineView,
+    PlanInstall,
+    PlanView,
+    QualificationView,
+    QualifyNeedsOneMachine,
     RecoveryListing,
     Refused,
     RunAsk,
@@ -96,6 +103,7 @@ from nodeau.ports.cluster import (
     WorkloadObject,
     WorkloadObjects,
 )
+from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
 from nodeau.ports.errors import NodeauError, SettingsError
 from nodeau.ports.state import StateError, UnknownWorkload
 
@@ -129,6 +137,7 @@ class FleetCluster:
     tokens: BootstrapTokens
     pods: ServerPods
     copies: ModelCopies | None = None  # None: a connection built for other commands
+    entitlements: EntitlementStore | None = None  # None: a connection built for other commands
 
 
 def banner(server: str, context: str | None) -> str:
@@ -283,11 +292,13 @@ class KubernetesPlane:
         cluster: FleetCluster,
         clock: Callable[[], datetime],
         endpoints: LoopbackEndpoints | None = None,
+        verifier: EntitlementVerifier | None = None,
     ) -> None:
         self._cluster = cluster
         self._objects = cluster.objects
         self._clock = clock
         self._endpoints = endpoints
+        self._verifier = verifier  # None: the keys compiled into the package
 
     @property
     def description(self) -> str:
@@ -407,6 +418,15 @@ class KubernetesPlane:
 
     def admission(self, name: str) -> Admission:
         return admission_of(self._find(name))
+
+    def qualify(
+        self, model: str, context_tokens: int | None, seed: int | None = None
+    ) -> QualificationView | Refused:
+        raise QualifyNeedsOneMachine(
+            f"{model}: qualification on a fleet is not built yet; qualify it with this "
+            "machine's own plane (NODEAU_PLANE=machine nodeau model qualify "
+            f"{model}) on a machine outside the fleet"
+        )
 
     def logs(self, name: str, lines: int) -> tuple[str, ...]:
         """The last lines of the workload's model server log: its Pod's container's (the
@@ -604,3 +624,28 @@ class KubernetesPlane:
 
         requests = self._copy_requests().requests()
         return copy_listing(self.description, requests, self._cluster.reports.read().reports)
+
+    # -- plan (apps.planes.plan): the entitlement is kept in ConfigMap nodeau-entitlement
+
+    def _entitlements(self) -> tuple[EntitlementStore, EntitlementVerifier]:
+        from nodeau.adapters.entitlement_document import compiled_in_verifier
+
+        if self._cluster.entitlements is None:
+            raise NotOnTheFleetYet("this connection to the fleet was made without its plan")
+        verifier = compiled_in_verifier() if self._verifier is None else self._verifier
+        return self._cluster.entitlements, verifier
+
+    def plan(self) -> PlanView:
+        from nodeau.apps.planes.plan import plan_in_force
+
+        return plan_in_force(self.description, *self._entitlements(), self._clock())
+
+    def install_plan(self, document: bytes, source: str) -> PlanInstall:
+        from nodeau.apps.planes.plan import install
+
+        return install(self.description, *self._entitlements(), document, source, self._clock())
+
+    def remove_plan(self) -> str:
+        from nodeau.apps.planes.plan import remove
+
+        return remove(self._entitlements()[0], self._clock())

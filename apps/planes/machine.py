@@ -28,6 +28,8 @@ Decisions recorded here:
 * Copies (``models copy``, ``models copies``) are kept between the machines of a
   fleet: on one machine they are refused with a sentence naming what this machine's
   own models use instead.
+* ``plan``, ``plan install``, ``plan remove``: ``apps.planes.plan`` over the files under
+  NODEAU_HOME (``adapters.entitlement_file``) and the verifier the composition root gave.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ from nodeau.apps.planes.plane import (
     FleetListing,
     GpuView,
     MachineView,
+    PlanInstall,
+    PlanView,
+    QualificationView,
     RecoveryListing,
     Refused,
     RunAsk,
@@ -71,6 +76,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.reservations import Ledger
     from nodeau.domain.workloads import RecoveryMode
+    from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
     from nodeau.ports.runtime import ModelRuntime, RunningServer
@@ -166,11 +172,16 @@ class MachinePlane:
     """``Plane`` on this machine."""
 
     def __init__(
-        self, settings: Settings, parts: MachineParts, clock: Callable[[], datetime]
+        self,
+        settings: Settings,
+        parts: MachineParts,
+        clock: Callable[[], datetime],
+        verifier: EntitlementVerifier | None = None,
     ) -> None:
         self._settings = settings
         self._parts = parts
         self._clock = clock
+        self._verifier = verifier  # None: the keys compiled into the package
 
     @property
     def description(self) -> str:
@@ -211,6 +222,13 @@ class MachinePlane:
                 )
             case Admit():
                 pass
+        if not ask.unproved:
+            from nodeau.domain.qualification import task_refusal
+
+            evidence = models.registry.evidence().for_artifact(resolved.artifact.id)
+            unproved = task_refusal(resolved.artifact, evidence, ask.task, resolved.display_name)
+            if unproved is not None:
+                return Refused(name=name, refusal=unproved)
         request = RunRequest(
             name=name,
             task=ask.task,
@@ -297,6 +315,15 @@ class MachinePlane:
 
         return server_alive
 
+    def qualify(
+        self, model: str, context_tokens: int | None, seed: int | None = None
+    ) -> QualificationView | Refused:
+        from nodeau.apps.planes import machine_qualify
+
+        return machine_qualify.qualify(
+            self._parts, self._settings, self._clock, model, context_tokens, seed
+        )
+
     def logs(self, name: str, lines: int = LOG_LINES) -> tuple[str, ...]:
         """The last ``lines`` lines of workload ``name``'s model server log."""
         from nodeau.adapters.model_server_process import log_tail
@@ -370,6 +397,30 @@ class MachinePlane:
 
     def copies(self) -> CopyListing:
         raise CopiesNeedAFleet(NO_COPIES)
+
+    # -- plan (apps.planes.plan): the entitlement is kept under NODEAU_HOME
+
+    def _entitlements(self) -> tuple[EntitlementStore, EntitlementVerifier]:
+        from nodeau.adapters.entitlement_document import compiled_in_verifier
+        from nodeau.adapters.entitlement_file import FileEntitlementStore
+
+        verifier = compiled_in_verifier() if self._verifier is None else self._verifier
+        return FileEntitlementStore(self._settings.home), verifier
+
+    def plan(self) -> PlanView:
+        from nodeau.apps.planes.plan import plan_in_force
+
+        return plan_in_force(PLANE, *self._entitlements(), self._clock())
+
+    def install_plan(self, document: bytes, source: str) -> PlanInstall:
+        from nodeau.apps.planes.plan import install
+
+        return install(PLANE, *self._entitlements(), document, source, self._clock())
+
+    def remove_plan(self) -> str:
+        from nodeau.apps.planes.plan import remove
+
+        return remove(self._entitlements()[0], self._clock())
 
     # -- machines and marks
 

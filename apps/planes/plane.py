@@ -94,6 +94,7 @@ class RunAsk:
     recovery_after: timedelta
     wait_s: float = 60.0  # a fleet: how long to wait for the controller's decision
     allowed_origins: tuple[str, ...] = ()  # web origins its endpoint also answers
+    unproved: bool = False  # serve an imported model for a task it has not proved
 
 
 @frozen(kw_only=True)
@@ -235,6 +236,79 @@ class CopyAsked:
     sentence: str
 
 
+@frozen(kw_only=True)
+class ProbeView:
+    """One capability's result in a qualification, with its evidence."""
+
+    capability: str
+    outcome: str  # "passed", "failed" or "not applicable"
+    asked: str
+    answered: str
+    why: str
+
+
+@frozen(kw_only=True)
+class MemoryView:
+    """The peak memory one server of a qualification took, and how it was read."""
+
+    task: str
+    config: str
+    peak_bytes: int
+    source: str  # "nvml", or the runtime's reported buffers on simulated hardware
+    measured: bool  # recorded as a measurement admission uses (a card's own reading)
+
+
+@frozen(kw_only=True)
+class QualificationView:
+    """``nodeau model qualify``: one run, what each capability did, what the model claims."""
+
+    model: str
+    artifact: str  # SHA-256 hex
+    card: str
+    runtime: str
+    at: datetime
+    context_tokens: int
+    memory: tuple[MemoryView, ...]
+    probes: tuple[ProbeView, ...]
+    claims: tuple[str, ...]  # the capabilities that passed
+    seed: int | None  # what the probes' content was drawn from (--seed repeats the run)
+
+
+@frozen(kw_only=True)
+class PlanView:
+    """``nodeau plan``: the terms in force, where they came from, why, and the clock."""
+
+    plane: str
+    installation_id: str  # what a vendor issues an entitlement for
+    plan: str  # "home", "pro", "team", "enterprise"
+    accepted: bool  # an entitlement's terms are in force (else the Home plan's)
+    reason: str  # "accepted", or why the Home plan applies ("none-present", "expired", ...)
+    sentence: str
+    detail: str | None  # what was wrong with the document, when it says
+    warning: str | None  # accepted, and expiring soon or in its grace
+    source: str | None  # where the installed document is kept; None when none is installed
+    key_id: str | None  # the key the document names
+    features: tuple[str, ...]
+    max_machines: int | None  # None: unbounded
+    max_gpus: int | None
+    protections: tuple[str, ...]  # identical on every plan
+    not_before: datetime | None  # from a document whose signature verified
+    expires_at: datetime | None
+    grace_until: datetime | None  # new decisions keep its terms until then
+    clock: datetime  # the time this was decided at
+    clock_anchor: datetime | None  # the newest moment this installation has seen
+    clock_moved_back: bool
+
+
+@frozen(kw_only=True)
+class PlanInstall:
+    """``nodeau plan install``: whether the document was installed, and what it gives."""
+
+    installed: bool
+    sentence: str
+    plan: PlanView  # installed: the plan in force now; refused: what the document gives
+
+
 class Plane(Protocol):
     """Everything the CLI does with workloads and machines, on one plane."""
 
@@ -300,6 +374,13 @@ class Plane(Protocol):
         """Stop a job and free its card; results already written stay."""
         ...
 
+    def qualify(
+        self, model: str, context_tokens: int | None, seed: int | None = None
+    ) -> QualificationView | Refused:
+        """Start the model by the normal admission, watch its memory, probe each
+        capability, stop what was started, and keep the evidence under its artifact."""
+        ...
+
     def logs(self, name: str, lines: int) -> tuple[str, ...]:
         """The last ``lines`` lines of a workload's model server log (a plane that cannot
         show them raises ``LogsUnavailable``)."""
@@ -321,6 +402,22 @@ class Plane(Protocol):
         """Every copy on the fleet: each request in its state, and each verified model."""
         ...
 
+    def plan(self) -> PlanView:
+        """The plan in force: the installed entitlement's terms if it can be accepted, else
+        the Home plan's with the reason; advances the clock anchor."""
+        ...
+
+    def install_plan(self, document: bytes, source: str) -> PlanInstall:
+        """Keep ``document`` (read from ``source``) as this plane's entitlement if it can be
+        accepted now; a document that cannot is refused with its reason and nothing is
+        replaced."""
+        ...
+
+    def remove_plan(self) -> str:
+        """Remove the installed entitlement (new decisions use the Home plan; nothing
+        serving stops); what was done."""
+        ...
+
 
 class LogsUnavailable(NodeauError):
     """This plane cannot show a workload's model server log (yet)."""
@@ -332,3 +429,7 @@ class NotAService(NodeauError):
 
 class CopiesNeedAFleet(NodeauError):
     """Copies are kept between the machines of a fleet; one machine has none to keep."""
+
+
+class QualifyNeedsOneMachine(NodeauError):
+    """Qualification runs on the one-machine plane; on a fleet it is not built yet."""

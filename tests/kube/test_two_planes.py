@@ -161,8 +161,9 @@ def test_every_command_prints_one_json_shape_on_both_planes(
     api = fresh_fleet
 
     # run
-    here = finished(started(machine, "run", "qwen-race", "--name", "chat-1", "--json"))
-    running = started(fleet, "run", "qwen-race", "--name", "chat-1", "--json")
+    unproved = ("--unproved",)  # the imported test model has random weights: it proves nothing
+    here = finished(started(machine, "run", "qwen-race", "--name", "chat-1", *unproved, "--json"))
+    running = started(fleet, "run", "qwen-race", "--name", "chat-1", *unproved, "--json")
     wait_for(lambda: the_object(api, WorkloadKind.SERVICE, "chat-1") is not None, "a GPUService")
     decide_as_the_controller(api, WorkloadKind.SERVICE, "chat-1")
     there = finished(running)

@@ -22,7 +22,7 @@ from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import Refused, RunAsk, Started
 from nodeau.apps.settings import settings_from
 from nodeau.domain.placement import Policy
-from nodeau.domain.refusals import ReasonCode
+from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode
 from nodeau.ports.errors import NodeauError, SettingsError
@@ -114,7 +114,9 @@ def plane_with(
     return MachinePlane(parts.settings, parts, clock), parts
 
 
-def ask(name: str | None = None, context: int | None = 512) -> RunAsk:
+def ask(name: str | None = None, context: int | None = 512, *, unproved: bool = True) -> RunAsk:
+    """A run of the imported tiny model (random weights: it proves nothing, so serving it
+    takes ``--unproved``)."""
     return RunAsk(
         model="tiny",
         name=name,
@@ -122,7 +124,21 @@ def ask(name: str | None = None, context: int | None = 512) -> RunAsk:
         context_tokens=context,
         recovery=RecoveryMode.NEVER,
         recovery_after=timedelta(minutes=3),
+        unproved=unproved,
     )
+
+
+def test_an_imported_model_not_qualified_is_refused_and_nothing_is_recorded(
+    tmp_path: Path,
+) -> None:
+    plane, parts = plane_with(tmp_path)
+    outcome = plane.run(ask(unproved=False))
+    assert isinstance(outcome, Refused)
+    assert outcome.refusal.code is ReasonCode.TASK_NOT_PROVED
+    assert outcome.refusal.kind is RefusalKind.QUALIFICATION
+    assert "tiny has not proved it can chat (it was never qualified)" in outcome.refusal.sentence
+    assert "nodeau model qualify tiny" in outcome.refusal.sentence
+    assert parts.state.snapshot().workloads == ()
 
 
 def test_run_admits_starts_and_serves_behind_its_endpoint(tmp_path: Path) -> None:

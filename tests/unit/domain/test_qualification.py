@@ -20,9 +20,11 @@ from nodeau.domain.qualification import (
     ProbeOutcome,
     ProbeResult,
     QualificationEvidence,
+    capability_states,
     card_measurements,
     claimed_capabilities,
     qualification_plan,
+    qualified_line,
     record,
     task_refusal,
 )
@@ -227,3 +229,17 @@ def test_evidence_does_not_carry_across_an_alias() -> None:
 def test_unknown_alias_has_no_evidence() -> None:
     evidence = record(EvidenceBook.empty(), run(sha(1), probe(Capability.CHAT, True)))
     assert evidence.for_alias(AliasBook.empty(), "qwen") is None
+
+
+def test_model_info_states_come_from_the_catalog_or_the_newest_run() -> None:
+    never = capability_states(None, None)
+    assert {s.state for s in never} == {"never qualified"}
+    catalogued = {s.capability: s.state for s in capability_states(None, (Capability.CHAT,))}
+    assert catalogued[Capability.CHAT] == "catalog"
+    assert catalogued[Capability.TOOLS] == "not claimed"
+    newest = run(sha(1), probe(Capability.CHAT, True), probe(Capability.TOOLS, False))
+    states = {s.capability: (s.state, s.evidence) for s in capability_states(newest, None)}
+    assert states[Capability.CHAT] == ("passed", "w")
+    assert states[Capability.TOOLS] == ("failed", "w")
+    assert states[Capability.EMBED] == ("not probed", "")
+    assert qualified_line(newest).startswith("2026-11-30 18:00 UTC on RTX 4090, llama-server")

@@ -1,0 +1,138 @@
+"""``nodeau plan``: the plan in force, where it came from and why; installing and removing
+an entitlement.
+
+``plan`` shows the plan's bounds and features, the entitlement's dates, the installation
+id a vendor issues for, and, when the Home plan applies because an entitlement could
+not be accepted, exactly why. ``plan install FILE`` keeps a signed entitlement on the
+plane (one machine: under NODEAU_HOME; a fleet: in the cluster) only if it can be
+accepted now; otherwise it says why, exits 2 and replaces nothing. ``plan remove``
+takes it away. None of them stops anything serving: a plan changes new decisions only.
+``--json`` prints the same keys on both planes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cyclopts import App
+
+from nodeau.apps.cli.render import to_json
+
+if TYPE_CHECKING:
+    from nodeau.apps.planes.plane import Plane, PlanView
+
+plan_app = App(
+    name="plan",
+    help="The plan in force and why; install or remove a signed entitlement.",
+)
+
+REFUSED = 2  # the exit code of an entitlement that was not installed
+MAX_READ = 64 * 1024 + 1  # the verifier refuses anything longer; more is not read
+NOTE = "A plan applies to new decisions only: nothing already serving is stopped by it."
+
+
+@plan_app.default
+def show(*, json: bool = False) -> int:
+    """The plan in force, where it came from, its bounds and features, and why.
+
+    Parameters
+    ----------
+    json
+        Print it as JSON.
+    """
+    from nodeau.apps.cli.bootstrap import plane
+
+    return show_on(plane(), json=json)
+
+
+def show_on(on: Plane, *, json: bool = False) -> int:
+    """``nodeau plan`` on ``on``."""
+    view = on.plan()
+    print(to_json(view) if json else "\n".join(plan_lines(view)))
+    return 0
+
+
+@plan_app.command(name="install")
+def install(file: Path, /, *, json: bool = False) -> int:
+    """Install a signed entitlement, if it can be accepted now; else say why.
+
+    Parameters
+    ----------
+    file
+        The entitlement document (docs/entitlement-format.md).
+    json
+        Print the outcome as JSON.
+    """
+    from nodeau.apps.cli.bootstrap import plane
+
+    return install_on(plane(), file, json=json)
+
+
+def install_on(on: Plane, file: Path, *, json: bool = False) -> int:
+    """``nodeau plan install FILE`` on ``on``; 0 installed, 2 refused."""
+    import sys
+
+    from nodeau.ports.errors import SettingsError
+
+    try:
+        with file.open("rb") as f:
+            document = f.read(MAX_READ)
+    except OSError as exc:
+        raise SettingsError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    outcome = on.install_plan(document, str(file))
+    if json:
+        print(to_json(outcome))
+    elif outcome.installed:
+        print("\n".join([outcome.sentence, *plan_lines(outcome.plan)]))
+    else:
+        print(f"nodeau: entitlement.{outcome.plan.reason}: {outcome.sentence}", file=sys.stderr)
+    return 0 if outcome.installed else REFUSED
+
+
+@plan_app.command(name="remove")
+def remove() -> int:
+    """Remove the installed entitlement: new decisions use the free Home plan."""
+    from nodeau.apps.cli.bootstrap import plane
+
+    print(plane().remove_plan())
+    return 0
+
+
+def bound(value: int | None) -> str:
+    return "unbounded" if value is None else f"up to {value}"
+
+
+def plan_lines(view: PlanView) -> list[str]:
+    """``nodeau plan`` for a person: the plan and why, where from, bounds, dates, clock."""
+    title = view.plan.capitalize()
+    source = (
+        "the free Home plan (no entitlement is installed)"
+        if view.source is None
+        else f"{view.source}, signed by key {view.key_id or '(none named)'}"
+    )
+    lines = [
+        f"plan: {title} ({view.reason})",
+        view.sentence,
+        *([f"why: {view.detail}"] if view.detail and not view.accepted else []),
+        *([f"warning: {view.warning}"] if view.warning else []),
+        f"plane: {view.plane}",
+        f"installation: {view.installation_id}",
+        f"from: {source}",
+        f"machines: {bound(view.max_machines)}",
+        f"GPUs: {bound(view.max_gpus)}",
+        f"features: {', '.join(view.features) or 'none'}",
+        f"protections (every plan): {', '.join(view.protections)}",
+    ]
+    if view.not_before is not None and view.expires_at is not None:
+        grace = "" if view.grace_until is None else f", grace until {view.grace_until.isoformat()}"
+        lines.append(
+            f"valid: from {view.not_before.isoformat()} until {view.expires_at.isoformat()}{grace}"
+        )
+    if view.clock_moved_back and view.clock_anchor is not None:
+        lines.append(
+            f"clock: moved back: it reads {view.clock.isoformat()}, and this installation has"
+            f" already seen {view.clock_anchor.isoformat()}"
+        )
+    lines.append(NOTE)
+    return lines

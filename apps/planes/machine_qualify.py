@@ -1,0 +1,93 @@
+"""``nodeau model qualify`` on the one-machine plane: the parts of ``apps.qualify`` wired to
+this machine's adapters, and the evidence shown as a ``QualificationView``."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from nodeau.apps.planes.plane import MemoryView, ProbeView, QualificationView, Refused
+from nodeau.apps.settings import Settings
+from nodeau.domain.qualification import (
+    Capability,
+    MemorySource,
+    QualificationEvidence,
+    claimed_capabilities,
+)
+from nodeau.domain.refusals import Refusal
+
+if TYPE_CHECKING:
+    from nodeau.apps.planes.machine import MachineParts
+
+
+def qualify(
+    parts: MachineParts,
+    settings: Settings,
+    clock: Callable[[], datetime],
+    model: str,
+    context_tokens: int | None,
+    seed: int | None,
+) -> QualificationView | Refused:
+    from nodeau.adapters.probe_client import run_probes
+    from nodeau.adapters.runtime_buffers import reported_total
+    from nodeau.adapters.runtime_version import runtime_name
+    from nodeau.apps.models import resolve_model
+    from nodeau.apps.qualify import QualifyParts
+    from nodeau.apps.qualify import qualify as qualify_here
+
+    models = parts.models
+    resolved = resolve_model(model, models.registry.book(), models.catalog())
+    qualify_parts = QualifyParts(
+        models=models,
+        inventory=parts.inventory,
+        state=parts.state,
+        runtime=parts.runtime,
+        marks=parts.marks.read(),
+        log_dir=settings.log_dir,
+        clock=clock,
+        probe=run_probes,
+        reported_bytes=reported_total,
+        runtime_name=runtime_name,
+    )
+    drawn = seed if seed is not None else random.SystemRandom().randrange(2**32)
+    done = qualify_here(resolved, context_tokens, qualify_parts, drawn)
+    if isinstance(done, Refusal):
+        return Refused(name=resolved.display_name, refusal=done)
+    return qualification_view(resolved.display_name, done)
+
+
+def qualification_view(model: str, evidence: QualificationEvidence) -> QualificationView:
+    """What a person reads of one qualification run."""
+    claimed = claimed_capabilities(evidence)
+    return QualificationView(
+        model=model,
+        artifact=evidence.artifact_id.hex,
+        card=evidence.gpu_model,
+        runtime=evidence.runtime,
+        at=evidence.at,
+        context_tokens=evidence.context_tokens,
+        memory=tuple(
+            MemoryView(
+                task=m.task.value,
+                config=m.config_key,
+                peak_bytes=m.peak_bytes,
+                source=m.source.value,
+                measured=m.source is MemorySource.NVML,
+            )
+            for m in evidence.memory
+        ),
+        probes=tuple(
+            ProbeView(
+                capability=p.capability.value,
+                outcome=p.outcome.value,
+                asked=p.asked,
+                answered=p.answered,
+                why=p.why,
+            )
+            for p in evidence.probes
+        ),
+        claims=tuple(c.value for c in Capability if c in claimed),
+        seed=evidence.seed,
+    )

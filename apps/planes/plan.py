@@ -1,0 +1,124 @@
+"""``nodeau plan``: the plan in force, installing an entitlement, removing it; both planes.
+
+Written once over the ports (``EntitlementStore``, ``EntitlementVerifier``); each plane
+passes its own store (one machine: files under NODEAU_HOME; a fleet: ConfigMap
+nodeau-entitlement) and the verifier its composition root built. Decisions recorded
+here (docs/adr/0011-entitlements.md):
+
+* The document kept is checked every time the plan is asked for: what is installed is
+  bytes, and what they give depends on the time and on the keys this build trusts.
+* Install refuses a document that cannot be accepted now (any reason, with its
+  sentence and detail) and replaces nothing; the plan in force stays as it was.
+* Every command here advances the clock anchor to now (it only moves forward), so a
+  clock later moved back is caught by the next command.
+* Nothing here stops, starts or changes a workload: the plan changes new decisions only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from nodeau.apps.planes.plane import PlanInstall, PlanView
+from nodeau.domain.entitlements import (
+    TIMING,
+    EntitlementStatus,
+    Timing,
+    Verification,
+    clock_anchor,
+    clock_moved_back,
+    grace_end,
+    verified_terms,
+)
+from nodeau.domain.plans import plan_title
+from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier, StoredEntitlement
+
+UNCHANGED = "nothing was replaced, and the plan in force is unchanged"
+
+
+def plan_view(
+    plane: str,
+    kept: StoredEntitlement,
+    verification: Verification | None,
+    status: EntitlementStatus,
+    now: datetime,
+    source: str | None,
+    timing: Timing = TIMING,
+) -> PlanView:
+    """What ``nodeau plan`` shows of ``status``, decided at ``now`` over what is kept."""
+    entitlement = None if verification is None else verification.entitlement
+    anchor = clock_anchor(kept.anchor, entitlement)
+    terms = status.terms
+    return PlanView(
+        plane=plane,
+        installation_id=kept.installation_id,
+        plan=terms.name.value,
+        accepted=status.accepted,
+        reason=status.reason.value,
+        sentence=status.sentence,
+        detail=None if verification is None else verification.detail,
+        warning=status.warning,
+        source=source,
+        key_id=None if verification is None else verification.key_id,
+        features=tuple(sorted(f.value for f in terms.features)),
+        max_machines=terms.max_machines,
+        max_gpus=terms.max_gpus,
+        protections=tuple(sorted(p.value for p in status.protections)),
+        not_before=None if entitlement is None else entitlement.not_before,
+        expires_at=None if entitlement is None else entitlement.not_after,
+        grace_until=None if entitlement is None else grace_end(entitlement, timing),
+        clock=now,
+        clock_anchor=anchor,
+        clock_moved_back=clock_moved_back(now, anchor, timing.clock_tolerance),
+    )
+
+
+def plan_in_force(
+    plane: str, store: EntitlementStore, verifier: EntitlementVerifier, now: datetime
+) -> PlanView:
+    """The plan in force now over what the store keeps; the anchor is advanced to now."""
+    kept = store.read()
+    verification = None if kept.document is None else verifier.verify(kept.document)
+    status = verified_terms(verification, kept.installation_id, now, anchor=kept.anchor)
+    store.advance_anchor(now)
+    source = None if kept.document is None else kept.where
+    return plan_view(plane, kept, verification, status, now, source)
+
+
+def install(
+    plane: str,
+    store: EntitlementStore,
+    verifier: EntitlementVerifier,
+    document: bytes,
+    source: str,
+    now: datetime,
+) -> PlanInstall:
+    """Keep ``document`` if it can be accepted now; else refuse it, saying why."""
+    kept = store.read()
+    verification = verifier.verify(document)
+    status = verified_terms(verification, kept.installation_id, now, anchor=kept.anchor)
+    if not status.accepted:
+        detail = "" if verification.detail is None else f" ({verification.detail})"
+        store.advance_anchor(now)
+        return PlanInstall(
+            installed=False,
+            sentence=f"{source} was not installed: {status.cause}{detail}; {UNCHANGED}.",
+            plan=plan_view(plane, kept, verification, status, now, source),
+        )
+    store.install(document, now)
+    title = plan_title(status.terms.name)
+    return PlanInstall(
+        installed=True,
+        sentence=f"Installed the {title} entitlement from {source}, kept in {kept.where}.",
+        plan=plan_view(plane, kept, verification, status, now, kept.where),
+    )
+
+
+def remove(store: EntitlementStore, now: datetime) -> str:
+    """Remove the installed document; what was done."""
+    where = store.read().where
+    if not store.remove(now):
+        return f"No entitlement is installed ({where}); nothing was removed."
+    return (
+        f"Removed the entitlement from {where}: new decisions use the free Home plan;"
+        " nothing already serving is stopped."
+    )
