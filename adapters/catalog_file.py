@@ -17,11 +17,12 @@ from typing import Any, NewType, TypeVar
 
 import cattrs
 from attrs import frozen
-from cattrs.cols import homogenous_tuple_structure_factory, is_sequence
+from cattrs.cols import is_sequence
 from cattrs.errors import ForbiddenExtraKeysError
 from cattrs.v import format_exception
 from returns.result import Failure, Success
 
+from nodeau.adapters.strict_json import FieldProblem, exactly, json_kind, list_of
 from nodeau.domain.artifacts import (
     ArtifactFile,
     CuratedEntry,
@@ -41,10 +42,6 @@ _Count = NewType("_Count", int)  # a whole number above zero
 _Revision = NewType("_Revision", str)
 _FilePath = NewType("_FilePath", str)
 _Version = NewType("_Version", int)
-
-
-class _FieldProblem(ValueError):
-    """A value refused by one of this module's hooks; its text is shown as it is."""
 
 
 @frozen(kw_only=True)
@@ -80,104 +77,78 @@ class _CatalogDoc:
     models: tuple[_ModelDoc, ...]
 
 
-def _json_kind(value: object) -> str:
-    kinds = {bool: "true/false", int: "a number", float: "a number", str: "a string"}
-    kinds |= {list: "a list", dict: "an object", type(None): "null"}
-    return kinds.get(type(value), type(value).__name__)
-
-
 _T = TypeVar("_T")
 
 
-def _strict(kind: type[_T], wanted: str) -> Callable[[object, object], _T]:
-    def structure(value: object, _type: object) -> _T:
-        if type(value) is not kind:  # exact: bool is not an int here
-            raise _FieldProblem(f"expected {wanted}, got {_json_kind(value)}")
-        return value
-
-    return structure
-
-
 def _text(value: object, _type: object) -> _Text:
-    text = _strict(str, "a string")(value, _type)
+    text = exactly(str, "a string")(value, _type)
     if not text.strip():
-        raise _FieldProblem("cannot be empty")
+        raise FieldProblem("cannot be empty")
     return _Text(text)
 
 
 def _count(value: object, _type: object) -> _Count:
-    number = _strict(int, "a whole number")(value, _type)
+    number = exactly(int, "a whole number")(value, _type)
     if number <= 0:
-        raise _FieldProblem(f"must be above zero, got {number}")
+        raise FieldProblem(f"must be above zero, got {number}")
     return _Count(number)
 
 
 def _revision(value: object, _type: object) -> _Revision:
-    text = _strict(str, "a string")(value, _type)
+    text = exactly(str, "a string")(value, _type)
     if not is_immutable_revision(text):
-        raise _FieldProblem(f"{text!r} is not a 40-hex commit id (a branch or a tag can move)")
+        raise FieldProblem(f"{text!r} is not a 40-hex commit id (a branch or a tag can move)")
     return _Revision(text)
 
 
 def _file_path(value: object, _type: object) -> _FilePath:
-    text = _strict(str, "a string")(value, _type)
+    text = exactly(str, "a string")(value, _type)
     problem = relative_path_problem(text)
     if problem is not None:
-        raise _FieldProblem(problem)
+        raise FieldProblem(problem)
     return _FilePath(text)
 
 
 def _version(value: object, _type: object) -> _Version:
-    number = _strict(int, "a whole number")(value, _type)
+    number = exactly(int, "a whole number")(value, _type)
     if number != CATALOG_VERSION:
-        raise _FieldProblem(f"this Nodeau reads catalog version {CATALOG_VERSION}, not {number}")
+        raise FieldProblem(f"this Nodeau reads catalog version {CATALOG_VERSION}, not {number}")
     return _Version(number)
 
 
 def _sha256(value: object, _type: object) -> Sha256:
-    text = _strict(str, "a string")(value, _type)
+    text = exactly(str, "a string")(value, _type)
     match Sha256.parse(text):
         case Success(Sha256() as parsed):
             return parsed
         case Failure(why):
-            raise _FieldProblem(str(why))
+            raise FieldProblem(str(why))
     raise AssertionError("Sha256.parse answers a Result")
 
 
 def _task(value: object, _type: object) -> Task:
-    text = _strict(str, "a string")(value, _type)
+    text = exactly(str, "a string")(value, _type)
     try:
         return Task(text)
     except ValueError:
         known = ", ".join(t.value for t in Task)
-        raise _FieldProblem(f"{text!r} is not a task ({known})") from None
+        raise FieldProblem(f"{text!r} is not a task ({known})") from None
 
 
 def _capability(value: object, _type: object) -> Capability:
-    text = _strict(str, "a string")(value, _type)
+    text = exactly(str, "a string")(value, _type)
     try:
         return Capability(text)
     except ValueError:
         known = ", ".join(c.value for c in Capability)
-        raise _FieldProblem(f"{text!r} is not a capability ({known})") from None
-
-
-def _list_of(kind: Any, converter: cattrs.Converter) -> Callable[[object, object], tuple[Any, ...]]:
-    items = homogenous_tuple_structure_factory(kind, converter)
-
-    def structure(value: object, type_: object) -> tuple[Any, ...]:
-        if type(value) is not list:
-            raise _FieldProblem(f"expected a list, got {_json_kind(value)}")
-        return items(value, type_)  # type: ignore[no-any-return]
-
-    return structure
+        raise FieldProblem(f"{text!r} is not a capability ({known})") from None
 
 
 def _converter() -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=True)
     hooks: dict[Any, Callable[[object, object], object]] = {
-        str: _strict(str, "a string"),
-        int: _strict(int, "a whole number"),
+        str: exactly(str, "a string"),
+        int: exactly(int, "a whole number"),
         _Text: _text,
         _Count: _count,
         _Revision: _revision,
@@ -189,7 +160,7 @@ def _converter() -> cattrs.Converter:
     }
     for kind, hook in hooks.items():
         converter.register_structure_hook(kind, hook)
-    converter.register_structure_hook_factory(is_sequence, lambda t: _list_of(t, converter))
+    converter.register_structure_hook_factory(is_sequence, lambda t: list_of(t, converter))
     converter.register_unstructure_hook(Sha256, lambda digest: digest.hex)
     return converter
 
@@ -198,7 +169,7 @@ _CONVERTER = _converter()
 
 
 def _problem_text(exc: BaseException, kind: type | None) -> str:
-    if isinstance(exc, _FieldProblem):
+    if isinstance(exc, FieldProblem):
         return str(exc)
     if isinstance(exc, ForbiddenExtraKeysError):
         keys = ", ".join(repr(k) for k in sorted(exc.extra_fields))
@@ -248,7 +219,7 @@ def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [k for k, _ in pairs]
     repeated = sorted({k for k in keys if keys.count(k) > 1})
     if repeated:
-        raise _FieldProblem(f"key {', '.join(map(repr, repeated))} appears twice in one object")
+        raise FieldProblem(f"key {', '.join(map(repr, repeated))} appears twice in one object")
     return dict(pairs)
 
 
@@ -260,10 +231,10 @@ def parse_catalog(text: str, source: str) -> Catalog:
         raise CatalogError(
             f"{source}: not valid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})"
         ) from exc
-    except _FieldProblem as exc:
+    except FieldProblem as exc:
         raise CatalogError(f"{source}: {exc}") from exc
     if not isinstance(raw, dict):
-        raise CatalogError(f"{source}: the document must be a JSON object, not {_json_kind(raw)}")
+        raise CatalogError(f"{source}: the document must be a JSON object, not {json_kind(raw)}")
     try:
         document = _CONVERTER.structure(raw, _CatalogDoc)
     except Exception as exc:  # cattrs reports every problem as an exception (group)

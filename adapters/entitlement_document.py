@@ -27,7 +27,7 @@ from typing import Any, NewType, TypeVar
 
 import cattrs
 from attrs import frozen
-from cattrs.cols import homogenous_tuple_structure_factory, is_sequence
+from cattrs.cols import is_sequence
 from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
+from nodeau.adapters.strict_json import FieldProblem, exactly, list_of
 from nodeau.domain.entitlements import Entitlement, SignatureVerdict, Verification
 from nodeau.domain.plans import Feature, PlanName
 
@@ -48,10 +49,6 @@ _Text = NewType("_Text", str)
 _Count = NewType("_Count", int)
 _Base64 = NewType("_Base64", bytes)
 _Moment = NewType("_Moment", datetime)
-
-
-class _Problem(ValueError):
-    """A value refused by one of this module's hooks; its text is shown as it is."""
 
 
 @frozen(kw_only=True)
@@ -74,86 +71,60 @@ class _Payload:
     issued_at: _Moment
 
 
-def _kind(value: object) -> str:
-    kinds = {bool: "true/false", int: "a number", float: "a number", str: "a string"}
-    kinds |= {list: "a list", dict: "an object", type(None): "null"}
-    return kinds.get(type(value), type(value).__name__)
-
-
 _T = TypeVar("_T")
 
 
-def _exactly(kind: type[_T], wanted: str) -> Callable[[object, object], _T]:
-    def structure(value: object, _type: object) -> _T:
-        if type(value) is not kind:  # exact: bool is not an int here
-            raise _Problem(f"expected {wanted}, got {_kind(value)}")
-        return value
-
-    return structure
-
-
 def _text(value: object, _type: object) -> _Text:
-    text = _exactly(str, "a string")(value, _type)
+    text = exactly(str, "a string")(value, _type)
     if not text.strip() or text != text.strip() or not text.isprintable():
-        raise _Problem("expected printable text without surrounding spaces")
+        raise FieldProblem("expected printable text without surrounding spaces")
     return _Text(text)
 
 
 def _count(value: object, _type: object) -> _Count:
-    number = _exactly(int, "a whole number")(value, _type)
+    number = exactly(int, "a whole number")(value, _type)
     if number <= 0:
-        raise _Problem(f"must be above zero, got {number}")
+        raise FieldProblem(f"must be above zero, got {number}")
     return _Count(number)
 
 
 def _format(value: object, _type: object) -> _Format:
-    number = _exactly(int, "a whole number")(value, _type)
+    number = exactly(int, "a whole number")(value, _type)
     if number != FORMAT:
-        raise _Problem(f"this Nodeau reads entitlement format {FORMAT}, not {number}")
+        raise FieldProblem(f"this Nodeau reads entitlement format {FORMAT}, not {number}")
     return _Format(number)
 
 
 def _base64(value: object, _type: object) -> _Base64:
-    text = _exactly(str, "a string")(value, _type)
+    text = exactly(str, "a string")(value, _type)
     try:
         raw = base64.b64decode(text.encode("ascii"), validate=True)
     except (UnicodeEncodeError, binascii.Error):
-        raise _Problem("not base64") from None
+        raise FieldProblem("not base64") from None
     if base64.b64encode(raw).decode("ascii") != text:
-        raise _Problem("not base64 in its canonical form")
+        raise FieldProblem("not base64 in its canonical form")
     return _Base64(raw)
 
 
 def _moment(value: object, _type: object) -> _Moment:
-    text = _exactly(str, "a string")(value, _type)
+    text = exactly(str, "a string")(value, _type)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise _Problem(f"{text!r} is not an ISO 8601 moment") from None
+        raise FieldProblem(f"{text!r} is not an ISO 8601 moment") from None
     if moment.utcoffset() is None:
-        raise _Problem(f"{text!r} has no UTC offset")
+        raise FieldProblem(f"{text!r} has no UTC offset")
     return _Moment(moment)
 
 
 def _choice(kind: type[Any]) -> Callable[[object, object], Any]:
     def structure(value: object, _type: object) -> Any:
-        text = _exactly(str, "a string")(value, _type)
+        text = exactly(str, "a string")(value, _type)
         try:
             return kind(text)
         except ValueError:
             known = ", ".join(member.value for member in kind)
-            raise _Problem(f"{text!r} is not one of {known}") from None
-
-    return structure
-
-
-def _list_of(kind: Any, converter: cattrs.Converter) -> Callable[[object, object], Any]:
-    items = homogenous_tuple_structure_factory(kind, converter)
-
-    def structure(value: object, type_: object) -> Any:
-        if type(value) is not list:
-            raise _Problem(f"expected a list, got {_kind(value)}")
-        return items(value, type_)
+            raise FieldProblem(f"{text!r} is not one of {known}") from None
 
     return structure
 
@@ -171,7 +142,7 @@ def _converter() -> cattrs.Converter:
     }
     for kind, hook in hooks.items():
         converter.register_structure_hook(kind, hook)
-    converter.register_structure_hook_factory(is_sequence, lambda t: _list_of(t, converter))
+    converter.register_structure_hook_factory(is_sequence, lambda t: list_of(t, converter))
     return converter
 
 
@@ -179,7 +150,7 @@ _CONVERTER = _converter()
 
 
 def _problem_text(exc: BaseException, kind: type | None) -> str:
-    if isinstance(exc, _Problem):
+    if isinstance(exc, FieldProblem):
         return str(exc)
     if isinstance(exc, ForbiddenExtraKeysError):
         return "unknown key " + ", ".join(repr(k) for k in sorted(exc.extra_fields))
@@ -203,37 +174,37 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for key, value in pairs:
         if key in found:
-            raise _Problem(f"key {key!r} appears twice")
+            raise FieldProblem(f"key {key!r} appears twice")
         found[key] = value
     return found
 
 
 def _no_constant(name: str) -> object:
-    raise _Problem(f"{name} is not a JSON number")
+    raise FieldProblem(f"{name} is not a JSON number")
 
 
 _S = TypeVar("_S")
 
 
 def _read(data: bytes, kind: type[_S], what: str) -> _S:
-    """``kind`` from JSON bytes; ``_Problem`` naming ``what`` and the field when it does not
+    """``kind`` from JSON bytes; ``FieldProblem`` naming ``what`` and the field when it does not
     read."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _Problem(f"{what} is not UTF-8 text") from None
+        raise FieldProblem(f"{what} is not UTF-8 text") from None
     try:
         raw = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except _Problem as exc:
-        raise _Problem(f"{what}: {exc}") from None
+    except FieldProblem as exc:
+        raise FieldProblem(f"{what}: {exc}") from None
     except (ValueError, RecursionError):
-        raise _Problem(f"{what} is not JSON") from None
+        raise FieldProblem(f"{what} is not JSON") from None
     if type(raw) is not dict:
-        raise _Problem(f"{what} is not a JSON object")
+        raise FieldProblem(f"{what} is not a JSON object")
     try:
         return _CONVERTER.structure(raw, kind)
     except BaseValidationError as exc:
-        raise _Problem(_first_problem(exc, what)) from None
+        raise FieldProblem(_first_problem(exc, what)) from None
 
 
 def _malformed(detail: str, key_id: str | None = None) -> Verification:
@@ -260,7 +231,7 @@ class Ed25519EntitlementVerifier:
             return _malformed(f"the document is larger than {MAX_BYTES} bytes")
         try:
             envelope = _read(document, _Envelope, "the document")
-        except _Problem as exc:
+        except FieldProblem as exc:
             return _malformed(str(exc))
         key = self._keys.get(envelope.key_id)
         if key is None:
@@ -292,7 +263,7 @@ class Ed25519EntitlementVerifier:
                 issued_at=payload.issued_at,
                 issuer_key_id=envelope.key_id,
             )
-        except (_Problem, ValueError) as exc:
+        except (FieldProblem, ValueError) as exc:
             return _malformed(str(exc), envelope.key_id)
         return Verification(
             verdict=SignatureVerdict.VALID, key_id=envelope.key_id, entitlement=entitlement

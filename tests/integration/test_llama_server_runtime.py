@@ -43,23 +43,15 @@ from nodeau.domain.memory import CacheType, RuntimeConfig, kv_cells
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerSpec
 from tests.integration.test_llama_cpp_python_runtime import llama_cpp_python_runtime
+from tests.support.llama import llama_server_binary
 from tests.support.tiny_gguf import write_tiny_llama
 
 READY_S = 60.0  # generous: a tiny model is ready in well under a second
-BUILD_HOW = (
-    "no llama-server found: run scripts/build-llama-server (about 7 minutes on 2 cores), "
-    "put llama-server on PATH, or set NODEAU_LLAMA_SERVER"
-)
 
 
 @pytest.fixture(scope="module")
 def binary() -> Path:
-    found = find_llama_server(os.environ)
-    if found is None or not found.is_file():
-        # under CI=true and elsewhere alike: a missing runtime is a failure, not a skip
-        chosen = f" ({found} is not a file)" if found else ""
-        pytest.fail(f"{BUILD_HOW}{chosen}; CI={os.environ.get('CI', '')!r}")
-    return found
+    return llama_server_binary()
 
 
 @pytest.fixture

@@ -28,11 +28,12 @@ import pytest
 from attrs import frozen
 
 from nodeau.adapters.gguf_inspector import GgufModelInspector
-from nodeau.adapters.llama_server import find_llama_server, free_port, server_command
+from nodeau.adapters.llama_server import free_port, server_command
 from nodeau.adapters.runtime_buffers import ReportedBuffers, reported_buffers
 from nodeau.domain.memory import MIB, Allowances, RuntimeConfig, estimate_peak
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import ServerSpec
+from tests.support.llama import llama_server_binary
 from tests.support.real_models import GEMMA3_270M, SMOLLM2, fetch, fetch_minilm
 from tests.support.tiny_gguf import write_tiny_llama
 
@@ -43,10 +44,6 @@ READY_S = 120.0
 MODEL_TERMS = ("weights", "kv cache", "compute buffer", "output buffer")
 GENERATED_OVER = 1.15
 REAL_OVER = 1.20
-BUILD_HOW = (
-    "no llama-server found: run scripts/build-llama-server (about 7 minutes on 2 cores), "
-    "put llama-server on PATH, or set NODEAU_LLAMA_SERVER"
-)
 
 
 @frozen(kw_only=True)
@@ -106,11 +103,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def binary() -> Path:
-    found = find_llama_server(os.environ)
-    if found is None or not found.is_file():
-        chosen = f" ({found} is not a file)" if found else ""
-        pytest.fail(f"{BUILD_HOW}{chosen}; CI={os.environ.get('CI', '')!r}")
-    return found
+    return llama_server_binary()
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ The binary is found as the product finds it; a machine without one fails, never 
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,13 +26,14 @@ from pathlib import Path
 
 import pytest
 
-from nodeau.adapters.llama_server import LlamaServerRuntime, find_llama_server
+from nodeau.adapters.llama_server import LlamaServerRuntime
 from nodeau.adapters.probe_client import run_probes
 from nodeau.domain.memory import RuntimeConfig
 from nodeau.domain.probes import probes_for
 from nodeau.domain.qualification import Capability, ProbeOutcome, ProbeResult
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import ServerSpec
+from tests.support.llama import llama_server_binary
 from tests.support.real_models import SMOLLM2, fetch
 from tests.support.tiny_gguf import write_tiny_llama
 
@@ -43,10 +43,6 @@ READY_S = 60.0
 TIMEOUT_S = 120.0
 SEEDS = (0, 1, 2)
 MODEL = "probed"
-BUILD_HOW = (
-    "no llama-server found: run scripts/build-llama-server (about 7 minutes on 2 cores), "
-    "put llama-server on PATH, or set NODEAU_LLAMA_SERVER"
-)
 
 SMOLLM2_PASSES = {
     Capability.CHAT: ProbeOutcome.PASSED,
@@ -60,11 +56,7 @@ SMOLLM2_PASSES = {
 
 @pytest.fixture(scope="module")
 def binary() -> Path:
-    found = find_llama_server(os.environ)
-    if found is None or not found.is_file():
-        chosen = f" ({found} is not a file)" if found else ""
-        pytest.fail(f"{BUILD_HOW}{chosen}; CI={os.environ.get('CI', '')!r}")
-    return found
+    return llama_server_binary()
 
 
 @pytest.fixture(scope="module")

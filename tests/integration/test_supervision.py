@@ -30,7 +30,7 @@ from nodeau.adapters import processes
 from nodeau.adapters.detached import read_status
 from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
-from nodeau.adapters.llama_server import LlamaServerRuntime, LocalServerProcesses, find_llama_server
+from nodeau.adapters.llama_server import LlamaServerRuntime, LocalServerProcesses
 from nodeau.adapters.model_server_process import exit_path, server_alive, server_exit
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_marks import SqliteMarks
@@ -52,14 +52,11 @@ from nodeau.domain.workloads import ExitKind, RecoveryMode, ServerExit, Workload
 from nodeau.ports.runtime import RunningServer
 from nodeau.ports.state import WorkloadRecord
 from tests.support.fake_registry import FakeRegistry
+from tests.support.llama import llama_server_binary
 from tests.support.tiny_gguf import write_tiny_llama
 
 CARD = "SIM-GPU-092fee4d-8a0c-5c09-bf89-10b04b9d1b58"  # the simulated card of machine m1
 BOUND_S = 60.0
-BUILD_HOW = (
-    "no llama-server found: run scripts/build-llama-server (about 7 minutes on 2 cores), "
-    "put llama-server on PATH, or set NODEAU_LLAMA_SERVER"
-)
 
 
 def hms(at: datetime) -> str:
@@ -68,12 +65,7 @@ def hms(at: datetime) -> str:
 
 @pytest.fixture(scope="module")
 def binary() -> Path:
-    found = find_llama_server(os.environ)
-    if found is None or not found.is_file():
-        # under CI=true and elsewhere alike: a missing runtime is a failure, not a skip
-        chosen = f" ({found} is not a file)" if found else ""
-        pytest.fail(f"{BUILD_HOW}{chosen}; CI={os.environ.get('CI', '')!r}")
-    return found
+    return llama_server_binary()
 
 
 @pytest.fixture(autouse=True)

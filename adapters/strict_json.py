@@ -1,0 +1,50 @@
+"""Reading JSON documents strictly with cattrs: the hooks Nodeau's documents share.
+
+A value must be of its exact JSON type (no ``"12"`` for 12, no ``true`` for 1) and a list
+must be a list; a hook that refuses a value raises ``FieldProblem``, whose text is shown to
+a person as it is, after the path of the field it was found at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import cattrs
+from cattrs.cols import homogenous_tuple_structure_factory
+
+_T = TypeVar("_T")
+
+
+class FieldProblem(ValueError):
+    """A value refused by a reading hook; its text is shown as it is."""
+
+
+def json_kind(value: object) -> str:
+    """What a JSON value is, in a person's words."""
+    kinds = {bool: "true/false", int: "a number", float: "a number", str: "a string"}
+    kinds |= {list: "a list", dict: "an object", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def exactly(kind: type[_T], wanted: str) -> Callable[[object, object], _T]:
+    """A hook taking only values of exactly ``kind`` (bool is not an int here)."""
+
+    def structure(value: object, _type: object) -> _T:
+        if type(value) is not kind:
+            raise FieldProblem(f"expected {wanted}, got {json_kind(value)}")
+        return value
+
+    return structure
+
+
+def list_of(kind: Any, converter: cattrs.Converter) -> Callable[[object, object], tuple[Any, ...]]:
+    """A hook taking a JSON list (and nothing else) into a tuple of ``kind``."""
+    items = homogenous_tuple_structure_factory(kind, converter)
+
+    def structure(value: object, type_: object) -> tuple[Any, ...]:
+        if type(value) is not list:
+            raise FieldProblem(f"expected a list, got {json_kind(value)}")
+        return items(value, type_)  # type: ignore[no-any-return]
+
+    return structure
