@@ -177,7 +177,7 @@ def _probe_one(
             log_buffers=True,
         )
     except RuntimeFailure as failure:
-        return _Run(results=_not_started(task, str(failure)), memory=None, runtime=None)
+        return _Run(results=not_started(task, str(failure)), memory=None, runtime=None)
     try:
         # recorded serving (no endpoint): ps shows it, and stop --workload can end it
         serving(parts.state, name, server, endpoint_port=0, at=parts.clock())
@@ -210,7 +210,8 @@ def _probe_one(
         stop_workload(name, state=parts.state, runtime=parts.runtime, now=parts.clock)
 
 
-def _not_started(task: Task, why: str) -> tuple[ProbeResult, ...]:
+def not_started(task: Task, why: str) -> tuple[ProbeResult, ...]:
+    """Every probe a server for ``task`` would have answered, failed: it never served."""
     from nodeau.domain.probes import probes_for
 
     return tuple(

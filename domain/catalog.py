@@ -12,7 +12,7 @@ from attrs import frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.domain.artifacts import CuratedEntry
-from nodeau.domain.qualification import Capability
+from nodeau.domain.qualification import Capability, capability_of
 from nodeau.domain.tasks import Task
 
 
@@ -66,3 +66,12 @@ def find_entry(catalog: Catalog, name: str) -> Result[CatalogEntry, str]:
     close = sorted(e.name for e in catalog.entries if name.lower() in e.name.lower())
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return Failure(f"no model called {name!r} in the catalog{hint}")
+
+
+def catalog_claims(catalog: Catalog, artifact_id: str) -> frozenset[Capability] | None:
+    """What the catalog claims for these bytes: the capabilities of the entry that lists
+    them (its checked capabilities, else those its tasks need); None when no entry does."""
+    for e in catalog.entries:
+        if e.entry.artifact().id.hex == artifact_id:
+            return frozenset(e.capabilities or (capability_of(t) for t in e.tasks))
+    return None

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from attrs import field, frozen
 
 from nodeau.domain.aliases import AliasBook
-from nodeau.domain.artifacts import Artifact, ArtifactId, Origin
+from nodeau.domain.artifacts import ArtifactId
 from nodeau.domain.memory import MeasuredKey, Measurement
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.tasks import Task
@@ -181,15 +181,18 @@ def capability_of(task: Task) -> Capability:
 
 
 def task_refusal(
-    artifact: Artifact, evidence: QualificationEvidence | None, task: Task, model: str
+    *,
+    catalog: frozenset[Capability] | None,
+    evidence: QualificationEvidence | None,
+    task: Task,
+    model: str,
 ) -> Refusal | None:
-    """Why an imported model may not be run for ``task``, or None. A curated model's
-    tasks are the catalog's (checked where the catalog is); an imported one claims a task
-    only once qualification proved its capability."""
-    if artifact.origin is not Origin.CUSTOM:
-        return None
+    """Why a model may not be run for ``task``, or None. A model claims a capability when
+    the catalog entry that lists its bytes claims it (``catalog``: what we checked; None
+    when no entry lists them, an imported model) or when its newest qualification proved
+    it; nothing else counts, however the bytes arrived."""
     capability = capability_of(task)
-    if capability in claimed_capabilities(evidence):
+    if capability in (catalog or frozenset()) | claimed_capabilities(evidence):
         return None
     if evidence is None:
         what = "it was never qualified"
@@ -201,6 +204,9 @@ def task_refusal(
             what = f"{capability.value} does not apply to it: {probe.why}"
         else:
             what = f"its {capability.value} probe failed on {evidence.at:%Y-%m-%d %H:%M}"
+    if catalog is not None:
+        listed = ", ".join(c.value for c in Capability if c in catalog) or "nothing"
+        what = f"its catalog entry claims {listed}; {what}"
     return Refusal.of(
         CODE_NOT_PROVED,
         f"{model} has not proved it can {task.value} ({what}); "

@@ -26,6 +26,7 @@ from nodeau.domain.health import MachineHealth, Signals
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.placement import Policy, SchedulingSettings
+from nodeau.domain.qualification import EvidenceBook, QualificationEvidence
 from nodeau.domain.records import WorkloadRecord
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
@@ -457,6 +458,18 @@ class WorkloadRoutes(Protocol):
         """Call ``changed`` with the service's route now (None: no such service), then at
         every change, until ``stop`` is set; a failure to reach the cluster keeps the last
         route and tries again."""
+        ...
+
+
+class QualificationRecords(Protocol):
+    """The fleet's qualification evidence, per artifact (never per alias)."""
+
+    def evidence(self) -> EvidenceBook:
+        """Every run kept, per artifact, oldest first."""
+        ...
+
+    def record_evidence(self, evidence: QualificationEvidence) -> None:
+        """Keep one more run under its artifact."""
         ...
 
 

@@ -28,6 +28,8 @@ HEALTH_CONFIGMAP = "nodeau-health"
 COPIES_CONFIGMAP = "nodeau-copies"
 COPIES_KEY = "requests"
 # the installation's id, its installed entitlement and the clock anchor
+QUALIFICATIONS_CONFIGMAP = "nodeau-qualifications"  # one key per artifact (SHA-256 hex)
+
 ENTITLEMENT_CONFIGMAP = "nodeau-entitlement"
 INSTALLATION_KEY = "installation"
 ENTITLEMENT_KEY = "entitlement"

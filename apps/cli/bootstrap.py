@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.planes.plane import Plane
+    from nodeau.domain.catalog import Catalog
     from nodeau.ports.entitlements import EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
@@ -143,7 +144,13 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
         s = settings()
         source = FleetSource(kubeconfig=kubeconfig_of(choice, s.environ), context=cluster.context)
         endpoints = fleet_endpoint_manager(s, source)
-        return KubernetesPlane(cluster, utc_now, endpoints, verifier=verifier)
+
+        def catalog() -> Catalog:
+            from nodeau.apps import model_services
+
+            return model_services.build(s).catalog()
+
+        return KubernetesPlane(cluster, utc_now, endpoints, verifier=verifier, catalog=catalog)
     from nodeau.apps.planes.machine import MachinePlane
 
     s = settings()

@@ -141,6 +141,7 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
     from nodeau.adapters.kube.ledger import KubeReservationLedger
     from nodeau.adapters.kube.marks import KubeFleetMarks
     from nodeau.adapters.kube.pods import KubeServerPods
+    from nodeau.adapters.kube.qualifications import KubeQualificationRecords
     from nodeau.adapters.kube.reports import KubeMachineReports
     from nodeau.adapters.kube.workloads import KubeWorkloadObjects
     from nodeau.apps.planes.kubernetes import FleetCluster, banner
@@ -167,4 +168,5 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
         pods=KubeServerPods(api),
         copies=KubeModelCopies(api),
         entitlements=KubeEntitlementStore(api),
+        qualifications=KubeQualificationRecords(api),
     )

@@ -28,7 +28,10 @@ def qualification_lines(view: QualificationView) -> list[str]:
         kept = "recorded as a measurement" if m.measured else "evidence only, not a card's VRAM"
         lines.append(f"  {m.task}: {size(m.peak_bytes)}, {m.source} ({kept}); {m.config}")
     if not view.memory:
-        lines.append("memory: nothing read (no server reported its memory)")
+        lines.append(
+            "memory: not read (on a fleet the agent does not report a model server's own "
+            "memory yet); admission keeps using its estimate"
+        )
     claims = ", ".join(view.claims) if view.claims else "nothing (no probe passed)"
     lines.append(f"{view.model} now claims: {claims}")
     return lines

@@ -62,8 +62,8 @@ from nodeau.apps.planes.plane import (
     MachineView,
     PlanInstall,
     PlanView,
+    QualificationUnavailable,
     QualificationView,
-    QualifyNeedsOneMachine,
     RecoveryListing,
     Refused,
     RunAsk,
@@ -73,6 +73,7 @@ from nodeau.apps.planes.plane import (
     WorkloadView,
 )
 from nodeau.apps.planes.recovery import choice_of, fleet_listing, refuse_batch
+from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import (
     PERSON,
@@ -96,6 +97,7 @@ from nodeau.ports.cluster import (
     MachineReport,
     MachineReports,
     ModelCopies,
+    QualificationRecords,
     ReservationLedger,
     ServerPods,
     UnknownMachine,
@@ -138,6 +140,7 @@ class FleetCluster:
     pods: ServerPods
     copies: ModelCopies | None = None  # None: a connection built for other commands
     entitlements: EntitlementStore | None = None  # None: a connection built for other commands
+    qualifications: QualificationRecords | None = None  # None: built for other commands
 
 
 def banner(server: str, context: str | None) -> str:
@@ -293,12 +296,14 @@ class KubernetesPlane:
         clock: Callable[[], datetime],
         endpoints: LoopbackEndpoints | None = None,
         verifier: EntitlementVerifier | None = None,
+        catalog: Callable[[], Catalog] = Catalog,
     ) -> None:
         self._cluster = cluster
         self._objects = cluster.objects
         self._clock = clock
         self._endpoints = endpoints
         self._verifier = verifier  # None: the keys compiled into the package
+        self._catalog = catalog  # the curated catalog: what it lists is not imported
 
     @property
     def description(self) -> str:
@@ -313,6 +318,10 @@ class KubernetesPlane:
                 "command does not run here; nothing was created"
             )
         name = object_name(ask.name, ask.model)
+        if not ask.unproved:
+            unproved = self._unproved(ask)
+            if unproved is not None:
+                return Refused(name=name, refusal=unproved)
         wanted = WorkloadAsk(
             kind=WorkloadKind.SERVICE,
             name=name,
@@ -337,6 +346,29 @@ class KubernetesPlane:
             reserved_bytes=int(reserved) if isinstance(reserved, int) else None,
             source=str(decision.status.get("source", "estimated")),
             endpoint_service=how,
+        )
+
+    def _unproved(self, ask: RunAsk) -> Refusal | None:
+        """Why the fleet may not run ``ask``'s model for its task (the domain's
+        ``task_refusal``: what the catalog claims for its bytes, what it proved), or None.
+        A model no machine holds is the controller's to refuse."""
+        from nodeau.apps.models import UnknownModel
+        from nodeau.apps.planes.fleet_qualify import fleet_model
+        from nodeau.domain.catalog import catalog_claims
+        from nodeau.domain.qualification import task_refusal
+
+        if self._cluster.qualifications is None:
+            return None  # a connection built for other commands: the controller decides
+        try:
+            found = fleet_model(ask.model, self._cluster.reports.read().reports)
+        except UnknownModel:
+            return None
+        book = self._cluster.qualifications.evidence()
+        return task_refusal(
+            catalog=catalog_claims(self._catalog(), found.artifact),
+            evidence=book.for_artifact(Sha256(hex=found.artifact)),
+            task=ask.task,
+            model=found.name,
         )
 
     def _ask(self, wanted: WorkloadAsk) -> None:
@@ -422,11 +454,37 @@ class KubernetesPlane:
     def qualify(
         self, model: str, context_tokens: int | None, seed: int | None = None
     ) -> QualificationView | Refused:
-        raise QualifyNeedsOneMachine(
-            f"{model}: qualification on a fleet is not built yet; qualify it with this "
-            "machine's own plane (NODEAU_PLANE=machine nodeau model qualify "
-            f"{model}) on a machine outside the fleet"
+        import random
+
+        from nodeau.adapters.probe_client import run_probes
+        from nodeau.apps.planes.fleet_qualify import fleet_model, qualify_on_fleet
+        from nodeau.apps.planes.qualification_view import qualification_view
+
+        records = self._qualifications()
+        drawn = seed if seed is not None else random.SystemRandom().randrange(2**32)
+        done = qualify_on_fleet(
+            objects=self._objects,
+            reports=lambda: self._cluster.reports.read().reports,
+            records=records,
+            decide=self._decision,
+            clock=self._clock,
+            probe=run_probes,
+            model=model,
+            context_tokens=context_tokens,
+            seed=drawn,
         )
+        if isinstance(done, Refused):
+            return done
+        shown = fleet_model(model, self._cluster.reports.read().reports).name
+        return qualification_view(shown, done)
+
+    def _qualifications(self) -> QualificationRecords:
+        if self._cluster.qualifications is None:
+            raise QualificationUnavailable(
+                "this connection to the fleet keeps no qualification evidence; "
+                "nodeau model qualify needs the CLI's own connection"
+            )
+        return self._cluster.qualifications
 
     def logs(self, name: str, lines: int) -> tuple[str, ...]:
         """The last lines of the workload's model server log: its Pod's container's (the

@@ -223,10 +223,15 @@ class MachinePlane:
             case Admit():
                 pass
         if not ask.unproved:
+            from nodeau.domain.catalog import catalog_claims
             from nodeau.domain.qualification import task_refusal
 
-            evidence = models.registry.evidence().for_artifact(resolved.artifact.id)
-            unproved = task_refusal(resolved.artifact, evidence, ask.task, resolved.display_name)
+            unproved = task_refusal(
+                catalog=catalog_claims(models.catalog(), artifact_id),
+                evidence=models.registry.evidence().for_artifact(resolved.artifact.id),
+                task=ask.task,
+                model=resolved.display_name,
+            )
             if unproved is not None:
                 return Refused(name=name, refusal=unproved)
         request = RunRequest(

@@ -8,14 +8,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from nodeau.apps.planes.plane import MemoryView, ProbeView, QualificationView, Refused
+from nodeau.apps.planes.plane import QualificationView, Refused
+from nodeau.apps.planes.qualification_view import qualification_view
 from nodeau.apps.settings import Settings
-from nodeau.domain.qualification import (
-    Capability,
-    MemorySource,
-    QualificationEvidence,
-    claimed_capabilities,
-)
 from nodeau.domain.refusals import Refusal
 
 if TYPE_CHECKING:
@@ -56,38 +51,3 @@ def qualify(
     if isinstance(done, Refusal):
         return Refused(name=resolved.display_name, refusal=done)
     return qualification_view(resolved.display_name, done)
-
-
-def qualification_view(model: str, evidence: QualificationEvidence) -> QualificationView:
-    """What a person reads of one qualification run."""
-    claimed = claimed_capabilities(evidence)
-    return QualificationView(
-        model=model,
-        artifact=evidence.artifact_id.hex,
-        card=evidence.gpu_model,
-        runtime=evidence.runtime,
-        at=evidence.at,
-        context_tokens=evidence.context_tokens,
-        memory=tuple(
-            MemoryView(
-                task=m.task.value,
-                config=m.config_key,
-                peak_bytes=m.peak_bytes,
-                source=m.source.value,
-                measured=m.source is MemorySource.NVML,
-            )
-            for m in evidence.memory
-        ),
-        probes=tuple(
-            ProbeView(
-                capability=p.capability.value,
-                outcome=p.outcome.value,
-                asked=p.asked,
-                answered=p.answered,
-                why=p.why,
-            )
-            for p in evidence.probes
-        ),
-        claims=tuple(c.value for c in Capability if c in claimed),
-        seed=evidence.seed,
-    )

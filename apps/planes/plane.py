@@ -431,5 +431,5 @@ class CopiesNeedAFleet(NodeauError):
     """Copies are kept between the machines of a fleet; one machine has none to keep."""
 
 
-class QualifyNeedsOneMachine(NodeauError):
-    """Qualification runs on the one-machine plane; on a fleet it is not built yet."""
+class QualificationUnavailable(NodeauError):
+    """This connection to the plane cannot keep qualification evidence."""

@@ -19,8 +19,9 @@ import openai
 import psutil
 import pytest
 
-from nodeau.adapters.catalog_file import JsonCatalogFile
+from nodeau.adapters.catalog_file import JsonCatalogFile, catalog_json
 from nodeau.apps.cli.bootstrap import shipped_catalog
+from nodeau.domain.catalog import Catalog
 from tests.support.cli import Cli as BaseCli
 from tests.support.real_models import SMOLLM2, fetch, fetch_minilm
 from tests.support.tiny_gguf import write_tiny_llama
@@ -33,13 +34,20 @@ EVERY = ("chat", "embed", "rerank", "tools", "structured-output", "vision-input"
 
 
 class Cli(BaseCli):
-    def __init__(self, home: Path) -> None:
-        super().__init__(home, timeout_s=900, NODEAU_SIMULATED_GPUS="1 x 24 GiB")
+    def __init__(self, home: Path, catalog: Path) -> None:
+        super().__init__(
+            home, timeout_s=900, NODEAU_SIMULATED_GPUS="1 x 24 GiB", NODEAU_CATALOG=str(catalog)
+        )
 
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Iterator[Cli]:
-    c = Cli(tmp_path / "home")
+    # A catalog of the user's own that lists none of these models: each is imported, and
+    # claims only what it proves (the shipped catalog lists SmolLM2's bytes; see the end
+    # of the first test).
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(catalog_json(Catalog()), encoding="utf-8")
+    c = Cli(tmp_path / "home", catalog)
     yield c
     done = c("ps", "--json")
     if done.returncode == 0:

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from attrs import evolve
 
 from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
-from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry, find_entry
+from nodeau.domain.catalog import (
+    ArchitectureSummary,
+    Catalog,
+    CatalogEntry,
+    catalog_claims,
+    find_entry,
+)
+from nodeau.domain.qualification import Capability
 from nodeau.domain.tasks import Task
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
@@ -59,3 +67,16 @@ def test_a_catalog_names_each_model_once() -> None:
 def test_an_entry_serves_at_least_one_task() -> None:
     with pytest.raises(ValueError, match=r"^catalog entry x serves no task$"):
         entry("x", tasks=())
+
+
+def test_the_catalog_claims_for_the_bytes_it_lists_what_their_entry_claims() -> None:
+    checked = evolve(entry("qwen"), capabilities=(Capability.CHAT, Capability.TOOLS))
+    tasks_only = entry("embedder", (Task.EMBED,))
+    catalog = Catalog(entries=(checked, tasks_only))
+    assert catalog_claims(catalog, checked.entry.artifact().id.hex) == {
+        Capability.CHAT,
+        Capability.TOOLS,
+    }
+    # an entry that lists no checked capability claims what its tasks need
+    assert catalog_claims(catalog, tasks_only.entry.artifact().id.hex) == {Capability.EMBED}
+    assert catalog_claims(catalog, "0" * 64) is None

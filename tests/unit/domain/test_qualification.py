@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeau.domain.aliases import AliasBook, import_under_alias
-from nodeau.domain.artifacts import Artifact, ArtifactFile, ArtifactId, Origin, Sha256
+from nodeau.domain.artifacts import Artifact, ArtifactFile, ArtifactId, Sha256
 from nodeau.domain.memory import MeasuredKey
 from nodeau.domain.qualification import (
     Capability,
@@ -28,7 +28,7 @@ from nodeau.domain.qualification import (
     record,
     task_refusal,
 )
-from nodeau.domain.refusals import ReasonCode, RefusalKind
+from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
 from nodeau.domain.tasks import Task
 
 AT = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
@@ -139,31 +139,45 @@ def test_only_a_cards_own_reading_becomes_a_measurement_for_admission() -> None:
     assert card_measurements(simulated, note="qualified") == ()
 
 
+def refusal_for(
+    evidence: QualificationEvidence | None,
+    task: Task,
+    catalog: frozenset[Capability] | None = None,
+) -> Refusal | None:
+    return task_refusal(catalog=catalog, evidence=evidence, task=task, model="mine")
+
+
 def test_an_imported_model_runs_only_the_tasks_it_proved() -> None:
     imported = art(1)
-    never = task_refusal(imported, None, Task.CHAT, "mine")
+    never = refusal_for(None, Task.CHAT)
     assert never is not None
     assert never.code is ReasonCode.TASK_NOT_PROVED
     assert never.kind is RefusalKind.QUALIFICATION
-    assert "mine has not proved it can chat (it was never qualified)" in never.sentence
-    assert "nodeau model qualify mine" in never.sentence
-    chat_only = run(imported.id, probe(Capability.CHAT, True), probe(Capability.EMBED, False))
-    assert task_refusal(imported, chat_only, Task.CHAT, "mine") is None
-    failed = task_refusal(imported, chat_only, Task.EMBED, "mine")
-    assert failed is not None
-    assert "its embed probe failed on 2026-11-30 18:00" in failed.sentence
-    unprobed = task_refusal(imported, chat_only, Task.RERANK, "mine")
-    assert unprobed is not None
-    assert "qualification did not probe rerank" in unprobed.sentence
-
-
-def test_a_curated_models_tasks_are_the_catalogs() -> None:
-    curated = Artifact.of_files(
-        [ArtifactFile(path="model.gguf", size_bytes=100, sha256=sha(9))],
-        origin=Origin.CURATED,
-        source="hf:org/repo@0123456789012345678901234567890123456789",
+    assert never.sentence == (
+        "mine has not proved it can chat (it was never qualified); run nodeau model qualify "
+        "mine, or pass --unproved to serve it anyway"
     )
-    assert task_refusal(curated, None, Task.EMBED, "catalogued") is None
+    chat_only = run(imported.id, probe(Capability.CHAT, True), probe(Capability.EMBED, False))
+    assert refusal_for(chat_only, Task.CHAT) is None
+    failed = refusal_for(chat_only, Task.EMBED)
+    assert failed is not None
+    assert "(its embed probe failed on 2026-11-30 18:00)" in failed.sentence
+    unprobed = refusal_for(chat_only, Task.RERANK)
+    assert unprobed is not None
+    assert "(qualification did not probe rerank)" in unprobed.sentence
+
+
+def test_bytes_a_catalog_entry_lists_claim_what_the_entry_claims_and_what_they_proved() -> None:
+    listed = frozenset({Capability.CHAT})
+    assert refusal_for(None, Task.CHAT, listed) is None
+    refused = refusal_for(None, Task.EMBED, listed)
+    assert refused is not None
+    assert "(its catalog entry claims chat; it was never qualified)" in refused.sentence
+    proved = run(art(1).id, probe(Capability.EMBED, True))
+    assert refusal_for(proved, Task.EMBED, listed) is None
+    nothing = refusal_for(None, Task.CHAT, frozenset())
+    assert nothing is not None
+    assert "its catalog entry claims nothing" in nothing.sentence
 
 
 def test_an_encoder_is_not_probed_for_what_it_cannot_generate() -> None:

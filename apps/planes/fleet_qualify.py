@@ -1,0 +1,205 @@
+"""``nodeau model qualify`` on a fleet: a workload like any other, its evidence kept in the
+cluster.
+
+Decisions:
+
+* The model is named by what the fleet's machines hold verified (their reports), so the
+  evidence is keyed by the artifact, never by the name typed.
+* One GPUService per task the plan names (chat, embed, rerank; an encoder has no chat
+  server), called ``qualify-<artifact>``: the controller admits and places it exactly as
+  it does ``nodeau run``'s, and its Pod serves on the card chosen. A refusal stops the
+  qualification before anything serves, and nothing is recorded.
+* The probes go from this command to the model server's address, as the GPUService's
+  status states it once its Pod serves: the same address a loopback endpoint routes to;
+  inference never passes through the controller. A server that does not come to serve in
+  ``READY_S`` fails the probes it was started for, saying so.
+* Each GPUService is deleted (the controller stops its server and frees its card) and gone
+  before the next is asked for, whatever happened.
+* Memory is not read on a fleet yet: the agent does not report a model server's own
+  memory, and a figure nobody read is not written down (the evidence says so).
+* The runtime is named by the model-server image the Pods run.
+* The evidence is kept in ConfigMap nodeau-qualifications (``QualificationRecords``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+import httpx
+
+from nodeau.adapters.kube.resources import SERVER_IMAGE
+from nodeau.apps.models import UnknownModel
+from nodeau.apps.planes.plane import Refused, Undecided
+from nodeau.apps.qualify import Probe, not_started
+from nodeau.domain.artifacts import Sha256
+from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.qualification import QualificationEvidence, qualification_plan
+from nodeau.domain.resolution import Known, Resolution, Unresolved, display_name, resolve_name
+from nodeau.domain.workloads import WorkloadKind
+from nodeau.ports.cluster import (
+    MachineReport,
+    QualificationRecords,
+    WorkloadAsk,
+    WorkloadObject,
+    WorkloadObjects,
+)
+from nodeau.ports.errors import NodeauError
+from nodeau.ports.state import StateError
+
+READY_S = 180.0  # from the decision to a model server that serves
+GONE_S = 60.0  # for a deleted qualification workload to be gone
+POLL_S = 0.2
+HEALTH_S = 2.0  # one look at a model server's /health
+API_SUFFIX = "/v1"
+RUNTIME = f"llama-server (the fleet's model-server image {SERVER_IMAGE})"
+
+Decide = Callable[[WorkloadKind, str, float], "WorkloadObject | Refused | Undecided"]
+
+
+class QualifyUndecided(NodeauError):
+    """The controller did not decide on a qualification workload in time."""
+
+
+class FleetModel:
+    """What the fleet's reports say of the artifact a typed name means."""
+
+    def __init__(self, artifact: str, name: str, summary: ModelSummary) -> None:
+        self.artifact = artifact
+        self.name = name
+        self.summary = summary
+
+
+def fleet_model(text: str, reports: Iterable[MachineReport]) -> FleetModel:
+    """The one artifact ``text`` names among the machines' verified models; UnknownModel."""
+    held = [a for rep in reports for a in rep.artifacts]
+    known = [Known(artifact_id=a.id.lower(), names=a.names) for a in held]
+    match resolve_name(text, known):
+        case Resolution() as found:
+            first = next(a for a in held if a.id.lower() == found.artifact_id)
+            name = display_name(text, found.names, found.artifact_id)
+            return FleetModel(found.artifact_id, name, first.summary)
+        case Unresolved() as missed:
+            raise UnknownModel(f"{missed.sentence} among the models the fleet holds verified")
+    raise AssertionError("resolve_name answers a Resolution or an Unresolved")
+
+
+def qualify_on_fleet(
+    *,
+    objects: WorkloadObjects,
+    reports: Callable[[], tuple[MachineReport, ...]],
+    records: QualificationRecords,
+    decide: Decide,
+    clock: Callable[[], datetime],
+    probe: Probe,
+    model: str,
+    context_tokens: int | None,
+    seed: int,
+    wait_s: float = 60.0,
+) -> QualificationEvidence | Refused:
+    """Qualify ``model`` on the fleet: its evidence (also kept in the cluster), or the
+    refusal that stopped it."""
+    found = fleet_model(model, reports())
+    plan = qualification_plan(found.summary.architecture.name)
+    name = "qualify-" + found.artifact[:12]
+    rng = random.Random(seed)
+    results = list(plan.not_applicable)
+    card, context = "no card", context_tokens or 0
+    for task in plan.tasks:
+        ask = WorkloadAsk(
+            kind=WorkloadKind.SERVICE,
+            name=name,
+            model=found.artifact,
+            task=task,
+            context_tokens=context_tokens,
+        )
+        if not objects.create(ask):
+            raise StateError(
+                f"{name} exists: a qualification of {found.name} is already under way "
+                f"(nodeau stop {name} --workload ends it)"
+            )
+        try:
+            decision = decide(WorkloadKind.SERVICE, name, wait_s)
+            if isinstance(decision, Refused):
+                return decision
+            if isinstance(decision, Undecided):
+                raise QualifyUndecided(
+                    f"the controller did not decide on {name} within {wait_s:g} seconds; "
+                    "is it running? (kubectl -n nodeau-system get deployments)"
+                )
+            card = _card_of(decision, reports())
+            if decision.record is not None:
+                context = context or decision.record.config.context_tokens
+            address, why = _serving_address(objects, name)
+            if address is not None:
+                results.extend(probe(address, task, name, rng))
+            else:
+                results.extend(not_started(task, why))
+        finally:
+            objects.delete(WorkloadKind.SERVICE, name)
+            _until_gone(objects, name)
+    evidence = QualificationEvidence(
+        artifact_id=Sha256(hex=found.artifact),
+        gpu_model=card,
+        runtime=RUNTIME,
+        at=clock(),
+        context_tokens=context,
+        memory=(),
+        probes=tuple(results),
+        seed=seed,
+    )
+    records.record_evidence(evidence)
+    return evidence
+
+
+def _card_of(decision: WorkloadObject, reports: Iterable[MachineReport]) -> str:
+    uuid = decision.status.get("gpuUUID")
+    for rep in reports:
+        for g in rep.reading.gpus:
+            if g.gpu.uuid == uuid:
+                simulated = (
+                    " (simulated: the model ran on the CPU)" if rep.reading.simulated else ""
+                )
+                return g.gpu.model + simulated
+    return f"card {uuid}" if uuid else "no card"
+
+
+def _serving_address(objects: WorkloadObjects, name: str) -> tuple[str | None, str]:
+    """The model server's base URL once the GPUService's status states it and the server
+    there says it is ready (``/health``; None when it does not come to), and why not. The
+    status is read again each time: the address it states is the one that counts."""
+    deadline = time.monotonic() + READY_S
+    last = "none"
+    while time.monotonic() < deadline:
+        obj = objects.get(WorkloadKind.SERVICE, name)
+        if obj is None:
+            return None, f"{name} was deleted before it served"
+        base = str(obj.status.get("endpoint") or "").removesuffix(API_SUFFIX)
+        if base and _healthy(base):
+            return base, ""
+        state = str(obj.status.get("state") or "")
+        if state in ("failed", "exited", "stopped"):
+            return None, f"its model server {state} before it served"
+        last = f"{state or last}{', not answering at ' + base if base else ''}"
+        time.sleep(POLL_S)
+    return None, f"its model server did not serve within {READY_S:g} s (last: {last})"
+
+
+def _healthy(base: str) -> bool:
+    try:
+        return httpx.get(base + "/health", timeout=HEALTH_S, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _until_gone(objects: WorkloadObjects, name: str) -> None:
+    deadline = time.monotonic() + GONE_S
+    while objects.get(WorkloadKind.SERVICE, name) is not None:
+        if time.monotonic() >= deadline:
+            raise StateError(
+                f"{name} was deleted but is still there after {GONE_S:g} s; is the controller "
+                "running? (it frees the card before the object goes)"
+            )
+        time.sleep(POLL_S)

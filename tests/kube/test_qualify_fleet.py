@@ -1,0 +1,259 @@
+"""Qualifying on the fleet: ``nodeau model qualify`` makes one workload per task, which the
+real controller (its own ServiceAccount, deploy/'s RBAC) admits and pins to a card; the
+probes reach the model server at the address its GPUService states; the evidence is kept
+in the cluster; and ``nodeau run`` on the fleet then claims only what was proved.
+
+KWOK runs no containers, so each qualification Pod is stood in for by a real llama-server
+started with the Pod's own arguments (its model file, task and configuration), on a
+loopback address of its own that is then written into the Pod's status as its kubelet
+would; a stand-in ends when its Pod goes. The model is SmolLM2-135M-Instruct.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from kubernetes import client
+
+from nodeau.adapters.catalog_file import catalog_json
+from nodeau.adapters.gguf_inspector import GgufModelInspector
+from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.qualifications import KEPT_RUNS, KubeQualificationRecords
+from nodeau.adapters.kube.report_form import MachineArtifact
+from nodeau.adapters.kube.reports import publish_report
+from nodeau.domain.artifacts import Sha256
+from nodeau.domain.catalog import Catalog
+from nodeau.domain.qualification import (
+    Capability,
+    EvidenceBook,
+    ProbeOutcome,
+    ProbeResult,
+    QualificationEvidence,
+)
+from nodeau.ports.cluster import ClusterError
+from tests.kube.test_whole_path import controller_process  # noqa: F401 (a fixture)
+from tests.support.cli import Cli
+from tests.support.kube_cluster import Cluster
+from tests.support.kube_controller import add_machine, report
+from tests.support.llama import llama_server_binary
+from tests.support.real_models import SMOLLM2, fetch, sha256_of
+from tests.support.tiny_gguf import write_tiny_llama
+
+STAND_IN = "127.0.0.2"  # where the qualification Pods' model server answers
+SEED = "0"
+
+
+def pods(api: Any) -> list[Any]:
+    listed = client.CoreV1Api(api).list_namespaced_pod(r.NAMESPACE)
+    return [p for p in listed.items if p.metadata.name.startswith("service-qualify-")]
+
+
+@contextmanager
+def kubelet_stand_in(api: Any, binary: Path, logs: Path) -> Iterator[list[list[str]]]:
+    """For each qualification Pod KWOK runs: a real llama-server with the Pod's arguments on
+    ``STAND_IN``, its address in the Pod's status once it answers; stopped when the Pod
+    goes. Yields the argument lists it ran."""
+    ran: list[list[str]] = []
+    stop = threading.Event()
+    core = client.CoreV1Api(api)
+
+    def serve(pod: Any) -> subprocess.Popen[bytes]:
+        args = list(pod.spec.containers[0].args)
+        args[args.index("--host") + 1] = STAND_IN
+        ran.append(args)
+        with (logs / f"{pod.metadata.name}-{len(ran)}.log").open("wb") as log:
+            process = subprocess.Popen(
+                [str(binary), *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        base = f"http://{STAND_IN}:{r.SERVER_PORT}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                if httpx.get(base + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        core.patch_namespaced_pod_status(
+            pod.metadata.name,
+            r.NAMESPACE,
+            [
+                {"op": "replace", "path": "/status/podIP", "value": STAND_IN},
+                {"op": "replace", "path": "/status/podIPs", "value": [{"ip": STAND_IN}]},
+            ],
+        )
+        return process
+
+    def watch() -> None:
+        running: dict[str, subprocess.Popen[bytes]] = {}
+        while not stop.is_set():
+            now = {p.metadata.uid: p for p in pods(api) if p.metadata.deletion_timestamp is None}
+            for uid in [u for u in running if u not in now]:
+                ended = running.pop(uid)
+                ended.terminate()
+                ended.wait(timeout=30)
+            for uid, pod in now.items():
+                if uid not in running and pod.status.phase == "Running":
+                    running[uid] = serve(pod)
+            time.sleep(0.2)
+        for process in running.values():
+            process.terminate()
+            process.wait(timeout=30)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield ran
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+
+
+def smol(path: Path) -> MachineArtifact:
+    return MachineArtifact(
+        id=SMOLLM2.sha256,
+        names=("smol",),
+        size_bytes=SMOLLM2.size_bytes,
+        path=str(path),
+        summary=GgufModelInspector().inspect(path),
+    )
+
+
+@pytest.fixture
+def nodeau(cluster: Cluster, tmp_path: Path) -> Cli:
+    # the user's own catalog, which does not list SmolLM2's bytes: it claims what it proves
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(catalog_json(Catalog()), encoding="utf-8")
+    return Cli(
+        tmp_path / "home",
+        timeout_s=600,
+        NODEAU_PLANE="kubernetes",
+        KUBECONFIG=str(cluster.kubeconfig),
+        NODEAU_CATALOG=str(catalog),
+    )
+
+
+def test_qualify_on_the_fleet_runs_as_workloads_and_keeps_its_evidence_in_the_cluster(
+    fresh_fleet: client.ApiClient,
+    controller_process: subprocess.Popen[str],  # noqa: F811 (the fixture imported above)
+    nodeau: Cli,
+    tmp_path: Path,
+) -> None:
+    api = fresh_fleet
+    model = fetch(SMOLLM2)
+    add_machine(api, "m1", 1, smol(model))
+    refused = nodeau("run", "smol", "--name", "chat", "--wait", "60")
+    assert refused.returncode == 2, refused.stderr
+    assert "qualification.task-not-proved: smol has not proved it can chat" in refused.stderr
+    assert (
+        client.CustomObjectsApi(api).list_namespaced_custom_object(
+            r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES
+        )["items"]
+        == []
+    )  # a refusal creates nothing
+
+    with kubelet_stand_in(api, llama_server_binary(), tmp_path) as ran:
+        done = nodeau("model", "qualify", "smol", "--context", "1024", "--seed", SEED, "--json")
+    assert done.returncode == 0, done.stderr + (tmp_path / "controller.log").read_text()
+    view = json.loads(done.stdout)
+    outcomes = {p["capability"]: p["outcome"] for p in view["probes"]}
+    assert outcomes == {
+        "chat": "passed",
+        "tools": "failed",
+        "structured-output": "passed",
+        "vision-input": "failed",
+        "embed": "failed",
+        "rerank": "failed",
+    }
+    assert view["claims"] == ["chat", "structured-output"]
+    assert view["card"] == "NVIDIA L4 (simulated: the model ran on the CPU)"
+    assert view["runtime"].startswith("llama-server (the fleet's model-server image ")
+    assert view["memory"] == []  # not read on a fleet: nothing written down
+    # one Pod per task, each with the Pod's own arguments for that task
+    tasks = [
+        "rerank" if "--rerank" in a else "embed" if "--embeddings" in a else "chat" for a in ran
+    ]
+    assert tasks == ["chat", "embed", "rerank"]
+    assert all(a[a.index("--model") + 1] == str(model) for a in ran)
+    assert pods(api) == []  # every qualification workload is gone, its card freed
+
+    kept = client.CoreV1Api(api).read_namespaced_config_map("nodeau-qualifications", r.NAMESPACE)
+    [runs] = [json.loads(v) for k, v in kept.data.items() if k == SMOLLM2.sha256]
+    assert len(runs) == 1 and runs[0]["seed"] == int(SEED)
+
+    served = nodeau("run", "smol", "--name", "chat", "--wait", "60", "--json")
+    assert served.returncode == 0, served.stderr
+    embed = nodeau("run", "smol", "--name", "vectors", "--task", "embed", "--wait", "60")
+    assert embed.returncode == 2
+    assert "smol has not proved it can embed (its embed probe failed" in embed.stderr
+
+
+def evidence_of(artifact: str, at_minute: int, chat: ProbeOutcome) -> QualificationEvidence:
+    return QualificationEvidence(
+        artifact_id=Sha256(hex=artifact),
+        gpu_model="NVIDIA L4",
+        runtime="llama-server (test)",
+        at=datetime(2026, 11, 30, 20, at_minute, tzinfo=UTC),
+        context_tokens=1024,
+        memory=(),
+        probes=(
+            ProbeResult(capability=Capability.CHAT, outcome=chat, asked="a", answered="b", why="c"),
+        ),
+        seed=at_minute,
+    )
+
+
+def test_the_cluster_keeps_each_artifacts_newest_runs(fresh_fleet: client.ApiClient) -> None:
+    records = KubeQualificationRecords(fresh_fleet)
+    assert records.evidence() == EvidenceBook.empty()
+    runs = [evidence_of("ab" * 32, m, ProbeOutcome.FAILED) for m in range(KEPT_RUNS + 2)]
+    for run in runs:
+        records.record_evidence(run)
+    other = evidence_of("cd" * 32, 0, ProbeOutcome.PASSED)
+    records.record_evidence(other)
+    book = records.evidence()
+    assert book.history(Sha256(hex="ab" * 32)) == tuple(runs[-KEPT_RUNS:])
+    assert book.for_artifact(Sha256(hex="cd" * 32)) == other
+    client.CoreV1Api(fresh_fleet).patch_namespaced_config_map(
+        "nodeau-qualifications", r.NAMESPACE, {"data": {"cd" * 32: "[{not json"}}
+    )
+    with pytest.raises(ClusterError, match="nodeau-qualifications key cdcd"):
+        records.evidence()
+
+
+def test_other_bytes_under_the_same_name_start_with_no_evidence(
+    fresh_fleet: client.ApiClient, nodeau: Cli, tmp_path: Path
+) -> None:
+    api = fresh_fleet
+    add_machine(api, "m1", 1, smol(fetch(SMOLLM2)))
+    KubeQualificationRecords(api).record_evidence(
+        evidence_of(SMOLLM2.sha256, 0, ProbeOutcome.PASSED)
+    )
+    # proved: the request goes to the controller (none runs here: it stays undecided)
+    asked = nodeau("run", "smol", "--name", "chat", "--wait", "0")
+    assert asked.returncode == 1, asked.stderr
+    assert "did not decide on chat" in asked.stderr
+    assert nodeau("stop", "chat", "--workload").returncode == 0
+
+    other = write_tiny_llama(tmp_path / "other.gguf", seed=4)
+    renamed = MachineArtifact(
+        id=sha256_of(other),
+        names=("smol",),
+        size_bytes=other.stat().st_size,
+        path=str(other),
+        summary=GgufModelInspector().inspect(other),
+    )
+    publish_report(api, report("m1", 1, renamed))  # the machine now holds other bytes as smol
+    refused = nodeau("run", "smol", "--name", "chat", "--wait", "0")
+    assert refused.returncode == 2
+    assert "smol has not proved it can chat (it was never qualified)" in refused.stderr
