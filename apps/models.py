@@ -208,11 +208,11 @@ def describe_model(
     inspector: ModelInspector,
     registry: ArtifactRegistry,
     allowances: Allowances,
-    catalog_capabilities: tuple[Capability, ...] | None = None,
+    catalog_capabilities: frozenset[Capability] | None = None,
 ) -> ModelInfo:
     """Architecture values from this machine's verified copy, with predictions, measurements
-    and each capability's state (``catalog_capabilities``: a curated model's, from its entry;
-    None: an imported model's, from its newest qualification)."""
+    and each capability's state (from its newest qualification, and ``catalog_capabilities``:
+    what the catalog entry listing its bytes claims, None when none does)."""
     first = resolved.artifact.files[0]
     path = store.verified_path(first.sha256)
     if path is None:

@@ -283,38 +283,36 @@ class CapabilityState:
     """What ``nodeau model info`` says of one capability: its state and where that comes from."""
 
     capability: Capability
-    state: str  # passed, failed, not applicable, not probed, never qualified, catalog
+    state: str  # passed, failed, not applicable, catalog, not probed, never qualified
     evidence: str
 
 
 def capability_states(
-    evidence: QualificationEvidence | None, catalog: tuple[Capability, ...] | None
+    evidence: QualificationEvidence | None, catalog: frozenset[Capability] | None
 ) -> tuple[CapabilityState, ...]:
-    """Each capability's state: a curated model's from the catalog (``catalog``, the
-    capabilities we checked), an imported model's from its newest qualification."""
-    if catalog is not None:
-        return tuple(
-            CapabilityState(
-                capability=c,
-                state="catalog" if c in catalog else "not claimed",
-                evidence="checked for the catalog entry" if c in catalog else "",
-            )
-            for c in Capability
-        )
-    if evidence is None:
-        return tuple(
-            CapabilityState(
-                capability=c, state="never qualified", evidence="nodeau model qualify proves it"
-            )
-            for c in Capability
-        )
+    """Each capability's state: what the newest qualification found when it probed it,
+    else whether the catalog entry listing these bytes claims it (``catalog``; None when
+    no entry lists them), else that nothing says (not probed, or never qualified)."""
     states = []
     for c in Capability:
-        probe = evidence.result(c)
-        if probe is None:
-            states.append(CapabilityState(capability=c, state="not probed", evidence=""))
-            continue
-        states.append(CapabilityState(capability=c, state=probe.outcome.value, evidence=probe.why))
+        claimed = catalog is not None and c in catalog
+        by_catalog = "; the catalog entry claims it" if claimed else ""
+        probe = evidence.result(c) if evidence is not None else None
+        if probe is not None:
+            state = CapabilityState(
+                capability=c, state=probe.outcome.value, evidence=probe.why + by_catalog
+            )
+        elif claimed:
+            state = CapabilityState(
+                capability=c, state="catalog", evidence="checked for the catalog entry"
+            )
+        elif evidence is not None:
+            state = CapabilityState(capability=c, state="not probed", evidence="")
+        else:
+            state = CapabilityState(
+                capability=c, state="never qualified", evidence="nodeau model qualify proves it"
+            )
+        states.append(state)
     return tuple(states)
 
 

@@ -20,9 +20,7 @@ from nodeau.apps.cli.bootstrap import settings
 from nodeau.apps.cli.render import size, table, to_json
 
 if TYPE_CHECKING:
-    from nodeau.apps.models import Resolved
     from nodeau.domain.catalog import Catalog
-    from nodeau.domain.qualification import Capability
 
 models_app = App(name="models", help="Fetch catalog models and import your own GGUF files.")
 model_app = App(
@@ -298,18 +296,6 @@ def qualify(
     return 0
 
 
-def curated_capabilities(resolved: Resolved, catalog: Catalog) -> tuple[Capability, ...] | None:
-    """A curated model's capabilities, as its catalog entry lists them; None when imported."""
-    from nodeau.domain.artifacts import Origin
-
-    if resolved.artifact.origin is not Origin.CURATED:
-        return None
-    entry = next(
-        (e for e in catalog.entries if e.entry.artifact().id == resolved.artifact.id), None
-    )
-    return entry.capabilities if entry is not None else ()
-
-
 @model_app.command
 def info(model: str, /, *, json: bool = False) -> int:
     """Architecture values, size, predicted peak VRAM (estimated) and measured configurations.
@@ -323,6 +309,7 @@ def info(model: str, /, *, json: bool = False) -> int:
     """
     from nodeau.apps.cli.info_text import info_lines
     from nodeau.apps.models import describe_model, resolve_model
+    from nodeau.domain.catalog import catalog_claims
 
     s = services.build(settings())
     catalog = s.catalog()
@@ -333,7 +320,7 @@ def info(model: str, /, *, json: bool = False) -> int:
         inspector=s.inspector,
         registry=s.registry,
         allowances=s.settings.allowances,
-        catalog_capabilities=curated_capabilities(resolved, catalog),
+        catalog_capabilities=catalog_claims(catalog, resolved.artifact.id.hex),
     )
     if json:
         print(to_json(described))

@@ -245,15 +245,18 @@ def test_unknown_alias_has_no_evidence() -> None:
     assert evidence.for_alias(AliasBook.empty(), "qwen") is None
 
 
-def test_model_info_states_come_from_the_catalog_or_the_newest_run() -> None:
+def test_model_info_states_come_from_the_newest_run_then_the_catalog() -> None:
     never = capability_states(None, None)
     assert {s.state for s in never} == {"never qualified"}
-    catalogued = {s.capability: s.state for s in capability_states(None, (Capability.CHAT,))}
+    listed = frozenset({Capability.CHAT})
+    catalogued = {s.capability: s.state for s in capability_states(None, listed)}
     assert catalogued[Capability.CHAT] == "catalog"
-    assert catalogued[Capability.TOOLS] == "not claimed"
+    assert catalogued[Capability.TOOLS] == "never qualified"
     newest = run(sha(1), probe(Capability.CHAT, True), probe(Capability.TOOLS, False))
     states = {s.capability: (s.state, s.evidence) for s in capability_states(newest, None)}
     assert states[Capability.CHAT] == ("passed", "w")
     assert states[Capability.TOOLS] == ("failed", "w")
     assert states[Capability.EMBED] == ("not probed", "")
+    both = {s.capability: (s.state, s.evidence) for s in capability_states(newest, listed)}
+    assert both[Capability.CHAT] == ("passed", "w; the catalog entry claims it")
     assert qualified_line(newest).startswith("2026-11-30 18:00 UTC on RTX 4090, llama-server")
