@@ -41,6 +41,10 @@ from tests.support.cli import Cli
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_nodes import create_kwok_nodes, wait_for
 
+# The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving
+# them is the user's explicit choice (docs/adr/0010).
+UNPROVED = ("--unproved",)
+
 NOW = datetime.now(UTC).replace(microsecond=123456)  # a whole second trips reports.py (told)
 
 
@@ -372,7 +376,7 @@ def admission_for(name: str) -> Admission:
 def test_run_admitted_then_ps_explain_and_stop_read_the_cluster(
     cli: Cli, api: client.ApiClient, tmp_path: Path
 ) -> None:
-    running = cli.start("run", "qwen-race", "--name", "chat-1", "--context", "4096")
+    running = cli.start("run", "qwen-race", "--name", "chat-1", "--context", "4096", *UNPROVED)
     wait_for(lambda: gpuservice(api, "chat-1") is not None, "the GPUService is created")
     spec = gpuservice(api, "chat-1")["spec"]  # type: ignore[index]
     assert spec["model"] == "qwen-race" and spec["contextTokens"] == 4096
@@ -435,7 +439,7 @@ def test_run_admitted_then_ps_explain_and_stop_read_the_cluster(
 def test_run_refused_prints_the_refusal_and_deletes_the_object(
     cli: Cli, api: client.ApiClient
 ) -> None:
-    running = cli.start("run", "big-model", "--name", "big")
+    running = cli.start("run", "big-model", "--name", "big", *UNPROVED)
     wait_for(lambda: gpuservice(api, "big") is not None, "the GPUService is created")
     sentence = "no card in the fleet has 80.00 GiB; the largest has 24.00 GiB"
     write_status(
@@ -457,7 +461,7 @@ def test_run_refused_prints_the_refusal_and_deletes_the_object(
 def test_run_without_a_decision_in_time_says_so_and_leaves_the_object(
     cli: Cli, api: client.ApiClient
 ) -> None:
-    done = cli("run", "qwen-race", "--name", "slow", "--wait", "0.5")
+    done = cli("run", "qwen-race", "--name", "slow", "--wait", "0.5", *UNPROVED)
     assert done.returncode == 1
     said = done.stderr.splitlines()[-1]
     assert said.startswith("nodeau: the controller did not decide on slow within 0.5 seconds")

@@ -38,6 +38,10 @@ from tests.support.kube_lossy import lossy_machines
 from tests.support.kube_nodes import kwok_node
 from tests.support.tiny_gguf import write_tiny_llama
 
+# The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving
+# them is the user's explicit choice (docs/adr/0010).
+UNPROVED = ("--unproved",)
+
 SERVED = "processing task"  # what llama-server logs for each request it works on
 OLD, NEW = "127.0.0.2", "127.0.0.3"
 
@@ -134,7 +138,7 @@ def test_one_loopback_address_answers_before_and_after_a_recovery(
         fleet.machine("l1", 1, tiny("l1", model))
         running = nodeau.start(
             "run", "xmodel", "--name", "auto", "--recovery", "automatic", "--after", "5s",
-            "--wait", "60", "--json",
+            "--wait", "60", "--json", *UNPROVED,
         )  # fmt: skip
         while running.poll() is None:
             fleet.step()

@@ -22,6 +22,10 @@ from tests.support.kube_cluster import Cluster
 from tests.support.kube_controller import add_machine, gpu_uuid, small
 from tests.support.kube_nodes import wait_for
 
+# The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving
+# them is the user's explicit choice (docs/adr/0010).
+UNPROVED = ("--unproved",)
+
 ISSUER = "https://kubernetes.default.svc"  # the API server's service-account issuer
 
 
@@ -89,7 +93,7 @@ def test_run_reaches_the_controller_which_admits_and_pins_a_pod_to_its_card(
         NODEAU_PLANE="kubernetes",
         KUBECONFIG=str(cluster.kubeconfig),
     )
-    done = cli("run", "qwen", "--name", "chat", "--wait", "60", "--json")
+    done = cli("run", "qwen", "--name", "chat", "--wait", "60", "--json", *UNPROVED)
     assert done.returncode == 0, done.stderr + (tmp_path / "controller.log").read_text()
     started = json.loads(done.stdout)
     card = gpu_uuid("m1", 0)
