@@ -22,7 +22,13 @@ from cattrs.errors import ForbiddenExtraKeysError
 from cattrs.v import format_exception
 from returns.result import Failure, Success
 
-from nodeau.adapters.strict_json import FieldProblem, exactly, json_kind, list_of
+from nodeau.adapters.strict_json import (
+    FieldProblem,
+    exactly,
+    json_kind,
+    list_of,
+    positive_count,
+)
 from nodeau.domain.artifacts import (
     ArtifactFile,
     CuratedEntry,
@@ -87,13 +93,6 @@ def _text(value: object, _type: object) -> _Text:
     return _Text(text)
 
 
-def _count(value: object, _type: object) -> _Count:
-    number = exactly(int, "a whole number")(value, _type)
-    if number <= 0:
-        raise FieldProblem(f"must be above zero, got {number}")
-    return _Count(number)
-
-
 def _revision(value: object, _type: object) -> _Revision:
     text = exactly(str, "a string")(value, _type)
     if not is_immutable_revision(text):
@@ -150,7 +149,7 @@ def _converter() -> cattrs.Converter:
         str: exactly(str, "a string"),
         int: exactly(int, "a whole number"),
         _Text: _text,
-        _Count: _count,
+        _Count: positive_count,
         _Revision: _revision,
         _FilePath: _file_path,
         _Version: _version,

@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
-from nodeau.adapters.strict_json import FieldProblem, exactly, list_of
+from nodeau.adapters.strict_json import FieldProblem, exactly, list_of, positive_count
 from nodeau.domain.entitlements import Entitlement, SignatureVerdict, Verification
 from nodeau.domain.plans import Feature, PlanName
 
@@ -79,13 +79,6 @@ def _text(value: object, _type: object) -> _Text:
     if not text.strip() or text != text.strip() or not text.isprintable():
         raise FieldProblem("expected printable text without surrounding spaces")
     return _Text(text)
-
-
-def _count(value: object, _type: object) -> _Count:
-    number = exactly(int, "a whole number")(value, _type)
-    if number <= 0:
-        raise FieldProblem(f"must be above zero, got {number}")
-    return _Count(number)
 
 
 def _format(value: object, _type: object) -> _Format:
@@ -134,7 +127,7 @@ def _converter() -> cattrs.Converter:
     hooks: dict[Any, Callable[[object, object], object]] = {
         _Format: _format,
         _Text: _text,
-        _Count: _count,
+        _Count: positive_count,
         _Base64: _base64,
         _Moment: _moment,
         PlanName: _choice(PlanName),

@@ -38,6 +38,14 @@ def exactly(kind: type[_T], wanted: str) -> Callable[[object, object], _T]:
     return structure
 
 
+def positive_count(value: object, _type: object) -> int:
+    """A hook taking a whole number above zero."""
+    number = exactly(int, "a whole number")(value, _type)
+    if number <= 0:
+        raise FieldProblem(f"must be above zero, got {number}")
+    return number
+
+
 def list_of(kind: Any, converter: cattrs.Converter) -> Callable[[object, object], tuple[Any, ...]]:
     """A hook taking a JSON list (and nothing else) into a tuple of ``kind``."""
     items = homogenous_tuple_structure_factory(kind, converter)
