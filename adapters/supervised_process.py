@@ -36,8 +36,8 @@ from nodeau.adapters.user_service import (
     START_LIMIT_BURST,
     START_LIMIT_INTERVAL_S,
     STOP_GRACE_S,
-    EndpointServiceSpec,
     ServiceError,
+    ServiceSpec,
     check_name,
     failure_line,
     run_command,
@@ -120,7 +120,7 @@ class BackgroundProcess:
             "but does not survive a reboot"
         )
 
-    def install(self, spec: EndpointServiceSpec) -> None:
+    def install(self, spec: ServiceSpec) -> None:
         saved = {"command": list(spec.command), "log": str(spec.log_path)}
         write_atomically(self._spec_path(spec.service), json.dumps(saved).encode())
 

@@ -22,6 +22,9 @@ Decisions:
   user's GUI domain; otherwise the fallback, and ``describe()`` says which and why.
 * The fallback is ``nodeau.adapters.supervised_process.BackgroundProcess`` (it builds on
   this module's spec and helpers). It does not survive a reboot.
+* The local dashboard runs the same way (``DashboardServiceSpec``), as the service
+  ``nodeau_dashboard``: a workload's name never has ``_`` in it (Kubernetes' rule for object
+  names), so no workload's endpoint can take the dashboard's unit, label or files.
 """
 
 from __future__ import annotations
@@ -55,6 +58,23 @@ class ServiceError(NodeauError):
     """The user service could not be installed, started or stopped; one line for a person."""
 
 
+class ServiceSpec(Protocol):
+    """What a user service runs: its name, its command line, where its output goes, and a
+    line that describes it (a systemd unit's ``Description=``)."""
+
+    @property
+    def service(self) -> str: ...
+
+    @property
+    def command(self) -> tuple[str, ...]: ...
+
+    @property
+    def log_path(self) -> Path: ...
+
+    @property
+    def description(self) -> str: ...
+
+
 @frozen(kw_only=True)
 class FleetSource:
     """Where a fleet workload's endpoint finds the cluster: a kubeconfig and its context
@@ -85,6 +105,10 @@ class EndpointServiceSpec:
     def service(self) -> str:
         """The user service's name."""
         return self.workload if self.fleet is None else fleet_service(self.workload)
+
+    @property
+    def description(self) -> str:
+        return f"Nodeau endpoint of workload {self.workload} on 127.0.0.1:{self.port}"
 
     def __attrs_post_init__(self) -> None:
         check_name(self.workload)
@@ -122,6 +146,43 @@ class EndpointServiceSpec:
         )  # fmt: skip
 
 
+DASHBOARD_SERVICE = "nodeau_dashboard"
+
+
+@frozen(kw_only=True)
+class DashboardServiceSpec:
+    """The local dashboard as a user service: ``python -m nodeau.apps.dashboard --home HOME
+    --port P`` (it reads the rest, and its token, from HOME's ``dashboard`` folder)."""
+
+    port: int
+    home: Path
+    log_path: Path
+    python: Path
+
+    service = DASHBOARD_SERVICE
+
+    def __attrs_post_init__(self) -> None:
+        if not 1 <= self.port <= 65535:
+            raise ValueError(f"{self.port} is not a TCP port")
+        for what, path in (("home", self.home), ("log", self.log_path), ("python", self.python)):
+            if not path.is_absolute():
+                raise ValueError(f"the {what} path must be absolute, not {path}")
+            if any(ord(c) < 32 or ord(c) == 127 for c in str(path)):
+                raise ValueError(f"the {what} path has a control character: {str(path)!r}")
+
+    @property
+    def description(self) -> str:
+        return f"Nodeau local dashboard on 127.0.0.1:{self.port}"
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        return (
+            str(self.python), "-m", "nodeau.apps.dashboard",
+            "--home", str(self.home),
+            "--port", str(self.port),
+        )  # fmt: skip
+
+
 def fleet_service(workload: str) -> str:
     """The user service name of a fleet workload's loopback endpoint."""
     return f"fleet.{workload}"
@@ -140,7 +201,7 @@ def check_name(name: str) -> str:
 class UserService(Protocol):
     """Runs each workload's endpoint as a service that outlives the command that started it."""
 
-    def install(self, spec: EndpointServiceSpec) -> None:
+    def install(self, spec: ServiceSpec) -> None:
         """Write (or rewrite) the service's definition; starts nothing."""
         ...
 
@@ -179,15 +240,15 @@ def systemd_word(arg: str) -> str:
     return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def systemd_unit(spec: EndpointServiceSpec) -> str:
-    """The text of the workload's systemd --user unit."""
+def systemd_unit(spec: ServiceSpec) -> str:
+    """The text of the service's systemd --user unit."""
     exec_start = " ".join(systemd_word(a) for a in spec.command)
     log = str(spec.log_path).replace("%", "%%")
     return "\n".join(
         [
             "# Written by nodeau; rewritten when the workload's endpoint is installed again.",
             "[Unit]",
-            f"Description=Nodeau endpoint of workload {spec.workload} on 127.0.0.1:{spec.port}",
+            f"Description={spec.description}",
             f"StartLimitIntervalSec={START_LIMIT_INTERVAL_S}",
             f"StartLimitBurst={START_LIMIT_BURST}",
             "",
@@ -221,7 +282,7 @@ class SystemdUserService:
     def unit_path(self, name: str) -> Path:
         return self._unit_dir / unit_name(name)
 
-    def install(self, spec: EndpointServiceSpec) -> None:
+    def install(self, spec: ServiceSpec) -> None:
         write_atomically(self.unit_path(spec.service), systemd_unit(spec).encode())
         self._systemctl_ok("daemon-reload")
 
@@ -257,8 +318,8 @@ def launchd_label(name: str) -> str:
     return f"{LABEL_PREFIX}{check_name(name)}"
 
 
-def launchd_plist(spec: EndpointServiceSpec) -> bytes:
-    """The workload's launchd agent property list (XML)."""
+def launchd_plist(spec: ServiceSpec) -> bytes:
+    """The service's launchd agent property list (XML)."""
     return plistlib.dumps(
         {
             "Label": launchd_label(spec.service),
@@ -288,7 +349,7 @@ class LaunchdAgent:
     def plist_path(self, name: str) -> Path:
         return self._agents_dir / f"{launchd_label(name)}.plist"
 
-    def install(self, spec: EndpointServiceSpec) -> None:
+    def install(self, spec: ServiceSpec) -> None:
         write_atomically(self.plist_path(spec.service), launchd_plist(spec))
 
     def start(self, name: str) -> None:

@@ -82,6 +82,16 @@ def build_app() -> App:
         help="The plan in force and why; install or remove a signed entitlement.",
     )
     app.command(
+        "nodeau.apps.cli.dashboard:dashboard",
+        name="dashboard",
+        help="Start (or find) the local dashboard on 127.0.0.1; its address with a fresh token.",
+    )
+    app.command(
+        "nodeau.apps.cli.cloud:cloud_app",
+        name="cloud",
+        help="Nodeau Cloud, optional and off by default: connect, see every call, disconnect.",
+    )
+    app.command(
         "nodeau.apps.cli.cluster_join:join",
         name="join",
         help="Join this machine to a fleet on Kubernetes (see nodeau fleet invite).",

@@ -1,0 +1,58 @@
+"""``nodeau dashboard [--open] [--json] [--stop]``: the local dashboard's address, with a
+fresh token.
+
+It starts the dashboard (a user service on 127.0.0.1, like each workload's endpoint) or
+finds it running, writes a new token (the previous address stops working), and prints the
+address that carries it: opened once, it sets the page's cookie and drops the token from
+the address bar. ``--stop`` stops the service. See ``nodeau.apps.dashboard.service``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from cyclopts import Parameter
+
+
+def dashboard(
+    *,
+    open_browser: Annotated[bool, Parameter(name="--open", negative="")] = False,
+    json: bool = False,
+    stop: Annotated[bool, Parameter(negative="")] = False,
+) -> int:
+    """Start (or find) the local dashboard on 127.0.0.1 and print its address with a fresh
+    token.
+
+    Parameters
+    ----------
+    open_browser
+        Also open the address in the default web browser.
+    json
+        Print the address, port, token and how it runs as JSON.
+    stop
+        Stop the dashboard instead.
+    """
+    from nodeau.apps.cli.bootstrap import settings
+    from nodeau.apps.cli.render import to_json
+    from nodeau.apps.dashboard.service import close_dashboard, open_dashboard
+
+    if stop:
+        was = close_dashboard(settings())
+        print("the dashboard was stopped" if was else "the dashboard was not running")
+        return 0
+    opened = open_dashboard(settings())
+    if json:
+        print(to_json(opened))
+    else:
+        how = "started" if opened.started else "already running"
+        print(f"dashboard {how} at {opened.address} ({opened.service})")
+        print(f"open: {opened.url}")
+        print(
+            "opened once, it sets the page's cookie and drops the token from the address; "
+            "the next `nodeau dashboard` makes a new token"
+        )
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(opened.url)
+    return 0

@@ -1,0 +1,38 @@
+"""Nodeau Cloud's composition root: its adapters built from the settings, nothing at import.
+
+The CLI builds the plane (``nodeau.apps.cli.bootstrap``) and these parts, and passes both
+to the use cases (``signin``, ``reporter``); tests pass their own plane the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nodeau.adapters.cloud_client import HttpxNodeauCloud
+    from nodeau.adapters.cloud_file import FileCloudState
+
+
+def cloud_state(home: Path) -> FileCloudState:
+    """What this machine keeps of the cloud, under ``home``."""
+    from nodeau.adapters.cloud_file import FileCloudState
+
+    return FileCloudState(home)
+
+
+def nodeau_cloud(
+    base_url: str, timeout_s: float, state: FileCloudState, clock: Callable[[], datetime]
+) -> HttpxNodeauCloud:
+    """The cloud's API at ``base_url``; every call recorded in ``state``."""
+    from nodeau.adapters.cloud_client import HttpxNodeauCloud
+
+    return HttpxNodeauCloud(base_url, timeout_s=timeout_s, record=state.record_call, clock=clock)
+
+
+def version() -> str:
+    from importlib.metadata import version
+
+    return version("nodeau")

@@ -1,0 +1,153 @@
+"""The reporter: a connected fleet's reports and operation polls, on a schedule.
+
+Decisions recorded here (docs/adr/0013-nodeau-cloud.md):
+
+* It runs on the machine that connected, as its own process (``python -m
+  nodeau.apps.cloud``, started by ``nodeau cloud connect --fleet``), and reads the fleet
+  through the same ``Plane`` every command uses: one machine and a fleet on Kubernetes
+  are the same code, and it acts with the rights of the person who connected.
+* A report is ``domain.cloud.metadata_report`` over the plane's ``fleet list`` and
+  ``ps`` views: the allow-listed fields and nothing else.
+* Each operation the cloud hands over is decided by ``domain.cloud.decide_operation``;
+  only an allowed one is carried out, through the plane (drain, undrain, stop a batch
+  job, stop a service); every one is recorded here, and its outcome is sent back. An
+  operation whose id was already recorded is never carried out twice: its recorded
+  outcome is sent again.
+* Every failure is one line on the reporter's log and waits for its next turn: a cloud
+  that is down, slow or answering 500 changes nothing that is serving, moves nothing,
+  and leaves the plan as verified offline. Each call is in the record of calls, failed
+  or not, for ``nodeau cloud status``.
+* It stops when told (SIGTERM), and by itself when the association is gone or is no
+  longer a fleet's (``nodeau cloud disconnect``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from functools import partial
+
+import attrs
+
+from nodeau.apps.cloud.settings import CloudSettings
+from nodeau.apps.planes.plane import Plane
+from nodeau.domain.cloud import (
+    Association,
+    OperationDecision,
+    OperationKind,
+    OperationRecord,
+    decide_operation,
+    due,
+    metadata_report,
+    next_due,
+)
+from nodeau.ports.cloud import CloudError, CloudState, NodeauCloud
+from nodeau.ports.errors import NodeauError
+
+
+def report(plane: Plane, cloud: NodeauCloud, association: Association, now: datetime) -> None:
+    """Send one report of the plane's machines and workloads."""
+    machines = [attrs.asdict(m) for m in plane.machines().machines]
+    workloads = [attrs.asdict(w) for w in plane.workloads()]
+    body = metadata_report(association.installation_id, machines, workloads, now)
+    cloud.send_report(association, body)
+
+
+def carry_out(plane: Plane, decision: OperationDecision) -> str:
+    """Do an allowed operation through the plane; the plane's sentence."""
+    target = decision.operation.target
+    match decision.kind:
+        case OperationKind.DRAIN:
+            return plane.drain(target)
+        case OperationKind.UNDRAIN:
+            return plane.undrain(target)
+        case OperationKind.STOP_BATCH:
+            return plane.stop_batch(target)
+        case OperationKind.STOP_SERVICE:
+            return plane.stop(target, workload=True)
+        case None:
+            raise ValueError("only an allowed operation is carried out")
+
+
+def handle_operations(
+    plane: Plane,
+    cloud: NodeauCloud,
+    state: CloudState,
+    association: Association,
+    clock: Callable[[], datetime],
+) -> tuple[OperationRecord, ...]:
+    """Ask for operations, decide each, carry out the allowed ones, record and answer all."""
+    done = {r.id: r for r in state.operations()}
+    handled = []
+    for operation in cloud.operations(association):
+        record = done.get(operation.id)
+        if record is None:
+            decision = decide_operation(operation, association.allowed)
+            outcome, sentence = "refused", decision.sentence
+            if decision.allowed:
+                try:
+                    outcome, sentence = "done", carry_out(plane, decision)
+                except NodeauError as exc:
+                    outcome, sentence = "failed", exc.one_line()
+            record = OperationRecord(
+                at=clock(),
+                id=operation.id,
+                kind=operation.kind,
+                target=operation.target,
+                verdict=decision.verdict,
+                outcome=outcome,
+                sentence=sentence,
+            )
+            state.record_operation(record)
+            done[operation.id] = record
+        handled.append(record)
+        cloud.send_outcome(association, record)
+    return tuple(handled)
+
+
+def run(
+    plane: Plane,
+    cloud_for: Callable[[Association], NodeauCloud],
+    state: CloudState,
+    settings: CloudSettings,
+    clock: Callable[[], datetime],
+    stop: threading.Event,
+    log: Callable[[str], None],
+    *,
+    once: bool = False,
+) -> None:
+    """Report and poll on the schedule until ``stop`` is set or the association is gone."""
+    last_report: datetime | None = None
+    last_poll: datetime | None = None
+    while not stop.is_set():
+        association = state.association()
+        if association is None or not association.fleet:
+            log("not connected as a fleet (nodeau cloud connect --fleet); the reporter ends")
+            return
+        cloud = cloud_for(association)
+        now = clock()
+        if due(last_report, settings.report_interval, now):
+            last_report = now
+            _attempt(log, "report", partial(report, plane, cloud, association, now))
+        if due(last_poll, settings.poll_interval, now):
+            last_poll = now
+            polled = partial(handle_operations, plane, cloud, state, association, clock)
+            _attempt(log, "operations", polled)
+        if once:
+            return
+        now = clock()
+        wake = min(
+            next_due(last_report, settings.report_interval, now),
+            next_due(last_poll, settings.poll_interval, now),
+        )
+        stop.wait(max((wake - now).total_seconds(), 0.0))
+
+
+def _attempt(log: Callable[[str], None], what: str, action: Callable[[], object]) -> None:
+    try:
+        action()
+    except CloudError as exc:
+        log(f"{what}: {exc.one_line()} (nothing here changed; next turn as scheduled)")
+    except NodeauError as exc:
+        log(f"{what}: {exc.one_line()}")

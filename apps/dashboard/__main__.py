@@ -1,0 +1,76 @@
+"""``python -m nodeau.apps.dashboard --home HOME --port P``: the local dashboard on
+127.0.0.1:P (the composition root; the user service ``nodeau_dashboard`` runs this).
+
+It takes the environment ``nodeau dashboard`` was run with from ``HOME/dashboard/
+service.json`` (``service.carried``), then builds the plane exactly as the CLI does
+(``nodeau.apps.cli.bootstrap.plane``) and this machine's model files as ``nodeau model
+status`` reads them, and serves until SIGTERM or SIGINT. uvicorn's access log is off: a
+request line could carry the token. The host is ``HOST`` and nothing can change it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import uvicorn
+
+from nodeau.apps.cli.status_rows import StatusRow, status_rows
+from nodeau.apps.dashboard.app import create_app
+from nodeau.apps.dashboard.service import CARRIED, CARRIED_PREFIXES, folder, read_service
+from nodeau.apps.dashboard.session import TOKEN_FILE, TokenFile
+from nodeau.apps.settings import utc_now
+
+HOST = "127.0.0.1"  # loopback only: not a setting (concepts: "that is not a setting")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m nodeau.apps.dashboard",
+        description="Serve the local dashboard on 127.0.0.1 (only).",
+    )
+    parser.add_argument("--home", required=True, type=Path, help="the NODEAU_HOME it serves")
+    parser.add_argument("--port", required=True, type=int, help="its port")
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
+    args = parser.parse_args(argv)
+    saved = read_service(args.home)
+    if saved is None:
+        print(f"nodeau dashboard: no {folder(args.home)}/service.json: run nodeau dashboard",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    for key in [k for k in os.environ if k in CARRIED or k.startswith(CARRIED_PREFIXES)]:
+        del os.environ[key]
+    os.environ.update(saved[1])
+
+    from nodeau.apps import model_services
+    from nodeau.apps.cli.bootstrap import plane, settings
+
+    def model_rows() -> tuple[StatusRow, ...]:
+        s = model_services.build(settings())
+        return status_rows(s.store.files(), s.registry.book(), s.catalog(), s.settings.machine)
+
+    app = create_app(
+        plane(),
+        model_rows=model_rows,
+        token=TokenFile(folder(args.home) / TOKEN_FILE),
+        clock=utc_now,
+    )
+    uvicorn.run(
+        app,
+        host=HOST,
+        port=args.port,
+        ws="none",
+        proxy_headers=False,
+        lifespan="on",
+        access_log=False,
+        server_header=False,
+        log_level=args.log_level,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

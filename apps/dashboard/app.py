@@ -1,0 +1,229 @@
+"""The dashboard's HTTP shell: the page, its assets, its data, one action and the Playground.
+
+Decisions:
+
+* Built by ``create_app`` (a factory; nothing wires itself at import) from the plane, a
+  reader of this machine's model files, the token file and a clock; the composition root
+  (``__main__``) builds those as the CLI does. Every request passes ``guard.Guard`` first.
+* The page and its assets are package data (``static/``): no CDN, no font or script from
+  anywhere else; it works with no network at all.
+* Live by polling, not server-sent events: nothing pushes changes to the dashboard (the
+  views are read from SQLite or the cluster's API on demand), so a stream would be a loop
+  of reads on the server anyway; a poll every ``REFRESH_S`` seconds (paused while the tab is
+  hidden) keeps the server stateless, each answer is one consistent document, and the same
+  route serves programs and tests.
+* The plane is synchronous (SQLite, the Kubernetes client): its calls run on worker
+  threads, one at a time (a lock), so a poll never blocks the event loop and a plane object
+  is never used by two threads at once.
+* The one action is ``POST /api/batches/NAME/stop`` (``plane.stop_batch``); the
+  Playground's calls go to the workload's loopback endpoint (``playground``). Expected
+  failures are a JSON error with the one line (400 bad input, 409 the plane said no, 502
+  the endpoint could not be reached); nothing else changes anything.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from nodeau.apps.cli.status_rows import StatusRow
+from nodeau.apps.dashboard import playground
+from nodeau.apps.dashboard.board import read_board
+from nodeau.apps.dashboard.guard import Guard
+from nodeau.apps.dashboard.session import TokenFile, csrf_value
+from nodeau.apps.planes.plane import Plane
+from nodeau.ports.errors import NodeauError
+
+REFRESH_S = 2.0
+TIMEOUTS = httpx.Timeout(connect=5.0, read=300.0, write=60.0, pool=60.0)
+STATIC = "static"
+
+T = TypeVar("T")
+
+
+def static_folder() -> Path:
+    return Path(str(files("nodeau.apps.dashboard").joinpath(STATIC)))
+
+
+def error(status: int, message: str, kind: str) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "code": status}}, status_code=status
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _sse(event: str, data: object) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+class Dashboard:
+    """The handlers, sharing the plane (one caller at a time) and the HTTP client."""
+
+    def __init__(
+        self,
+        plane: Plane,
+        model_rows: Callable[[], Sequence[StatusRow]],
+        token: TokenFile,
+        clock: Callable[[], datetime],
+        transport: httpx.AsyncBaseTransport | None,
+    ) -> None:
+        self.plane = plane
+        self.model_rows = model_rows
+        self.token = token
+        self.clock = clock
+        self.transport = transport
+        self.client: httpx.AsyncClient | None = None
+        self._lock = threading.Lock()
+
+    async def on_plane(self, call: Callable[[], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                return call()
+
+        return await run_in_threadpool(locked)
+
+    async def index(self, request: Request) -> Response:
+        return FileResponse(static_folder() / "index.html", media_type="text/html")
+
+    async def session(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "csrf": csrf_value(self.token.current()),
+                "refresh_s": REFRESH_S,
+                "plane": await self.on_plane(lambda: self.plane.description),
+            }
+        )
+
+    async def board(self, request: Request) -> Response:
+        document = await self.on_plane(
+            lambda: read_board(self.plane, self.model_rows, self.clock())
+        )
+        return JSONResponse(document)
+
+    async def stop_batch(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        try:
+            sentence = await self.on_plane(lambda: self.plane.stop_batch(name))
+        except NodeauError as exc:
+            return error(409, exc.one_line(), "conflict")
+        return JSONResponse({"name": name, "sentence": sentence})
+
+    async def target(self, name: str) -> playground.Target | JSONResponse:
+        try:
+            return await self.on_plane(lambda: playground.find_target(self.plane, name))
+        except playground.PlaygroundError as exc:
+            return error(exc.status, exc.one_line(), "conflict")
+        except NodeauError as exc:
+            return error(409, exc.one_line(), "conflict")
+
+    async def describe(self, request: Request) -> Response:
+        found = await self.target(request.path_params["name"])
+        if isinstance(found, JSONResponse):
+            return found
+        return JSONResponse({"task": found.task, "answered_by": playground.answered_by(found)})
+
+    async def call(self, request: Request) -> Response:
+        """One Playground request, to the workload's own endpoint."""
+        found = await self.target(request.path_params["name"])
+        if isinstance(found, JSONResponse):
+            return found
+        task = request.path_params["task"]
+        if task != found.task:
+            return error(400, f"{found.name} serves {found.task}, not {task}", "invalid_request")
+        try:
+            asked = json.loads(await request.body())
+            body = playground.BODIES[task](found, asked)
+        except ValueError:
+            return error(400, "send a JSON object", "invalid_request")
+        except playground.PlaygroundError as exc:
+            return error(400, exc.one_line(), "invalid_request")
+        said = {
+            "answered_by": playground.answered_by(found),
+            "request": body,
+            "snippets": playground.snippets(found, body),
+        }
+        assert self.client is not None, "the lifespan makes the client"
+        url = found.endpoint + playground.ROUTE_OF[task]
+        try:
+            upstream = await self.client.send(
+                self.client.build_request("POST", url, json=body), stream=True
+            )
+        except httpx.HTTPError as exc:
+            return error(502, f"{url} did not answer: {_one_line(exc)}", "bad_gateway")
+        if upstream.status_code != 200 or task != "chat":
+            try:
+                answer = json.loads(await upstream.aread())
+            except ValueError:
+                answer = None
+            finally:
+                await upstream.aclose()
+            return JSONResponse(
+                {**said, "status": upstream.status_code, "response": answer},
+                status_code=200 if upstream.status_code == 200 else 502,
+            )
+        return StreamingResponse(_relay(said, upstream), media_type="text/event-stream")
+
+
+async def _relay(said: dict[str, Any], upstream: httpx.Response) -> AsyncIterator[bytes]:
+    """Who answers first (event ``nodeau``), then the endpoint's own stream as it comes."""
+    try:
+        yield _sse("nodeau", said)
+        async for chunk in upstream.aiter_raw():
+            yield chunk
+    finally:
+        await upstream.aclose()
+
+
+def create_app(
+    plane: Plane,
+    *,
+    model_rows: Callable[[], Sequence[StatusRow]],
+    token: TokenFile,
+    clock: Callable[[], datetime],
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Starlette:
+    """The dashboard app over ``plane``; ``transport`` reaches the workloads' endpoints
+    (None: httpx's own)."""
+    dashboard = Dashboard(plane, model_rows, token, clock, transport)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # trust_env off: a loopback endpoint is never reached through the environment's proxy
+        async with httpx.AsyncClient(
+            timeout=TIMEOUTS, transport=transport, trust_env=False
+        ) as client:
+            dashboard.client = client
+            yield
+
+    routes = [
+        Route("/", dashboard.index, methods=["GET"]),
+        Route("/api/session", dashboard.session, methods=["GET"]),
+        Route("/api/board", dashboard.board, methods=["GET"]),
+        Route("/api/batches/{name}/stop", dashboard.stop_batch, methods=["POST"]),
+        Route("/api/playground/{name}", dashboard.describe, methods=["GET"]),
+        Route("/api/playground/{name}/{task:str}", dashboard.call, methods=["POST"]),
+        Mount("/assets", StaticFiles(directory=static_folder())),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(Guard, token=token)],
+        lifespan=lifespan,
+    )

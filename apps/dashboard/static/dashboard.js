@@ -1,0 +1,355 @@
+// The Nodeau dashboard page. It reads /api/board (the same views and the same row and
+// sentence helpers as the CLI) every few seconds and shows it; it writes every text with
+// textContent (names and sentences come from users' files); a figure that is missing is
+// shown as "unknown", never an error. It talks to its own origin only.
+"use strict";
+
+const page = { csrf: null, refreshMs: 2000, timer: null, board: null };
+
+function $(selector, root) { return (root || document).querySelector(selector); }
+
+function el(tag, text, attrs) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  return node;
+}
+
+function shown(value) {
+  return value === null || value === undefined || value === "" ? "unknown" : String(value);
+}
+
+function live(state, text) {
+  const badge = $("#live");
+  badge.dataset.state = state;
+  badge.textContent = text;
+}
+
+async function api(path, options) {
+  const response = await fetch(path, Object.assign({ credentials: "same-origin", cache: "no-store" }, options || {}));
+  if (response.status === 401) {
+    live("token", "needs a fresh address");
+    problem("This page's token is no longer valid: run `nodeau dashboard` and open the address it prints.");
+    throw new Error("unauthorized");
+  }
+  return response;
+}
+
+function problem(text) {
+  const p = $("#problem");
+  p.hidden = !text;
+  p.textContent = text || "";
+}
+
+function note(section, text) {
+  const p = $(".note", section);
+  if (!p) return;
+  p.hidden = !text;
+  p.textContent = text || "";
+}
+
+// A table of the CLI's headers and rows; a cell the data lacks reads "unknown".
+function table(headers, rows, decorate) {
+  const t = el("table");
+  const head = el("tr");
+  for (const h of headers || []) head.appendChild(el("th", h));
+  t.appendChild(el("thead")).appendChild(head);
+  const body = t.appendChild(el("tbody"));
+  (rows || []).forEach((row, i) => {
+    const tr = el("tr");
+    (headers || []).forEach((h, j) => {
+      const value = row ? row[j] : undefined;
+      const td = el("td", shown(value), { "data-column": h });
+      if (value === null || value === undefined || value === "") td.className = "unknown";
+      tr.appendChild(td);
+    });
+    if (decorate) decorate(tr, row, i);
+    body.appendChild(tr);
+  });
+  return t;
+}
+
+function fill(container, node) {
+  container.replaceChildren(node);
+}
+
+function lines(list, texts) {
+  list.replaceChildren(...(texts || []).map((t) => el("li", t)));
+}
+
+function renderAlerts(board) {
+  const list = $("#alerts .alerts");
+  const alerts = board.alerts || [];
+  if (!alerts.length) {
+    list.replaceChildren(el("li", "Nothing needs you now.", { "data-severity": "none" }));
+    return;
+  }
+  list.replaceChildren(...alerts.map((a) => {
+    const li = el("li", null, { "data-severity": shown(a.severity), "data-kind": shown(a.kind) });
+    li.appendChild(el("strong", shown(a.subject) + ": "));
+    li.appendChild(document.createTextNode(shown(a.sentence)));
+    return li;
+  }));
+}
+
+function renderHardware(board, notes) {
+  const section = $("#hardware");
+  note(section, notes.hardware);
+  const hw = board.hardware;
+  const box = $(".machines", section);
+  if (!hw) { box.replaceChildren(); $(".policy", section).textContent = ""; return; }
+  $(".policy", section).textContent = "fleet policy: " + shown(hw.fleet_policy) + " (new placements only)";
+  box.replaceChildren(...(hw.machines || []).map((m) => {
+    const card = el("div", null, { class: "machine", "data-machine": shown(m.machine) });
+    card.appendChild(el("h3", shown(m.machine)));
+    const facts = el("dl");
+    for (const [k, v] of m.facts || []) { facts.appendChild(el("dt", k)); facts.appendChild(el("dd", shown(v))); }
+    card.appendChild(facts);
+    if (m.sentence) card.appendChild(el("p", m.sentence, { class: "health" }));
+    const gpus = m.gpus || {};
+    card.appendChild((gpus.rows || []).length ? table(gpus.headers, gpus.rows) : el("p", "no GPUs reported", { class: "note" }));
+    return card;
+  }));
+}
+
+function renderWorkloads(board, notes) {
+  const section = $("#workloads");
+  note(section, notes.workloads);
+  const w = board.workloads;
+  fill($(":scope > .table", section), w ? table(w.headers, w.rows, (tr, row, i) => { tr.dataset.name = w.names[i]; }) : el("span"));
+  const b = board.batches;
+  const box = $("#batches");
+  note(box, notes.batches);
+  if (!b) { fill($(".table", box), el("span")); return; }
+  const stoppable = new Set(b.stoppable || []);
+  const t = table(b.headers, b.rows, (tr, row) => {
+    tr.dataset.name = row[0];
+    const td = el("td");
+    if (stoppable.has(row[0])) {
+      const button = el("button", "Stop", { type: "button", "data-stop": row[0] });
+      button.addEventListener("click", () => stopBatch(row[0], button));
+      td.appendChild(button);
+    }
+    tr.appendChild(td);
+  });
+  $("thead tr", t).appendChild(el("th", ""));
+  fill($(".table", box), t);
+}
+
+async function stopBatch(name, button) {
+  if (!window.confirm("Stop batch job " + name + "? Results already written stay.")) return;
+  button.disabled = true;
+  const said = $("#batches .said");
+  try {
+    const response = await api("/api/batches/" + encodeURIComponent(name) + "/stop", {
+      method: "POST", headers: { "X-Nodeau-CSRF": page.csrf },
+    });
+    const body = await response.json();
+    said.hidden = false;
+    said.textContent = response.ok ? body.sentence : body.error.message;
+  } catch (e) {
+    said.hidden = false;
+    said.textContent = "the stop was not sent: " + e.message;
+  }
+  refresh();
+}
+
+function renderModels(board, notes) {
+  const section = $("#models");
+  note(section, notes.models);
+  fill($(":scope > .table", section), board.models ? table(board.models.headers, board.models.rows) : el("span"));
+  const copies = $("#copies");
+  note(copies, notes.copies);
+  const c = board.copies;
+  fill($(".table", copies), c ? table(c.headers, c.rows) : el("span"));
+  lines($(".lines", copies), c ? c.lines : []);
+}
+
+function renderRecovery(board, notes) {
+  const section = $("#recovery");
+  note(section, notes.recovery);
+  const r = board.recovery;
+  fill($(".table", section), r ? table(r.headers, r.rows) : el("span"));
+  // the lines after the table: what happens to each one held or recovering, notes
+  lines($(".lines", section), r ? r.lines.slice(3) : []);
+}
+
+function renderPlan(board, notes) {
+  const section = $("#plan");
+  note(section, notes.plan);
+  lines($(".lines", section), board.plan ? board.plan.lines : []);
+}
+
+function renderTargets(board) {
+  const select = $("#pg-target");
+  const rows = (board.cli && board.cli.ps) || [];
+  const names = rows.filter((r) => r.kind === "service" && r.endpoint && r.state === "serving").map((r) => r.name);
+  const have = Array.from(select.options).map((o) => o.value).filter(Boolean);
+  if (names.join("\n") === have.join("\n")) return;
+  const chosen = select.value;
+  select.replaceChildren(el("option", "choose a serving service", { value: "" }), ...names.map((n) => el("option", n, { value: n })));
+  if (names.includes(chosen)) select.value = chosen;
+}
+
+function render(board) {
+  page.board = board;
+  $("#plane").textContent = shown(board.plane);
+  const notes = board.notes || {};
+  renderAlerts(board);
+  renderHardware(board, notes);
+  renderWorkloads(board, notes);
+  renderModels(board, notes);
+  renderRecovery(board, notes);
+  renderPlan(board, notes);
+  renderTargets(board);
+  live("live", "live, read " + new Date(board.read_at).toLocaleTimeString());
+}
+
+async function refresh() {
+  clearTimeout(page.timer);
+  try {
+    const response = await api("/api/board");
+    if (!response.ok) throw new Error("the board answered " + response.status);
+    render(await response.json());
+    problem("");
+  } catch (e) {
+    if (e.message === "unauthorized") return; // nothing more to poll for
+    live("failed", "not updating");
+    problem("The dashboard could not be read: " + e.message);
+  }
+  if (!document.hidden) page.timer = setTimeout(refresh, page.refreshMs);
+}
+
+// -- Playground
+
+function pgShow(task) {
+  for (const t of ["chat", "embed", "rerank"]) $("#pg-" + t).hidden = t !== task;
+}
+
+function pgAnswered(said) {
+  const dl = $("#pg-answered");
+  dl.replaceChildren();
+  for (const [k, v] of Object.entries(said.answered_by || {})) { dl.appendChild(el("dt", k)); dl.appendChild(el("dd", shown(v), { "data-field": k })); }
+  dl.hidden = false;
+  $("#pg-curl").textContent = said.snippets.curl;
+  $("#pg-python").textContent = said.snippets.python;
+  $("#pg-code").hidden = false;
+}
+
+function pgError(text) {
+  const p = $("#pg-error");
+  p.hidden = !text;
+  p.textContent = text || "";
+}
+
+async function pgPost(task, body) {
+  const name = $("#pg-target").value;
+  pgError("");
+  $("#pg-answer").textContent = "";
+  return api("/api/playground/" + encodeURIComponent(name) + "/" + task, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-Nodeau-CSRF": page.csrf },
+    body: JSON.stringify(body),
+  });
+}
+
+async function pgChat(event) {
+  event.preventDefault();
+  const text = $("#pg-chat-text").value;
+  const tokens = parseInt($("#pg-chat-tokens").value, 10);
+  const response = await pgPost("chat", { messages: [{ role: "user", content: text }], max_tokens: tokens });
+  const type = response.headers.get("content-type") || "";
+  if (!type.startsWith("text/event-stream")) {
+    const body = await response.json();
+    if (body.snippets) pgAnswered(body);
+    pgError(body.error ? body.error.message : "the endpoint answered " + body.status + ": " + JSON.stringify(body.response));
+    return;
+  }
+  const answer = $("#pg-answer");
+  answer.dataset.done = "no";
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let kind = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) kind = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).trim());
+      }
+      const text = data.join("\n");
+      if (!text) continue;
+      if (kind === "nodeau") { pgAnswered(JSON.parse(text)); continue; }
+      if (text === "[DONE]") continue;
+      const chunk = JSON.parse(text);
+      if (chunk.error) { pgError(chunk.error.message || JSON.stringify(chunk.error)); continue; }
+      const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
+      if (delta && delta.content) answer.textContent += delta.content;
+    }
+  }
+  answer.dataset.done = "yes";
+}
+
+async function pgJson(task, body, show) {
+  const response = await pgPost(task, body);
+  const said = await response.json();
+  if (said.snippets) pgAnswered(said);
+  if (!response.ok) { pgError(said.error ? said.error.message : "the endpoint answered " + said.status + ": " + JSON.stringify(said.response)); return; }
+  $("#pg-answer").textContent = show(said.response);
+}
+
+function nonEmptyLines(text) { return text.split("\n").map((s) => s.trim()).filter(Boolean); }
+
+function pgEmbed(event) {
+  event.preventDefault();
+  pgJson("embed", { input: nonEmptyLines($("#pg-embed-text").value) }, (r) =>
+    (r.data || []).map((d) => "#" + d.index + ": " + d.embedding.length + " dimensions [" +
+      d.embedding.slice(0, 6).map((x) => x.toFixed(4)).join(", ") + ", ...]").join("\n"));
+}
+
+function pgRerank(event) {
+  event.preventDefault();
+  const documents = nonEmptyLines($("#pg-rerank-docs").value);
+  pgJson("rerank", { query: $("#pg-rerank-query").value, documents }, (r) =>
+    (r.results || []).slice().sort((a, b) => b.relevance_score - a.relevance_score)
+      .map((x) => x.relevance_score.toFixed(4) + "  " + documents[x.index]).join("\n"));
+}
+
+async function pgChoose() {
+  const name = $("#pg-target").value;
+  pgShow(null);
+  $("#pg-task").textContent = "";
+  if (!name) return;
+  const response = await api("/api/playground/" + encodeURIComponent(name));
+  const body = await response.json();
+  if (!response.ok) { pgError(body.error.message); return; }
+  pgError("");
+  $("#pg-task").textContent = name + " serves " + body.task + " (" + shown(body.answered_by.model) + " on " + shown(body.answered_by.machine) + ")";
+  pgShow(body.task);
+}
+
+async function start() {
+  $("#pg-target").addEventListener("change", pgChoose);
+  $("#pg-chat").addEventListener("submit", pgChat);
+  $("#pg-embed").addEventListener("submit", pgEmbed);
+  $("#pg-rerank").addEventListener("submit", pgRerank);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
+  try {
+    const response = await api("/api/session");
+    const session = await response.json();
+    page.csrf = session.csrf;
+    page.refreshMs = Math.max(500, session.refresh_s * 1000);
+  } catch (e) {
+    return;
+  }
+  refresh();
+}
+
+document.addEventListener("DOMContentLoaded", start);

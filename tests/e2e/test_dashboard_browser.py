@@ -1,0 +1,242 @@
+"""The dashboard in a real browser (Debian's chromium, headless, over the DevTools protocol:
+tests/support/browser.py says why): the page the installed ``nodeau dashboard`` serves,
+opened with the address it prints, shows the state sentences ``nodeau ps --json`` gives,
+stops a real batch job, streams a real answer in the Playground, renders a machine with no
+figures without an error, and asks nothing of any host but 127.0.0.1.
+
+Screenshots of each view are saved under ``$NODEAU_SCREENSHOTS`` when it is set (else the
+test's own folder).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+import uvicorn
+
+from nodeau.apps.dashboard.app import create_app
+from nodeau.apps.dashboard.session import TokenFile, write_owner_only
+from nodeau.apps.planes.plane import Plane
+from nodeau.ports.errors import NodeauError
+from tests.e2e.test_dashboard_cli import Cli, artifact_of, serve_and_submit
+from tests.support.browser import Page, chromium, off_loopback
+from tests.unit.apps.test_dashboard_board import NOW, FakePlane, fleet, machine, plan, workload
+
+SECTIONS = ("alerts", "hardware", "workloads", "models", "recovery", "plan", "playground")
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[Cli]:
+    c = Cli(tmp_path / "home")
+    yield c
+    c("dashboard", "--stop")
+    listed = c("batch", "status", "--json")
+    if listed.returncode == 0:
+        for row in json.loads(listed.stdout):
+            c("batch", "stop", row["name"])
+    done = c("ps", "--json")
+    if done.returncode == 0:
+        for row in json.loads(done.stdout):
+            c("stop", row["name"], "--workload")
+
+
+@pytest.fixture
+def browser() -> Iterator[Callable[[], Page]]:
+    with chromium() as new_page:
+        yield new_page
+
+
+def shots(tmp_path: Path) -> Path:
+    chosen = os.environ.get("NODEAU_SCREENSHOTS", "").strip()
+    return Path(chosen) if chosen else tmp_path / "screenshots"
+
+
+def screenshot_of(page: Page, section: str, path: Path) -> Path:
+    """A picture of one section of the page."""
+    box = page.evaluate(
+        f"(() => {{ const r = document.getElementById({json.dumps(section)})"
+        ".getBoundingClientRect(); return {x: r.left + window.scrollX, y: r.top + "
+        "window.scrollY, width: r.width, height: r.height}; })()"
+    )
+    shot = page.call(
+        "Page.captureScreenshot",
+        format="png",
+        captureBeyondViewport=True,
+        clip={**box, "scale": 1},
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+    return path
+
+
+def sentences_shown(page: Page) -> dict[str, str]:
+    """The NOW column of the page's workloads table, by workload name."""
+    found: dict[str, str] = page.evaluate(
+        "Object.fromEntries(Array.from(document.querySelectorAll("
+        "'#workloads > .table tbody tr')).map(tr => [tr.dataset.name, "
+        "tr.querySelector('td[data-column=\"NOW\"]').textContent]))"
+    )
+    return found
+
+
+@pytest.mark.slow
+def test_the_page_says_what_ps_says_stops_a_batch_job_and_streams_an_answer(
+    cli: Cli, tmp_path: Path, browser: Callable[[], Page]
+) -> None:
+    serve_and_submit(cli, tmp_path)
+    opened = cli.json("dashboard")
+    page = browser()
+    page.open(opened["url"])
+    assert page.evaluate("location.href") == opened["address"] + "/"  # the token is gone
+    page.wait_for("document.querySelectorAll('#workloads > .table tbody tr').length === 2")
+
+    # the state sentences are the ones `nodeau ps --json` gives (read within one second:
+    # a sentence says how long ago)
+    for _ in range(20):
+        expected = {row["name"]: row["sentence"] for row in cli.json("ps")}
+        page.evaluate("refresh()")
+        if sentences_shown(page) == expected:
+            break
+    assert sentences_shown(page) == expected
+    assert set(expected) == {"tiny", "long"}
+    assert page.evaluate("document.querySelector('#live').dataset.state") == "live"
+    held = page.evaluate(
+        "Array.from(document.querySelectorAll('#hardware td[data-column=\"HELD BY\"]'))"
+        ".map(td => td.textContent).sort()"
+    )
+    assert held == ["long", "tiny"]
+    folder = shots(tmp_path)
+    page.screenshot(folder / "dashboard.png")
+    for section in SECTIONS:
+        screenshot_of(page, section, folder / f"dashboard-{section}.png")
+
+    # the one action: stop the batch job from its button
+    page.evaluate("window.confirm = () => true; true")
+    page.evaluate("document.querySelector('[data-stop=\"long\"]').click(); true")
+    said = page.wait_for(
+        "(t => t.includes('stopped') && t)(document.querySelector('#batches .said').textContent)"
+    )
+    assert said.startswith("long")
+    page.wait_for("!document.querySelector('[data-stop=\"long\"]')")
+    state = page.wait_for(
+        "(td => td && td.textContent === 'stopped' && td.textContent)(document.querySelector("
+        '\'#batches tr[data-name="long"] td[data-column="STATE"]\'))'
+    )
+    assert state == cli.json("batch", "status", "long")["state"] == "stopped"
+    page.wait_for("document.querySelectorAll('#workloads > .table tbody tr').length === 1")
+
+    # the Playground streams a real answer and says who gave it
+    page.wait_for(
+        "Array.from(document.querySelector('#pg-target').options).some(o => o.value === 'tiny')"
+    )
+    page.evaluate(
+        "const s = document.querySelector('#pg-target'); s.value = 'tiny';"
+        " s.dispatchEvent(new Event('change')); true"
+    )
+    page.wait_for("!document.querySelector('#pg-chat').hidden")
+    page.evaluate(
+        "document.querySelector('#pg-chat-text').value = 'hello';"
+        " document.querySelector('#pg-chat-tokens').value = '8';"
+        " document.querySelector('#pg-chat button').click(); true"
+    )
+    page.wait_for("document.querySelector('#pg-answer').dataset.done === 'yes'")
+    assert page.evaluate("document.querySelector('#pg-answer').textContent")
+    fields = page.evaluate(
+        "Object.fromEntries(Array.from(document.querySelectorAll('#pg-answered dd'))"
+        ".map(dd => [dd.dataset.field, dd.textContent]))"
+    )
+    assert fields["artifact"] == artifact_of(cli, "tiny")
+    assert (fields["workload"], fields["model"], fields["machine"]) == ("tiny", "tiny", "testbox")
+    curl = page.evaluate("document.querySelector('#pg-curl').textContent")
+    assert fields["endpoint"] + "/chat/completions" in curl
+    assert "from openai import OpenAI" in page.evaluate(
+        "document.querySelector('#pg-python').textContent"
+    )
+    page.evaluate("document.querySelector('#pg-code').open = true; true")
+    screenshot_of(page, "playground", folder / "dashboard-playground-answered.png")
+
+    # nothing asked of any other host, not even the workload's endpoint: its own origin only
+    urls = page.requested_urls()
+    assert urls and off_loopback(urls) == []
+    assert [u for u in urls if not u.startswith(opened["address"] + "/")] == []
+    assert page.errors() == []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_machine_with_no_figures_renders_unknown_without_an_error(
+    tmp_path: Path, browser: Callable[[], Page]
+) -> None:
+    silent = machine(
+        "box-q", "unreachable", simulated=None, reported_at=None, health_sentence=None, gpus=()
+    )
+    plane = FakePlane(
+        machines=fleet(machine("box-a"), silent),
+        workloads=(workload("w", machine=None, gpu=None, since=None, endpoint=None),),
+        batches=(),
+        copies=NodeauError("copies are kept between the machines of a fleet"),
+        recovery=NodeauError("the cluster did not answer"),
+        plan=plan(),
+    )
+    token = tmp_path / "token"
+    write_owner_only(token, b"t0ken")
+    app = create_app(
+        cast(Plane, plane), model_rows=lambda: (), token=TokenFile(token), clock=lambda: NOW
+    )
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, access_log=False, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        page = browser()
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline, "the dashboard app did not start"
+            time.sleep(0.05)
+        page.open(f"http://127.0.0.1:{port}/?token=t0ken")
+        page.wait_for("document.querySelectorAll('#hardware .machine').length === 2")
+        facts: dict[str, Any] = page.evaluate(
+            "Object.fromEntries(Array.from(document.querySelectorAll("
+            "'#hardware .machine[data-machine=\"box-q\"] dt')).map(dt => [dt.textContent,"
+            " dt.nextElementSibling.textContent]))"
+        )
+        assert facts["simulated"] == "unknown" and facts["last report"] == "unknown"
+        assert (
+            page.evaluate(
+                "document.querySelector('#hardware .machine[data-machine=\"box-q\"] .note')"
+                ".textContent"
+            )
+            == "no GPUs reported"
+        )
+        alert = page.evaluate("document.querySelector('#alerts li').textContent")
+        assert alert == "box-q: box-q is unreachable"
+        notes = page.evaluate(
+            "[document.querySelector('#copies .note').textContent,"
+            " document.querySelector('#recovery .note').textContent]"
+        )
+        assert notes == [
+            "copies are kept between the machines of a fleet",
+            "the cluster did not answer",
+        ]
+        assert page.evaluate("document.querySelector('#live').dataset.state") == "live"
+        page.screenshot(shots(tmp_path) / "dashboard-missing-figures.png")
+        assert page.errors() == []
+        assert off_loopback(page.requested_urls()) == []
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
