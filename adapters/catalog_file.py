@@ -18,15 +18,15 @@ from typing import Any, NewType, TypeVar
 import cattrs
 from attrs import frozen
 from cattrs.cols import is_sequence
-from cattrs.errors import ForbiddenExtraKeysError
-from cattrs.v import format_exception
 from returns.result import Failure, Success
 
 from nodeau.adapters.strict_json import (
     FieldProblem,
     exactly,
+    first_problem,
     json_kind,
     list_of,
+    no_duplicate_keys,
     positive_count,
 )
 from nodeau.domain.artifacts import (
@@ -167,29 +167,14 @@ def _converter() -> cattrs.Converter:
 _CONVERTER = _converter()
 
 
-def _problem_text(exc: BaseException, kind: type | None) -> str:
-    if isinstance(exc, FieldProblem):
-        return str(exc)
-    if isinstance(exc, ForbiddenExtraKeysError):
-        keys = ", ".join(repr(k) for k in sorted(exc.extra_fields))
-        return f"unknown key {keys}"
-    if isinstance(exc, KeyError):
-        return "missing"
-    if isinstance(exc, (TypeError, AttributeError)):
-        return "expected an object"
-    return format_exception(exc, kind)
-
-
 def _first_problem(exc: Exception) -> str:
     """``models[0].revision: <problem>`` for the first problem, and how many more there are."""
-    problems = cattrs.transform_error(exc, path="$", format_exception=_problem_text)
-    if not problems:
+    found = first_problem(exc)
+    if found is None:
         return str(exc)
-    text, _, where = problems[0].rpartition(" @ ")
-    where = where.removeprefix("$").removeprefix(".") or "the document"
-    others = len(problems) - 1
-    more = f" (and {others} more problem{'s' if others > 1 else ''})" if others else ""
-    return f"{where}: {text}{more}"
+    plural = "s" if found.others > 1 else ""
+    more = f" (and {found.others} more problem{plural})" if found.others else ""
+    return f"{found.where or 'the document'}: {found.text}{more}"
 
 
 def _entry(model: _ModelDoc) -> CatalogEntry:
@@ -214,18 +199,10 @@ def _entry(model: _ModelDoc) -> CatalogEntry:
     )
 
 
-def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    repeated = sorted({k for k in keys if keys.count(k) > 1})
-    if repeated:
-        raise FieldProblem(f"key {', '.join(map(repr, repeated))} appears twice in one object")
-    return dict(pairs)
-
-
 def parse_catalog(text: str, source: str) -> Catalog:
     """The catalog in the JSON ``text``; CatalogError naming ``source`` and the first problem."""
     try:
-        raw = json.loads(text, object_pairs_hook=_no_repeated_keys)
+        raw = json.loads(text, object_pairs_hook=no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise CatalogError(
             f"{source}: not valid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})"

@@ -28,14 +28,22 @@ from typing import Any, NewType, TypeVar
 import cattrs
 from attrs import frozen
 from cattrs.cols import is_sequence
-from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
+from cattrs.errors import BaseValidationError
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
 
-from nodeau.adapters.strict_json import FieldProblem, exactly, list_of, positive_count
+from nodeau.adapters.strict_json import (
+    FieldProblem,
+    exactly,
+    first_problem,
+    list_of,
+    no_constant,
+    no_duplicate_keys,
+    positive_count,
+)
 from nodeau.domain.entitlements import Entitlement, SignatureVerdict, Verification
 from nodeau.domain.plans import Feature, PlanName
 
@@ -142,38 +150,11 @@ def _converter() -> cattrs.Converter:
 _CONVERTER = _converter()
 
 
-def _problem_text(exc: BaseException, kind: type | None) -> str:
-    if isinstance(exc, FieldProblem):
-        return str(exc)
-    if isinstance(exc, ForbiddenExtraKeysError):
-        return "unknown key " + ", ".join(repr(k) for k in sorted(exc.extra_fields))
-    if isinstance(exc, KeyError):
-        return "missing"
-    if isinstance(exc, TypeError | AttributeError):
-        return "expected an object"
-    return cattrs.v.format_exception(exc, kind)
-
-
 def _first_problem(exc: BaseValidationError, what: str) -> str:
-    problems = cattrs.transform_error(exc, path="$", format_exception=_problem_text)
-    if not problems:
+    found = first_problem(exc)
+    if found is None:
         return f"{what}: {exc}"
-    text, _, where = problems[0].rpartition(" @ ")
-    where = where.removeprefix("$").removeprefix(".")
-    return f"{what}{'.' + where if where else ''}: {text}"
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise FieldProblem(f"key {key!r} appears twice")
-        found[key] = value
-    return found
-
-
-def _no_constant(name: str) -> object:
-    raise FieldProblem(f"{name} is not a JSON number")
+    return f"{what}{'.' + found.where if found.where else ''}: {found.text}"
 
 
 _S = TypeVar("_S")
@@ -187,7 +168,7 @@ def _read(data: bytes, kind: type[_S], what: str) -> _S:
     except UnicodeDecodeError:
         raise FieldProblem(f"{what} is not UTF-8 text") from None
     try:
-        raw = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        raw = json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=no_constant)
     except FieldProblem as exc:
         raise FieldProblem(f"{what}: {exc}") from None
     except (ValueError, RecursionError):

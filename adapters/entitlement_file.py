@@ -43,7 +43,8 @@ def _write_whole(path: Path, data: bytes) -> Path:
     return tmp
 
 
-def _replace(path: Path, data: bytes) -> None:
+def replace_whole(path: Path, data: bytes) -> None:
+    """``data`` at ``path``, written whole elsewhere and renamed over it."""
     tmp = _write_whole(path, data)
     os.replace(tmp, path)
 
@@ -75,7 +76,7 @@ class FileEntitlementStore:
     def install(self, document: bytes, seen: datetime) -> None:
         self._installation_id()
         try:
-            _replace(self.document_path, document)
+            replace_whole(self.document_path, document)
         except OSError as exc:
             raise EntitlementStoreError(f"{self.document_path} cannot be written ({exc})") from exc
         self.advance_anchor(seen)
@@ -98,7 +99,7 @@ class FileEntitlementStore:
             return
         path = self._home / ANCHOR_FILE
         try:
-            _replace(path, newest.isoformat().encode("ascii"))
+            replace_whole(path, newest.isoformat().encode("ascii"))
         except OSError as exc:
             raise EntitlementStoreError(f"{path} cannot be written ({exc})") from exc
 

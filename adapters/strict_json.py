@@ -11,7 +11,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import cattrs
+from attrs import frozen
 from cattrs.cols import homogenous_tuple_structure_factory
+from cattrs.errors import BaseValidationError, ForbiddenExtraKeysError
+from cattrs.v import format_exception
 
 _T = TypeVar("_T")
 
@@ -56,3 +59,54 @@ def list_of(kind: Any, converter: cattrs.Converter) -> Callable[[object, object]
         return items(value, type_)  # type: ignore[no-any-return]
 
     return structure
+
+
+def problem_text(exc: BaseException, kind: type | None) -> str:
+    """A person's words for one problem cattrs found (``cattrs.transform_error``'s formatter)."""
+    if isinstance(exc, FieldProblem):
+        return str(exc)
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return "unknown key " + ", ".join(repr(k) for k in sorted(exc.extra_fields))
+    if isinstance(exc, KeyError):
+        return "missing"
+    if isinstance(exc, TypeError | AttributeError):
+        return "expected an object"
+    return format_exception(exc, kind)
+
+
+@frozen(kw_only=True)
+class Problems:
+    """The first problem cattrs found: where (a dotted path, "" for the document), what, and
+    how many others there were."""
+
+    where: str
+    text: str
+    others: int
+
+
+def first_problem(exc: BaseException) -> Problems | None:
+    """The first of the problems ``exc`` (cattrs' exception group) reports; None if none."""
+    if not isinstance(exc, BaseValidationError):
+        return None
+    problems = cattrs.transform_error(exc, path="$", format_exception=problem_text)
+    if not problems:
+        return None
+    text, _, where = problems[0].rpartition(" @ ")
+    return Problems(
+        where=where.removeprefix("$").removeprefix("."), text=text, others=len(problems) - 1
+    )
+
+
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' ``object_pairs_hook``: an object naming one key twice is refused."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise FieldProblem(f"key {key!r} appears twice in one object")
+        found[key] = value
+    return found
+
+
+def no_constant(name: str) -> object:
+    """``json.loads``' ``parse_constant``: NaN and Infinity are not JSON numbers."""
+    raise FieldProblem(f"{name} is not a JSON number")

@@ -30,6 +30,7 @@ from attrs import frozen
 from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import Resolved
 from nodeau.apps.serving import (
+    Rules,
     RunRequest,
     admit_on_this_machine,
     launch_server,
@@ -76,6 +77,7 @@ class QualifyParts:
     probe: Probe  # base URL, task, model id, randomness: each probe's result
     reported_bytes: ReportedBytes
     runtime_name: Callable[[RunningServer], str]  # the model server and its version
+    rules: Rules  # the plan, the organisation's policy and who asks, as for nodeau run
 
 
 def qualify(
@@ -152,6 +154,7 @@ def _admit(
         inventory=parts.inventory,
         state=parts.state,
         marks=parts.marks,
+        rules=parts.rules,
         now=parts.clock(),
     )
 

@@ -39,9 +39,12 @@ from nodeau.domain import restarts
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.hardware import Fleet, Machine, MachineReading
 from nodeau.domain.lifecycle import with_state
-from nodeau.domain.limits import OrgLimits
+from nodeau.domain.limits import WorkloadAsk
 from nodeau.domain.memory import Prediction, RuntimeConfig, predictor
 from nodeau.domain.model_info import runtime_config
+from nodeau.domain.organisation import Organisation, Requester, check_run
+from nodeau.domain.plans import PlanTerms
+from nodeau.domain.records import spending
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.restarts import KUBELET, RestartPolicy
 from nodeau.domain.scheduling import FleetView, Marks, exclusions, scheduled_admission
@@ -63,6 +66,16 @@ READY_TIMEOUT_S = 120.0
 WATCH_S = 0.5  # how often a supervisor looks at its model server
 STOP_GRACE_S = 10.0
 _REASON_CHARS = 200
+
+
+@frozen(kw_only=True)
+class Rules:
+    """What a decision respects besides the hardware: the plan in force, the organisation's
+    policy (roles, limits, quotas), and who is asking."""
+
+    plan: PlanTerms
+    organisation: Organisation
+    requester: Requester
 
 
 @frozen(kw_only=True)
@@ -89,11 +102,20 @@ def decide_run(
     reading: MachineReading,
     predict: Callable[[str], Prediction],
     marks: Marks,
+    rules: Rules,
     now: datetime,
 ) -> Callable[[Snapshot], Result[Admission, Refusal]]:
-    """The decision ``StateStore.admit`` runs on its snapshot, inside its transaction:
-    admission and placement on this machine with its marks (drained, policy) applied."""
+    """The decision ``StateStore.admit`` runs on its snapshot, inside its transaction: the
+    organisation's permission, limits and quotas (counted over the snapshot, so two requests
+    at once cannot both spend the last of a quota), then admission and placement on this
+    machine with its marks (drained, policy) and the plan's bounds applied."""
     fleet = fleet_of_one(reading)
+    ask = WorkloadAsk(
+        model=resolved.display_name,
+        artifact_id=resolved.artifact.id.hex,
+        context_tokens=config.context_tokens,
+        model_bytes=resolved.artifact.size_bytes,
+    )
     admission_request = AdmissionRequest(
         workload=request.name,
         model=resolved.display_name,
@@ -104,10 +126,13 @@ def decide_run(
         machines=(reading.machine,),
         drained=marks.drained,
         health={},
-        limits=OrgLimits.unbounded(),
+        limits=rules.organisation.limits,
     )
 
     def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
+        allowed = check_run(rules.organisation, rules.requester, ask, spending(snapshot.workloads))
+        if isinstance(allowed, Failure):
+            return Failure(allowed.failure())
         view = FleetView(
             fleet=fleet,
             ledger=snapshot.ledger,
@@ -115,6 +140,7 @@ def decide_run(
             excluded=excluded,
             verified_on=frozenset({reading.machine}),
             predict=predict,
+            plan=rules.plan,
         )
         return scheduled_admission(
             admission_request,
@@ -124,24 +150,24 @@ def decide_run(
             recovery_after=request.recovery_after,
             model_path=lambda _machine: str(model_path),
             now=now,
-        )
+        ).map(lambda a: evolve(a, record=evolve(a.record, requester=rules.requester)))
 
     return decide
 
 
-def admit_on_this_machine(
+def run_decision(
     resolved: Resolved,
     request: RunRequest,
     *,
     kind: WorkloadKind,
     models: ModelServices,
     inventory: GpuInventory,
-    state: StateStore,
     marks: Marks,
+    rules: Rules,
     now: datetime,
-) -> tuple[Admission, bool] | Refusal:
-    """Admission and placement on this machine, recorded in one state transaction; the
-    admission and whether the cards are simulated, or the refusal (nothing recorded).
+) -> tuple[Callable[[Snapshot], Result[Admission, Refusal]], bool] | Refusal:
+    """The decision a run of ``resolved`` makes on a snapshot, and whether the cards are
+    simulated; or the refusal when the model has no verified copy here.
 
     The model must be verified here: its architecture values are read from the file.
     """
@@ -167,11 +193,42 @@ def admit_on_this_machine(
             allowances=models.settings.allowances,
         ),
         marks=marks,
+        rules=rules,
         now=now,
     )
+    return decide, reading.simulated
+
+
+def admit_on_this_machine(
+    resolved: Resolved,
+    request: RunRequest,
+    *,
+    kind: WorkloadKind,
+    models: ModelServices,
+    inventory: GpuInventory,
+    state: StateStore,
+    marks: Marks,
+    rules: Rules,
+    now: datetime,
+) -> tuple[Admission, bool] | Refusal:
+    """Admission and placement on this machine, recorded in one state transaction; the
+    admission and whether the cards are simulated, or the refusal (nothing recorded)."""
+    decision = run_decision(
+        resolved,
+        request,
+        kind=kind,
+        models=models,
+        inventory=inventory,
+        marks=marks,
+        rules=rules,
+        now=now,
+    )
+    if isinstance(decision, Refusal):
+        return decision
+    decide, simulated = decision
     match state.admit(request.name, decide):
         case Success(Admission() as admission):
-            return admission, reading.simulated
+            return admission, simulated
         case Failure(Refusal() as refusal):
             return refusal
     raise AssertionError("admit answers a Result")

@@ -51,6 +51,8 @@ class Action(str, enum.Enum):
     IMPORT_MODEL = "import-model"
     PULL_MODEL = "pull-model"
     INVITE_MACHINE = "invite-machine"
+    INSTALL_PLAN = "install-plan"
+    SET_ORGANISATION = "set-organisation"
 
 
 _OPERATOR_ACTIONS = frozenset(

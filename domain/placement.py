@@ -129,14 +129,19 @@ def place(
     ledger: Ledger,
     settings: SchedulingSettings,
     excluded: Mapping[str, str],
+    covered: frozenset[str] | None = None,
 ) -> Result[Placement, Refusal]:
     """Choose a card among admission's candidates, skipping excluded machines.
 
     ``excluded`` maps a machine to why it is not a candidate ("drained",
     "unreachable", "outside the organisation's limits"); drained machines must
-    be in it.
+    be in it. ``covered``: the cards the plan covers (``None``: every card).
     """
-    eligible = tuple(c for c in admitted.candidates if c.machine not in excluded)
+    eligible = tuple(
+        c
+        for c in admitted.candidates
+        if c.machine not in excluded and (covered is None or c.gpu_uuid in covered)
+    )
     left_out = tuple(sorted((m, why) for m, why in excluded.items()))
     if not eligible:
         where = ", ".join(f"{m} ({why})" for m, why in left_out) or "none"

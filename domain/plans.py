@@ -17,7 +17,7 @@ Decisions recorded here:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from attrs import field, frozen
@@ -149,6 +149,42 @@ def plan_allows_fleet_size(terms: PlanTerms, machines: int, gpus: int) -> Result
             )
         )
     return Success(None)
+
+
+@frozen(kw_only=True)
+class PlanScope:
+    """The cards a plan's bounds cover in a fleet, and the machines it leaves out, with why.
+
+    Machines are counted in name order, each machine's cards in the order it reports them;
+    a machine is covered while the machines before it leave room under ``max_machines``,
+    and a card while the cards before it leave room under ``max_gpus``. So a fleet larger
+    than its plan keeps working on the part the plan covers; nothing running is touched.
+    """
+
+    covered_gpus: frozenset[str]
+    left_out: tuple[tuple[str, str], ...]  # (machine, why) for machines with no covered card
+    gpus_left_out: int  # cards of covered machines beyond ``max_gpus``
+
+
+def plan_scope(terms: PlanTerms, machines: Iterable[tuple[str, tuple[str, ...]]]) -> PlanScope:
+    """What ``terms`` cover of ``machines`` (each its name and its cards' UUIDs)."""
+    title = plan_title(terms.name)
+    covered: set[str] = set()
+    left_out: list[tuple[str, str]] = []
+    beyond = 0
+    for count, (machine, gpus) in enumerate(sorted(machines), start=1):
+        if not within(terms.max_machines, count):
+            left_out.append((machine, f"beyond the {title} plan's {terms.max_machines} machines"))
+            continue
+        room = len(gpus) if terms.max_gpus is None else max(terms.max_gpus - len(covered), 0)
+        if room == 0 and gpus:
+            left_out.append((machine, f"beyond the {title} plan's {terms.max_gpus} GPUs"))
+            continue
+        covered.update(gpus[:room])
+        beyond += max(len(gpus) - room, 0)
+    return PlanScope(
+        covered_gpus=frozenset(covered), left_out=tuple(left_out), gpus_left_out=beyond
+    )
 
 
 def plan_has(terms: PlanTerms, feature: Feature) -> Result[None, Refusal]:

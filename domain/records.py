@@ -7,15 +7,17 @@ object status in a cluster); the rules on what may be recorded are in
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from attrs import frozen
 
 from nodeau.domain.admission import Admitted
 from nodeau.domain.memory import RuntimeConfig
+from nodeau.domain.organisation import Requester, Spending
 from nodeau.domain.placement import Placement
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.workloads import Workload
+from nodeau.domain.workloads import Workload, holds_gpu
 
 
 @frozen(kw_only=True)
@@ -44,6 +46,8 @@ class WorkloadRecord:
     model_path: str
     endpoint_port: int | None = None  # fixed once chosen: the address survives restarts
     server: RunningServer | None = None
+    # who asked for it, whose quotas it spends (None: recorded before requesters were)
+    requester: Requester | None = None
 
 
 @frozen(kw_only=True)
@@ -74,3 +78,8 @@ class Event:
     at: datetime
     workload: str
     text: str
+
+
+def spending(records: Iterable[WorkloadRecord]) -> tuple[Spending, ...]:
+    """What the workloads holding a card spend, each for whoever asked for it."""
+    return tuple(Spending(requester=r.requester) for r in records if holds_gpu(r.workload.state))

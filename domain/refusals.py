@@ -50,6 +50,7 @@ class ReasonCode(str, enum.Enum):
     # permission: who is asking may not do this
     ROLE_MAY_NOT = "permission.role-may-not"
     MODEL_NOT_PERMITTED = "permission.model-not-permitted"
+    REQUESTER_UNKNOWN = "permission.requester-unknown"
     # qualification: an imported model has not proved the capability the task needs
     TASK_NOT_PROVED = "qualification.task-not-proved"
 

@@ -20,8 +20,9 @@ from nodeau.domain.health import Health
 from nodeau.domain.limits import OrgLimits, machine_allowed
 from nodeau.domain.memory import Prediction
 from nodeau.domain.placement import Placement, Policy, SchedulingSettings, place
+from nodeau.domain.plans import PlanScope, PlanTerms, plan_scope, plan_title
 from nodeau.domain.records import Admission, WorkloadRecord
-from nodeau.domain.refusals import Refusal
+from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import RecoveryMode, Workload, WorkloadKind, WorkloadState
 
@@ -41,6 +42,7 @@ class FleetView:
     excluded: tuple[tuple[str, str], ...]
     verified_on: frozenset[str]
     predict: Callable[[str], Prediction]
+    plan: PlanTerms  # the plan in force: its bounds leave machines and cards out
 
 
 def exclusions(
@@ -88,12 +90,68 @@ def schedule(request: AdmissionRequest, view: FleetView) -> Result[Scheduled, Re
             return Failure(refusal)
         case Success(Admitted() as accepted):
             pass
-    match place(accepted, view.fleet, view.ledger, view.settings, dict(view.excluded)):
+    scope = plan_scope(
+        view.plan, ((m.name, tuple(g.uuid for g in m.gpus)) for m in view.fleet.machines)
+    )
+    excluded = {**dict(scope.left_out), **dict(view.excluded)}
+    limited = limit_refusal(accepted, excluded, scope, view.plan)
+    if limited is not None:
+        return Failure(limited)
+    match place(
+        accepted, view.fleet, view.ledger, view.settings, excluded, covered=scope.covered_gpus
+    ):
         case Failure(Refusal() as refusal):
             return Failure(refusal)
         case Success(Placement() as placement):
             return Success(Scheduled(admitted=accepted, placement=placement))
     raise AssertionError("place answers a Result")
+
+
+def limit_refusal(
+    admitted: Admitted, excluded: Mapping[str, str], scope: PlanScope, plan: PlanTerms
+) -> Refusal | None:
+    """A limit refusal when every card admission accepted is left out by a limit alone.
+
+    The organisation's machine limits first, then the plan's bounds: a person who is sent
+    to the plan would still meet the organisation's limit. A card left out by anything else
+    as well (drained, unreachable) is the capacity refusal placement gives, naming why.
+    """
+    candidates = admitted.candidates
+    if not candidates:
+        return None
+    plan_why = dict(scope.left_out)
+    blocked: list[tuple[str, str]] = []  # (machine, which limit)
+    for card in candidates:
+        why = excluded.get(card.machine)
+        if why == OUTSIDE_LIMITS:
+            blocked.append((card.machine, "organisation"))
+        elif why is None and card.gpu_uuid not in scope.covered_gpus:
+            blocked.append((card.machine, "plan-gpus"))
+        elif why is not None and why == plan_why.get(card.machine):
+            kind = "plan-machines" if why.endswith("machines") else "plan-gpus"
+            blocked.append((card.machine, kind))
+        else:
+            return None
+    model = admitted.request.model
+    where = ", ".join(sorted({m for m, _ in blocked}))
+    kinds = {k for _, k in blocked}
+    if "organisation" in kinds:
+        return Refusal.of(
+            ReasonCode.MACHINE_NOT_ALLOWED,
+            f"every card that can take {model} is on a machine outside the organisation's "
+            f"limits ({where}); an admin can add it to the limits' allowed machines",
+        )
+    title = plan_title(plan.name)
+    code, bound = (
+        (ReasonCode.MACHINES_OVER_PLAN, f"{plan.max_machines} machines")
+        if "plan-machines" in kinds
+        else (ReasonCode.GPUS_OVER_PLAN, f"{plan.max_gpus} GPUs")
+    )
+    return Refusal.of(
+        code,
+        f"every card that can take {model} is beyond what the {title} plan covers "
+        f"({bound}; on {where}); an entitlement for a larger plan covers them (nodeau plan)",
+    )
 
 
 def admit_and_place(request: AdmissionRequest, view: FleetView) -> Result[Placement, Refusal]:

@@ -25,6 +25,7 @@ from nodeau.domain.hardware import AgentReport, MachineReading
 from nodeau.domain.health import MachineHealth, Signals
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.organisation import Requester
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.qualification import EvidenceBook, QualificationEvidence
 from nodeau.domain.records import WorkloadRecord
@@ -172,6 +173,8 @@ class WorkloadAsk:
     recovery_after: timedelta = timedelta(seconds=180)
     endpoint_stopped: bool = False
     requests: tuple[BatchRequest, ...] = ()  # a batch job's requests, in order
+    # who asked (as the API server named them when the object was created); None: not said
+    requester: Requester | None = None
 
 
 @frozen(kw_only=True)

@@ -74,3 +74,12 @@ class EntitlementStore(Protocol):
     def advance_anchor(self, seen: datetime) -> None:
         """Record ``seen`` as the newest moment seen, if it is newer than the one kept."""
         ...
+
+
+class KeptEntitlement(Protocol):
+    """What a decision-maker reads of the installed entitlement, writing nothing."""
+
+    def kept(self) -> StoredEntitlement | None:
+        """What is kept now; None when nothing is (no installation id made yet, so no
+        entitlement can be installed for it)."""
+        ...

@@ -3,7 +3,7 @@
 Keys: ``installation`` (the fleet's installation id, 32 random hex digits, made by the
 first command that asks and never replaced), ``entitlement`` (the installed document,
 as installed; absent when none) and ``anchor`` (the newest moment seen, ISO 8601). The
-controller reads it (a later slice); the CLI writes it. Decisions recorded here:
+controller reads it (``kept``, writing nothing); the CLI writes it. Decisions recorded here:
 
 * Every change reads the ConfigMap and replaces it whole under the version read; a 409
   (another writer first) reads again, a few times. So two commands never lose each
@@ -63,6 +63,16 @@ def _advanced(data: Data, seen: datetime) -> Data:
     return data if newest == kept else {**data, r.ANCHOR_KEY: newest.isoformat()}
 
 
+def _stored(data: Data) -> StoredEntitlement:
+    document = data.get(r.ENTITLEMENT_KEY)
+    return StoredEntitlement(
+        installation_id=data[r.INSTALLATION_KEY],
+        document=None if document is None else document.encode("utf-8"),
+        anchor=_anchor_of(data),
+        where=f"{WHERE} key {r.ENTITLEMENT_KEY}",
+    )
+
+
 class KubeEntitlementStore:
     """``EntitlementStore`` on ConfigMap ``nodeau-entitlement``."""
 
@@ -87,14 +97,14 @@ class KubeEntitlementStore:
         raise ClusterError(f"cannot write {WHERE}: it changed under {_ATTEMPTS} writes in a row")
 
     def read(self) -> StoredEntitlement:
-        data = self._change(lambda d: d)
-        document = data.get(r.ENTITLEMENT_KEY)
-        return StoredEntitlement(
-            installation_id=data[r.INSTALLATION_KEY],
-            document=None if document is None else document.encode("utf-8"),
-            anchor=_anchor_of(data),
-            where=f"{WHERE} key {r.ENTITLEMENT_KEY}",
-        )
+        return _stored(self._change(lambda d: d))
+
+    def kept(self) -> StoredEntitlement | None:
+        """``KeptEntitlement``: what the ConfigMap holds, read only (the controller's view)."""
+        found = read_config_map(self._api, r.ENTITLEMENT_CONFIGMAP, "read the entitlement")
+        if found is None or r.INSTALLATION_KEY not in found[0]:
+            return None
+        return _stored(_with_id(found[0]))
 
     def install(self, document: bytes, seen: datetime) -> None:
         try:

@@ -31,6 +31,7 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
 from nodeau.adapters.record_json import RecordError, from_plain, pack, to_plain
 from nodeau.domain.batches import BatchRequest
+from nodeau.domain.organisation import Requester
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Reservation
 from nodeau.domain.tasks import Task
@@ -92,6 +93,7 @@ def ask_of(kind: WorkloadKind, body: Mapping[str, Any]) -> WorkloadAsk:
     service = kind is WorkloadKind.SERVICE
     after_s = int(spec.get("recoveryAfterSeconds", DEFAULT_RECOVERY_AFTER_S))
     context = spec.get("contextTokens")
+    asker = spec.get("requester")
     return WorkloadAsk(
         kind=kind,
         name=str(body["metadata"]["name"]),
@@ -106,6 +108,11 @@ def ask_of(kind: WorkloadKind, body: Mapping[str, Any]) -> WorkloadAsk:
                 line_no=i, custom_id=str(q["custom_id"]), url=str(q["url"]), body=q["body"]
             )
             for i, q in enumerate(spec.get("requests") or (), start=1)
+        ),
+        requester=None
+        if asker is None
+        else Requester(
+            user=str(asker["user"]), groups=frozenset(map(str, asker.get("groups", ())))
         ),
     )
 

@@ -34,6 +34,9 @@ ENTITLEMENT_CONFIGMAP = "nodeau-entitlement"
 INSTALLATION_KEY = "installation"
 ENTITLEMENT_KEY = "entitlement"
 ANCHOR_KEY = "anchor"
+# the organisation's policy: roles, limits and quotas (docs/organisation-format.md)
+ORGANISATION_CONFIGMAP = "nodeau-organisation"
+ORGANISATION_KEY = "organisation.json"
 
 # marks on a Node (a person's choices; they never stop, move or restart anything)
 DRAINED_LABEL = f"{GROUP}/drained"

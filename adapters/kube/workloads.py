@@ -63,6 +63,11 @@ def spec_of_ask(ask: WorkloadAsk) -> dict[str, Any]:
         ]
     if ask.context_tokens is not None:
         spec["contextTokens"] = ask.context_tokens
+    if ask.requester is not None:
+        spec["requester"] = {
+            "user": ask.requester.user,
+            "groups": sorted(ask.requester.groups),
+        }
     return spec
 
 

@@ -138,8 +138,10 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
     from nodeau.adapters.kube.copies import KubeModelCopies
     from nodeau.adapters.kube.entitlement import KubeEntitlementStore
     from nodeau.adapters.kube.health_store import KubeHealthRecords
+    from nodeau.adapters.kube.identity import KubeIdentity
     from nodeau.adapters.kube.ledger import KubeReservationLedger
     from nodeau.adapters.kube.marks import KubeFleetMarks
+    from nodeau.adapters.kube.organisation import KubeOrganisationPolicy
     from nodeau.adapters.kube.pods import KubeServerPods
     from nodeau.adapters.kube.qualifications import KubeQualificationRecords
     from nodeau.adapters.kube.reports import KubeMachineReports
@@ -169,4 +171,6 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
         copies=KubeModelCopies(api),
         entitlements=KubeEntitlementStore(api),
         qualifications=KubeQualificationRecords(api),
+        organisation=KubeOrganisationPolicy(api),
+        identity=KubeIdentity(api),
     )

@@ -92,6 +92,11 @@ def build_app() -> App:
         help="Nodeau Cloud, optional and off by default: connect, see every call, disconnect.",
     )
     app.command(
+        "nodeau.apps.cli.organisation:organisation_app",
+        name="organisation",
+        help="Roles, limits and quotas: the policy in force, who you are under it; install it.",
+    )
+    app.command(
         "nodeau.apps.cli.cluster_join:join",
         name="join",
         help="Join this machine to a fleet on Kubernetes (see nodeau fleet invite).",
@@ -122,5 +127,10 @@ def run(argv: Sequence[str] | None = None) -> None:
 
         if not isinstance(exc, NodeauError):
             raise  # a bug deserves its traceback
+        from nodeau.ports.organisation import NotAllowed
+
+        if isinstance(exc, NotAllowed):  # a refusal: its kind, code and sentence, exit 2
+            print(exc.one_line(), file=sys.stderr)
+            sys.exit(2)
         print(f"nodeau: {exc.one_line()}", file=sys.stderr)
         sys.exit(1)

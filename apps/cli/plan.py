@@ -12,15 +12,16 @@ takes it away. None of them stops anything serving: a plan changes new decisions
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from cyclopts import App
 
 from nodeau.apps.cli.render import to_json
 
 if TYPE_CHECKING:
-    from nodeau.apps.planes.plane import Plane, PlanView
+    from nodeau.apps.planes.plane import Explanation, Plane, PlanView
 
 plan_app = App(
     name="plan",
@@ -97,6 +98,71 @@ def remove() -> int:
 
     print(plane().remove_plan())
     return 0
+
+
+@plan_app.command(name="explain")
+def explain(
+    model: str,
+    /,
+    *,
+    name: str | None = None,
+    task: Literal["chat", "embed", "rerank"] = "chat",
+    context: int | None = None,
+    unproved: bool = False,
+    json: bool = False,
+) -> int:
+    """Would nodeau run admit this now? Each check (qualification, permission, limit, quota,
+    the plan's bounds, capacity) and the refusal run would print; nothing is started.
+
+    Parameters
+    ----------
+    model
+        What nodeau run would be given.
+    name
+        The workload's name (default: made from the model's name).
+    task
+        chat, embed or rerank.
+    context
+        Context size in tokens (default: the model's own, at most 4096).
+    unproved
+        As nodeau run --unproved: skip the qualification check.
+    json
+        Print it as JSON.
+    """
+    from nodeau.apps.cli.bootstrap import plane
+    from nodeau.apps.planes.plane import RunAsk
+    from nodeau.domain.tasks import Task
+    from nodeau.domain.workloads import RecoveryMode
+    from nodeau.ports.errors import SettingsError
+
+    if context is not None and context <= 0:
+        raise SettingsError("--context must be a positive number of tokens")
+    ask = RunAsk(
+        model=model,
+        name=name,
+        task=Task(task),
+        context_tokens=context,
+        recovery=RecoveryMode.NEVER,
+        recovery_after=timedelta(minutes=3),
+        unproved=unproved,
+    )
+    found = plane().explain_run(ask)
+    print(to_json(found) if json else "\n".join(explanation_lines(found)))
+    return 0 if found.admitted else REFUSED
+
+
+def explanation_lines(found: Explanation) -> list[str]:
+    """``nodeau plan explain`` for a person: each check, then the answer."""
+    lines = [f"if {found.user} ran {found.model} now on {found.plane}:"]
+    for check in found.checks:
+        mark = "ok" if check.passed else f"refused ({check.code})"
+        lines.append(f"  {check.check}: {mark}: {check.sentence}")
+    if found.refusal is None:
+        lines.append("it would be admitted (nothing was started)")
+    else:
+        r = found.refusal
+        lines.append(f"refused ({r.kind.value}): {r.code.value}: {r.sentence}")
+    return lines
 
 
 def bound(value: int | None) -> str:

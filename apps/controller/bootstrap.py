@@ -10,20 +10,32 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from nodeau.adapters.entitlement_document import compiled_in_verifier
 from nodeau.adapters.kube.copies import KubeModelCopies
+from nodeau.adapters.kube.entitlement import KubeEntitlementStore
 from nodeau.adapters.kube.events import KubeEventLog
 from nodeau.adapters.kube.health_store import KubeHealthRecords
 from nodeau.adapters.kube.marks import KubeFleetMarks
+from nodeau.adapters.kube.organisation import KubeOrganisationPolicy
 from nodeau.adapters.kube.pods import KubeServerPods
 from nodeau.adapters.kube.reports import KubeMachineReports
 from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.kube.watch import KubeWorkloadWatch
 from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.apps.controller.loop import Controller, ControllerPorts
+from nodeau.ports.entitlements import EntitlementVerifier
 
 
-def kube_ports(api: Any, *, clock: Callable[[], datetime], identity: str) -> ControllerPorts:
-    """The controller's ports on one configured API client (``identity`` signs decisions)."""
+def kube_ports(
+    api: Any,
+    *,
+    clock: Callable[[], datetime],
+    identity: str,
+    verifier: EntitlementVerifier | None = None,
+) -> ControllerPorts:
+    """The controller's ports on one configured API client (``identity`` signs decisions;
+    ``verifier``: None, the keys compiled into the package, the only ones a deployed
+    controller trusts; tests pass their own here, and nowhere else can)."""
     return ControllerPorts(
         store=KubeStateStore(api, clock=clock, identity=identity),
         objects=KubeWorkloadObjects(api, identity=identity),
@@ -34,11 +46,20 @@ def kube_ports(api: Any, *, clock: Callable[[], datetime], identity: str) -> Con
         events=KubeEventLog(api, identity=identity),
         watch=KubeWorkloadWatch(api),
         copies=KubeModelCopies(api),
+        entitlement=KubeEntitlementStore(api),
+        verifier=verifier or compiled_in_verifier(),
+        organisation=KubeOrganisationPolicy(api),
     )
 
 
 def kube_controller(
-    api: Any, *, clock: Callable[[], datetime], identity: str, log: Callable[[str], None]
+    api: Any,
+    *,
+    clock: Callable[[], datetime],
+    identity: str,
+    log: Callable[[str], None],
+    verifier: EntitlementVerifier | None = None,
 ) -> Controller:
     """A controller acting on the cluster ``api`` talks to."""
-    return Controller(kube_ports(api, clock=clock, identity=identity), clock=clock, log=log)
+    ports = kube_ports(api, clock=clock, identity=identity, verifier=verifier)
+    return Controller(ports, clock=clock, log=log)

@@ -77,7 +77,7 @@ class CopyKeeper:
             if key not in plans:
                 plan = planning(
                     ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health,
-                    fleet=fleet,
+                    fleet=fleet, plan=inputs.plan, organisation=inputs.organisation,
                 )  # fmt: skip
                 found = plan.unwrap() if isinstance(plan, Success) else None
                 plans[key] = (

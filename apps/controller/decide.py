@@ -25,16 +25,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from attrs import frozen
+from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
-from nodeau.domain.limits import OrgLimits
+from nodeau.domain.limits import WorkloadAsk as RequestShape
 from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, predictor
 from nodeau.domain.model_info import ModelSummary, runtime_config
+from nodeau.domain.organisation import Organisation, check_requester, check_shape
 from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.plans import PlanTerms
+from nodeau.domain.records import spending
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.resolution import MIN_PREFIX, Known, Miss, Unresolved, display_name, resolve_name
@@ -117,6 +120,8 @@ class Planning:
     excluded: tuple[tuple[str, str], ...]
     settings: SchedulingSettings
     predict: Callable[[str], Prediction]
+    plan: PlanTerms
+    shape: RequestShape  # what the organisation's limits and quotas read of the request
 
     def view(self, ledger: Ledger) -> FleetView:
         """The fleet as a placement sees it, over this ledger."""
@@ -127,6 +132,7 @@ class Planning:
             excluded=self.excluded,
             verified_on=frozenset(m for m, _ in self.resolution.paths),
             predict=self.predict,
+            plan=self.plan,
         )
 
     def admission(
@@ -150,7 +156,8 @@ def planning(
     reports: tuple[MachineReport, ...],
     marks: MarkedFleet,
     health: Mapping[str, MachineHealth],
-    limits: OrgLimits | None = None,
+    plan: PlanTerms,
+    organisation: Organisation | None = None,
     table: MeasuredTable | None = None,
     allowances: Allowances | None = None,
     fleet: Fleet | None = None,
@@ -166,6 +173,16 @@ def planning(
         case Failure(Refusal() as refusal):
             return Failure(refusal)
     config = runtime_config(resolution.summary, ask.task, ask.context_tokens)
+    org = organisation or Organisation.none()
+    shape = RequestShape(
+        model=resolution.display_name(ask.model),
+        artifact_id=resolution.artifact_id,
+        context_tokens=config.context_tokens,
+        model_bytes=resolution.size_bytes,
+    )
+    match check_shape(org, shape):
+        case Failure(Refusal() as refused):
+            return Failure(refused)
     predict = predictor(
         arch=resolution.summary.architecture,
         artifact_id=resolution.artifact_id,
@@ -178,7 +195,7 @@ def planning(
         machines=(m.name for m in fleet.machines),
         drained=marks.drained,
         health={m: h.state for m, h in health.items()},
-        limits=limits or OrgLimits.unbounded(),
+        limits=org.limits,
     )
     request = AdmissionRequest(
         workload=ask.name,
@@ -194,6 +211,8 @@ def planning(
             excluded=excluded,
             settings=marks.settings,
             predict=predict,
+            plan=plan,
+            shape=shape,
         )
     )
 
@@ -205,7 +224,8 @@ def decider(
     marks: MarkedFleet,
     health: Mapping[str, MachineHealth],
     now: datetime,
-    limits: OrgLimits | None = None,
+    plan: PlanTerms,
+    organisation: Organisation | None = None,
     table: MeasuredTable | None = None,
     allowances: Allowances | None = None,
 ) -> Decide:
@@ -215,12 +235,25 @@ def decider(
         reports=reports,
         marks=marks,
         health=health,
-        limits=limits,
+        plan=plan,
+        organisation=organisation,
         table=table,
         allowances=allowances,
     ):
-        case Success(Planning() as plan):
-            return lambda snapshot: plan.admission(ask, snapshot.ledger, now)
+        case Success(Planning() as planned):
+            org = organisation or Organisation.none()
+
+            def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
+                spent = spending(snapshot.workloads)
+                match check_requester(org, ask.requester, planned.shape, spent):
+                    case Failure(Refusal() as refused):
+                        return Failure(refused)
+                admitted = planned.admission(ask, snapshot.ledger, now)
+                return admitted.map(
+                    lambda a: evolve(a, record=evolve(a.record, requester=ask.requester))
+                )
+
+            return decide
         case Failure(Refusal() as refusal):
             return lambda _snapshot: Failure(refusal)
     raise AssertionError("planning answers a Result")

@@ -28,7 +28,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
 from attrs import frozen
@@ -37,7 +37,9 @@ from nodeau.apps.controller.copies import CopyKeeper
 from nodeau.apps.controller.health import assess_fleet, changes, show_health
 from nodeau.apps.controller.reconcile import KIND_NAMES, FleetInputs, FleetReading, Reconciler
 from nodeau.apps.controller.recover import Recoverer
-from nodeau.domain.health import Health, next_quiet
+from nodeau.apps.planes.plan import kept_terms
+from nodeau.domain.health import Health, MachineHealth, next_quiet
+from nodeau.domain.plans import PlanTerms
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import (
     EventLog,
@@ -49,7 +51,9 @@ from nodeau.ports.cluster import (
     WorkloadObjects,
     WorkloadWatch,
 )
+from nodeau.ports.entitlements import EntitlementVerifier, KeptEntitlement
 from nodeau.ports.errors import NodeauError
+from nodeau.ports.organisation import OrganisationPolicy
 from nodeau.ports.state import MovingStateStore
 
 Key = tuple[WorkloadKind, str]
@@ -72,6 +76,9 @@ class ControllerPorts:
     events: EventLog
     watch: WorkloadWatch
     copies: ModelCopies
+    entitlement: KeptEntitlement  # the installed entitlement, read only
+    verifier: EntitlementVerifier  # the keys this build trusts
+    organisation: OrganisationPolicy
 
 
 class Controller:
@@ -104,11 +111,23 @@ class Controller:
         self.wake_at: datetime | None = None
 
     def read_fleet(self) -> FleetInputs:
-        """Reports, marks and health as they are now."""
+        """Reports, marks, health, the plan and the organisation's policy as they are now."""
+        return self._inputs(self.ports.health.read())
+
+    def _plan(self) -> PlanTerms:
+        """The plan's terms new decisions use now (nothing is written to read them)."""
+        kept = self.ports.entitlement.kept()
+        return kept_terms(kept, self.ports.verifier, self._clock()).terms
+
+    def _inputs(self, health: Mapping[str, MachineHealth]) -> FleetInputs:
         return FleetInputs(
             reports=self.ports.reports.read().reports,
             marks=self.ports.marks.read(),
-            health=self.ports.health.read(),
+            health=health,
+            plan=kept_terms(
+                self.ports.entitlement.kept(), self.ports.verifier, self._clock()
+            ).terms,
+            organisation=self.ports.organisation.read(),
         )
 
     def assess_health(self) -> None:
@@ -126,11 +145,7 @@ class Controller:
             self._log(line)
         snapshot = self.store.snapshot()
         show_health(self.store, health, now, self._log, snapshot.workloads)
-        inputs = FleetInputs(
-            reports=self.ports.reports.read().reports,
-            marks=self.ports.marks.read(),
-            health=health,
-        )
+        inputs = self._inputs(health)
         if any(h.state is Health.UNREACHABLE for h in health.values()):
             due = self.recoverer.recover(self.store.snapshot(), inputs)
             changes_at += [] if due is None else [due]

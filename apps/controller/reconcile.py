@@ -57,6 +57,8 @@ from nodeau.domain.lifecycle import (
     same_end,
     with_state,
 )
+from nodeau.domain.organisation import Organisation
+from nodeau.domain.plans import PlanTerms
 from nodeau.domain.records import Admission
 from nodeau.domain.recovery import left_behind, with_recovery
 from nodeau.domain.refusals import Refusal
@@ -93,6 +95,8 @@ class FleetInputs:
     reports: tuple[MachineReport, ...]
     marks: MarkedFleet
     health: Mapping[str, MachineHealth]
+    plan: PlanTerms  # the plan in force: its bounds apply to every placement
+    organisation: Organisation  # its limits apply to every placement
 
 
 class FleetReading:
@@ -200,7 +204,13 @@ class Reconciler:
             return False
         now = self._clock()
         decide = decider(
-            obj.ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health, now=now
+            obj.ask,
+            reports=inputs.reports,
+            marks=inputs.marks,
+            health=inputs.health,
+            now=now,
+            plan=inputs.plan,
+            organisation=inputs.organisation,
         )
         match self._store.admit(obj.name, decide):
             case Failure(Refusal() as refusal):

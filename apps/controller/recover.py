@@ -110,7 +110,13 @@ class Recoverer:
         plan: Result[Planning, Refusal] | None = None
         if decision is None:  # due: only now is the fleet planned for it
             plan = planning(
-                ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health, fleet=fleet
+                ask,
+                reports=inputs.reports,
+                marks=inputs.marks,
+                health=inputs.health,
+                fleet=fleet,
+                plan=inputs.plan,
+                organisation=inputs.organisation,
             )
             decision = placed_or_held(w, plan, health, now, ledger, control_plane)
         decision = guarded(decision, w, alarm)

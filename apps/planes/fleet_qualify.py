@@ -66,10 +66,13 @@ class QualifyUndecided(NodeauError):
 class FleetModel:
     """What the fleet's reports say of the artifact a typed name means."""
 
-    def __init__(self, artifact: str, name: str, summary: ModelSummary) -> None:
+    def __init__(
+        self, artifact: str, name: str, summary: ModelSummary, size_bytes: int = 0
+    ) -> None:
         self.artifact = artifact
         self.name = name
         self.summary = summary
+        self.size_bytes = size_bytes
 
 
 def fleet_model(text: str, reports: Iterable[MachineReport]) -> FleetModel:
@@ -80,7 +83,7 @@ def fleet_model(text: str, reports: Iterable[MachineReport]) -> FleetModel:
         case Resolution() as found:
             first = next(a for a in held if a.id.lower() == found.artifact_id)
             name = display_name(text, found.names, found.artifact_id)
-            return FleetModel(found.artifact_id, name, first.summary)
+            return FleetModel(found.artifact_id, name, first.summary, first.size_bytes)
         case Unresolved() as missed:
             raise UnknownModel(f"{missed.sentence} among the models the fleet holds verified")
     raise AssertionError("resolve_name answers a Resolution or an Unresolved")

@@ -46,6 +46,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from attrs import evolve, frozen
+from returns.result import Failure
 
 from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL
 from nodeau.adapters.record_json import unpack
@@ -56,10 +57,12 @@ from nodeau.apps.planes.plane import (
     BatchView,
     CopyAsked,
     CopyListing,
+    Explanation,
     FleetListing,
     GpuView,
     LogsUnavailable,
     MachineView,
+    OrganisationView,
     PlanInstall,
     PlanView,
     QualificationUnavailable,
@@ -83,6 +86,7 @@ from nodeau.domain.copies import (
     withdrawal,
 )
 from nodeau.domain.health import MachineHealth
+from nodeau.domain.organisation import Requester, Spending
 from nodeau.domain.placement import Policy
 from nodeau.domain.records import Admission
 from nodeau.domain.recovery_choice import recovery_change
@@ -107,6 +111,7 @@ from nodeau.ports.cluster import (
 )
 from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
 from nodeau.ports.errors import NodeauError, SettingsError
+from nodeau.ports.organisation import Identity, OrganisationPolicy
 from nodeau.ports.state import StateError, UnknownWorkload
 
 POLL_S = 0.2
@@ -140,6 +145,8 @@ class FleetCluster:
     pods: ServerPods
     copies: ModelCopies | None = None  # None: a connection built for other commands
     entitlements: EntitlementStore | None = None  # None: a connection built for other commands
+    organisation: OrganisationPolicy | None = None  # None: built for other commands
+    identity: Identity | None = None  # who the credentials are; None: built for other commands
     qualifications: QualificationRecords | None = None  # None: built for other commands
 
 
@@ -322,6 +329,10 @@ class KubernetesPlane:
             unproved = self._unproved(ask)
             if unproved is not None:
                 return Refused(name=name, refusal=unproved)
+        requester = self._requester()
+        refused = self._refused_by_policy(requester, ask)
+        if refused is not None:
+            return Refused(name=name, refusal=refused)
         wanted = WorkloadAsk(
             kind=WorkloadKind.SERVICE,
             name=name,
@@ -330,6 +341,7 @@ class KubernetesPlane:
             context_tokens=ask.context_tokens,
             recovery=ask.recovery,
             recovery_after=ask.recovery_after,
+            requester=requester,
         )
         self._ask(wanted)
         decision = self._decision(WorkloadKind.SERVICE, name, ask.wait_s)
@@ -369,6 +381,108 @@ class KubernetesPlane:
             evidence=book.for_artifact(Sha256(hex=found.artifact)),
             task=ask.task,
             model=found.name,
+        )
+
+    # -- who asks and the organisation's policy (apps.planes.organisation)
+
+    def _requester(self) -> Requester | None:
+        """Who the credentials are, as the API server says; None on a connection made
+        without it (the controller then decides without knowing)."""
+        return None if self._cluster.identity is None else self._cluster.identity.requester()
+
+    def _policy(self) -> OrganisationPolicy:
+        if self._cluster.organisation is None:
+            raise NotOnTheFleetYet("this connection to the fleet was made without its policy")
+        return self._cluster.organisation
+
+    def _permit(self, action: str) -> None:
+        """Nothing when the person asking may take ``action`` under the organisation's policy
+        (RBAC is the API server's own check, on every request); ``NotAllowed`` otherwise."""
+        from nodeau.apps.planes.organisation import permit
+        from nodeau.domain.limits import Action
+
+        requester = self._requester()
+        if requester is None or self._cluster.organisation is None:
+            return
+        permit(self._policy().read(), requester, Action(action))
+
+    def _spent(self) -> tuple[Spending, ...]:
+        from nodeau.domain.workloads import holds_gpu
+
+        return tuple(
+            Spending(requester=o.ask.requester if o.ask is not None else None)
+            for o in self._objects.list_all()
+            if o.record is None or holds_gpu(o.record.workload.state)
+        )
+
+    def _refused_by_policy(self, requester: Requester | None, ask: RunAsk) -> Refusal | None:
+        """The person's role and quotas under the policy, said before anything is created
+        (the controller checks them again, with the model's bytes and context, as it admits)."""
+        from nodeau.domain.organisation import check_action, check_quotas
+
+        if requester is None or self._cluster.organisation is None:
+            return None
+        org = self._policy().read()
+        if not org.configured:
+            return None
+        from nodeau.domain.limits import Action
+        from nodeau.domain.limits import WorkloadAsk as RequestShape
+
+        shape = RequestShape(
+            model=ask.model,
+            artifact_id=ask.model,
+            context_tokens=ask.context_tokens or 1,
+            model_bytes=1,
+        )  # fmt: skip  (role and quotas read only who asks and one card)
+        for outcome in (
+            check_action(org, requester, Action.RUN),
+            check_quotas(org, requester, shape, self._spent()),
+        ):
+            if isinstance(outcome, Failure):
+                refused: Refusal = outcome.failure()
+                return refused
+        return None
+
+    def organisation(self) -> OrganisationView:
+        from nodeau.apps.planes.organisation import organisation_view
+
+        requester = self._requester()
+        if requester is None:
+            raise NotOnTheFleetYet("this connection to the fleet was made without who you are")
+        return organisation_view(self.description, self._policy(), requester, self._spent())
+
+    def install_organisation(self, document: bytes, source: str) -> str:
+        from nodeau.apps.planes.organisation import install_organisation
+        from nodeau.apps.planes.plan import status_in_force
+
+        requester = self._requester()
+        if requester is None:
+            raise NotOnTheFleetYet("this connection to the fleet was made without who you are")
+        terms = status_in_force(*self._entitlements(), self._clock()).terms
+        return install_organisation(self._policy(), requester, terms, document, source)
+
+    def remove_organisation(self) -> str:
+        from nodeau.apps.planes.organisation import remove_organisation
+
+        requester = self._requester()
+        if requester is None:
+            raise NotOnTheFleetYet("this connection to the fleet was made without who you are")
+        return remove_organisation(self._policy(), requester)
+
+    def explain_run(self, ask: RunAsk) -> Explanation:
+        from nodeau.apps.planes.fleet_explain import explain_on_fleet
+
+        requester = self._requester()
+        if requester is None:
+            raise NotOnTheFleetYet("this connection to the fleet was made without who you are")
+        return explain_on_fleet(
+            plane=self.description,
+            ask=ask,
+            requester=requester,
+            organisation=self._policy().read(),
+            spent=self._spent(),
+            unproved=None if ask.unproved else self._unproved(ask),
+            reports=self._cluster.reports.read().reports,
         )
 
     def _ask(self, wanted: WorkloadAsk) -> None:
@@ -424,6 +538,7 @@ class KubernetesPlane:
         return found
 
     def stop(self, name: str, *, workload: bool) -> str:
+        self._permit("stop")
         obj = self._find(name)
         gpu = obj.status.get("gpuUUID")
         if workload:
@@ -502,6 +617,7 @@ class KubernetesPlane:
     # -- recovery
 
     def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
+        self._permit("set-recovery")
         obj = self._find(name)
         refuse_batch(name, obj.kind)
         change = recovery_change(name, obj.kind, choice_of(obj), (mode, after))
@@ -555,12 +671,15 @@ class KubernetesPlane:
         )
 
     def drain(self, node: str) -> str:
+        self._permit("drain")
         return self._cluster.marks.drain(node, self._clock()).sentence
 
     def undrain(self, node: str) -> str:
+        self._permit("drain")
         return self._cluster.marks.undrain(node).sentence
 
     def set_policy(self, policy: Policy, node: str | None) -> str:
+        self._permit("set-policy")
         return self._cluster.marks.set_policy(policy, node).sentence
 
     # -- batch jobs
@@ -575,6 +694,7 @@ class KubernetesPlane:
             task=ask.task,
             context_tokens=ask.context_tokens,
             requests=ask.requests,
+            requester=self._requester(),
         )
         if not self._objects.create(wanted):
             raise StateError(
@@ -626,6 +746,7 @@ class KubernetesPlane:
         )
 
     def stop_batch(self, name: str) -> str:
+        self._permit("stop")
         self.batches(name)
         self._objects.delete(WorkloadKind.BATCH, name)
         return f"{name}: BatchJob deleted; the controller stops its model server and frees its card"
@@ -701,9 +822,11 @@ class KubernetesPlane:
     def install_plan(self, document: bytes, source: str) -> PlanInstall:
         from nodeau.apps.planes.plan import install
 
+        self._permit("install-plan")
         return install(self.description, *self._entitlements(), document, source, self._clock())
 
     def remove_plan(self) -> str:
         from nodeau.apps.planes.plan import remove
 
+        self._permit("install-plan")
         return remove(self._entitlements()[0], self._clock())

@@ -69,9 +69,12 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.models import Resolved
-    from nodeau.apps.serving import RunRequest
+    from nodeau.apps.planes.plane import Explanation, OrganisationView
+    from nodeau.apps.serving import Rules, RunRequest
     from nodeau.domain.catalog import Catalog
+    from nodeau.domain.organisation import Requester
     from nodeau.domain.placement import Policy
+    from nodeau.domain.plans import PlanTerms
     from nodeau.domain.records import Admission, WorkloadRecord
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.reservations import Ledger
@@ -79,6 +82,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
+    from nodeau.ports.organisation import Identity, OrganisationPolicy
     from nodeau.ports.runtime import ModelRuntime, RunningServer
     from nodeau.ports.state import StateStore
 
@@ -177,11 +181,13 @@ class MachinePlane:
         parts: MachineParts,
         clock: Callable[[], datetime],
         verifier: EntitlementVerifier | None = None,
+        identity: Identity | None = None,
     ) -> None:
         self._settings = settings
         self._parts = parts
         self._clock = clock
         self._verifier = verifier  # None: the keys compiled into the package
+        self._identity = identity  # None: the local user this process runs as
 
     @property
     def description(self) -> str:
@@ -279,8 +285,67 @@ class MachinePlane:
             inventory=self._parts.inventory,
             state=self._parts.state,
             marks=marks,
+            rules=self._rules(),
             now=self._clock(),
         )
+
+    # -- who asks, the organisation's policy, the plan's terms (apps.planes.organisation)
+
+    def _requester(self) -> Requester:
+        from nodeau.adapters.local_identity import LocalIdentity
+
+        return (self._identity or LocalIdentity()).requester()
+
+    def _policy(self) -> OrganisationPolicy:
+        from nodeau.adapters.organisation_file import FileOrganisationPolicy
+
+        return FileOrganisationPolicy(self._settings.home)
+
+    def _permit(self, action: str) -> None:
+        """Nothing when the person asking may take ``action``; ``NotAllowed`` otherwise."""
+        from nodeau.apps.planes.organisation import permit
+        from nodeau.domain.limits import Action
+
+        permit(self._policy().read(), self._requester(), Action(action))
+
+    def _plan_terms(self) -> PlanTerms:
+        from nodeau.apps.planes.plan import status_in_force
+
+        return status_in_force(*self._entitlements(), self._clock()).terms
+
+    def _rules(self) -> Rules:
+        from nodeau.apps.serving import Rules
+
+        return Rules(
+            plan=self._plan_terms(),
+            organisation=self._policy().read(),
+            requester=self._requester(),
+        )
+
+    def organisation(self) -> OrganisationView:
+        from nodeau.apps.planes.organisation import organisation_view
+        from nodeau.domain.records import spending
+
+        return organisation_view(
+            PLANE, self._policy(), self._requester(), spending(self._records())
+        )
+
+    def install_organisation(self, document: bytes, source: str) -> str:
+        from nodeau.apps.planes.organisation import install_organisation
+
+        return install_organisation(
+            self._policy(), self._requester(), self._plan_terms(), document, source
+        )
+
+    def remove_organisation(self) -> str:
+        from nodeau.apps.planes.organisation import remove_organisation
+
+        return remove_organisation(self._policy(), self._requester())
+
+    def explain_run(self, ask: RunAsk) -> Explanation:
+        from nodeau.apps.planes.machine_explain import explain_run
+
+        return explain_run(self._parts, ask, self._rules(), self._clock())
 
     def workloads(self) -> tuple[WorkloadView, ...]:
         if not self._settings.state_path.exists():
@@ -326,7 +391,7 @@ class MachinePlane:
         from nodeau.apps.planes import machine_qualify
 
         return machine_qualify.qualify(
-            self._parts, self._settings, self._clock, model, context_tokens, seed
+            self._parts, self._settings, self._clock, self._rules(), model, context_tokens, seed
         )
 
     def logs(self, name: str, lines: int = LOG_LINES) -> tuple[str, ...]:
@@ -347,6 +412,7 @@ class MachinePlane:
         from nodeau.apps.serving import stop_workload
         from nodeau.ports.state import UnknownWorkload
 
+        self._permit("stop")
         record = self._snapshot_record(name)
         if record is None:
             raise UnknownWorkload(f"no workload called {name!r}; nodeau ps lists them")
@@ -382,6 +448,7 @@ class MachinePlane:
         return self._parts.state.admission(name)
 
     def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
+        self._permit("set-recovery")
         from nodeau.apps.planes.recovery import held_service, set_in_store
 
         w = held_service(name, self._snapshot_record(name))
@@ -420,11 +487,13 @@ class MachinePlane:
     def install_plan(self, document: bytes, source: str) -> PlanInstall:
         from nodeau.apps.planes.plan import install
 
+        self._permit("install-plan")
         return install(PLANE, *self._entitlements(), document, source, self._clock())
 
     def remove_plan(self) -> str:
         from nodeau.apps.planes.plan import remove
 
+        self._permit("install-plan")
         return remove(self._entitlements()[0], self._clock())
 
     # -- machines and marks
@@ -464,6 +533,7 @@ class MachinePlane:
     def drain(self, node: str) -> str:
         from nodeau.domain.scheduling import drain
 
+        self._permit("drain")
         self._known(node)
         running = len(self._ledger().on_machine(node))
         change = drain(self._parts.marks.read().drained, node, running)
@@ -473,6 +543,7 @@ class MachinePlane:
     def undrain(self, node: str) -> str:
         from nodeau.domain.scheduling import undrain
 
+        self._permit("drain")
         self._known(node)
         change = undrain(self._parts.marks.read().drained, node)
         self._parts.marks.change(lambda m: evolve(m, drained=m.drained - {node}))
@@ -481,6 +552,7 @@ class MachinePlane:
     def set_policy(self, policy: Policy, node: str | None) -> str:
         from nodeau.domain.scheduling import change_fleet_policy, set_machine_policy
 
+        self._permit("set-policy")
         ledger = self._ledger()
         if node is None:
             change = change_fleet_policy(
@@ -526,6 +598,7 @@ class MachinePlane:
     def stop_batch(self, name: str) -> str:
         from nodeau.apps.planes import machine_batches
 
+        self._permit("stop")
         self.batches(name)
         return machine_batches.stop(self._settings, self._parts, name, self._clock)
 

@@ -15,12 +15,14 @@ from nodeau.domain.refusals import Refusal
 
 if TYPE_CHECKING:
     from nodeau.apps.planes.machine import MachineParts
+    from nodeau.apps.serving import Rules
 
 
 def qualify(
     parts: MachineParts,
     settings: Settings,
     clock: Callable[[], datetime],
+    rules: Rules,
     model: str,
     context_tokens: int | None,
     seed: int | None,
@@ -45,6 +47,7 @@ def qualify(
         probe=run_probes,
         reported_bytes=reported_total,
         runtime_name=runtime_name,
+        rules=rules,
     )
     drawn = seed if seed is not None else random.SystemRandom().randrange(2**32)
     done = qualify_here(resolved, context_tokens, qualify_parts, drawn)

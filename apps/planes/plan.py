@@ -72,6 +72,24 @@ def plan_view(
     )
 
 
+def kept_terms(
+    kept: StoredEntitlement | None, verifier: EntitlementVerifier, now: datetime
+) -> EntitlementStatus:
+    """The terms new decisions use now, given what is kept (None: nothing, the Home plan)."""
+    if kept is None:
+        return verified_terms(None, "", now)
+    verification = None if kept.document is None else verifier.verify(kept.document)
+    return verified_terms(verification, kept.installation_id, now, anchor=kept.anchor)
+
+
+def status_in_force(
+    store: EntitlementStore, verifier: EntitlementVerifier, now: datetime
+) -> EntitlementStatus:
+    """The terms new decisions use now, over what the store keeps; nothing is written (a
+    decision reads the plan; only ``nodeau plan``'s commands advance the clock anchor)."""
+    return kept_terms(store.read(), verifier, now)
+
+
 def plan_in_force(
     plane: str, store: EntitlementStore, verifier: EntitlementVerifier, now: datetime
 ) -> PlanView:

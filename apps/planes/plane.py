@@ -309,6 +309,60 @@ class PlanInstall:
     plan: PlanView  # installed: the plan in force now; refused: what the document gives
 
 
+@frozen(kw_only=True)
+class QuotaView:
+    """One quota of ``nodeau organisation``: whose, its bounds, what is spent now."""
+
+    subject: str  # "user NAME" or "team NAME"
+    max_gpus_held: int | None
+    max_workloads: int | None
+    gpus_held: int
+    workloads: int
+
+
+@frozen(kw_only=True)
+class OrganisationView:
+    """``nodeau organisation``: the policy in force, where it is kept, and who is asking."""
+
+    plane: str
+    where: str
+    configured: bool
+    user: str
+    groups: tuple[str, ...]
+    role: str  # the asking person's role
+    roles: dict[str, tuple[str, ...]]  # role -> entries ("NAME" or "group:NAME")
+    everyone: str
+    max_context_tokens: int | None
+    max_model_bytes: int | None
+    allowed_models: tuple[str, ...] | None  # None: any model
+    allowed_machines: tuple[str, ...] | None  # None: every machine
+    quotas: tuple[QuotaView, ...]
+    contact: str | None
+
+
+@frozen(kw_only=True)
+class CheckView:
+    """One check of ``nodeau plan explain``: what it is, whether it passes, the refusal."""
+
+    check: str  # "permission", "limit", "quota", "plan", "capacity"
+    passed: bool
+    sentence: str  # the refusal's own sentence, or what passed
+    code: str | None  # the refusal's code when refused
+
+
+@frozen(kw_only=True)
+class Explanation:
+    """``nodeau plan explain MODEL``: whether a run would be admitted now, and each check."""
+
+    plane: str
+    user: str
+    model: str
+    context_tokens: int | None
+    admitted: bool
+    refusal: Refusal | None  # the first "no": what ``nodeau run`` would print
+    checks: tuple[CheckView, ...]
+
+
 class Plane(Protocol):
     """Everything the CLI does with workloads and machines, on one plane."""
 
@@ -416,6 +470,23 @@ class Plane(Protocol):
     def remove_plan(self) -> str:
         """Remove the installed entitlement (new decisions use the Home plan; nothing
         serving stops); what was done."""
+        ...
+
+    def organisation(self) -> OrganisationView:
+        """The organisation's policy in force and who is asking."""
+        ...
+
+    def install_organisation(self, document: bytes, source: str) -> str:
+        """Install a policy document (an admin's, on a plan that includes it); what was done."""
+        ...
+
+    def remove_organisation(self) -> str:
+        """Remove the installed policy (an admin's); what was done."""
+        ...
+
+    def explain_run(self, ask: RunAsk) -> Explanation:
+        """Whether ``ask`` would be admitted now, and which check would refuse it; nothing is
+        recorded or started."""
         ...
 
 

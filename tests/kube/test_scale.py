@@ -7,12 +7,10 @@ capacity's code. bench/reconcile.py times the same fleet.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 from kubernetes import client
 
-from nodeau.apps.controller.bootstrap import kube_controller
+from tests.support.kube_controller import controller as test_controller
 from tests.support.kube_scale import check, populate
 
 MACHINES, CARDS, SERVICES = 100, 4, 500
@@ -21,9 +19,7 @@ MACHINES, CARDS, SERVICES = 100, 4, 500
 @pytest.mark.slow
 def test_a_hundred_machines_and_five_hundred_services(fresh_fleet: client.ApiClient) -> None:
     populate(fresh_fleet, machines=MACHINES, cards=CARDS, services=SERVICES)
-    controller = kube_controller(
-        fresh_fleet, clock=lambda: datetime.now(UTC), identity="scale", log=lambda _line: None
-    )
+    controller = test_controller(fresh_fleet, identity="scale")  # an Enterprise fleet
     controller.resync()  # one pass decides every service
     decided = check(fresh_fleet, cards_total=MACHINES * CARDS)
     assert decided.problems == ()

@@ -25,6 +25,7 @@ from nodeau.domain.admission import AdmissionRequest, admit
 from nodeau.domain.hardware import Fleet, Gpu, Machine
 from nodeau.domain.memory import GIB, Prediction, RuntimeConfig, Source, Term
 from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.scheduling import FleetView, admit_and_place
 from nodeau.domain.workloads import Workload, WorkloadKind, WorkloadState
@@ -62,6 +63,7 @@ def view_of(fleet: Fleet, snapshot: Snapshot) -> FleetView:
         excluded=(),
         verified_on=frozenset(m.name for m in fleet.machines),
         predict=lambda _gpu_model: PREDICTION,
+        plan=ENTERPRISE,  # unbounded: the stores' contract is not about plans
     )
 
 

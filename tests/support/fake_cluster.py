@@ -22,13 +22,18 @@ from typing import Any
 from attrs import define, evolve, field
 from returns.result import Result, Success
 
+from nodeau.adapters.entitlement_document import Ed25519EntitlementVerifier
+from nodeau.adapters.organisation_document import parse_organisation
+from nodeau.apps.controller.loop import ControllerPorts
 from nodeau.domain.copies import CopyRequest, find_request, with_ask, without_ask
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.health import MachineHealth, Signals
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.memory import GIB
 from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.organisation import Organisation
 from nodeau.domain.placement import Policy, SchedulingSettings
+from nodeau.domain.plans import PlanName
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.scheduling import (
@@ -54,7 +59,9 @@ from nodeau.ports.cluster import (
     WorkloadObject,
     check_status_fields,
 )
+from nodeau.ports.entitlements import StoredEntitlement
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload, WorkloadRecord
+from tests.support.entitlements import document, trusted
 from tests.support.fake_state import FakeStateStore
 
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
@@ -643,6 +650,61 @@ class FakeModelCopies:
 # -- the cluster ---------------------------------------------------------------------------------
 
 
+class FakeOrganisationPolicy:
+    """``OrganisationPolicy`` in memory: the document as installed, read by the same reader
+    as the file and the ConfigMap (tests/contract/test_organisation_policy.py)."""
+
+    where = "memory"
+
+    def __init__(self) -> None:
+        self.document: bytes | None = None
+
+    def read(self) -> Organisation:
+        if self.document is None:
+            return Organisation.none()
+        return parse_organisation(self.document, self.where)
+
+    def install(self, document: bytes) -> Organisation:
+        found = parse_organisation(document, "the policy given")
+        self.document = document
+        return found
+
+    def remove(self) -> bool:
+        had, self.document = self.document is not None, None
+        return had
+
+
+class KeptDocument:
+    """``KeptEntitlement`` over a document held in memory (None: nothing kept)."""
+
+    def __init__(self, installation_id: str, document: bytes | None) -> None:
+        self.installation_id = installation_id
+        self.document = document
+
+    def kept(self) -> StoredEntitlement | None:
+        return StoredEntitlement(
+            installation_id=self.installation_id, document=self.document, anchor=None,
+            where="memory",
+        )  # fmt: skip
+
+
+INSTALLATION = "fake-fleet"
+
+
+def unbounded_entitlement(clock: Callable[[], datetime]) -> KeptDocument:
+    """An Enterprise entitlement (no bound) for the fake fleet, signed by the test's key and
+    valid for years around ``clock()``: the fleets here are larger than the Home plan."""
+    now = clock()
+    signed = document(
+        INSTALLATION,
+        plan=PlanName.ENTERPRISE,
+        not_before=now - timedelta(days=365),
+        not_after=now + timedelta(days=3650),
+        issued_at=now - timedelta(days=365),
+    )
+    return KeptDocument(INSTALLATION, signed)
+
+
 class FakeCluster:
     """One fleet's cluster in memory, its role ports as attributes."""
 
@@ -660,6 +722,26 @@ class FakeCluster:
         self.watch = FakeWorkloadWatch()
         self.tokens = FakeBootstrapTokens()
         self.copies = FakeModelCopies()
+        self.entitlement = unbounded_entitlement(clock)
+        self.verifier = Ed25519EntitlementVerifier(trusted())
+        self.organisation = FakeOrganisationPolicy()
+
+    def controller_ports(self) -> ControllerPorts:
+        """The controller's ports on this cluster."""
+        return ControllerPorts(
+            store=self.store,
+            objects=self.objects,
+            pods=self.pods,
+            reports=self.reports,
+            marks=self.marks,
+            health=self.health,
+            events=self.events,
+            watch=self.watch,
+            copies=self.copies,
+            entitlement=self.entitlement,
+            verifier=self.verifier,
+            organisation=self.organisation,
+        )
 
     def add_node(self, name: str, *, control_plane: bool = False) -> None:
         """A machine joins the cluster (no report yet)."""

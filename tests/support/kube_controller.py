@@ -9,12 +9,14 @@ a 24 GiB card (``SMALL``) or no card at all (``HUGE``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubernetes import client
 
+from nodeau.adapters.entitlement_document import Ed25519EntitlementVerifier
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.entitlement import KubeEntitlementStore
 from nodeau.adapters.kube.ledger import read_ledger
 from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.adapters.kube.reports import publish_report
@@ -23,7 +25,9 @@ from nodeau.apps.controller.loop import Controller
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.memory import GIB
 from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.plans import PlanName
 from nodeau.domain.reservations import Reservation
+from tests.support.entitlements import document, trusted
 from tests.support.kube_nodes import kwok_node, wait_for
 from tests.unit.domain.test_memory import TINY
 
@@ -131,10 +135,36 @@ def ledger(api: Any) -> tuple[Reservation, ...]:
     return read_ledger(api).reservations
 
 
-def controller(api: Any, identity: str = "test-controller") -> Controller:
+def controller(
+    api: Any, identity: str = "test-controller", plan: PlanName | None = PlanName.ENTERPRISE
+) -> Controller:
+    """The controller in process on ``api``, trusting this run's test key, with an entitlement
+    to ``plan`` (None: none) installed in the cluster as ``nodeau plan install`` keeps it:
+    these fleets are larger than the Home plan covers, unless a test is about that."""
+    if plan is not None:
+        entitle(api, plan)
     return kube_controller(
-        api, clock=lambda: datetime.now(UTC), identity=identity, log=lambda _l: None
+        api,
+        clock=lambda: datetime.now(UTC),
+        identity=identity,
+        log=lambda _l: None,
+        verifier=Ed25519EntitlementVerifier(trusted()),
     )
+
+
+def entitle(api: Any, plan: PlanName) -> None:
+    """An entitlement to ``plan`` for this cluster's installation, valid around now, kept in
+    ConfigMap nodeau-entitlement (signed by this run's test key)."""
+    store = KubeEntitlementStore(api)
+    now = datetime.now(UTC)
+    signed = document(
+        store.read().installation_id,
+        plan=plan,
+        not_before=now - timedelta(days=30),
+        not_after=now + timedelta(days=365),
+        issued_at=now - timedelta(days=30),
+    )
+    store.install(signed, now)
 
 
 def settle(

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 
 from attrs import define, evolve, field, fields, frozen
 
-from nodeau.apps.controller.loop import Controller, ControllerPorts
+from nodeau.apps.controller.loop import Controller
 from nodeau.domain.health import HealthPolicy
 from nodeau.domain.lifecycle import ServerPhase
 from nodeau.domain.workloads import HeldReason, RecoveryMode, WorkloadKind, WorkloadState
@@ -211,17 +211,7 @@ class World:
                 )
             )
         self.ctl = Controller(
-            ControllerPorts(
-                store=self.cluster.store,
-                objects=self.cluster.objects,
-                pods=self.cluster.pods,
-                reports=self.cluster.reports,
-                marks=self.cluster.marks,
-                health=self.cluster.health,
-                events=self.cluster.events,
-                watch=self.cluster.watch,
-                copies=self.cluster.copies,
-            ),
+            self.cluster.controller_ports(),
             clock=self.clock,
             log=self._log,
         )

@@ -159,7 +159,7 @@ GOOD_PAYLOAD = {
         (b"", "the document is not JSON"),
         (b"\xff\xfe", "the document is not UTF-8 text"),
         (b"[]", "the document is not a JSON object"),
-        (b'{"format": 1, "format": 1}', "the document: key 'format' appears twice"),
+        (b'{"format": 1, "format": 1}', "the document: key 'format' appears twice in one object"),
         (b'{"format": NaN}', "the document: NaN is not a JSON number"),
         (b"{}", "the document.format: missing"),
         (b"[" * 100_000, f"the document is larger than {MAX_BYTES} bytes"),

@@ -13,11 +13,13 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.objects import ask_of
 from nodeau.adapters.kube.pods import pod_manifest
 from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
-from nodeau.apps.controller.decide import decider, resolve
+from nodeau.apps.controller.decide import Decide, resolve
+from nodeau.apps.controller.decide import decider as controller_decider
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.memory import GIB
 from nodeau.domain.placement import Policy, SchedulingSettings
+from nodeau.domain.plans import ENTERPRISE, HOME
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.tasks import Task
@@ -84,6 +86,11 @@ def admitted(result: Any) -> Admission:
     assert is_successful(result), result
     value: Admission = result.unwrap()
     return value
+
+
+def decider(wanted: WorkloadAsk, **kw: Any) -> Decide:
+    """The controller's decision with no plan bound (these tests are about other rules)."""
+    return controller_decider(wanted, plan=ENTERPRISE, **kw)
 
 
 FLEET = (
@@ -295,3 +302,49 @@ def test_a_batch_jobs_pod_never_restarts() -> None:
     assert pod["metadata"]["name"] == "batch-nightly"
     assert pod["metadata"]["ownerReferences"][0]["kind"] == r.BATCHJOB_KIND
     assert pod["spec"]["restartPolicy"] == "Never"
+
+
+def test_the_plans_bounds_leave_machines_out_and_refusing_for_them_is_a_limit() -> None:
+    # Home covers two machines, counted by name: m1 and m2 (whose cards are all held)
+    held = Ledger(
+        reservations=tuple(
+            Reservation(workload=f"w{u}", machine=m, gpu_uuid=u, bytes=GIB)
+            for m, u in (("m1", "GPU-m1-0"), ("m2", "GPU-m2-0"), ("m2", "GPU-m2-1"))
+        )
+    )
+    fleet = (*FLEET[:2], report("m3", 4, artifact(SMALL, "qwen", path="/models/m3/q.gguf")))
+    on_home = controller_decider(
+        ask(), reports=fleet, marks=marks("m1", "m2", "m3"), health={}, now=NOW, plan=HOME
+    )
+    refusal = on_home(Snapshot(ledger=held, workloads=())).failure()
+    assert (refusal.kind.value, refusal.code) == ("limit", ReasonCode.MACHINES_OVER_PLAN)
+    assert refusal.sentence == (
+        "every card that can take qwen is beyond what the Home plan covers (2 machines; on "
+        "m3); an entitlement for a larger plan covers them (nodeau plan)"
+    )
+    unbounded = decider(ask(), reports=fleet, marks=marks("m1", "m2", "m3"), health={}, now=NOW)
+    assert admitted(unbounded(Snapshot(ledger=held, workloads=()))).record.workload.machine == "m3"
+
+
+def test_the_organisations_limits_apply_to_the_fleets_decisions() -> None:
+    from nodeau.domain.limits import OrgLimits
+    from nodeau.domain.organisation import Organisation
+
+    def decide_under(limits: OrgLimits) -> Decide:
+        org = Organisation(limits=limits, contact="#gpu")
+        return decider(
+            ask(), reports=FLEET, marks=marks("m1", "m2", "m3"), health={}, now=NOW,
+            organisation=org,
+        )  # fmt: skip
+
+    small = decide_under(OrgLimits(max_context_tokens=8))(EMPTY).failure()
+    assert (small.kind.value, small.code) == ("limit", ReasonCode.CONTEXT_OVER_LIMIT)
+    assert small.sentence.endswith("the organisation's limit is 8; ask #gpu.")
+    other = decide_under(OrgLimits(allowed_models=frozenset({"llama"})))(EMPTY).failure()
+    assert (other.kind.value, other.code) == ("permission", ReasonCode.MODEL_NOT_PERMITTED)
+    only_m2 = decide_under(OrgLimits(allowed_machines=frozenset({"m2"})))(EMPTY)
+    assert admitted(only_m2).record.workload.machine == "m2"
+    only_m3 = decide_under(OrgLimits(allowed_machines=frozenset({"m3"})))(EMPTY).failure()
+    # the cards that could take it (m1, m2 hold the copies) are outside the limits: said so
+    assert (only_m3.kind.value, only_m3.code) == ("limit", ReasonCode.MACHINE_NOT_ALLOWED)
+    assert "outside the organisation's limits (m1, m2)" in only_m3.sentence

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from attrs import evolve
 
-from nodeau.apps.controller.loop import Controller, ControllerPorts
+from nodeau.apps.controller.loop import Controller
 from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
 from nodeau.apps.planes.plane import LogsUnavailable
 from nodeau.domain.health import Health, MachineHealth, Signal
@@ -64,17 +64,7 @@ def fleet(
 
 
 def controller(cluster: FakeCluster, lines: list[str] | None = None) -> Controller:
-    ports = ControllerPorts(
-        store=cluster.store,
-        objects=cluster.objects,
-        pods=cluster.pods,
-        reports=cluster.reports,
-        marks=cluster.marks,
-        health=cluster.health,
-        events=cluster.events,
-        watch=cluster.watch,
-        copies=cluster.copies,
-    )
+    ports = cluster.controller_ports()
     said = lines if lines is not None else []
     return Controller(ports, clock=cluster.clock, log=said.append)
 

@@ -26,9 +26,12 @@ from nodeau.apps.models import Resolved, import_model, resolve_model
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import RunAsk, Started
 from nodeau.apps.qualify import QualifyParts, qualify
+from nodeau.apps.serving import Rules
 from nodeau.apps.settings import settings_from
 from nodeau.domain.hardware import MachineReading
 from nodeau.domain.memory import Source
+from nodeau.domain.organisation import Organisation, Requester
+from nodeau.domain.plans import HOME
 from nodeau.domain.probes import probes_for
 from nodeau.domain.qualification import (
     MemorySource,
@@ -132,6 +135,9 @@ class World:
             probe=passing_chat,
             reported_bytes=lambda _log: reported,
             runtime_name=lambda _server: "fake-server 1.0",
+            rules=Rules(
+                plan=HOME, organisation=Organisation.none(), requester=Requester(user="tester")
+            ),
         )
 
     def imported(self, path: Path, alias: str = "mine") -> Resolved:

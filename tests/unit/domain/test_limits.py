@@ -74,6 +74,8 @@ def test_codes_are_stable() -> None:
         "import-model",
         "pull-model",
         "invite-machine",
+        "install-plan",
+        "set-organisation",
     ]
 
 

@@ -13,6 +13,7 @@ from nodeau.domain.copies import CopyRequest, with_ask
 from nodeau.domain.health import Health, MachineHealth, Signals, assess
 from nodeau.domain.memory import GIB
 from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.recovery import (
     CopyNeed,
     RecoveryAction,
@@ -85,6 +86,7 @@ def view(**kw: object) -> FleetView:
         "excluded": (("garage", "unreachable"),),
         "verified_on": frozenset({"garage", "attic", "cp"}),
         "predict": flat(10 * GIB),
+        "plan": ENTERPRISE,  # unbounded: these tests are about other rules
         **kw,
     }
     return FleetView(**values)

@@ -10,6 +10,7 @@ from nodeau.domain.health import Health
 from nodeau.domain.limits import OrgLimits
 from nodeau.domain.memory import GIB
 from nodeau.domain.placement import Policy, SchedulingSettings
+from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.scheduling import (
@@ -42,6 +43,7 @@ def view(**kw: object) -> FleetView:
         "excluded": (),
         "verified_on": frozenset({"garage", "attic", "shed"}),
         "predict": flat(10 * GIB),
+        "plan": ENTERPRISE,  # unbounded: these tests are about other rules
         **kw,
     }
     return FleetView(**values)  # type: ignore[arg-type]

@@ -1,0 +1,156 @@
+"""``nodeau organisation`` and ``nodeau plan explain``: the organisation's policy, on either plane.
+
+Written once over the ports (``OrganisationPolicy``, ``Identity``); each plane passes its
+own (one machine: ``organisation.json`` under NODEAU_HOME and the local user; a fleet:
+ConfigMap nodeau-organisation and the Kubernetes user). Decisions recorded here
+(docs/adr/0012-organisation.md):
+
+* Installing or removing a policy is an admin's action under the policy in force (with none
+  installed everybody is an admin, so the first policy can be installed), and installing one
+  needs a plan that includes organisation limits. Removing one never needs a plan: nobody
+  is kept under rules they can no longer change.
+* A policy installed stays in force whatever the plan becomes: an entitlement that lapses
+  never loosens who may do what.
+* ``explain`` asks exactly the checks ``nodeau run`` makes, in its order, over what is
+  recorded now, and prints the refusal ``run`` would print, word for word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from returns.result import Failure
+
+from nodeau.apps.planes.plane import CheckView, OrganisationView, QuotaView
+from nodeau.domain.limits import Action, QuotaUsage, Role, WorkloadAsk
+from nodeau.domain.organisation import (
+    Organisation,
+    Requester,
+    Spending,
+    check_action,
+    role_of,
+    roles_table,
+    run_checks,
+    usage_of,
+)
+from nodeau.domain.plans import Feature, PlanTerms, plan_has
+from nodeau.domain.refusals import Refusal
+from nodeau.ports.organisation import NotAllowed, OrganisationPolicy
+
+
+def permit(org: Organisation, who: Requester, action: Action) -> None:
+    """Nothing when ``who`` may take ``action``; ``NotAllowed`` (permission) otherwise."""
+    match check_action(org, who, action):
+        case Failure(Refusal() as refusal):
+            raise NotAllowed(refusal)
+
+
+def organisation_view(
+    plane: str, policy: OrganisationPolicy, who: Requester, spent: Iterable[Spending]
+) -> OrganisationView:
+    """What ``nodeau organisation`` shows: the policy, who asks, and each quota's spending."""
+    org = policy.read()
+    spending = tuple(spent)
+    limits = org.limits
+    quotas = [
+        QuotaView(
+            subject=f"user {name}",
+            max_gpus_held=q.max_gpus_held,
+            max_workloads=q.max_workloads,
+            **_spent(usage_of(spending, user=name, team=None)),
+        )
+        for name, q in sorted(org.user_quotas.items())
+    ] + [
+        QuotaView(
+            subject=f"team {name}",
+            max_gpus_held=q.max_gpus_held,
+            max_workloads=q.max_workloads,
+            **_spent(usage_of(spending, user=None, team=name)),
+        )
+        for name, q in sorted(org.team_quotas.items())
+    ]
+    return OrganisationView(
+        plane=plane,
+        where=policy.where,
+        configured=org.configured,
+        user=who.user,
+        groups=tuple(sorted(who.groups)),
+        role=role_of(org, who).value,
+        roles=dict(roles_table(org)),
+        everyone=org.everyone.value,
+        max_context_tokens=limits.max_context_tokens,
+        max_model_bytes=limits.max_model_bytes,
+        allowed_models=None
+        if limits.allowed_models is None
+        else tuple(sorted(limits.allowed_models)),
+        allowed_machines=(
+            None if limits.allowed_machines is None else tuple(sorted(limits.allowed_machines))
+        ),
+        quotas=tuple(quotas),
+        contact=org.contact,
+    )
+
+
+def _spent(usage: QuotaUsage) -> dict[str, int]:
+    return {"gpus_held": usage.gpus_held, "workloads": usage.workloads}
+
+
+def install_organisation(
+    policy: OrganisationPolicy, who: Requester, plan: PlanTerms, document: bytes, source: str
+) -> str:
+    """Keep ``document`` as the policy: ``who`` must be an admin now, and the plan must
+    include organisation limits; a document that does not read replaces nothing."""
+    permit(policy.read(), who, Action.SET_ORGANISATION)
+    match plan_has(plan, Feature.ORGANISATION_LIMITS):
+        case Failure(Refusal() as refusal):
+            raise NotAllowed(refusal)
+    org = policy.install(document)
+    mine = role_of(org, who)
+    after = (
+        ""
+        if mine is Role.ADMIN
+        else f"; note: under it you ({who.user}) are {mine.value}, and only an admin can "
+        "change it again"
+    )
+    return f"Installed the organisation's policy from {source}, kept in {policy.where}{after}."
+
+
+def remove_organisation(policy: OrganisationPolicy, who: Requester) -> str:
+    """Remove the policy (an admin's action): everybody is an admin again, nothing limited."""
+    permit(policy.read(), who, Action.SET_ORGANISATION)
+    if not policy.remove():
+        return f"No organisation policy is installed ({policy.where}); nothing was removed."
+    return (
+        f"Removed the organisation's policy from {policy.where}: no roles, limits or quotas "
+        "apply to new requests; nothing running was stopped."
+    )
+
+
+def run_check_views(
+    org: Organisation, who: Requester, ask: WorkloadAsk, spent: Iterable[Spending]
+) -> tuple[CheckView, ...]:
+    """Each of ``nodeau run``'s organisation checks, in its order, in its own words."""
+    passed = {
+        0: f"{who.user} ({role_of(org, who).value}) may run",
+        1: f"the organisation permits {ask.model}",
+        2: f"a context of {ask.context_tokens} tokens and {ask.model_bytes} bytes of model "
+        "are within the organisation's limits",
+        3: f"{who.user}'s quotas and their teams' have room",
+    }
+    views = []
+    for index, (kind, outcome) in enumerate(run_checks(org, who, ask, tuple(spent))):
+        if isinstance(outcome, Failure):
+            refusal = outcome.failure()
+            views.append(
+                CheckView(
+                    check=kind.value,
+                    passed=False,
+                    sentence=refusal.sentence,
+                    code=refusal.code.value,
+                )
+            )
+        else:
+            views.append(
+                CheckView(check=kind.value, passed=True, sentence=passed[index], code=None)
+            )
+    return tuple(views)
