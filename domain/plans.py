@@ -70,7 +70,14 @@ class PlanTerms:
     max_gpus: int | None = field(default=None, validator=positive_or_none)
 
 
-HOME = PlanTerms(name=PlanName.HOME, features=frozenset(), max_machines=2, max_gpus=8)
+# automatic recovery is on every plan: the recovery document offers it to every fleet and
+# says only that the plan's bounds apply to where a workload may go (issue 12)
+HOME = PlanTerms(
+    name=PlanName.HOME,
+    features=frozenset({Feature.AUTOMATIC_RECOVERY}),
+    max_machines=2,
+    max_gpus=8,
+)
 PRO = PlanTerms(
     name=PlanName.PRO,
     features=frozenset({Feature.AUTOMATIC_RECOVERY, Feature.CLOUD_FLEET_VIEW}),

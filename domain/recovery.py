@@ -27,7 +27,7 @@ from nodeau.domain.copies import RECOVERY_PREFIX, CopyRequest, recovery_asker
 from nodeau.domain.health import Health, MachineHealth, unreachable_for
 from nodeau.domain.placement import Placement
 from nodeau.domain.records import Admission, WorkloadRecord
-from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.scheduling import FleetView, admit_and_place, files_target
 from nodeau.domain.workloads import (
@@ -202,6 +202,15 @@ def nowhere_to_go(
                 fetch_copy_to=target,
                 refusal=refusal,
             )
+    if refusal.kind in (RefusalKind.LIMIT, RefusalKind.PERMISSION):
+        return held(
+            w,
+            HeldReason.LIMITS,
+            f"the machines that could take {w.name} are outside what the organisation's "
+            f"limits or the plan cover ({refusal.code.value}: {refusal.sentence}); it moves "
+            "once they cover one (no retries until then)",
+            refusal=refusal,
+        )
     return held(
         w,
         HeldReason.CAPACITY,

@@ -74,6 +74,7 @@ class HeldReason(str, enum.Enum):
     MODEL_FILES = "model-files"
     CAPACITY = "capacity"
     FLEET_QUIET = "fleet-quiet"  # most of the fleet went quiet at once: suspect the view
+    LIMITS = "limits"  # only the organisation's limits or the plan's bounds stand in the way
 
 
 class RecoveryMode(str, enum.Enum):
@@ -94,6 +95,7 @@ HELD_REASON_FITS = {
     HeldReason.MODEL_FILES: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
     HeldReason.CAPACITY: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
     HeldReason.FLEET_QUIET: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
+    HeldReason.LIMITS: (WorkloadKind.SERVICE, RecoveryMode.AUTOMATIC),
 }
 
 
@@ -385,6 +387,10 @@ def _held_next(w: Workload, reason: HeldReason) -> str:
             " import it there), and it moves once that machine has checked every file"
         ),
         HeldReason.CAPACITY: "it starts when one frees (no retries)",
+        HeldReason.LIMITS: (
+            "it moves once the organisation's limits or the plan cover a machine that can"
+            " take it (nodeau plan explain says which; no retries until then)"
+        ),
         HeldReason.FLEET_QUIET: (
             "nothing moves while more than half of the fleet is quiet at once"
             " (Nodeau suspects the network or itself, not the machines)"
@@ -395,6 +401,7 @@ def _held_next(w: Workload, reason: HeldReason) -> str:
 HELD_CAUSE_DETAIL = {
     HeldReason.MODEL_FILES: " and no other machine has a verified copy",
     HeldReason.CAPACITY: " and no other machine has a free card that fits",
+    HeldReason.LIMITS: " and the machines that could take it are outside the limits or the plan",
     HeldReason.FLEET_QUIET: ", with most of the fleet",
 }
 

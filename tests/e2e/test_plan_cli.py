@@ -20,7 +20,11 @@ def test_plan_shows_home_and_refuses_what_it_cannot_accept(tmp_path: Path) -> No
     shown = nodeau.json("plan")
     assert isinstance(shown, dict)
     assert (shown["plan"], shown["reason"], shown["source"]) == ("home", "none-present", None)
-    assert (shown["max_machines"], shown["max_gpus"], shown["features"]) == (2, 8, [])
+    assert (shown["max_machines"], shown["max_gpus"], shown["features"]) == (
+        2,
+        8,
+        ["automatic-recovery"],
+    )
     installation = shown["installation_id"]
 
     text = nodeau("plan")

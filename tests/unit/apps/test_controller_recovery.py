@@ -9,13 +9,20 @@ recovers on every ``resync``, the pass ``--once`` runs.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 from attrs import evolve
 
 from nodeau.apps.controller.loop import Controller
 from nodeau.domain.health import Health
-from nodeau.domain.workloads import HeldReason, RecoveryMode, WorkloadKind, WorkloadState
+from nodeau.domain.workloads import (
+    HeldReason,
+    RecoveryMode,
+    WorkloadKind,
+    WorkloadState,
+    ps_sentence,
+)
 from nodeau.ports.cluster import WorkloadAsk
 from tests.support.fake_cluster import FakeCluster, gpu_uuid, machine_report, verified
 from tests.unit.apps.test_controller_reconcile import (
@@ -223,6 +230,30 @@ def test_a_drained_machine_is_never_a_target() -> None:
     story.off_the_network("m1")
     seconds_until_moved(story)
     assert story.machine_of() == "m3"
+
+
+def test_a_machine_the_organisations_limits_leave_out_is_never_a_target() -> None:
+    story = Story("m1", "m2", "m3")
+    story.serve()
+    limits = {"everyone": "admin", "limits": {"allowed_machines": ["m1", "m3"]}}
+    story.cluster.organisation.install(json.dumps(limits).encode())
+    story.off_the_network("m1")
+    seconds_until_moved(story)
+    assert story.machine_of() == "m3"
+
+
+def test_nothing_moves_where_only_the_organisations_limits_would_allow_it() -> None:
+    story = Story("m1", "m2")
+    story.serve()
+    limits = {"everyone": "admin", "limits": {"allowed_machines": ["m1"]}}
+    story.cluster.organisation.install(json.dumps(limits).encode())
+    story.off_the_network("m1")
+    story.run_for(600)
+    w = record(story.cluster, "chat").workload
+    assert (w.machine, w.state, w.held_reason) == ("m1", WorkloadState.HELD, HeldReason.LIMITS)
+    said = ps_sentence(w, story.clock.at)
+    assert "m1 stopped answering and the machines that could take it are outside the limits" in said
+    assert "it moves once the organisation's limits or the plan cover a machine" in said
 
 
 def test_nowhere_to_go_for_capacity_holds_without_writes_then_moves_when_a_card_frees() -> None:

@@ -94,7 +94,7 @@ def test_no_feature_is_a_protection() -> None:
 @pytest.mark.parametrize(
     ("plan", "features", "machines", "gpus"),
     [
-        (PlanName.HOME, frozenset(), 2, 8),
+        (PlanName.HOME, frozenset({Feature.AUTOMATIC_RECOVERY}), 2, 8),
         (
             PlanName.PRO,
             frozenset({Feature.AUTOMATIC_RECOVERY, Feature.CLOUD_FLEET_VIEW}),
@@ -215,7 +215,7 @@ def test_plan_covers_itself_and_enterprise_covers_everything(terms: PlanTerms) -
 @pytest.mark.parametrize(
     ("feature", "plan"),
     [
-        (Feature.AUTOMATIC_RECOVERY, PlanName.PRO),
+        (Feature.AUTOMATIC_RECOVERY, PlanName.HOME),  # every plan recovers
         (Feature.CLOUD_FLEET_VIEW, PlanName.PRO),
         (Feature.ORGANISATION_LIMITS, PlanName.TEAM),
         (Feature.AUDIT_EXPORT, PlanName.TEAM),
@@ -332,8 +332,8 @@ def test_enterprise_has_every_feature(feature: Feature) -> None:
     [
         (
             HOME,
-            Feature.AUTOMATIC_RECOVERY,
-            "The Home plan does not include automatic-recovery; the Pro plan does.",
+            Feature.CLOUD_FLEET_VIEW,
+            "The Home plan does not include cloud-fleet-view; the Pro plan does.",
         ),
         (
             PRO,

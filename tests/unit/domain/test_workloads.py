@@ -204,6 +204,14 @@ SENTENCES: list[tuple[Workload, datetime, str]] = [
         " that fits; it starts when one frees (no retries)",
     ),
     (
+        held(R.LIMITS),
+        HELD_AT,
+        "held since 12:03:40 (1m): garage stopped answering and the machines that could take it"
+        " are outside the limits or the plan; it moves once the organisation's limits or the"
+        " plan cover a machine that can take it (nodeau plan explain says which; no retries"
+        " until then)",
+    ),
+    (
         workload(
             state=S.RECOVERING,
             recovery_mode=AUTO,
@@ -555,6 +563,7 @@ def test_held_reasons_belong_to_their_recovery_mode() -> None:
         R.MODEL_FILES: (SERVICE, AUTO),
         R.CAPACITY: (SERVICE, AUTO),
         R.FLEET_QUIET: (SERVICE, AUTO),
+        R.LIMITS: (SERVICE, AUTO),
     }
 
 
