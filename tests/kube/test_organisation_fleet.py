@@ -135,7 +135,7 @@ def test_each_refusal_kind_through_nodeau_run_on_the_fleet(
         "stopping a workload frees quota."
     )
     assert objects(api) == ["chat"]
-    explained = cli("plan", "explain", *second[1:-4], "--context", "1024", *UNPROVED)
+    explained = cli("plan", "explain", "qwen", "--name", "chat-2", "--context", "1024", *UNPROVED)
     assert explained.returncode == 2
     assert explained.stdout.strip().splitlines()[-1] == last_line(cli(*second))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from tests.support.kube_controller import controller as test_controller
+from tests.support.kube_controller import controller as fleet_controller
 from tests.support.kube_scale import check, populate
 
 MACHINES, CARDS, SERVICES = 100, 4, 500
@@ -19,7 +19,7 @@ MACHINES, CARDS, SERVICES = 100, 4, 500
 @pytest.mark.slow
 def test_a_hundred_machines_and_five_hundred_services(fresh_fleet: client.ApiClient) -> None:
     populate(fresh_fleet, machines=MACHINES, cards=CARDS, services=SERVICES)
-    controller = test_controller(fresh_fleet, identity="scale")  # an Enterprise fleet
+    controller = fleet_controller(fresh_fleet, identity="scale")  # an Enterprise fleet
     controller.resync()  # one pass decides every service
     decided = check(fresh_fleet, cards_total=MACHINES * CARDS)
     assert decided.problems == ()
