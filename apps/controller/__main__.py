@@ -1,9 +1,14 @@
 """``python -m nodeau.apps.controller``: the fleet controller, one process per replica.
 
-Several may run against one cluster: the ledger's resourceVersion makes their
-admissions safe, every other step is idempotent. SIGTERM or SIGINT ends it
-after the reconcile in progress; a cluster it cannot reach is one line on
-stderr and exit status 2.
+Several may run against one cluster: they elect a leader through Lease
+``nodeau-system/nodeau-controller`` (docs/adr/0015), only the leader reconciles,
+and every write it sends waits on still leading; the others stand by and take
+over when the Lease is not renewed for its duration (the ledger's resourceVersion
+keeps admissions safe even so). SIGTERM or SIGINT ends it after the reconcile in
+progress and releases the Lease; a cluster it cannot reach, or lease terms that
+cannot elect safely, are one line on stderr and exit status 2. ``--once`` takes
+the Lease if it is free, runs one pass and releases it; exit status 1 when
+another controller leads.
 """
 
 from __future__ import annotations
@@ -14,12 +19,23 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
 from nodeau.adapters.kube.client import connect
+from nodeau.adapters.kube.lease import KubeLeaderLease, field_manager
 from nodeau.apps.controller.bootstrap import kube_controller
+from nodeau.apps.controller.leadership import Leadership, serve
+from nodeau.apps.controller.loop import Controller
+from nodeau.domain.leadership import (
+    DEFAULT_DURATION_S,
+    DEFAULT_RENEW_DEADLINE_S,
+    DEFAULT_RETRY_PERIOD_S,
+    LeaseTerms,
+    TermsError,
+)
 from nodeau.ports.errors import NodeauError
 
 DEFAULT_RESYNC_S = 10.0
@@ -52,6 +68,13 @@ def parser() -> argparse.ArgumentParser:
         help=f"seconds between health assessments and full passes (default {DEFAULT_RESYNC_S:g})",
     )
     p.add_argument("--once", action="store_true", help="one pass over everything, then exit")
+    for flag, default, what in (
+        ("--lease-duration", DEFAULT_DURATION_S, "how long a standby waits on a silent leader"),
+        ("--renew-deadline", DEFAULT_RENEW_DEADLINE_S, "how long a leader acts unrenewed"),
+        ("--retry-period", DEFAULT_RETRY_PERIOD_S, "how often the Lease is tried"),
+    ):
+        p.add_argument(flag, type=float, default=default, help=f"seconds: {what} "
+                       f"(default {default:g}, kube-controller-manager's)")  # fmt: skip
     return p
 
 
@@ -61,14 +84,30 @@ def main(argv: list[str] | None = None) -> int:
         print("--resync must be a positive number of seconds", file=sys.stderr)
         return 2
     try:
+        terms = LeaseTerms(
+            duration_s=args.lease_duration,
+            renew_deadline_s=args.renew_deadline,
+            retry_period_s=args.retry_period,
+        )
+        field_manager(args.identity)
         connection = connect(args.kubeconfig, args.context, os.environ)
-    except NodeauError as exc:
-        print(f"nodeau controller: {exc.one_line()}", file=sys.stderr)
+    except (NodeauError, TermsError) as exc:
+        line = exc.one_line() if isinstance(exc, NodeauError) else str(exc)
+        print(f"nodeau controller: {line}", file=sys.stderr)
         return 2
-    controller = kube_controller(connection.api, clock=utc_now, identity=args.identity, log=log)
+    leadership = Leadership(
+        KubeLeaderLease(connection.api), identity=args.identity, terms=terms, clock=utc_now,
+        log=log,
+    )  # fmt: skip
+
+    def controller() -> Controller:
+        return kube_controller(
+            connection.api, clock=utc_now, identity=args.identity, log=log,
+            fence=leadership.fence,
+        )  # fmt: skip
+
     if args.once:
-        controller.resync()
-        return 0
+        return once(leadership, controller)
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
@@ -78,11 +117,27 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     log(f"controller {args.identity} watching {connection.server}")
     try:
-        controller.run(args.resync, stop)
+        serve(leadership, controller, args.resync, stop, log)
     except NodeauError as exc:
         print(f"nodeau controller: {exc.one_line()}", file=sys.stderr)
         return 1
     log(f"controller {args.identity} stopped")
+    return 0
+
+
+def once(leadership: Leadership, controller: Callable[[], Controller]) -> int:
+    """One pass if this controller can take the Lease, then the Lease let go."""
+    try:
+        if not leadership.attempt():
+            holder = leadership.holder()
+            print(f"nodeau controller: {holder} leads; --once did nothing", file=sys.stderr)
+            return 1
+        controller().resync()
+    except NodeauError as exc:
+        print(f"nodeau controller: {exc.one_line()}", file=sys.stderr)
+        return 1
+    finally:
+        leadership.release()
     return 0
 
 

@@ -15,6 +15,7 @@ from nodeau.adapters.kube.copies import KubeModelCopies
 from nodeau.adapters.kube.entitlement import KubeEntitlementStore
 from nodeau.adapters.kube.events import KubeEventLog
 from nodeau.adapters.kube.health_store import KubeHealthRecords
+from nodeau.adapters.kube.lease import fenced_client
 from nodeau.adapters.kube.marks import KubeFleetMarks
 from nodeau.adapters.kube.organisation import KubeOrganisationPolicy
 from nodeau.adapters.kube.pods import KubeServerPods
@@ -59,7 +60,12 @@ def kube_controller(
     identity: str,
     log: Callable[[str], None],
     verifier: EntitlementVerifier | None = None,
+    fence: Callable[[], None] | None = None,
 ) -> Controller:
-    """A controller acting on the cluster ``api`` talks to."""
+    """A controller acting on the cluster ``api`` talks to. ``fence``: called before every
+    write any of its ports sends, and raising to stop it (the leader election's
+    ``Leadership.fence``); None: it writes unfenced (one controller, or a test's)."""
+    if fence is not None:
+        api = fenced_client(api, fence, identity)
     ports = kube_ports(api, clock=clock, identity=identity, verifier=verifier)
     return Controller(ports, clock=clock, log=log)

@@ -20,7 +20,9 @@ Decisions recorded here:
   lost, the API server restarting) is one log line; the loop goes on and the
   next event or resync tries again. Anything else (a ``ValueError`` from a
   broken invariant, a bug) is not expected and ends the process loudly.
-  ``--once`` is one resync, then the end.
+  ``--once`` is one resync, then the end. ``NotLeading`` (a write refused because
+  this controller no longer leads, docs/adr/0015) is not one object's failure: it
+  ends the pass and the term (``apps/controller/leadership.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from nodeau.ports.cluster import (
     HealthRecords,
     MachineReports,
     ModelCopies,
+    NotLeading,
     ServerPods,
     WorkloadObjects,
     WorkloadWatch,
@@ -159,6 +162,7 @@ class Controller:
             try:
                 self.reconciler.reconcile(kind, name, reading)
             except NodeauError as exc:
+                ends_term(exc)  # a deposed leader's term is over: nothing more is tried
                 self._log(f"{KIND_NAMES[kind]} {name}: not reconciled this time: {exc.one_line()}")
 
     def resync(self) -> None:
@@ -166,6 +170,7 @@ class Controller:
         try:
             self.assess_health()
         except NodeauError as exc:
+            ends_term(exc)
             self._log(f"machine health not assessed this time: {exc.one_line()}")
         try:
             objects = self.ports.objects.list_all()
@@ -198,6 +203,15 @@ class Controller:
             + max(0.0, (self.wake_at - self._clock()).total_seconds())
             + WAKE_LATE_S
         )
+
+
+def ends_term(exc: NodeauError) -> None:
+    """Raise the ``NotLeading`` behind ``exc`` (itself, or a port's error raised from it)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, NotLeading):
+            raise cause from None
+        cause = cause.__cause__
 
 
 def watching_since(watched_at: datetime | None, now: datetime) -> datetime | None:

@@ -1,8 +1,11 @@
 """Two controller processes against one API server: many GPUServices, few cards, no card shared.
 
-Both run ``python -m nodeau.apps.controller`` with their watches; every object
-reaches a decision, every card ends up held by exactly one workload (in the
-ledger and in the Pods), and the rest are refused for capacity.
+Both run ``python -m nodeau.apps.controller`` with their watches; they elect a
+leader (docs/adr/0015), and half-way the leader is stopped (SIGTERM: it releases
+the Lease) so the other takes over and decides the rest on the ledger the first
+left. Every object reaches a decision, every card ends up held by exactly one
+workload (in the ledger and in the Pods) across the handover, and the rest are
+refused for capacity.
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from nodeau.adapters.kube.pods import list_pods
+from tests.kube.test_leader_election import holder
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_controller import add_machine, create, gpu_uuid, ledger, small, status
 from tests.support.kube_nodes import wait_for
 
 MACHINES = {"m1": 3, "m2": 2}  # within the Home plan: these controllers trust no test key
 SERVICES = 14
+FIRST = 3  # decided by the first leader, before the handover
 
 
 def start(cluster: Cluster, identity: str, log: Path) -> subprocess.Popen[bytes]:
@@ -42,7 +47,15 @@ def test_two_controllers_never_put_two_workloads_on_one_card(
     names = [f"svc-{i:02d}" for i in range(SERVICES)]
     controllers = [start(cluster, f"c{i}", tmp_path / f"c{i}.log") for i in (1, 2)]
     try:
-        for name in names:
+        wait_for(lambda: holder(api) in {"c1", "c2"}, "a controller leads", 30)
+        first = holder(api)
+        for name in names[:FIRST]:
+            create(api, name, "qwen")
+        wait_for(lambda: all(status(api, n).get("decidedBy") for n in names[:FIRST]), "decided", 60)
+        controllers[int(str(first)[1]) - 1].send_signal(signal.SIGTERM)
+        second = "c2" if first == "c1" else "c1"
+        wait_for(lambda: holder(api) == second, "the other controller takes over", 30)
+        for name in names[FIRST:]:
             create(api, name, "qwen")
 
         def settled() -> bool:
@@ -64,7 +77,8 @@ def test_two_controllers_never_put_two_workloads_on_one_card(
         for name in set(names) - set(by_workload):
             refusal = status(api, name)["refusal"]
             assert (refusal["kind"], refusal["code"]) == ("capacity", "capacity.no-free-card")
-        assert {status(api, n)["decidedBy"] for n in by_workload} <= {"c1", "c2"}
+        assert {status(api, n)["decidedBy"] for n in names[:FIRST]} == {first}
+        assert {status(api, n)["decidedBy"] for n in by_workload} == {first, second}
     finally:
         for process in controllers:
             process.send_signal(signal.SIGTERM)

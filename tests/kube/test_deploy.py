@@ -90,7 +90,7 @@ def test_every_manifest_is_accepted_and_applying_again_changes_nothing(
     apps = client.AppsV1Api(kube)
     controller: Any = apps.read_namespaced_deployment("nodeau-controller", r.NAMESPACE).spec
     agent: Any = apps.read_namespaced_daemon_set("nodeau-agent", r.NAMESPACE).spec
-    assert controller.replicas == 1
+    assert controller.replicas == 2  # a leader and a standby (docs/adr/0015)
     assert controller.template.spec.service_account_name == "nodeau-controller"
     assert agent.template.spec.service_account_name == "nodeau-agent"
     for pod in (controller.template.spec, agent.template.spec):

@@ -127,6 +127,17 @@ ROWS: dict[str, tuple[str, bool, str, str, Body]] = {
     "agent cannot read the ledger": (
         AGENT, False, "GET", f"{NS}/configmaps/{r.LEDGER_CONFIGMAP}", None
     ),
+    "controller creates a lease (create cannot be named)": (
+        CONTROLLER, True, "POST", LEASES.format(r.NAMESPACE), lease("nodeau-controller-2")
+    ),
+    "controller renews the leader lease": (
+        CONTROLLER, True, "PUT", LEASES.format(r.NAMESPACE) + "/nodeau-controller",
+        current(LEASES.format(r.NAMESPACE) + "/nodeau-controller"),
+    ),
+    "controller cannot renew an agent's lease": (
+        CONTROLLER, False, "PUT", LEASES.format(r.NAMESPACE) + "/" + r.agent_lease_name("garage"),
+        current(LEASES.format(r.NAMESPACE) + "/" + r.agent_lease_name("garage")),
+    ),
     "controller replaces the copy requests": (
         CONTROLLER, True, "PUT", f"{NS}/configmaps/{r.COPIES_CONFIGMAP}",
         current(f"{NS}/configmaps/{r.COPIES_CONFIGMAP}", data={r.COPIES_KEY: "[]"}),
@@ -161,6 +172,7 @@ def world(fresh_fleet: client.ApiClient) -> client.ApiClient:
     for namespace, name in (
         (r.NODE_LEASE_NAMESPACE, "garage"),
         (r.NAMESPACE, r.agent_lease_name("garage")),
+        (r.NAMESPACE, "nodeau-controller"),  # the controllers' leader Lease
     ):
         spec = client.V1LeaseSpec(holder_identity="garage")
         leases.create_namespaced_lease(

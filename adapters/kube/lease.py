@@ -1,0 +1,162 @@
+"""The controllers' leader Lease, and a client whose writes wait on leading (docs/adr/0015).
+
+Decisions recorded here:
+
+* One coordination.k8s.io/v1 Lease, ``nodeau-system/nodeau-controller``, in its own
+  fields (holderIdentity, leaseDurationSeconds, acquireTime, renewTime,
+  leaseTransitions): ``kubectl get lease -n nodeau-system nodeau-controller`` names
+  the leader. Every write is conditional: a create answers 409 when the Lease
+  exists, a replace names the resourceVersion read and answers 409 when it changed
+  (404 when it went): someone else won, the caller reads again.
+* Lease bodies are sent as written (``send_json``): the client's own model would
+  drop a zero fraction from the MicroTime fields and the API server refuses that.
+* ``fenced_client`` is the controller's write fence: a client on the same
+  configuration whose every POST, PUT, PATCH and DELETE first calls ``fence``
+  (which raises ``NotLeading`` once the controller does not lead), at the last
+  moment before the request leaves, so every port built on it (store, objects,
+  Pods, Events, health, copies) writes only while the controller leads. Its
+  user agent names the controller's identity, so the API server records every
+  write by it as that field manager (``metadata.managedFields``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+
+from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, send_json
+from nodeau.domain.leadership import LeaseRecord
+from nodeau.ports.cluster import ClusterError, LeaseRead
+
+LEADER_LEASE = "nodeau-controller"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def micro_time(at: datetime) -> str:
+    """A moment in Kubernetes' MicroTime form (RFC 3339, six fraction digits, UTC)."""
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _moment(text: object) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return at if at.utcoffset() is not None else None
+
+
+def record_of(lease: Mapping[str, Any]) -> LeaseRead:
+    """The record a Lease (plain JSON) states, and its resourceVersion."""
+    spec = lease.get("spec") or {}
+    duration = spec.get("leaseDurationSeconds")
+    transitions = spec.get("leaseTransitions")
+    record = LeaseRecord(
+        holder=str(spec["holderIdentity"]) if spec.get("holderIdentity") else None,
+        duration_s=duration if isinstance(duration, int) else None,
+        acquired_at=_moment(spec.get("acquireTime")),
+        renewed_at=_moment(spec.get("renewTime")),
+        transitions=transitions if isinstance(transitions, int) and transitions >= 0 else 0,
+    )
+    return LeaseRead(record=record, version=str(lease["metadata"]["resourceVersion"]))
+
+
+def lease_body(record: LeaseRecord, version: str | None) -> dict[str, Any]:
+    """The whole Lease saying ``record`` (conditional on ``version`` when given)."""
+    spec: dict[str, Any] = {"leaseTransitions": record.transitions}
+    if record.holder is not None:
+        spec["holderIdentity"] = record.holder
+    if record.duration_s is not None:
+        spec["leaseDurationSeconds"] = record.duration_s
+    if record.acquired_at is not None:
+        spec["acquireTime"] = micro_time(record.acquired_at)
+    if record.renewed_at is not None:
+        spec["renewTime"] = micro_time(record.renewed_at)
+    metadata: dict[str, Any] = {
+        "name": LEADER_LEASE,
+        "namespace": r.NAMESPACE,
+        "labels": {"app.kubernetes.io/component": r.CONTROLLER_COMPONENT},
+    }
+    if version is not None:
+        metadata["resourceVersion"] = version
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
+            "spec": spec}  # fmt: skip
+
+
+class KubeLeaderLease:
+    """``ports.cluster.LeaderLease`` as Lease ``nodeau-system/nodeau-controller``."""
+
+    def __init__(self, api: Any) -> None:
+        self._api = api
+        self._what = f"the leader Lease {r.NAMESPACE}/{LEADER_LEASE}"
+
+    def read(self) -> LeaseRead | None:
+        leases: Any = client.CoordinationV1Api(self._api)
+        try:
+            with api_errors(f"read {self._what}"):
+                response = leases.read_namespaced_lease(
+                    LEADER_LEASE, r.NAMESPACE, _preload_content=False,
+                    _request_timeout=REQUEST_TIMEOUT,
+                )  # fmt: skip
+        except NotFound:
+            return None
+        return record_of(json.loads(response.data))
+
+    def create(self, record: LeaseRecord) -> LeaseRead | None:
+        try:
+            with api_errors(f"create {self._what}"):
+                made = send_json(
+                    self._api, "POST", LEASES, {"namespace": r.NAMESPACE}, lease_body(record, None)
+                )
+        except Conflict:
+            return None
+        return record_of(made)
+
+    def replace(self, record: LeaseRecord, version: str) -> LeaseRead | None:
+        where = {"namespace": r.NAMESPACE, "name": LEADER_LEASE}
+        try:
+            with api_errors(f"renew {self._what}"):
+                made = send_json(
+                    self._api, "PUT", f"{LEASES}/{{name}}", where, lease_body(record, version)
+                )
+        except (Conflict, NotFound):
+            return None
+        return record_of(made)
+
+
+class FencedApiClient(client.ApiClient):
+    """An API client that calls ``fence`` before every write it sends."""
+
+    def __init__(self, configuration: Any, fence: Callable[[], None], manager: str) -> None:
+        super().__init__(configuration=configuration)
+        self._fence = fence
+        self.user_agent = f"{manager}/nodeau"
+
+    def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if method.upper() in WRITES:
+            self._fence()
+        return super().call_api(method, url, *args, **kwargs)
+
+
+def fenced_client(api: Any, fence: Callable[[], None], identity: str) -> Any:
+    """A client on ``api``'s configuration whose writes first call ``fence`` (it raises to
+    stop one), recorded by the API server as field manager ``nodeau-controller-<identity>``."""
+    manager = field_manager(identity)
+    return FencedApiClient(api.configuration, fence, manager)
+
+
+def field_manager(identity: str) -> str:
+    """The field manager the API server records a controller's writes under."""
+    manager = f"{r.CONTROLLER_COMPONENT}-{identity}"
+    if len(manager) > 128 or "/" in manager or not manager.isprintable():
+        raise ClusterError(
+            f"a controller identity must be printable, without '/', got {identity!r}"
+        )
+    return manager
