@@ -7,6 +7,8 @@ empty fleet: no nodes, no Nodeau objects, no ledger.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -113,3 +115,19 @@ def no_loopback_endpoint_left(tmp_path: Path) -> Iterator[None]:
 
     for pid_file in sorted(tmp_path.rglob("run/*.pid")):
         BackgroundProcess(pid_file.parent, reason="the test is over").stop(pid_file.stem)
+
+
+@pytest.fixture
+def controller(cluster: Cluster, fresh_fleet: client.ApiClient) -> Iterator[None]:
+    """The real controller (python -m nodeau.apps.controller) on the test cluster, with the
+    kubeconfig's user and only the keys compiled into it (so on the Home plan)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "nodeau.apps.controller", "--kubeconfig", str(cluster.kubeconfig)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=60)

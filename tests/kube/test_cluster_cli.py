@@ -12,7 +12,6 @@ import base64
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -475,21 +474,6 @@ def test_run_without_a_decision_in_time_says_so_and_leaves_the_object(
     assert explained == (
         "nodeau: slow has no recorded admission yet: the controller has not decided"
     )
-
-
-@pytest.fixture
-def controller(cluster: Cluster, fresh_fleet: client.ApiClient) -> Iterator[None]:
-    """The real controller (python -m nodeau.apps.controller) on the test cluster."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nodeau.apps.controller", "--kubeconfig", str(cluster.kubeconfig)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        yield
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
 
 
 def test_with_the_real_controller_a_model_no_machine_holds_is_refused_and_nothing_is_left(

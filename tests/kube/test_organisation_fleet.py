@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +30,6 @@ from tests.support.kube_controller import add_machine, small
 from tests.support.kube_nodes import wait_for
 
 UNPROVED = ("--unproved",)
-
-
-@pytest.fixture
-def controller(cluster: Cluster, fresh_fleet: client.ApiClient) -> Iterator[None]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "nodeau.apps.controller", "--kubeconfig", str(cluster.kubeconfig)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        yield
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
 
 
 @pytest.fixture
