@@ -85,19 +85,6 @@ def role_of(org: Organisation, who: Requester) -> Role:
     return max([org.everyone, *held], key=order.index)
 
 
-def holders(org: Organisation, role: Role) -> tuple[str, ...]:
-    """The entries that hold ``role`` or a more powerful one, sorted."""
-    order = list(Role)
-    return tuple(
-        sorted(
-            entry
-            for r, entries in org.roles.items()
-            if order.index(r) >= order.index(role)
-            for entry in entries
-        )
-    )
-
-
 def _with_contact(sentence: str, org: Organisation) -> str:
     """``sentence``, sending the person to the policy's contact when it names one."""
     return f"{sentence.rstrip('.')}; ask {org.contact}." if org.contact else sentence
