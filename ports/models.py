@@ -7,6 +7,7 @@ as it is and exit non-zero.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -25,13 +26,52 @@ class ModelError(NodeauError):
     """Base of the model side's expected failures; ``str()`` is one line for a person."""
 
 
-class ModelFileError(ModelError):
-    """A file is not a well-formed model file."""
+class ModelFileCause(str, enum.Enum):
+    """Why a file is not a model file Nodeau can read: one value per failure a reader
+    checks for, so a test or a caller can tell the failures apart without parsing the
+    message. The value is the code; add new ones, never reword one."""
 
-    def __init__(self, path: Path | str, problem: str) -> None:
+    NO_FILE = "no-file"
+    UNREADABLE = "unreadable"  # the operating system refused the read
+    NOT_A_FILE = "not-a-file"  # a directory, a device, a socket
+    EMPTY = "empty"
+    BAD_MAGIC = "bad-magic"
+    TRUNCATED_HEADER = "truncated-header"
+    UNSUPPORTED_VERSION = "unsupported-version"
+    BEYOND_FILE = "beyond-file"  # a count or length the rest of the file cannot hold
+    OVER_LIMIT = "over-limit"  # one value, or the number of values, past the reader's bound
+    BAD_VALUE_TYPE = "bad-value-type"  # a metadata value type the format does not define
+    NESTED_TOO_DEEP = "nested-too-deep"
+    NOT_UTF8 = "not-utf8"  # a key, tensor name or text value
+    DUPLICATE = "duplicate"  # a metadata key or tensor name given twice
+    BAD_ALIGNMENT = "bad-alignment"
+    BAD_TENSOR_TYPE = "bad-tensor-type"
+    BAD_TENSOR_SHAPE = "bad-tensor-shape"
+    OVERFLOW = "overflow"  # a tensor's offset or size past 64 bits
+    TENSOR_OUTSIDE_FILE = "tensor-outside-file"
+    TENSOR_MISPLACED = "tensor-misplaced"  # not where the tensor before it ends, as llama.cpp reads
+    MISSING_KEY = "missing-key"
+    WRONG_TYPE = "wrong-type"  # a metadata value of a type its key does not take
+    BAD_VALUE = "bad-value"  # a value of the right type out of its range, or not a name
+    NO_TENSORS = "no-tensors"
+    NO_VOCABULARY = "no-vocabulary"
+    OUT_OF_MEMORY = "out-of-memory"
+
+
+class ModelFileError(ModelError):
+    """A file is not a well-formed model file.
+
+    ``cause`` says which failure, where the adapter tells them apart (the GGUF
+    inspector always does); None where it does not (the cache's own failures).
+    """
+
+    def __init__(
+        self, path: Path | str, problem: str, *, cause: ModelFileCause | None = None
+    ) -> None:
         super().__init__(f"{path}: {problem}")
         self.path = str(path)
         self.problem = problem
+        self.cause = cause
 
 
 class ChecksumMismatch(ModelError):
@@ -67,8 +107,8 @@ class ModelInspector(Protocol):
 
         Raises ModelFileError, and nothing else, for anything that is not a
         well-formed GGUF file (a directory, an empty file, bad magic, a
-        truncated file, absurd counts or lengths, wrong types). Never hangs:
-        the work is bounded by the file's size.
+        truncated file, absurd counts or lengths, wrong types), its ``cause``
+        set to which. Never hangs: the work is bounded by the file's size.
         """
         ...
 

@@ -1,103 +1,23 @@
-"""Fuzzing the GGUF inspector: 10,000+ mutated or random files, no crash, no hang.
-
-The property, for every file: ``inspect`` returns a ModelSummary or raises
-ModelFileError whose message is one line starting with the file's path;
-never any other exception, and never longer than ``HANG_SECONDS`` (a hang
-guard, far above the milliseconds one file takes, not a timing assertion).
-Runs are derandomized, so CI sees the same files every time. Each property
-checks that it really ran its share of examples; the shares add up to
-``TOTAL_EXAMPLES``.
+"""Fuzzing the GGUF inspector: 7,500 mutated, overwritten or random files, each a possible
+summary or a failure of a known cause (the property: tests/fuzz/gguf_outcomes.py); no
+crash, no hang. tests/fuzz/test_gguf_damage.py runs damage whose failure is known.
 """
 
 from __future__ import annotations
 
-import signal
 import struct
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodeau.adapters.gguf_inspector import GgufModelInspector
-from nodeau.domain.model_info import ModelSummary
-from nodeau.ports.models import ModelFileError
-from tests.support.tiny_gguf import part_offsets, write_tiny_llama
+from tests.fuzz.gguf_outcomes import FUZZ, SHARES, Seed, outcome, run_property
 
 pytestmark = pytest.mark.slow
 
-TOTAL_EXAMPLES = 10_000
-SHARES = {"mutations": 6_000, "numbers": 3_000, "random": 1_000}
-assert sum(SHARES.values()) >= TOTAL_EXAMPLES
-HANG_SECONDS = 10
 INTERESTING = (0, 1, 2, 0x7F, 0xFF, 0xFFFF, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63, 2**64 - 1)
-
-
-class Hang(BaseException):
-    """Not an Exception, so the adapter's boundary cannot swallow it."""
-
-
-@contextmanager
-def hang_guard() -> Iterator[None]:
-    def alarm(_signum: int, _frame: FrameType | None) -> None:
-        raise Hang(f"inspect ran past {HANG_SECONDS} s on one file")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, HANG_SECONDS)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def holds(path: Path, data: bytes) -> None:
-    """The property: a summary, or one ModelFileError line naming the file."""
-    path.write_bytes(data)
-    try:
-        with hang_guard():
-            result = GgufModelInspector().inspect(path)
-    except ModelFileError as exc:
-        message = str(exc)
-        assert message.startswith(f"{path}: "), message
-        assert "\n" not in message and "\r" not in message, message
-        assert exc.path == str(path)
-    else:
-        assert isinstance(result, ModelSummary)
-
-
-class Seed:
-    """A valid tiny model's bytes, and where its numbers (lengths, counts, types) start."""
-
-    def __init__(self, path: Path, **kwargs: object) -> None:
-        write_tiny_llama(path, **kwargs)  # type: ignore[arg-type]
-        self.data = path.read_bytes()
-        starts = sorted({o for offsets in part_offsets(path).values() for o in offsets})
-        self.number_offsets = tuple(starts)
-        self.metadata_end = max(starts) + 8  # past the last tensor info: the data follows
-
-
-@pytest.fixture(scope="module")
-def seeds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Seed, ...]:
-    folder = tmp_path_factory.mktemp("seeds")
-    return (
-        Seed(
-            folder / "q8.gguf", n_layers=1, n_embd=32, n_head=2, n_head_kv=1, n_ff=32, quant="q8_0"
-        ),
-        Seed(
-            folder / "f16.gguf",
-            n_layers=2,
-            n_embd=32,
-            n_head=4,
-            n_head_kv=2,
-            n_ff=64,
-            quant="f16",
-            tokenizer=False,
-        ),
-    )
 
 
 def flip(data: bytearray, at: int, xor: int) -> None:
@@ -155,20 +75,6 @@ prefixes = st.tuples(st.integers(0, 2**16), st.binary(min_size=1, max_size=32)).
 )
 
 
-def run_property(share: str, test: Callable[[], None], executed: list[int]) -> None:
-    test()
-    print(f"{share}: {len(executed)} files inspected")
-    assert len(executed) >= SHARES[share]
-
-
-FUZZ = settings(
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-
-
 def test_mutated_models(seeds: tuple[Seed, ...], tmp_path: Path) -> None:
     path, executed = tmp_path / "fuzz.gguf", []
     # One strategy per seed, built once: building one per example costs more than inspecting.
@@ -191,7 +97,7 @@ def test_mutated_models(seeds: tuple[Seed, ...], tmp_path: Path) -> None:
         for edit in edits:
             edit(body)
         executed.append(1)
-        holds(path, prefix + bytes(body))
+        outcome(path, prefix + bytes(body))
 
     run_property("mutations", mutated, executed)
 
@@ -222,7 +128,7 @@ def test_numbers_overwritten_with_absurd_values(seeds: tuple[Seed, ...], tmp_pat
         for at, number, width in writes:
             body[at : at + width] = struct.pack("<Q", number)[:width]
         executed.append(1)
-        holds(path, bytes(body))
+        outcome(path, bytes(body))
 
     run_property("numbers", overwritten, executed)
 
@@ -245,6 +151,6 @@ def test_random_bytes(tmp_path: Path) -> None:
     )
     def random_file(body: bytes) -> None:
         executed.append(1)
-        holds(path, body)
+        outcome(path, body)
 
     run_property("random", random_file, executed)

@@ -31,9 +31,7 @@ from nodeau.adapters.record_json import pack, to_plain
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.domain.health import Health
-from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.reservations import Ledger, Reservation
-from nodeau.domain.scheduling import change_fleet_policy, drain, set_machine_policy, undrain
 from nodeau.ports.state import Admission, Snapshot, WorkloadRecord
 from tests.support.admissions import decider, fleet_of
 from tests.support.cli import Cli
@@ -191,7 +189,10 @@ def test_drain_and_undrain_are_a_label_and_touch_no_pod(cli: Cli, api: client.Ap
 
     done = cli("scheduling", "drain", "--node", "n1")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == drain(frozenset(), "n1", 1).sentence
+    assert done.stdout.strip() == (
+        "n1 is drained: nothing new is placed there; "
+        "its 1 running workload(s) are not stopped, moved or restarted"
+    )
     node = core.read_node("n1")
     assert node.metadata.labels[r.DRAINED_LABEL] == "true"
     assert datetime.fromisoformat(node.metadata.annotations[r.DRAINED_AT_ANNOTATION]) <= (
@@ -200,7 +201,7 @@ def test_drain_and_undrain_are_a_label_and_touch_no_pod(cli: Cli, api: client.Ap
 
     done = cli("scheduling", "undrain", "--node", "n1")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == undrain(frozenset({"n1"}), "n1").sentence
+    assert done.stdout.strip() == "n1 takes new placements again; nothing is moved back to it"
     node = core.read_node("n1")
     assert r.DRAINED_LABEL not in (node.metadata.labels or {})
     assert r.DRAINED_AT_ANNOTATION not in (node.metadata.annotations or {})
@@ -222,16 +223,19 @@ def test_policy_fleet_wide_then_per_machine(cli: Cli, api: client.ApiClient) -> 
 
     done = cli("scheduling", "policy", "spread")
     assert done.returncode == 0, done.stderr
-    assert (
-        done.stdout.strip() == change_fleet_policy(SchedulingSettings(), Policy.SPREAD, 1).sentence
+    assert done.stdout.strip() == (
+        "fleet policy is now spread; it applies to new placements only, "
+        "1 running workload(s) stay where they are"
     )
     held = core.read_namespaced_config_map(r.SCHEDULING_CONFIGMAP, r.NAMESPACE)
     assert held.data == {r.POLICY_KEY: "spread"}
 
     done = cli("scheduling", "policy", "pack", "--node", "n2")
     assert done.returncode == 0, done.stderr
-    spread = SchedulingSettings(fleet_policy=Policy.SPREAD)
-    assert done.stdout.strip() == set_machine_policy(spread, "n2", Policy.PACK, 1).sentence
+    assert done.stdout.strip() == (
+        "n2 now uses pack (its own override); it applies to new placements only, "
+        "1 running workload(s) there stay where they are"
+    )
     assert labels_of(api, "n2")[r.POLICY_LABEL] == "pack"
     assert r.POLICY_LABEL not in labels_of(api, "n1")
 

@@ -24,7 +24,7 @@ from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.workloads import WorkloadKind, WorkloadState, ps_sentence
+from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.cluster import Condition
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload
 from tests.contract import test_state_store as contract
@@ -104,7 +104,11 @@ def test_an_admission_creates_the_object_and_says_what_was_decided(
         "gpuUUID": reservation.gpu_uuid,
         "reservedBytes": reservation.bytes,
     }
-    assert status["sentence"] == ps_sentence(w, contract.START)
+    # the store's clock reads START (10:00:00 UTC) when it records; the card's UUID is cut short
+    assert status["sentence"] == (
+        "admitted on m1 (GPU-0000…) since 10:00:00 (0s); "
+        "it starts once its image and model files are ready"
+    )
     assert (status["source"], status["decidedBy"]) == ("estimated", "controller-a")
     assert datetime.fromisoformat(status["decidedAt"]) == chat.decided_at
     conditions = {c["type"]: c for c in status["conditions"]}

@@ -25,7 +25,6 @@ from nodeau.domain.limits import (
     model_permitted,
     roles_that_may,
 )
-from nodeau.domain.plans import within
 from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
 
 ASK = WorkloadAsk(
@@ -323,36 +322,74 @@ def test_check_request_order_is_permission_limit_quota(
             assert refusal.code is expected_code
 
 
-@given(asks, org_limits)
-def test_limit_refusals_are_always_limits(ask: WorkloadAsk, limits: OrgLimits) -> None:
-    outcome = check_limits(ask, limits)
-    fits = within(limits.max_context_tokens, ask.context_tokens) and within(
-        limits.max_model_bytes, ask.model_bytes
-    )
-    assert isinstance(outcome, Success) is fits
-    if isinstance(outcome, Failure):
-        assert outcome.failure().kind is RefusalKind.LIMIT
+# The oracle of the properties below, written from the module's rules and not from its
+# helpers: each rule judged on its own, with the plainest arithmetic, and each code's kind
+# spelled out. Listed in the order check_request meets them: who asks, then the request's
+# shape, then the budget that running workloads spend.
+KINDS = {
+    ReasonCode.ROLE_MAY_NOT: RefusalKind.PERMISSION,
+    ReasonCode.MODEL_NOT_PERMITTED: RefusalKind.PERMISSION,
+    ReasonCode.CONTEXT_OVER_LIMIT: RefusalKind.LIMIT,
+    ReasonCode.MODEL_SIZE_OVER_LIMIT: RefusalKind.LIMIT,
+    ReasonCode.GPU_QUOTA_EXHAUSTED: RefusalKind.QUOTA,
+    ReasonCode.WORKLOAD_QUOTA_EXHAUSTED: RefusalKind.QUOTA,
+}
 
 
-@given(asks, org_limits)
-def test_model_refusals_are_always_permissions(ask: WorkloadAsk, limits: OrgLimits) -> None:
-    outcome = check_model_permitted(ask, limits)
-    assert isinstance(outcome, Success) is model_permitted(limits, ask)
-    if isinstance(outcome, Failure):
-        assert outcome.failure().kind is RefusalKind.PERMISSION
+def broken_rules(
+    role: Role, ask: WorkloadAsk, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
+) -> list[ReasonCode]:
+    """Every rule the request breaks, in the order they are checked."""
+    broken = set()
+    if role is Role.VIEWER:  # a viewer changes nothing; operators and admins may run
+        broken.add(ReasonCode.ROLE_MAY_NOT)
+    names = {ask.model, ask.artifact_id}
+    if limits.allowed_models is not None and not names & limits.allowed_models:
+        broken.add(ReasonCode.MODEL_NOT_PERMITTED)
+    if limits.max_context_tokens is not None and ask.context_tokens > limits.max_context_tokens:
+        broken.add(ReasonCode.CONTEXT_OVER_LIMIT)
+    if limits.max_model_bytes is not None and ask.model_bytes > limits.max_model_bytes:
+        broken.add(ReasonCode.MODEL_SIZE_OVER_LIMIT)
+    if quota.max_gpus_held is not None and quota.max_gpus_held - usage.gpus_held < ask.gpus:
+        broken.add(ReasonCode.GPU_QUOTA_EXHAUSTED)  # fewer GPUs left than asked for
+    if quota.max_workloads is not None and usage.workloads >= quota.max_workloads:
+        broken.add(ReasonCode.WORKLOAD_QUOTA_EXHAUSTED)  # no workload left to start
+    return [code for code in KINDS if code in broken]
 
 
-@given(asks, quotas, usages)
-def test_quota_refusals_are_always_quotas(
-    ask: WorkloadAsk, quota: OrgQuota, usage: QuotaUsage
+def refusal_code(outcome: Result[None, Refusal]) -> ReasonCode | None:
+    """The code ``outcome`` refuses with (its kind checked against ``KINDS``); None if none."""
+    match outcome:
+        case Success(value):
+            assert value is None
+            return None
+        case Failure(refusal):
+            assert refusal.kind is KINDS[refusal.code]
+            return refusal.code
+    raise AssertionError(outcome)
+
+
+def first(codes: list[ReasonCode], *among: ReasonCode) -> ReasonCode | None:
+    return next((code for code in codes if code in among), None)
+
+
+@given(st.sampled_from(Role), asks, org_limits, quotas, usages)
+def test_each_check_refuses_with_the_first_rule_of_its_own_that_is_broken(
+    role: Role, ask: WorkloadAsk, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
 ) -> None:
-    outcome = check_quota(ask, quota, usage)
-    fits = within(quota.max_gpus_held, usage.gpus_held + ask.gpus) and within(
-        quota.max_workloads, usage.workloads + 1
+    broken = broken_rules(role, ask, limits, quota, usage)
+    assert refusal_code(check_permission(role, Action.RUN)) == first(
+        broken, ReasonCode.ROLE_MAY_NOT
     )
-    assert isinstance(outcome, Success) is fits
-    if isinstance(outcome, Failure):
-        assert outcome.failure().kind is RefusalKind.QUOTA
+    assert refusal_code(check_model_permitted(ask, limits)) == first(
+        broken, ReasonCode.MODEL_NOT_PERMITTED
+    )
+    assert refusal_code(check_limits(ask, limits)) == first(
+        broken, ReasonCode.CONTEXT_OVER_LIMIT, ReasonCode.MODEL_SIZE_OVER_LIMIT
+    )
+    assert refusal_code(check_quota(ask, quota, usage)) == first(
+        broken, ReasonCode.GPU_QUOTA_EXHAUSTED, ReasonCode.WORKLOAD_QUOTA_EXHAUSTED
+    )
 
 
 @given(asks, st.sampled_from([Role.OPERATOR, Role.ADMIN]), usages)
@@ -387,17 +424,12 @@ def test_usage_at_workload_quota_is_refused_as_quota(
 
 
 @given(st.sampled_from(Role), asks, org_limits, quotas, usages)
-def test_check_request_is_the_first_refusal_in_order(
+def test_check_request_refuses_with_the_first_broken_rule_in_order(
     role: Role, ask: WorkloadAsk, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
 ) -> None:
-    ordered = [
-        check_permission(role, Action.RUN),
-        check_model_permitted(ask, limits),
-        check_limits(ask, limits),
-        check_quota(ask, quota, usage),
-    ]
-    first = next((o for o in ordered if isinstance(o, Failure)), Success(None))
-    assert check_request(role, ask, limits, quota, usage) == first
+    broken = broken_rules(role, ask, limits, quota, usage)
+    expected = broken[0] if broken else None
+    assert refusal_code(check_request(role, ask, limits, quota, usage)) == expected
 
 
 @pytest.mark.parametrize(

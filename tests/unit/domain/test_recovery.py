@@ -21,7 +21,6 @@ from nodeau.domain.recovery import (
     copy_asks,
     decide_recovery,
     left_behind,
-    recovery_due,
 )
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.reservations import Ledger, Reservation
@@ -311,13 +310,29 @@ def test_recovery_fires_only_when_due_and_allowed(w: Workload, quiet_for: int, d
         and quiet_for >= delay
     )
     assert fired == allowed
-    assert fired == (allowed and recovery_due(w, health, T0))
     if fired:
         assert d.placement is not None
         assert d.placement.machine != w.machine
     else:
         assert d.placement is None
         assert d.action is RecoveryAction.HOLD
+
+
+@given(st.integers(1, 60), st.integers(0, 3600))
+def test_recovery_first_fires_exactly_the_delay_after_the_machine_went_quiet(
+    delay: int, went_quiet: int
+) -> None:
+    """A brute-force walk, second by second, from the moment the machine went quiet: every
+    decision before the delay has passed holds the workload, the first to move it comes
+    exactly ``delay`` seconds later."""
+    w = service(recovery_after=timedelta(seconds=delay))
+    since = T0 + timedelta(seconds=went_quiet)
+    actions = [
+        decide(w, unreachable_since(since), since + timedelta(seconds=second)).action
+        for second in range(delay + 2)
+    ]
+    assert actions.index(RecoveryAction.RECOVER) == delay
+    assert set(actions[:delay]) == {RecoveryAction.HOLD}
 
 
 @given(workload_cases, st.sampled_from([REPORTING, DEGRADED, UPGRADING]))

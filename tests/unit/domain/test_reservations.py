@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodeau.domain.hardware import Fleet
 from nodeau.domain.memory import GIB
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.reservations import (
@@ -98,26 +99,43 @@ ops = st.lists(
 
 
 @given(fleets(), ops)
-def test_no_sequence_of_reserve_and_release_over_commits_a_card(
-    f: object, steps: list[tuple[bool, int, int, int]]
+def test_reserve_and_release_follow_a_model_of_the_cards(
+    f: Fleet, steps: list[tuple[bool, int, int, int]]
 ) -> None:
-    from nodeau.domain.hardware import Fleet
+    """Against a model kept in the test: a dict from each card to the one workload holding it.
 
-    assert isinstance(f, Fleet)
+    A reservation is accepted exactly when its card is free and large enough (or the
+    workload already holds exactly it), refused as held or too small otherwise; the
+    ledger always holds what the model holds, so no card is ever over-committed.
+    """
     cards = [g for _m, g in f.gpus]
-    ledger = Ledger()
+    size = {g.uuid: g.total_bytes for g in cards}
+    ledger, model = Ledger(), dict[str, Reservation]()  # card uuid -> its reservation
     for is_reserve, who, card_index, gib in steps:
         name = f"w{who}"
+        held = next((r for r in model.values() if r.workload == name), None)
         if is_reserve and cards:
             card = cards[card_index % len(cards)]
-            host = f.locate(card.uuid)
-            assert host is not None
-            attempt = Reservation(
-                workload=name, machine=host[0].name, gpu_uuid=card.uuid, bytes=gib * GIB
-            )
-            if ledger.of_workload(name) not in (None, attempt):
+            host = next(m.name for m in f.machines if card in m.gpus)
+            attempt = Reservation(workload=name, machine=host, gpu_uuid=card.uuid, bytes=gib * GIB)
+            if held not in (None, attempt):
                 continue  # one card per workload: the caller releases first
-            ledger = reserve(ledger, attempt, card).value_or(ledger)
+            outcome = reserve(ledger, attempt, card)
+            if held == attempt:
+                assert outcome.unwrap() == ledger
+            elif card.uuid in model:
+                assert outcome.failure().code is ReasonCode.CARD_HELD
+            elif gib * GIB > size[card.uuid]:
+                assert outcome.failure().code is ReasonCode.CARD_TOO_SMALL
+            else:
+                model[card.uuid] = attempt
+                ledger = outcome.unwrap()
         else:
+            if held is not None:
+                del model[held.gpu_uuid]
             ledger = release(ledger, name)
+        assert sorted(ledger.reservations, key=repr) == sorted(model.values(), key=repr)
+        for r in ledger.reservations:
+            assert r.bytes <= size[r.gpu_uuid]
+        assert len({r.gpu_uuid for r in ledger.reservations}) == len(ledger.reservations)
         assert over_committed(ledger, f) == ()
