@@ -20,6 +20,7 @@ import uvicorn
 
 from nodeau.apps.cli.status_rows import StatusRow, status_rows
 from nodeau.apps.dashboard.app import create_app
+from nodeau.apps.dashboard.qualification import ModelQualification, model_qualifications
 from nodeau.apps.dashboard.service import CARRIED, CARRIED_PREFIXES, folder, read_service
 from nodeau.apps.dashboard.session import TOKEN_FILE, TokenFile
 from nodeau.apps.settings import utc_now
@@ -52,9 +53,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         s = model_services.build(settings())
         return status_rows(s.store.files(), s.registry.book(), s.catalog(), s.settings.machine)
 
+    def qualifications() -> tuple[ModelQualification, ...]:
+        s = model_services.build(settings())  # as nodeau model info reads them
+        return model_qualifications(
+            s.store.files(), s.registry.book(), s.catalog(), s.registry.evidence()
+        )
+
     app = create_app(
         plane(),
         model_rows=model_rows,
+        qualifications=qualifications,
         token=TokenFile(folder(args.home) / TOKEN_FILE),
         clock=utc_now,
     )

@@ -15,6 +15,9 @@ Decisions:
 * The plane is synchronous (SQLite, the Kubernetes client): its calls run on worker
   threads, one at a time (a lock), so a poll never blocks the event loop and a plane object
   is never used by two threads at once.
+* The board is kept between polls (``kept.KeptBoard``): a poll is answered with the newest
+  document at once and a new read starts behind it; the one action forgets it. The
+  plane's reads are the slow part on a large fleet (bench/dashboard.py).
 * The one action is ``POST /api/batches/NAME/stop`` (``plane.stop_batch``); the
   Playground's calls go to the workload's loopback endpoint (``playground``). Expected
   failures are a JSON error with the one line (400 bad input, 409 the plane said no, 502
@@ -43,13 +46,16 @@ from starlette.staticfiles import StaticFiles
 
 from nodeau.apps.cli.status_rows import StatusRow
 from nodeau.apps.dashboard import playground
-from nodeau.apps.dashboard.board import read_board
+from nodeau.apps.dashboard.board import Encoded, encoded, read_board
 from nodeau.apps.dashboard.guard import Guard
+from nodeau.apps.dashboard.kept import KeptBoard
+from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.session import TokenFile, csrf_value
 from nodeau.apps.planes.plane import Plane
 from nodeau.ports.errors import NodeauError
 
 REFRESH_S = 2.0
+MAX_AGE_S = 30.0  # a kept board older than this is read again before a poll is answered
 TIMEOUTS = httpx.Timeout(connect=5.0, read=300.0, write=60.0, pool=60.0)
 STATIC = "static"
 
@@ -84,14 +90,24 @@ class Dashboard:
         token: TokenFile,
         clock: Callable[[], datetime],
         transport: httpx.AsyncBaseTransport | None,
+        qualifications: Callable[[], Sequence[ModelQualification]],
     ) -> None:
         self.plane = plane
         self.model_rows = model_rows
+        self.qualifications = qualifications
         self.token = token
         self.clock = clock
         self.transport = transport
         self.client: httpx.AsyncClient | None = None
         self._lock = threading.Lock()
+        self.kept = KeptBoard(self.read_board, refresh_s=REFRESH_S, max_age_s=MAX_AGE_S)
+
+    async def read_board(self) -> Encoded:
+        return await self.on_plane(
+            lambda: encoded(
+                read_board(self.plane, self.model_rows, self.clock(), self.qualifications)
+            )
+        )
 
     async def on_plane(self, call: Callable[[], T]) -> T:
         def locked() -> T:
@@ -113,10 +129,13 @@ class Dashboard:
         )
 
     async def board(self, request: Request) -> Response:
-        document = await self.on_plane(
-            lambda: read_board(self.plane, self.model_rows, self.clock())
-        )
-        return JSONResponse(document)
+        fresh = "no-cache" in request.headers.get("cache-control", "").lower()
+        document = await self.kept.current(fresh=fresh)
+        headers = {"Cache-Control": "no-store", "Vary": "Accept-Encoding"}
+        if "gzip" in request.headers.get("accept-encoding", "").lower():
+            headers["Content-Encoding"] = "gzip"
+            return Response(document.gzip, media_type="application/json", headers=headers)
+        return Response(document.json, media_type="application/json", headers=headers)
 
     async def stop_batch(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -124,6 +143,8 @@ class Dashboard:
             sentence = await self.on_plane(lambda: self.plane.stop_batch(name))
         except NodeauError as exc:
             return error(409, exc.one_line(), "conflict")
+        finally:
+            self.kept.forget()
         return JSONResponse({"name": name, "sentence": sentence})
 
     async def target(self, name: str) -> playground.Target | JSONResponse:
@@ -199,10 +220,12 @@ def create_app(
     token: TokenFile,
     clock: Callable[[], datetime],
     transport: httpx.AsyncBaseTransport | None = None,
+    qualifications: Callable[[], Sequence[ModelQualification]] = tuple,
 ) -> Starlette:
     """The dashboard app over ``plane``; ``transport`` reaches the workloads' endpoints
-    (None: httpx's own)."""
-    dashboard = Dashboard(plane, model_rows, token, clock, transport)
+    (None: httpx's own); ``qualifications``: each model's, as ``nodeau model info`` says
+    them (none by default)."""
+    dashboard = Dashboard(plane, model_rows, token, clock, transport, qualifications)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -14,15 +14,23 @@ Decisions:
   cannot know (``None``) is shown as "unknown", never as an error (gpustack #4062: a page
   that crashed on a null metric).
 * Alerts are derived from the same views (``alerts``).
+* The plan is read without advancing its clock anchor (``plane.plan(advance=False)``): a
+  poll every 2 s only shows it, and only ``nodeau plan``'s commands move the anchor, as a
+  decision that reads the plan does not.
+* Models also carry each model's qualification per capability, in ``nodeau model info``'s
+  words (``qualification``), with that command's JSON of it under ``cli.model_info``.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
+
+from attrs import frozen
 
 from nodeau.apps.cli import batch, copies, ps_command, recovery
 from nodeau.apps.cli.plan import plan_lines
@@ -30,6 +38,7 @@ from nodeau.apps.cli.render import size, to_json
 from nodeau.apps.cli.serving import fleet_lines
 from nodeau.apps.cli.status_rows import StatusRow
 from nodeau.apps.dashboard.alerts import alerts
+from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.planes.plane import (
     BatchView,
     CopyListing,
@@ -47,6 +56,7 @@ log = logging.getLogger("nodeau.dashboard")
 UNKNOWN = "unknown"
 MODEL_HEADERS = ("MACHINE", "MODEL", "ARTIFACT", "SIZE", "DOWNLOADED", "VERIFIED")
 GPU_HEADERS = ("GPU", "MODEL", "TOTAL", "HELD BY", "RESERVED")
+QUALIFICATION_HEADERS = ("MODEL", "ARTIFACT", "QUALIFIED")
 FINISHED_BATCH = frozenset({"succeeded", "failed", "stopped"})
 
 T = TypeVar("T")
@@ -113,6 +123,45 @@ def model_row(r: StatusRow) -> tuple[str, ...]:
     )
 
 
+def qualification_section(models: Sequence[ModelQualification]) -> Json:
+    """A row per model: its names, artifact, when it was qualified, then each capability's
+    state as ``nodeau model info`` prints it (its evidence beside it, for the page's title)."""
+    capabilities = [c.capability.value for c in models[0].capabilities] if models else []
+    return {
+        "headers": [*QUALIFICATION_HEADERS, *capabilities],
+        "rows": [
+            [", ".join(m.names) or "-", m.artifact[:12], m.qualified or "never",
+             *(c.state for c in m.capabilities)]
+            for m in models
+        ],
+        "evidence": [["", "", "", *(c.evidence for c in m.capabilities)] for m in models],
+    }  # fmt: skip
+
+
+def model_info_json(m: ModelQualification) -> Json:
+    """What ``nodeau model info --json`` says of the model's qualification."""
+    return {
+        "names": list(m.names),
+        "artifact_id": m.artifact,
+        "qualified": m.qualified,
+        "capabilities": cli_json(m.capabilities),
+    }
+
+
+@frozen
+class Encoded:
+    """The board as the data route sends it: serialised, and gzipped, once per read (on a
+    fleet of 500 workloads it is about 1.5 MB of JSON, a tenth of that gzipped)."""
+
+    json: bytes
+    gzip: bytes
+
+
+def encoded(document: Json) -> Encoded:
+    raw = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+    return Encoded(json=raw, gzip=gzip.compress(raw, compresslevel=5, mtime=0))
+
+
 class Reading:
     """Each view read once, what failed said in one line."""
 
@@ -130,7 +179,12 @@ class Reading:
         return None
 
 
-def read_board(plane: Plane, model_rows: Callable[[], Sequence[StatusRow]], now: datetime) -> Json:
+def read_board(
+    plane: Plane,
+    model_rows: Callable[[], Sequence[StatusRow]],
+    now: datetime,
+    qualifications: Callable[[], Sequence[ModelQualification]] = tuple,
+) -> Json:
     """The page's document: every section, the alerts, and the CLI's JSON of each view."""
     r = Reading()
     machines: FleetListing | None = r.read("hardware", plane.machines)
@@ -139,7 +193,8 @@ def read_board(plane: Plane, model_rows: Callable[[], Sequence[StatusRow]], now:
     files: Sequence[StatusRow] | None = r.read("models", model_rows)
     copy_listing: CopyListing | None = r.read("copies", plane.copies)
     recovering: RecoveryListing | None = r.read("recovery", plane.recovery)
-    plan: PlanView | None = r.read("plan", plane.plan)
+    qualified: Sequence[ModelQualification] | None = r.read("qualification", qualifications)
+    plan: PlanView | None = r.read("plan", lambda: plane.plan(advance=False))
     found = alerts(
         machines=machines, workloads=workloads, copies=copy_listing, files=files, plan=plan
     )
@@ -173,6 +228,7 @@ def read_board(plane: Plane, model_rows: Callable[[], Sequence[StatusRow]], now:
         "models": None
         if files is None
         else {"headers": MODEL_HEADERS, "rows": [model_row(f) for f in files]},
+        "qualification": None if qualified is None else qualification_section(qualified),
         "copies": None
         if copy_listing is None
         else {
@@ -193,6 +249,7 @@ def read_board(plane: Plane, model_rows: Callable[[], Sequence[StatusRow]], now:
             "batch_status": None if batches is None else cli_json(batches),
             "fleet_list": None if machines is None else cli_json(machines),
             "model_status": None if files is None else cli_json(files),
+            "model_info": None if qualified is None else [model_info_json(m) for m in qualified],
             "models_copies": None if copy_listing is None else cli_json(copy_listing),
             "recovery_status": None if recovering is None else cli_json(recovering),
             "plan": None if plan is None else cli_json(plan),

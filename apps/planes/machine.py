@@ -479,10 +479,10 @@ class MachinePlane:
         verifier = compiled_in_verifier() if self._verifier is None else self._verifier
         return FileEntitlementStore(self._settings.home), verifier
 
-    def plan(self) -> PlanView:
+    def plan(self, *, advance: bool = True) -> PlanView:
         from nodeau.apps.planes.plan import plan_in_force
 
-        return plan_in_force(PLANE, *self._entitlements(), self._clock())
+        return plan_in_force(PLANE, *self._entitlements(), self._clock(), advance=advance)
 
     def install_plan(self, document: bytes, source: str) -> PlanInstall:
         from nodeau.apps.planes.plan import install

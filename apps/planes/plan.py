@@ -91,13 +91,20 @@ def status_in_force(
 
 
 def plan_in_force(
-    plane: str, store: EntitlementStore, verifier: EntitlementVerifier, now: datetime
+    plane: str,
+    store: EntitlementStore,
+    verifier: EntitlementVerifier,
+    now: datetime,
+    *,
+    advance: bool = True,
 ) -> PlanView:
-    """The plan in force now over what the store keeps; the anchor is advanced to now."""
+    """The plan in force now over what the store keeps; the anchor is advanced to now
+    unless ``advance`` is False (a reader that only shows it: the dashboard's poll)."""
     kept = store.read()
     verification = None if kept.document is None else verifier.verify(kept.document)
     status = verified_terms(verification, kept.installation_id, now, anchor=kept.anchor)
-    store.advance_anchor(now)
+    if advance:
+        store.advance_anchor(now)
     source = None if kept.document is None else kept.where
     return plan_view(plane, kept, verification, status, now, source)
 

@@ -456,9 +456,10 @@ class Plane(Protocol):
         """Every copy on the fleet: each request in its state, and each verified model."""
         ...
 
-    def plan(self) -> PlanView:
+    def plan(self, *, advance: bool = True) -> PlanView:
         """The plan in force: the installed entitlement's terms if it can be accepted, else
-        the Home plan's with the reason; advances the clock anchor."""
+        the Home plan's with the reason; advances the clock anchor unless ``advance`` is
+        False (a reader that only shows it)."""
         ...
 
     def install_plan(self, document: bytes, source: str) -> PlanInstall:

@@ -60,8 +60,20 @@ def shots(tmp_path: Path) -> Path:
     return Path(chosen) if chosen else tmp_path / "screenshots"
 
 
+def render_all(page: Page) -> None:
+    """Have every section rendered, on screen or not: the page renders those off screen
+    only once scrolled to (``content-visibility: auto``), and a picture beyond the screen
+    would show them as blank boxes of a guessed height."""
+    page.evaluate(
+        "new Promise(done => { document.querySelectorAll('section, .machine').forEach("
+        "e => { e.style.contentVisibility = 'visible'; });"  # CSSOM: the page's CSP allows it
+        " requestAnimationFrame(() => requestAnimationFrame(() => done(true))); })"
+    )
+
+
 def screenshot_of(page: Page, section: str, path: Path) -> Path:
     """A picture of one section of the page."""
+    render_all(page)
     box = page.evaluate(
         f"(() => {{ const r = document.getElementById({json.dumps(section)})"
         ".getBoundingClientRect(); return {x: r.left + window.scrollX, y: r.top + "
@@ -103,7 +115,7 @@ def test_the_page_says_what_ps_says_stops_a_batch_job_and_streams_an_answer(
     # a sentence says how long ago)
     for _ in range(20):
         expected = {row["name"]: row["sentence"] for row in cli.json("ps")}
-        page.evaluate("refresh()")
+        page.evaluate("refresh(true)")  # a fresh read, not the board kept since the last poll
         if sentences_shown(page) == expected:
             break
     assert sentences_shown(page) == expected
@@ -114,7 +126,16 @@ def test_the_page_says_what_ps_says_stops_a_batch_job_and_streams_an_answer(
         ".map(td => td.textContent).sort()"
     )
     assert held == ["long", "tiny"]
+    # the Models section's qualification says what `nodeau model info --json` says
+    info = cli.json("model", "info", "tiny")
+    shown_states = page.evaluate(
+        "Array.from(document.querySelectorAll('#qualification tbody tr')).filter(tr =>"
+        " tr.children[0].textContent === 'tiny').map(tr => Array.from(tr.children)"
+        ".slice(3).map(td => [td.textContent, td.title]))"
+    )
+    assert shown_states == [[[c["state"], c["evidence"]] for c in info["capabilities"]]]
     folder = shots(tmp_path)
+    render_all(page)
     page.screenshot(folder / "dashboard.png")
     for section in SECTIONS:
         screenshot_of(page, section, folder / f"dashboard-{section}.png")
@@ -234,6 +255,7 @@ def test_a_machine_with_no_figures_renders_unknown_without_an_error(
             "the cluster did not answer",
         ]
         assert page.evaluate("document.querySelector('#live').dataset.state") == "live"
+        render_all(page)
         page.screenshot(shots(tmp_path) / "dashboard-missing-figures.png")
         assert page.errors() == []
         assert off_loopback(page.requested_urls()) == []

@@ -28,6 +28,9 @@ from tests.support.cli import Cli as BaseCli
 from tests.support.tiny_gguf import write_tiny_llama
 
 DEADLINE_S = 120.0
+# a program that compares the board with the CLI at one moment asks for a fresh read (a
+# poll gets the board kept since the last one: apps/dashboard/kept.py)
+FRESH = {"Cache-Control": "no-cache"}
 
 
 class Cli(BaseCli):
@@ -127,7 +130,7 @@ def test_the_dashboard_starts_once_gives_a_fresh_token_and_refuses_what_it_must(
         assert unknown.status_code == 409
         assert unknown.json()["error"]["message"].startswith("no batch job called 'x'")
 
-        board = client.get("/api/board", headers=bearer).json()
+        board = client.get("/api/board", headers={**bearer, **FRESH}).json()
     # the same figures as the CLI's own --json
     assert board["cli"]["ps"] == cli.json("ps") == []
     assert without(board["cli"]["fleet_list"], "reported_at") == without(
@@ -168,12 +171,17 @@ def same_moment(
     first: Callable[[], Any], second: Callable[[], Any], part: Callable[[Any], Any]
 ) -> tuple[Any, Any]:
     """``first()`` and ``second()`` read until ``part(first())`` equals ``second()`` (what
-    they say of time moves on each second, so a pair read across a second differs); fails
-    when they never agree."""
+    they say of time moves on each second, so a pair read across a second differs): each
+    ``second()`` between two ``first()``, since a command can take over a second to read
+    (a fleet's ``nodeau ps``), and one of the two is then of its second; fails when they
+    never agree."""
+    a = first()
     for _ in range(20):
-        a, b = first(), second()
-        if part(a) == b:
-            return a, b
+        b, after = second(), first()
+        for candidate in (a, after):
+            if part(candidate) == b:
+                return candidate, b
+        a = after
     assert part(a) == b
     return a, b
 
@@ -232,7 +240,7 @@ def test_the_board_says_what_ps_says_stops_a_batch_job_and_the_playground_answer
     with http(opened["address"]) as client:
         # a sentence says how long ago ("(5s)"): compared as read within the same second
         board, ps = same_moment(
-            lambda: client.get("/api/board", headers=bearer).json(),
+            lambda: client.get("/api/board", headers={**bearer, **FRESH}).json(),
             lambda: cli.json("ps"),
             lambda board: board["cli"]["ps"],
         )
@@ -321,3 +329,41 @@ def test_the_playground_embeds_through_an_embed_service(cli: Cli, tmp_path: Path
     vectors = [d["embedding"] for d in said["response"]["data"]]
     assert [len(v) for v in vectors] == [64, 64] and vectors[0] != vectors[1]
     assert "client.embeddings.create(" in said["snippets"]["python"]
+
+
+@pytest.mark.slow
+def test_the_models_section_says_what_model_info_says_for_each_capability(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # one model qualified (the random tiny llama fails what it is asked), one never
+    tiny = write_tiny_llama(tmp_path / "tiny.gguf", seed=3, quant="q8_0")
+    assert cli("models", "import", str(tiny), "--alias", "tiny").returncode == 0
+    other = write_tiny_llama(tmp_path / "other.gguf", seed=4)
+    assert cli("models", "import", str(other), "--alias", "other").returncode == 0
+    done = cli("model", "qualify", "tiny", "--context", "512", "--seed", "0", "--json")
+    assert done.returncode == 0, done.stderr
+
+    opened = cli.dashboard()
+    bearer = {"Authorization": f"Bearer {opened['token']}", **FRESH}
+    with http(opened["address"]) as client:
+        board = client.get("/api/board", headers=bearer).json()
+    section = board["qualification"]
+    said = {}
+    for model in ("tiny", "other"):
+        info = cli.json("model", "info", model)
+        assert isinstance(info, dict)
+        [kept] = [m for m in board["cli"]["model_info"] if m["artifact_id"] == info["artifact_id"]]
+        assert kept["names"] == [model]
+        assert kept["capabilities"] == info["capabilities"]  # state and evidence, word for word
+        assert kept["qualified"] == info["qualified"]
+        [i] = [i for i, r in enumerate(section["rows"]) if r[0] == model]
+        capabilities = [c["capability"] for c in info["capabilities"]]
+        assert section["headers"] == ["MODEL", "ARTIFACT", "QUALIFIED", *capabilities]
+        assert section["rows"][i] == [
+            model, info["artifact_id"][:12], info["qualified"] or "never",
+            *(c["state"] for c in info["capabilities"]),
+        ]  # fmt: skip
+        assert section["evidence"][i][3:] == [c["evidence"] for c in info["capabilities"]]
+        said[model] = {c["state"] for c in info["capabilities"]}
+    assert "failed" in said["tiny"] and "never qualified" not in said["tiny"]
+    assert said["other"] == {"never qualified"}

@@ -46,7 +46,7 @@ def test_the_dashboard_reads_the_fleet_and_stops_a_batch_job_there(
     finished(running)
 
     opened: dict[str, Any] = fleet.json("dashboard")
-    bearer = {"Authorization": f"Bearer {opened['token']}"}
+    bearer = {"Authorization": f"Bearer {opened['token']}", "Cache-Control": "no-cache"}
     try:
         with httpx.Client(base_url=opened["address"], timeout=60, trust_env=False) as web:
             board, ps = same_moment(

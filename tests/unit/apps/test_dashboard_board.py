@@ -145,6 +145,7 @@ class FakePlane:
 
     def __init__(self, **views: Any) -> None:
         self.views = views
+        self.plan_advanced: list[bool] = []  # ``advance`` of each plan() call
 
     def _give(self, name: str) -> Any:
         value = self.views[name]
@@ -167,7 +168,8 @@ class FakePlane:
     def recovery(self) -> RecoveryListing:
         return cast(RecoveryListing, self._give("recovery"))
 
-    def plan(self) -> PlanView:
+    def plan(self, *, advance: bool = True) -> PlanView:
+        self.plan_advanced.append(advance)
         return cast(PlanView, self._give("plan"))
 
 
@@ -377,3 +379,14 @@ def test_a_section_that_cannot_be_read_says_why_and_the_rest_is_shown() -> None:
         "models": "could not be read (RuntimeError: a bug)",
     }
     assert board["workloads"] is not None and board["plan"] is not None
+
+
+def test_the_board_reads_the_plan_without_advancing_its_clock_anchor() -> None:
+    plane = FakePlane(
+        machines=fleet(machine("box-a")), workloads=(), batches=(),
+        copies=CopyListing(plane="p", copies=()),
+        recovery=RecoveryListing(plane="p", control_plane="none", services=()), plan=plan(),
+    )  # fmt: skip
+    board = read_board(cast(Plane, plane), lambda: (), NOW)
+    assert plane.plan_advanced == [False]
+    assert board["plan"]["lines"] == plan_lines(plan())

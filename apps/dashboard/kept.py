@@ -1,0 +1,80 @@
+"""The board kept between polls: the newest document, served at once, read again behind it.
+
+Decisions (bench/dashboard.py measured why):
+
+* Reading every view of a plane is the slow part of a poll: on a fleet of 100 machines and
+  500 workloads the views cost the API server and the client seconds on two cores, far
+  more than the 20 ms a poll's answer may take. So a poll never waits for a read when a
+  document is kept: it gets the newest one (its ``read_at`` says when it was read), and
+  when that is ``refresh_s`` old or more, a new read starts in the background for the next
+  poll (stale while revalidating, one read at a time). A page polling every 2 s thus
+  shows what was read at most one poll and one read ago, as a poll that waited would.
+* A poll waits for a fresh read when nothing is kept, when what is kept is older than
+  ``max_age_s`` (a page opened after a long quiet), after the one action (``forget``:
+  the stopped batch job must not be shown running), and when the request asks for it
+  with ``Cache-Control: no-cache`` (HTTP's own "revalidate"; programs and tests that
+  compare the board with the CLI's output at one moment).
+* The document is serialised (and gzipped) once per read, not per poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+log = logging.getLogger("nodeau.dashboard")
+
+D = TypeVar("D")
+
+
+class KeptBoard(Generic[D]):
+    """The newest board document (as the data route sends it), and the read that replaces
+    it."""
+
+    def __init__(
+        self,
+        read: Callable[[], Awaitable[D]],
+        *,
+        refresh_s: float,
+        max_age_s: float,
+        clock_s: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._read = read
+        self.refresh_s = refresh_s
+        self.max_age_s = max_age_s
+        self._clock_s = clock_s
+        self._document: D | None = None
+        self._started_at = float("-inf")  # when the kept document's read started
+        self._behind: asyncio.Task[D] | None = None
+
+    async def read_now(self) -> D:
+        """A fresh document (kept unless a read started later has finished first)."""
+        started = self._clock_s()
+        document = await self._read()
+        if started >= self._started_at:
+            self._document, self._started_at = document, started
+        return document
+
+    async def current(self, *, fresh: bool = False) -> D:
+        """The document a poll is answered with (a fresh one when ``fresh``)."""
+        kept = self._document
+        age = self._clock_s() - self._started_at
+        if fresh or kept is None or age > self.max_age_s:
+            return await self.read_now()
+        if age >= self.refresh_s and self._behind is None:
+            self._behind = asyncio.create_task(self.read_now())
+            self._behind.add_done_callback(self._done)
+        return kept
+
+    def forget(self) -> None:
+        """Keep nothing: the next poll waits for a read (after the plane was changed)."""
+        # a read that started before now may have seen the plane as it was: not kept either
+        self._document, self._started_at = None, self._clock_s()
+
+    def _done(self, task: asyncio.Task[D]) -> None:
+        self._behind = None
+        if not task.cancelled() and task.exception() is not None:
+            log.error("reading the board failed", exc_info=task.exception())
