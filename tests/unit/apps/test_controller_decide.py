@@ -327,14 +327,16 @@ def test_the_plans_bounds_leave_machines_out_and_refusing_for_them_is_a_limit() 
 
 
 def test_the_organisations_limits_apply_to_the_fleets_decisions() -> None:
-    from nodeau.domain.limits import OrgLimits
-    from nodeau.domain.organisation import Organisation
+    from nodeau.domain.limits import OrgLimits, Role
+    from nodeau.domain.organisation import Organisation, Requester
 
-    def decide_under(limits: OrgLimits) -> Decide:
-        org = Organisation(limits=limits, contact="#gpu")
+    alice = Requester(user="alice")
+
+    def decide_under(limits: OrgLimits, requester: Requester | None = alice) -> Decide:
+        org = Organisation(limits=limits, everyone=Role.OPERATOR, contact="#gpu")
         return decider(
-            ask(), reports=FLEET, marks=marks("m1", "m2", "m3"), health={}, now=NOW,
-            organisation=org,
+            evolve(ask(), requester=requester), reports=FLEET, marks=marks("m1", "m2", "m3"),
+            health={}, now=NOW, organisation=org,
         )  # fmt: skip
 
     small = decide_under(OrgLimits(max_context_tokens=8))(EMPTY).failure()
@@ -342,8 +344,11 @@ def test_the_organisations_limits_apply_to_the_fleets_decisions() -> None:
     assert small.sentence.endswith("the organisation's limit is 8; ask #gpu.")
     other = decide_under(OrgLimits(allowed_models=frozenset({"llama"})))(EMPTY).failure()
     assert (other.kind.value, other.code) == ("permission", ReasonCode.MODEL_NOT_PERMITTED)
-    only_m2 = decide_under(OrgLimits(allowed_machines=frozenset({"m2"})))(EMPTY)
-    assert admitted(only_m2).record.workload.machine == "m2"
+    only_m2 = admitted(decide_under(OrgLimits(allowed_machines=frozenset({"m2"})))(EMPTY))
+    assert only_m2.record.workload.machine == "m2"
+    assert only_m2.record.requester == alice  # whose quotas it spends, kept with its record
+    nobody = decide_under(OrgLimits(), requester=None)(EMPTY).failure()
+    assert (nobody.kind.value, nobody.code) == ("permission", ReasonCode.REQUESTER_UNKNOWN)
     only_m3 = decide_under(OrgLimits(allowed_machines=frozenset({"m3"})))(EMPTY).failure()
     # the cards that could take it (m1, m2 hold the copies) are outside the limits: said so
     assert (only_m3.kind.value, only_m3.code) == ("limit", ReasonCode.MACHINE_NOT_ALLOWED)
