@@ -27,7 +27,7 @@ from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.session import TokenFile, write_owner_only
 from nodeau.apps.planes.plane import Plane
 from nodeau.ports.errors import NodeauError
-from tests.e2e.test_dashboard_cli import Cli, artifact_of, serve_and_submit
+from tests.e2e.test_dashboard_cli import Cli, artifact_of, same_moment, serve_and_submit
 from tests.support.browser import Page, chromium, off_loopback
 from tests.unit.apps.test_dashboard_board import NOW, FakePlane, fleet, machine, plan, workload
 
@@ -111,14 +111,17 @@ def test_the_page_says_what_ps_says_stops_a_batch_job_and_streams_an_answer(
     assert page.evaluate("location.href") == opened["address"] + "/"  # the token is gone
     page.wait_for("document.querySelectorAll('#workloads > .table tbody tr').length === 2")
 
-    # the state sentences are the ones `nodeau ps --json` gives (read within one second:
-    # a sentence says how long ago)
-    for _ in range(20):
-        expected = {row["name"]: row["sentence"] for row in cli.json("ps")}
+    # the state sentences are the ones `nodeau ps --json` gives: a sentence says how long ago,
+    # so the page is read between two `ps` and must say what one of them said
+    def ps_sentences() -> dict[str, str]:
+        return {row["name"]: row["sentence"] for row in cli.json("ps")}
+
+    def page_sentences() -> dict[str, str]:
         page.evaluate("refresh(true)")  # a fresh read, not the board kept since the last poll
-        if sentences_shown(page) == expected:
-            break
-    assert sentences_shown(page) == expected
+        return sentences_shown(page)
+
+    expected, shown = same_moment(ps_sentences, page_sentences, lambda said: said)
+    assert shown == expected
     assert set(expected) == {"tiny", "long"}
     assert page.evaluate("document.querySelector('#live').dataset.state") == "live"
     held = page.evaluate(
