@@ -5,7 +5,8 @@ Decisions:
 * Every failure is an OpenAI-style JSON error (``{"error": {"message", "type", "code"}}``),
   its message one line naming what went wrong and, where it helps, what to do.
 * An unreachable model server (502) is named by its address and why it could not be
-  reached; a full pool of upstream connections is a 503 (too busy), not a 502.
+  reached, and so is one whose answer is not HTTP (closed without one, garbage); a full pool
+  of upstream connections is a 503 (too busy), not a 502.
 * A model server that is restarting is a 503 saying how it ended and when it is started
   again, with ``Retry-After`` (seconds), which the official clients honour before they
   retry on their own.
@@ -20,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-import httpx
 from attrs import frozen
 from starlette.responses import JSONResponse, Response
 
+from nodeau.apps.endpoint.model_server import BadAnswer, NoFreeConnection, UpstreamError
 from nodeau.domain.tasks import Task, routes_for
 
 CONNECT_TIMEOUT_S = 5.0
@@ -195,24 +196,21 @@ def _hosts(port: int | None) -> str:
     return f"127.0.0.1:{shown}, localhost:{shown} or [::1]:{shown}"
 
 
-def unreachable(base_url: str, exc: httpx.HTTPError) -> Response:
-    """The 502 (or 503, when no connection came free) of a model server not reached."""
-    if isinstance(exc, httpx.PoolTimeout):
+def unreachable(base_url: str, exc: UpstreamError) -> Response:
+    """The 502 of a model server not reached or not answering in HTTP (or the 503 of one
+    with no connection free)."""
+    if isinstance(exc, NoFreeConnection):
         return error(
             503,
             f"too many requests in flight to the model server at {base_url}; "
-            f"none finished within {POOL_TIMEOUT_S:g} s",
+            f"none finished within {exc.waited_s:g} s",
             "unavailable",
         )
-    if isinstance(exc, httpx.ConnectError):
-        why = "nothing answers there (it may be restarting)"
-    elif isinstance(exc, httpx.ConnectTimeout):
-        why = f"it did not accept a connection within {CONNECT_TIMEOUT_S:g} s"
-    elif isinstance(exc, httpx.RemoteProtocolError):
-        why = f"it closed the connection without a valid answer ({one_line(exc)})"
+    if isinstance(exc, BadAnswer):
+        what = f"no valid answer from the model server at {base_url}"
     else:
-        why = f"{type(exc).__name__}: {one_line(exc)}"
-    return error(502, f"cannot reach the model server at {base_url}: {why}", "bad_gateway")
+        what = f"cannot reach the model server at {base_url}"
+    return error(502, f"{what}: {one_line(exc)}", "bad_gateway")
 
 
 def model_object(upstream: Upstream) -> dict[str, object]:

@@ -13,9 +13,10 @@ Decisions:
   read whole (up to ``max_body_bytes``, 32 MiB; more is a 413), sent to the route's own path
   only, and the answer relayed as it arrives, never buffered; a client that leaves stops its
   generation (``exchange``).
-* The model server is reached through httpx (``connections.KeepAliveTransport``). No read
-  timeout upstream: a non-streamed generation may take minutes to its first byte.
-  Connecting (5 s), writing (60 s) and waiting for a free connection (60 s) are bounded.
+* The model server is reached on the endpoint's own kept-alive HTTP/1.1 connections
+  (``connections.ModelServerConnections``, answers parsed by httptools). No read timeout
+  upstream: a non-streamed generation may take minutes to its first byte. Connecting (5 s),
+  writing (60 s) and waiting for a free connection (60 s) are bounded.
 * Before anything else, every request passes the caller rules (``callers.CallerRules``, an
   ASGI middleware): its ``Host`` must be ``127.0.0.1:PORT``, ``localhost:PORT`` or
   ``[::1]:PORT`` (403 otherwise; a missing ``Host`` only from HTTP/1.0, a repeated one is a
@@ -36,7 +37,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 
-import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -62,13 +62,13 @@ from nodeau.apps.endpoint.answers import (
 )
 from nodeau.apps.endpoint.bodies import malformed
 from nodeau.apps.endpoint.callers import CallerRules
-from nodeau.apps.endpoint.connections import KeepAliveTransport
+from nodeau.apps.endpoint.connections import ModelServerConnections
 from nodeau.apps.endpoint.exchange import (
     ClientLeft,
+    UpstreamConnections,
     exchange,
     forwarded_headers,
     read_body,
-    upstream_url,
 )
 from nodeau.domain.origins import parse_origin
 from nodeau.domain.tasks import Task, routes_for
@@ -79,17 +79,15 @@ __all__ = [
     "Lookup",
     "Unavailable",
     "Upstream",
+    "UpstreamConnections",
     "create_app",
-    "new_transport",
+    "new_connections",
 ]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 MAX_CONNECTIONS = 512
 MAX_KEEPALIVE = 64
 KEEPALIVE_EXPIRY_S = 4.0  # under uvicorn's 5 s and llama-server's own keep-alive time-out
-TIMEOUTS = httpx.Timeout(
-    connect=CONNECT_TIMEOUT_S, read=None, write=WRITE_TIMEOUT_S, pool=POOL_TIMEOUT_S
-)
 
 _METHODS = ("POST",)  # every proxied route; OPTIONS too is a 405 answered here
 PROXIED_PATHS = tuple(dict.fromkeys(path for task in Task for path in routes_for(task)))
@@ -100,29 +98,31 @@ log = logging.getLogger("nodeau.endpoint")
 Lookup = Callable[[], Upstream | Unavailable | None]
 
 
-def new_transport() -> httpx.AsyncBaseTransport:
+def new_connections() -> ModelServerConnections:
     """How the endpoint reaches model servers: kept-alive HTTP/1.1 connections, at most
     ``MAX_CONNECTIONS`` requests in flight."""
-    return KeepAliveTransport(
+    return ModelServerConnections(
         max_connections=MAX_CONNECTIONS,
         max_idle=MAX_KEEPALIVE,
         keepalive_expiry_s=KEEPALIVE_EXPIRY_S,
+        connect_timeout_s=CONNECT_TIMEOUT_S,
+        write_timeout_s=WRITE_TIMEOUT_S,
+        pool_timeout_s=POOL_TIMEOUT_S,
     )
 
 
 class _Endpoint:
-    """The request handlers, sharing the upstream lookup and the transport."""
+    """The request handlers, sharing the upstream lookup and the connections."""
 
     def __init__(
         self,
         upstream: Lookup,
-        transport: httpx.AsyncBaseTransport | None,
+        connections: UpstreamConnections | None,
         max_body_bytes: int,
     ) -> None:
         self._upstream = upstream
-        self.transport = transport
+        self.connections = connections
         self.max_body_bytes = max_body_bytes
-        self.extensions = {"timeout": TIMEOUTS.as_dict()}
 
     def find(self) -> Upstream | Unavailable | Response | None:
         """What ``upstream()`` says now, or the error response of a lookup that failed."""
@@ -211,15 +211,10 @@ class ProxiedRoute:
         if refused is not None:
             await refused(scope, receive, send)
             return
-        assert endpoint.transport is not None, "the lifespan creates the transport"
-        request = httpx.Request(
-            scope["method"],
-            upstream_url(found.base_url, self._path, scope["query_string"]),
-            headers=headers,
-            content=body,
-            extensions=endpoint.extensions,
+        assert endpoint.connections is not None, "the lifespan sets the connections"
+        await exchange(
+            endpoint.connections, found.base_url, self._path, headers, body, scope, receive, send
         )
-        await exchange(endpoint.transport, request, found.base_url, scope, receive, send)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -254,26 +249,26 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 def create_app(
     upstream: Lookup,
     *,
-    transport: httpx.AsyncBaseTransport | None = None,
+    connections: UpstreamConnections | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     allowed_origins: Iterable[str] = (),
 ) -> Starlette:
     """The endpoint app. ``upstream()`` says where the model server is now (None: not
-    running; ``Unavailable``: restarting). ``transport`` reaches it; when None, the app's
-    lifespan makes one (``new_transport``) and closes it. ``allowed_origins``: web origins
-    served besides loopback pages (``domain.origins.parse_origin`` forms; ValueError for one
-    that is not)."""
-    endpoint = _Endpoint(upstream, transport, max_body_bytes)
+    running; ``Unavailable``: restarting). ``connections`` reach it (when None, the app's
+    lifespan makes them: ``new_connections``); the lifespan closes them at its end.
+    ``allowed_origins``: web origins served besides loopback pages
+    (``domain.origins.parse_origin`` forms; ValueError for one that is not)."""
+    endpoint = _Endpoint(upstream, connections, max_body_bytes)
     origins = tuple(parse_origin(origin) for origin in allowed_origins)  # checked now
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if transport is not None:
+        used = connections if connections is not None else new_connections()
+        endpoint.connections = used
+        try:
             yield
-            return
-        async with new_transport() as made:
-            endpoint.transport = made
-            yield
+        finally:
+            await used.aclose()
 
     routes = [
         *(Route(path, ProxiedRoute(endpoint, path), methods=_METHODS) for path in PROXIED_PATHS),

@@ -2,179 +2,207 @@
 
 Decisions:
 
-* httpx's own pool (httpcore 1.0's ``AsyncConnectionPool``) looks at every pooled connection,
-  and polls each idle one's socket, on every request it queues or releases, and counts all
-  connections where it means idle ones. At 32 concurrent requests that was about two thirds
-  of the endpoint's CPU (bench/proxy.py, profiled). This transport keeps each origin's idle
-  connections on a stack (last used, first reused: the one least likely to have been closed
-  by the server) and looks only at the connection it takes. It is an httpx transport, so the
-  endpoint still speaks httpx: requests, responses, time-outs and exceptions are httpx's, and
-  httpcore speaks HTTP/1.1 on each connection.
-* Each connection is httpcore's ``AsyncHTTP11Connection`` over an asyncio stream
-  (``streams.AsyncioBackend``), without the ``AsyncHTTPConnection`` wrapper (HTTP/2
-  negotiation, TLS, a lock per request: none of which a model server on this machine, spoken
-  to in plain HTTP/1.1, needs). An origin that is not ``http://`` is refused
-  (``UnsupportedProtocol``).
-* A taken connection that has expired, or that the server has closed (its socket reads as
-  ready), is closed and the next one is tried; a request never goes out on it.
-* At most ``max_connections`` requests are in flight; one more waits for a slot as long as
-  the request's pool time-out, then fails with ``httpx.PoolTimeout``. A free slot is taken
-  without a timer (the endpoint runs on asyncio: an asyncio semaphore).
-* At most ``max_idle`` idle connections are kept per origin; a response that is closed
-  before its end closes its connection (httpcore's rule), so it is never reused half-read.
+* Where a request goes (``Target``) is the model server's base URL and the route's path,
+  with the client's query string, as httpx's URL parses and percent-encodes them: httpx stays
+  for that (once per model server and route when there is no query), while the connections
+  themselves are the endpoint's own (``model_server``). Only ``http://`` model servers are
+  reached (no TLS: the model server is on this machine, or a Pod spoken to in plain HTTP).
+* httpx's pool (httpcore's) looked at every pooled connection, and polled each idle one's
+  socket, on every request. Here each origin's idle connections are kept on a stack (last
+  used, first reused: the one least likely to have been closed by the server), and only the
+  connection taken is looked at. A connection learns of its server's close as asyncio
+  delivers it, so a taken connection that was closed, or has expired (idle longer than
+  ``keepalive_expiry_s``, set under the servers' own keep-alive time-outs), is dropped and
+  the next one tried: a request never goes out on it.
+* At most ``max_connections`` requests are in flight; one more waits for a slot at most
+  ``pool_timeout_s``, then fails with ``NoFreeConnection`` (a 503). A free slot is taken
+  without a timer. At most ``max_idle`` idle connections are kept per origin.
+* Connecting is bounded (``connect_timeout_s``); so is a write the server does not take
+  (``write_timeout_s``, counted only while the socket's buffer is full); reading is not
+  (a generation may take minutes to its first byte). TCP_NODELAY is set on every connection.
+* A request's head is written here (``request_head``): the request line with the route's
+  target, ``Host`` (the model server's own address), the forwarded headers as they came,
+  ``Content-Length``. A header whose name or value holds a CR or LF is refused
+  (``NotSent``) rather than sent as two.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+import socket
+import time
+from collections.abc import Callable
+from functools import lru_cache
 
-import httpcore
 import httpx
+from attrs import frozen
 
-from nodeau.apps.endpoint.streams import AsyncioBackend
-
-_Key = tuple[bytes, int]  # host, port
-
-# Most specific first: an httpcore error becomes the first httpx error it is an instance of.
-_ERRORS: tuple[tuple[type[Exception], type[httpx.HTTPError]], ...] = (
-    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
-    (httpcore.ReadTimeout, httpx.ReadTimeout),
-    (httpcore.WriteTimeout, httpx.WriteTimeout),
-    (httpcore.PoolTimeout, httpx.PoolTimeout),
-    (httpcore.TimeoutException, httpx.TimeoutException),
-    (httpcore.ConnectError, httpx.ConnectError),
-    (httpcore.ReadError, httpx.ReadError),
-    (httpcore.WriteError, httpx.WriteError),
-    (httpcore.NetworkError, httpx.NetworkError),
-    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
-    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
-    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
-    (httpcore.ProtocolError, httpx.ProtocolError),
+from nodeau.apps.endpoint.model_server import (
+    Answer,
+    ConnectTimedOut,
+    Headers,
+    ModelServerConnection,
+    NoFreeConnection,
+    NotReached,
+    NotSent,
 )
 
+_Origin = tuple[str, int]  # host, port
 
-@contextmanager
-def _httpx_errors() -> Iterator[None]:
+
+@frozen(kw_only=True)
+class Target:
+    """Where one request goes: the server's host and port, its ``Host`` header, and the
+    request target (path and query, percent-encoded)."""
+
+    host: str
+    port: int
+    host_header: bytes
+    path: bytes
+
+
+def upstream_target(base_url: str, path: str, query: bytes) -> Target:
+    """Where a route's request goes: ``path`` (and the client's ``query``) on the model
+    server at ``base_url``; ``NotReached`` when that is not an ``http://`` URL."""
+    if not query:
+        return _route_target(base_url, path)
+    return _parsed(base_url.rstrip("/") + path + "?" + query.decode("latin-1"))
+
+
+@lru_cache(maxsize=64)
+def _route_target(base_url: str, path: str) -> Target:
+    return _parsed(base_url.rstrip("/") + path)
+
+
+def _parsed(text: str) -> Target:
     try:
-        yield
-    except Exception as exc:
-        for core, ours in _ERRORS:
-            if isinstance(exc, core):
-                raise ours(str(exc)) from exc
-        raise
+        url = httpx.URL(text)
+    except httpx.InvalidURL as exc:
+        raise NotReached(f"its address is not a URL ({exc})") from exc
+    if url.scheme != "http":
+        raise NotReached(f"only http:// model servers are reached, not {url.scheme}://")
+    if not url.host:
+        raise NotReached("its address names no host")
+    return Target(host=url.host, port=url.port or 80, host_header=url.netloc, path=url.raw_path)
 
 
-class KeepAliveTransport(httpx.AsyncBaseTransport):
-    """HTTP/1.1 to a few origins, reusing idle connections last-in first-out."""
+def request_head(method: bytes, target: Target, headers: Headers, length: int) -> bytes:
+    """A request's line and headers, ``Host`` and ``Content-Length`` added, up to and with
+    the blank line that ends them. ``NotSent`` when a header's name or value holds a CR or
+    LF (it cannot: uvicorn's llhttp refused such a request from the client; this keeps it
+    so if that changes, rather than send a header the client did not)."""
+    lines = b"".join([b"%s: %s\r\n" % header for header in headers])
+    if lines.count(b"\r") != len(headers) or lines.count(b"\n") != len(headers):
+        raise NotSent("a request header holds a line break; it was not sent")
+    return b"%s %s HTTP/1.1\r\nHost: %s\r\n%bContent-Length: %d\r\n\r\n" % (
+        method,
+        target.path,
+        target.host_header,
+        lines,
+        length,
+    )
 
-    def __init__(self, *, max_connections: int, max_idle: int, keepalive_expiry_s: float) -> None:
+
+class ModelServerConnections:
+    """HTTP/1.1 to a few model servers, reusing idle connections last-in first-out."""
+
+    def __init__(
+        self,
+        *,
+        max_connections: int,
+        max_idle: int,
+        keepalive_expiry_s: float,
+        connect_timeout_s: float,
+        write_timeout_s: float,
+        pool_timeout_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._slots = asyncio.Semaphore(max_connections)
         self._max_idle = max_idle
         self._expiry_s = keepalive_expiry_s
-        self._idle: dict[_Key, list[httpcore.AsyncHTTP11Connection]] = {}
-        self._network = AsyncioBackend()
+        self._connect_timeout_s = connect_timeout_s
+        self._write_timeout_s = write_timeout_s
+        self._pool_timeout_s = pool_timeout_s
+        self._clock = clock
+        self._idle: dict[_Origin, list[ModelServerConnection]] = {}
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        if url.scheme != "http":
-            raise httpx.UnsupportedProtocol(
-                f"only http:// model servers are reached, not {url.scheme}://"
-            )
-        key = (url.raw_host, url.port or 80)
-        timeouts = request.extensions.get("timeout", {})
-        await self._take_slot(timeouts.get("pool"))
+    async def send(self, target: Target, method: bytes, headers: Headers, body: bytes) -> Answer:
+        """Send one request and return its answer once the answer's head is whole; the
+        caller reads the body and closes the answer (``Answer.close``), which frees its slot.
+        Raises ``UpstreamError``."""
+        await self._take_slot()
         try:
-            with _httpx_errors():
-                connection = await self._connection(key, timeouts.get("connect"))
-                core_request = httpcore.Request(
-                    method=request.method,
-                    url=httpcore.URL(scheme=b"http", host=key[0], port=key[1], target=url.raw_path),
-                    headers=request.headers.raw,
-                    content=request.stream,
-                    extensions=request.extensions,
-                )
-                core_response = await connection.handle_async_request(core_request)
+            head = request_head(method, target, headers, len(body))
+            connection = await self._connection((target.host, target.port))
+            answer = await connection.request(head, body, self._write_timeout_s)
         except BaseException:
             self._slots.release()
             raise
-        return httpx.Response(
-            status_code=core_response.status,
-            headers=core_response.headers,
-            stream=_Body(self, key, connection, core_response),
-            extensions=core_response.extensions,
-        )
+        answer.close_callback = self._give_back
+        return answer
 
     async def aclose(self) -> None:
+        """Close every idle connection."""
         idle, self._idle = self._idle, {}
         for stack in idle.values():
             for connection in stack:
-                await connection.aclose()
+                connection.close()
 
-    async def _take_slot(self, timeout_s: float | None) -> None:
+    async def __aenter__(self) -> ModelServerConnections:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _take_slot(self) -> None:
         if not self._slots.locked():
             await self._slots.acquire()  # free: taken at once, no timer
             return
         try:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(self._pool_timeout_s):
                 await self._slots.acquire()
         except TimeoutError as exc:
-            raise httpx.PoolTimeout(f"no connection came free within {timeout_s:g} s") from exc
+            raise NoFreeConnection(self._pool_timeout_s) from exc
 
-    async def _connection(
-        self, key: _Key, connect_timeout_s: float | None
-    ) -> httpcore.AsyncHTTP11Connection:
-        stack = self._idle.get(key, [])
-        while stack:
-            connection = stack.pop()
-            if connection.is_available() and not connection.has_expired():
-                return connection
-            await connection.aclose()
-        stream = await self._network.connect_tcp(
-            key[0].decode("ascii"), key[1], timeout=connect_timeout_s
-        )
-        return httpcore.AsyncHTTP11Connection(
-            origin=httpcore.Origin(b"http", *key), stream=stream, keepalive_expiry=self._expiry_s
-        )
+    async def _connection(self, origin: _Origin) -> ModelServerConnection:
+        stack = self._idle.get(origin)
+        if stack:
+            now = self._clock()
+            while stack:
+                connection = stack.pop()
+                if connection.reusable() and now < connection.idle_until:
+                    return connection
+                connection.close()
+        return await self._connect(origin)
 
-    async def _give_back(self, key: _Key, connection: httpcore.AsyncHTTP11Connection) -> None:
+    async def _connect(self, origin: _Origin) -> ModelServerConnection:
+        loop = asyncio.get_running_loop()
         try:
-            stack = self._idle.setdefault(key, [])
-            if connection.is_available() and len(stack) < self._max_idle:
+            async with asyncio.timeout(self._connect_timeout_s):
+                transport, connection = await loop.create_connection(ModelServerConnection, *origin)
+        except TimeoutError as exc:
+            raise ConnectTimedOut(
+                f"it did not accept a connection within {self._connect_timeout_s:g} s"
+            ) from exc
+        except ConnectionRefusedError as exc:
+            raise NotReached("nothing answers there (it may be restarting)") from exc
+        except OSError as exc:
+            raise NotReached(f"cannot connect to it ({exc.strerror or exc})") from exc
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        connection.origin = origin
+        return connection
+
+    def _give_back(self, connection: ModelServerConnection) -> None:
+        try:
+            if not connection.reusable():
+                return  # closed already
+            stack = self._idle.setdefault(connection.origin, [])
+            if len(stack) < self._max_idle:
+                connection.idle_until = self._clock() + self._expiry_s
                 stack.append(connection)
             else:
-                await connection.aclose()
+                connection.close()
         finally:
             self._slots.release()
-
-
-class _Body(httpx.AsyncByteStream):
-    """A response body; closing it gives its connection back, once."""
-
-    def __init__(
-        self,
-        transport: KeepAliveTransport,
-        key: _Key,
-        connection: httpcore.AsyncHTTP11Connection,
-        response: httpcore.Response,
-    ) -> None:
-        self._transport = transport
-        self._key = key
-        self._connection: httpcore.AsyncHTTP11Connection | None = connection
-        self._response = response
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        with _httpx_errors():
-            async for part in self._response.aiter_stream():
-                yield part
-
-    async def aclose(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is None:
-            return
-        try:
-            with _httpx_errors():
-                await self._response.aclose()
-        finally:
-            await self._transport._give_back(self._key, connection)

@@ -4,26 +4,33 @@ Decisions:
 
 * A proxied route is a plain ASGI app inside the Starlette router: the request is read from
   and the answer written to ASGI messages, with no request or response objects in between
-  (they cost more CPU than the proxying itself; bench/proxy.py). It is sent through the
-  endpoint's httpx transport directly: ``httpx.AsyncClient.send`` adds authentication,
-  redirect and cookie handling, none of which a reverse proxy wants.
+  (they cost more CPU than the proxying itself; bench/proxy.py). It is sent on one of the
+  endpoint's own connections to the model server (``connections``, ``model_server``): no
+  client library's authentication, redirect or cookie handling, none of which a reverse
+  proxy wants.
 * Only the route's own path is sent upstream (with the client's query string), so no crafted
   path reaches another upstream URL. Hop-by-hop headers (and those the client's
   ``Connection`` names), ``Host``, ``Origin``, ``Content-Length`` and ``Expect`` are not
   forwarded (the model server has no use for the caller's web origin: ``callers`` decided);
-  nothing is added but what httpx adds to any request with a body (``Host``,
-  ``Content-Length``): no client default headers, so an upstream never compresses for a
-  client that did not ask for it, and no ``X-Forwarded-For`` (every client is on 127.0.0.1).
+  nothing is added but what any request with a body needs (``Host``, the model server's
+  own address, and ``Content-Length``): no client default headers, so an upstream never
+  compresses for a client that did not ask for it, and no ``X-Forwarded-For`` (every client
+  is on 127.0.0.1).
 * A request body is read whole, up to a limit, before it is forwarded. A larger one is
   drained (at most ``DRAIN_BYTES``, for at most ``DRAIN_S``) before the 413, so the client
   reads the answer instead of a connection reset.
-* The client's leaving is watched by one task for the whole exchange; when it leaves, the
-  exchange is cancelled wherever it waits (for a connection, for the answer's head, for the
-  next chunk of a stream), and the upstream request, closed unfinished, stops its
-  generation. An answer with a Content-Length was generated whole before its headers were
-  sent: nothing is left to stop, so the watch ends there.
-* An answer is relayed chunk by chunk as it arrives (the upstream's bytes, its
-  Content-Encoding and Content-Length kept), never buffered, and its upstream response is
+* The client's leaving is watched for the whole exchange (the server's ``CLIENT_GONE``
+  future, else a task calling ``receive``); when it leaves, the exchange is cancelled
+  wherever it waits (for a connection, for the answer's head, for the next chunk of a
+  stream), and the upstream request, closed unfinished, stops its generation. An answer
+  with a Content-Length was generated whole before its headers were sent: nothing is left
+  to stop, so the watch ends there.
+* An answer is relayed part by part as it arrives (the upstream's bytes, its
+  Content-Encoding and Content-Length kept): a stream is never held back, and what has
+  arrived when the client can take more goes in one message. An answer with a
+  Content-Length (generated whole before its head was sent, its body on the way) waits for
+  its body, up to ``WHOLE_BYTES``, before its head is relayed, so that head and body reach
+  the client in one write (``request_head``) and wake it once. Its upstream answer is
   closed whatever happens. Its hop-by-hop headers are dropped, and so is any CORS header
   (``Access-Control-*``): llama-server sends ``Access-Control-Allow-Origin: *`` by default,
   and the endpoint grants no web page access. An upstream that breaks off mid-answer
@@ -36,15 +43,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from functools import lru_cache
+from contextlib import suppress
+from typing import Protocol
 
-import httpx
 from starlette.types import Receive, Scope, Send
 
 from nodeau.apps.endpoint.answers import one_line, unreachable
+from nodeau.apps.endpoint.connections import Target, upstream_target
+from nodeau.apps.endpoint.model_server import Answer, Headers, UpstreamError
+from nodeau.apps.endpoint.request_head import CLIENT_GONE
 
 DRAIN_BYTES = 256 * 1024 * 1024  # past this, a too-large body is not read any further
 DRAIN_S = 10.0
+WHOLE_BYTES = 64 * 1024  # an answer with a Content-Length is relayed whole up to this
 
 _HOP_BY_HOP = frozenset(
     {
@@ -64,8 +75,6 @@ _NOT_FORWARDED = _HOP_BY_HOP | {b"host", b"origin", b"content-length", b"expect"
 _CORS = b"access-control-"
 
 log = logging.getLogger("nodeau.endpoint")
-
-Headers = list[tuple[bytes, bytes]]
 
 
 class ClientLeft(Exception):
@@ -106,19 +115,6 @@ def relayed_headers(raw: Headers) -> tuple[Headers, bool]:
 
 def _listed(value: bytes) -> frozenset[bytes]:
     return frozenset(p for part in value.split(b",") if (p := part.strip().lower()))
-
-
-@lru_cache(maxsize=64)
-def _route_url(base_url: str, path: str) -> httpx.URL:
-    return httpx.URL(base_url.rstrip("/") + path)
-
-
-def upstream_url(base_url: str, path: str, query: bytes) -> httpx.URL:
-    """The URL a route's request goes to upstream: the route's path and the client's query
-    (parsed once per model server and route when there is no query)."""
-    if not query:
-        return _route_url(base_url, path)
-    return httpx.URL(base_url.rstrip("/") + path + "?" + query.decode("latin-1"))
 
 
 async def read_body(receive: Receive, declared: int | None, limit: int) -> bytes | None:
@@ -165,26 +161,44 @@ async def _client_gone(receive: Receive) -> None:
         pass
 
 
+class UpstreamConnections(Protocol):
+    """How requests reach model servers (``connections.ModelServerConnections``)."""
+
+    async def send(self, target: Target, method: bytes, headers: Headers, body: bytes) -> Answer:
+        """The answer to one request, its head whole; raises ``UpstreamError``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close every idle connection (the app's lifespan ends)."""
+        ...
+
+
 async def exchange(
-    transport: httpx.AsyncBaseTransport,
-    request: httpx.Request,
+    connections: UpstreamConnections,
     base_url: str,
+    path: str,
+    headers: Headers,
+    body: bytes,
     scope: Scope,
     receive: Receive,
     send: Send,
 ) -> None:
-    """Send ``request`` upstream and relay its answer to ``send``; a client that leaves
-    (``receive`` says so) cancels it wherever it waits. A model server not reached is a
-    502 (``answers.unreachable``)."""
+    """Send the request to ``path`` on the model server at ``base_url`` and relay its answer
+    to ``send``; a client that leaves (``CLIENT_GONE``, or ``receive``, says so) cancels it
+    wherever it waits. A model server not reached, or not answering in HTTP, is a 502
+    (``answers.unreachable``)."""
     me = asyncio.current_task()
     assert me is not None, "an ASGI app runs in a task"
-    gone = asyncio.get_running_loop().create_task(_client_gone(receive))
+    told: asyncio.Future[None] | None = (
+        (scope.get("extensions") or {}).get(CLIENT_GONE, {}).get("future")
+    )
+    gone = told if told is not None else asyncio.ensure_future(_client_gone(receive))
     left = False
 
-    def on_gone(task: asyncio.Task[None]) -> None:
+    def on_gone(done: asyncio.Future[None]) -> None:
         nonlocal left
-        if not task.cancelled():
-            task.exception()  # retrieved: a receive that failed means the client is gone too
+        if not done.cancelled():
+            done.exception()  # retrieved: a receive that failed means the client is gone too
             left = True
             me.cancel()
 
@@ -194,36 +208,41 @@ async def exchange(
     gone.add_done_callback(on_gone)
     try:
         try:
-            response = await transport.handle_async_request(request)
-        except httpx.HTTPError as exc:
+            target = upstream_target(base_url, path, scope["query_string"])
+            answer = await connections.send(target, scope["method"].encode(), headers, body)
+        except UpstreamError as exc:
             unwatch()
             await unreachable(base_url, exc)(scope, receive, send)
             return
         try:
-            await _relay(response, base_url, unwatch, send)
+            await _relay(answer, base_url, unwatch, send)
         finally:
-            await response.aclose()
+            answer.close()
     except asyncio.CancelledError:
         if not left or me.uncancel() > 0:
             raise  # cancelled from outside (shutting down), not (only) by the client leaving
     finally:
         unwatch()
-        gone.cancel()
+        if told is None:
+            gone.cancel()
 
 
-async def _relay(
-    response: httpx.Response, base_url: str, unwatch: Callable[[], None], send: Send
-) -> None:
-    headers, has_length = relayed_headers(response.headers.raw)
+async def _relay(answer: Answer, base_url: str, unwatch: Callable[[], None], send: Send) -> None:
+    headers, has_length = relayed_headers(answer.headers)
     if has_length:  # generated whole: nothing to stop if the client leaves now
         unwatch()
-    body = response.stream
-    assert isinstance(body, httpx.AsyncByteStream), "an async transport's response"
-    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+        with suppress(UpstreamError):  # raised again below, once what arrived is relayed
+            await answer.arrival(WHOLE_BYTES)
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
     try:
-        async for chunk in body:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-    except httpx.HTTPError as exc:
+        while True:
+            part = answer.take()
+            if answer.complete:  # every part has been taken: this one is the last
+                break
+            if part:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+            await answer.arrival()
+    except UpstreamError as exc:
         # Left incomplete on purpose: the server closes the connection, the client sees a
         # truncated response instead of a clean end.
         log.warning(
@@ -232,4 +251,4 @@ async def _relay(
             one_line(exc),
         )
         return
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+    await send({"type": "http.response.body", "body": part, "more_body": False})

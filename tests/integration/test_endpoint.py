@@ -32,7 +32,16 @@ from attrs import evolve
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.adapters.supervised_process import BackgroundProcess
 from nodeau.adapters.user_service import EndpointServiceSpec
-from nodeau.apps.endpoint.app import MAX_BODY_BYTES, Lookup, Unavailable, Upstream, create_app
+from nodeau.apps.endpoint.app import (
+    MAX_BODY_BYTES,
+    Lookup,
+    Unavailable,
+    Upstream,
+    UpstreamConnections,
+    create_app,
+)
+from nodeau.apps.endpoint.connections import Target as Destination
+from nodeau.apps.endpoint.model_server import Answer, Headers
 from nodeau.apps.endpoint.serve import (
     HOST,
     CachedLookup,
@@ -79,12 +88,12 @@ def upstream_at(base_url: str, task: Task = Task.CHAT) -> Upstream:
 @contextmanager
 def running_endpoint(
     target: Lookup,
-    transport: httpx.AsyncBaseTransport | None = None,
+    connections: UpstreamConnections | None = None,
     allowed_origins: Sequence[str] = (),
 ) -> Iterator[str]:
     """The endpoint app under uvicorn, configured as ``serve`` configures it, on a free
     loopback port; yields its base URL."""
-    app = create_app(target, transport=transport, allowed_origins=allowed_origins)
+    app = create_app(target, connections=connections, allowed_origins=allowed_origins)
     server = uvicorn.Server(endpoint_config(app, 0, log_level="warning"))
     with serving(server):
         yield f"http://127.0.0.1:{bound_port(server)}"
@@ -391,12 +400,21 @@ def test_a_model_server_restarted_on_another_port_is_found_without_restarting(
     assert [json.loads(s.body)["messages"][0]["content"] for s in later.seen] == ["2"]
 
 
-def test_an_unexpected_failure_is_a_json_500_and_the_endpoint_keeps_serving() -> None:
-    def explode(request: httpx.Request) -> httpx.Response:
+class Exploding:
+    """Connections with a bug: every send raises ZeroDivisionError."""
+
+    async def send(
+        self, target: Destination, method: bytes, headers: Headers, body: bytes
+    ) -> Answer:
         raise ZeroDivisionError("a bug")
 
+    async def aclose(self) -> None:
+        pass
+
+
+def test_an_unexpected_failure_is_a_json_500_and_the_endpoint_keeps_serving() -> None:
     target = Target(upstream_at("http://127.0.0.1:9"))
-    with running_endpoint(target, transport=httpx.MockTransport(explode)) as url:
+    with running_endpoint(target, connections=Exploding()) as url:
         response = httpx.post(f"{url}/v1/chat/completions", json={}, timeout=BOUND_S)
         still_serves(url)
     assert response.status_code == 500
@@ -557,6 +575,30 @@ def test_a_client_that_leaves_before_the_answer_cancels_the_request_upstream(
     assert upstream.waits == ["client left"]
     upstream.gate.set()
     still_serves(chat)
+
+
+def test_under_another_server_a_client_that_leaves_still_cancels_the_request_upstream(
+    upstream: MinimalUpstream,
+) -> None:
+    """Under uvicorn's h11 protocol (no ``CLIENT_GONE`` extension) the endpoint watches
+    ``receive`` instead: the held answer is still given up once the client leaves."""
+    upstream.gate = threading.Event()
+    with running_upstream(upstream) as base:
+        app = create_app(Target(upstream_at(base)))
+        config = uvicorn.Config(app, port=0, http="h11", loop="asyncio", log_level="warning")
+        with serving(uvicorn.Server(config)) as server:
+            url = f"http://127.0.0.1:{bound_port(server)}"
+            with pytest.raises(httpx.ReadTimeout):
+                httpx.post(
+                    f"{url}/v1/chat/completions",
+                    json={"messages": []},
+                    timeout=httpx.Timeout(BOUND_S, read=0.5),
+                )
+            deadline = time.monotonic() + BOUND_S
+            while upstream.waits == ["waiting"] and time.monotonic() < deadline:
+                time.sleep(0.01)
+            upstream.gate.set()
+    assert upstream.waits == ["client left"]
 
 
 # -- the endpoint as its own process, reading the state
