@@ -23,34 +23,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, send_json
+from nodeau.adapters.kube.reports import lease_moment, micro_time
 from nodeau.domain.leadership import LeaseRecord
 from nodeau.ports.cluster import ClusterError, LeaseRead
 
 LEADER_LEASE = "nodeau-controller"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-
-def micro_time(at: datetime) -> str:
-    """A moment in Kubernetes' MicroTime form (RFC 3339, six fraction digits, UTC)."""
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _moment(text: object) -> datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        at = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return at if at.utcoffset() is not None else None
 
 
 def record_of(lease: Mapping[str, Any]) -> LeaseRead:
@@ -61,8 +46,8 @@ def record_of(lease: Mapping[str, Any]) -> LeaseRead:
     record = LeaseRecord(
         holder=str(spec["holderIdentity"]) if spec.get("holderIdentity") else None,
         duration_s=duration if isinstance(duration, int) else None,
-        acquired_at=_moment(spec.get("acquireTime")),
-        renewed_at=_moment(spec.get("renewTime")),
+        acquired_at=lease_moment(spec.get("acquireTime")),
+        renewed_at=lease_moment(spec.get("renewTime")),
         transitions=transitions if isinstance(transitions, int) and transitions >= 0 else 0,
     )
     return LeaseRead(record=record, version=str(lease["metadata"]["resourceVersion"]))

@@ -61,7 +61,7 @@ def micro_time(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _moment(text: object) -> datetime | None:
+def lease_moment(text: object) -> datetime | None:
     """A Lease time as an aware datetime; None when absent or not a time."""
     if not isinstance(text, str):
         return None
@@ -193,11 +193,11 @@ def read_signals(api: Any) -> Mapping[str, Signals]:
             client.CoordinationV1Api(api).list_namespaced_lease, r.NODE_LEASE_NAMESPACE
         )
     heartbeat = {
-        item["metadata"]["name"]: _moment((item.get("spec") or {}).get("renewTime"))
+        item["metadata"]["name"]: lease_moment((item.get("spec") or {}).get("renewTime"))
         for item in node_leases.get("items") or []
     }
     agent = {
-        item["metadata"]["name"]: _moment((item.get("spec") or {}).get("renewTime"))
+        item["metadata"]["name"]: lease_moment((item.get("spec") or {}).get("renewTime"))
         for item in _agent_leases(api)
     }
     signals: dict[str, Signals] = {}

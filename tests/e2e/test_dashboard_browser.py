@@ -27,7 +27,13 @@ from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.session import TokenFile, write_owner_only
 from nodeau.apps.planes.plane import Plane
 from nodeau.ports.errors import NodeauError
-from tests.e2e.test_dashboard_cli import Cli, artifact_of, same_moment, serve_and_submit
+from tests.e2e.test_dashboard_cli import (
+    Cli,
+    artifact_of,
+    leave_nothing,
+    same_moment,
+    serve_and_submit,
+)
 from tests.support.browser import Page, chromium, off_loopback
 from tests.unit.apps.test_dashboard_board import NOW, FakePlane, fleet, machine, plan, workload
 
@@ -38,15 +44,7 @@ SECTIONS = ("alerts", "hardware", "workloads", "models", "recovery", "plan", "pl
 def cli(tmp_path: Path) -> Iterator[Cli]:
     c = Cli(tmp_path / "home")
     yield c
-    c("dashboard", "--stop")
-    listed = c("batch", "status", "--json")
-    if listed.returncode == 0:
-        for row in json.loads(listed.stdout):
-            c("batch", "stop", row["name"])
-    done = c("ps", "--json")
-    if done.returncode == 0:
-        for row in json.loads(done.stdout):
-            c("stop", row["name"], "--workload")
+    leave_nothing(c)
 
 
 @pytest.fixture

@@ -47,7 +47,11 @@ class Cli(BaseCli):
 def cli(tmp_path: Path) -> Iterator[Cli]:
     c = Cli(tmp_path / "home")
     yield c
-    # leave no dashboard, worker, model server or endpoint behind, whatever the test did
+    leave_nothing(c)
+
+
+def leave_nothing(c: Cli) -> None:
+    """Stop the dashboard, every batch job and every workload, whatever the test did."""
     c("dashboard", "--stop")
     listed = c("batch", "status", "--json")
     if listed.returncode == 0:
