@@ -274,8 +274,10 @@ class ServerProcessRuntime(ABC):
                 if left <= 0:
                     return "timeout"
                 try:
-                    if client.get(url, timeout=min(1.0, left)).status_code == 200:
-                        return "ready"
+                    if client.get(url, timeout=min(1.0, left)).status_code == 200 and (
+                        processes.listens(_process(server), HOST, server.port) is not False
+                    ):
+                        return "ready"  # (a 200 from another process on our port is not)
                 except httpx.HTTPError:
                     pass  # not listening yet, or still loading
                 time.sleep(max(min(_POLL_S, deadline - time.monotonic()), 0.0))

@@ -166,6 +166,25 @@ def rss(ours: OurProcess) -> int | None:
         return None
 
 
+def listens(ours: OurProcess, host: str, port: int) -> bool | None:
+    """Whether ``ours`` holds the listening socket on ``host:port``; None when its sockets
+    cannot be read (another user's process). A foreign process that holds the port answers
+    there too: a readiness answer counts only from a port ours holds."""
+    process = _find(ours)
+    if process is None:
+        return False
+    try:
+        sockets = process.net_connections(kind="tcp")
+    except psutil.AccessDenied:
+        return None
+    except psutil.Error:
+        return False
+    return any(
+        c.status == psutil.CONN_LISTEN and c.laddr and tuple(c.laddr) == (host, port)
+        for c in sockets
+    )
+
+
 def _find(ours: OurProcess) -> psutil.Process | None:
     """The running process at ``ours.pid`` when every recorded fact still holds, else None."""
     if ours.pid <= 0:

@@ -120,7 +120,7 @@ def test_smollm2_proves_chat_and_structured_output_and_runs_only_what_it_proved(
         "vision-input": "failed",
         "embed": "failed",
         "rerank": "failed",
-    }
+    }, view["probes"]  # (on a failure, each probe's evidence)
     assert view["claims"] == ["chat", "structured-output"]
     assert_evidence_is_whole(view, ("chat", "embed", "rerank"))
     # the shipped catalog claims for this model exactly what qualification proves

@@ -20,8 +20,10 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -439,6 +441,47 @@ def test_a_port_taken_before_the_server_binds_is_retried(
     assert server.port != busy
     assert runtime.bind_failure in (tmp_path / "logs" / "tiny.log").read_text()
     assert runtime.alive(server)
+
+
+class AnswersEverything(BaseHTTPRequestHandler):
+    """Another process's server: 200 to every GET, whatever the path (a ready model server
+    of someone else's on the port our server was given)."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, format: str, *args: object) -> None:
+        del format, args
+
+
+def test_a_port_held_by_a_ready_foreign_server_is_not_taken_for_ours(
+    tmp_path: Path,
+    runtime: ServerProcessRuntime,
+    servers: list[RunningServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The foreign server answers the readiness GET at once, before ours has even failed to
+    # bind: only a port our own process listens on counts as ours being ready.
+    foreign = ThreadingHTTPServer(("127.0.0.1", 0), AnswersEverything)
+    thread = threading.Thread(target=foreign.serve_forever, daemon=True)
+    thread.start()
+    try:
+        busy = foreign.server_address[1]
+        ports = iter([busy])
+        real = model_server_process.free_port
+        monkeypatch.setattr(model_server_process, "free_port", lambda: next(ports, None) or real())
+        server = runtime.start(spec_for(tmp_path, tiny_model(tmp_path)), READY_S)
+        servers.append(server)
+    finally:
+        foreign.shutdown()
+        foreign.server_close()
+    assert server.port != busy
+    assert runtime.bind_failure in (tmp_path / "logs" / "tiny.log").read_text()
+    assert runtime.alive(server)
+    assert httpx.get(server.base_url + runtime.ready_path, timeout=5).status_code == 200
 
 
 def test_stopping_without_grace_still_ends_the_server(
