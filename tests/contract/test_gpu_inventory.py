@@ -5,15 +5,18 @@ with no NVIDIA driver, that proves the "no NVIDIA GPU found" path; on a GPU
 machine the same test reads the real cards) and against ``FakeNvml``, a
 stand-in for the ``pynvml`` module that raises pynvml's own exception classes,
 so the parsing of UUIDs, names, memory and driver and the error mapping are
-exercised without a card. The check of the parsing against a real card
-happens on a GPU machine: the real-library test below then takes its "cards
-found" branch.
+exercised without a card. The real-library test checks its answer against the
+kernel driver's own file (``/proc/driver/nvidia/version``): no cards where it is
+absent, real cards with the driver's version where it is present; its test id
+(``no-nvidia-driver`` or ``nvidia-driver-loaded``) says which of the two this
+machine proved, so a run without a GPU never reads as having checked a card.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -192,17 +195,32 @@ def test_an_unknown_process_holds_nothing_readable(inventory: GpuInventory) -> N
 # -- NVML: the real library on this machine ---------------------------------------------------
 
 
-def test_the_real_nvml_library_reads_this_machine_without_raising() -> None:
-    """Without an NVIDIA driver (CI, this VM): no cards and a plain note. On a GPU machine:
-    the real cards, named by NVML UUID, with the driver's version."""
+# The NVIDIA kernel driver's own file: whether this machine has a loaded driver, known
+# without NVML, so the real library's answer is checked against something it did not say.
+NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")
+HERE = "nvidia-driver-loaded" if NVIDIA_DRIVER.is_file() else "no-nvidia-driver"
+
+
+@pytest.mark.parametrize("here", [HERE])  # the test's id says which branch this machine proves
+def test_the_real_nvml_library_finds_cards_exactly_where_the_nvidia_driver_is_loaded(
+    here: str,
+) -> None:
+    """Without an NVIDIA driver (CI, this VM; id ``no-nvidia-driver``): no cards and a plain
+    note saying why. With one (id ``nvidia-driver-loaded``): the real cards, named by NVML
+    UUID, with the driver's version, the one the kernel module reports. A reading that does
+    not match the machine fails either way."""
     reading = NvmlGpuInventory("here").read()
     assert reading.simulated is False
-    if not reading.gpus:
+    if here == "no-nvidia-driver":
+        assert reading.gpus == (), reading.note
         assert reading.note.startswith(f"{NO_GPU}: ")
         assert len(reading.note) > len(f"{NO_GPU}: ")
     else:
+        assert reading.gpus, reading.note
         assert all(r.gpu.uuid.startswith(("GPU-", "MIG-")) for r in reading.gpus)
-        assert all(not r.gpu.simulated and r.driver_version for r in reading.gpus)
+        assert all(not r.gpu.simulated for r in reading.gpus)
+        module = NVIDIA_DRIVER.read_text()
+        assert all(r.driver_version and r.driver_version in module for r in reading.gpus)
         assert "NVIDIA GPU" in reading.note
 
 

@@ -506,11 +506,13 @@ def test_a_pid_running_something_else_is_not_the_server(runtime: ServerProcessRu
     assert Path(f"/proc/{os.getpid()}").exists()
 
 
-def test_memory_comes_from_the_inventory_on_a_gpu_and_says_so(
+def test_memory_is_the_inventorys_figure_for_the_server_pid_else_its_rss_labelled_unlisted(
     tmp_path: Path, runtime: ServerProcessRuntime, servers: list[RunningServer]
 ) -> None:
-    """On a GPU machine ``inventory_memory`` is NVML's figure for the pid; where NVML lists
-    nothing for it the RSS is reported, labelled as such and not as simulated hardware."""
+    """No GPU here: a dict stands in for the inventory's per-pid figure (NVML's on a GPU
+    machine, tests/contract/test_gpu_inventory.py). With a real server running, its memory
+    is that figure, labelled NVML; where the inventory lists nothing for the pid it is the
+    process's RSS, labelled as unlisted and not as simulated hardware."""
     figures: dict[int, int | None] = {}
     gpu_runtime: ServerProcessRuntime = (
         LlamaServerRuntime(Path(runtime.command(spec_for(tmp_path, tmp_path), 1)[0]),

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +15,11 @@ import pytest
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.health_store import read_health
 from nodeau.adapters.kube.reports import read_reports, read_signals
 from nodeau.adapters.simulated_inventory import simulated_uuid
 from nodeau.domain.artifacts import Sha256
-from nodeau.domain.health import Health, HealthPolicy, Signal, assess
+from nodeau.domain.health import Health, MachineHealth, Signal
 from tests.support.cli import Cli
 from tests.support.kube_cluster import Cluster, free_port, write_kubeconfig
 from tests.support.kube_nodes import create_kwok_nodes, node_lease_renewed, wait_for
@@ -99,13 +100,17 @@ def test_one_round_publishes_the_machines_cards_and_verified_model(
     assert lease.spec.renew_time == report.at
 
 
-def test_a_stopped_agent_goes_quiet_and_the_machine_turns_degraded(
+def test_a_stopped_agent_goes_quiet_and_the_controller_records_the_machine_degraded(
     fresh_fleet: client.ApiClient,
     cluster: Cluster,
     home: tuple[Path, str],
     looping: list[subprocess.Popen[bytes]],
+    controller: None,
     tmp_path: Path,
 ) -> None:
+    """The agent process and the controller process (default graces: the agent's report is
+    quiet 30 s after its last renewal): the controller records garage reporting while the
+    agent runs, and degraded, with only the agent quiet, once it has stopped."""
     create_kwok_nodes(fresh_fleet, ["garage"])
     wait_for(lambda: node_lease_renewed(fresh_fleet, "garage"), "garage's node Lease")
     agent = start_agent(
@@ -117,10 +122,20 @@ def test_a_stopped_agent_goes_quiet_and_the_machine_turns_degraded(
     def agent_seen() -> datetime | None:
         return read_signals(fresh_fleet)["garage"].agent_report_at
 
+    def recorded() -> MachineHealth | None:
+        return read_health(fresh_fleet).get("garage")
+
     wait_for(lambda: agent_seen() is not None, "the agent's first report")
     first = agent_seen()
     wait_for(lambda: agent_seen() != first, "the agent renewing its Lease")
-    assert assess(read_signals(fresh_fleet)["garage"], datetime.now(UTC)).state is Health.REPORTING
+    wait_for(
+        lambda: (h := recorded()) is not None and h.state is Health.REPORTING,
+        "the controller recording garage reporting", 60,
+    )  # fmt: skip
+    assert recorded() == MachineHealth(
+        state=Health.REPORTING, since=None, quiet=frozenset(),
+        sentence="reporting: both signals fresh",
+    )  # fmt: skip
 
     agent.send_signal(signal.SIGTERM)
     assert agent.wait(timeout=60) == 0
@@ -130,14 +145,17 @@ def test_a_stopped_agent_goes_quiet_and_the_machine_turns_degraded(
     assert output.splitlines()[-1] == stopped
     last = agent_seen()
     assert last is not None
-    short = HealthPolicy(agent_grace=timedelta(seconds=1))
 
-    def degraded() -> bool:
-        signals = read_signals(fresh_fleet)["garage"]
-        health = assess(signals, datetime.now(UTC), short)
-        return health.state is Health.DEGRADED and health.quiet == {Signal.AGENT_REPORT}
-
-    wait_for(degraded, "garage degraded with only the agent quiet")
+    wait_for(
+        lambda: (h := recorded()) is not None and h.state is Health.DEGRADED,
+        "the controller recording garage degraded", 90,
+    )  # fmt: skip
+    quiet_at = last + timedelta(seconds=30)  # its last renewal plus the agent's grace
+    assert recorded() == MachineHealth(
+        state=Health.DEGRADED, since=quiet_at, quiet=frozenset({Signal.AGENT_REPORT}),
+        sentence=f"degraded: Nodeau's agent is quiet since {quiet_at:%H:%M:%S}; nothing moves",
+    )  # fmt: skip
+    assert node_lease_renewed(fresh_fleet, "garage")  # its kubelet still answers
     assert agent_seen() == last  # nobody renewed it after the agent stopped
     assert read_reports(fresh_fleet)[0].at == last  # its last report is still there to read
 

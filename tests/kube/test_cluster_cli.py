@@ -322,7 +322,7 @@ def test_join_dry_run_prints_the_step_and_makes_nodeau_act_on_the_fleet(
     assert local.stdout.startswith("plane: one machine")
 
 
-def test_join_runs_kubeadm_when_present_and_publishes_the_first_report(
+def test_join_calls_the_kubeadm_on_path_with_the_join_step_and_publishes_the_first_report(
     cluster: Cluster, api: client.ApiClient, tmp_path: Path
 ) -> None:
     bin_dir, calls = tmp_path / "bin", tmp_path / "kubeadm-calls"
@@ -376,9 +376,13 @@ def admission_for(name: str) -> Admission:
     return outcome.unwrap()
 
 
-def test_run_admitted_then_ps_explain_and_stop_read_the_cluster(
+def test_run_prints_a_status_written_as_the_controller_writes_it_then_ps_explain_and_stop(
     cli: Cli, api: client.ApiClient, tmp_path: Path
 ) -> None:
+    """No controller runs: the test writes an admission (on m1 of a made-up two-card fleet,
+    no such node) as the controller's status. What is proven is the CLI's side: what run
+    asks for, how it waits and prints, and that ps, explain and stop read the cluster. A
+    real controller admitting ``nodeau run`` is tests/kube/test_whole_path.py's."""
     running = cli.start("run", "qwen-race", "--name", "chat-1", "--context", "4096", *UNPROVED)
     wait_for(lambda: gpuservice(api, "chat-1") is not None, "the GPUService is created")
     spec = gpuservice(api, "chat-1")["spec"]  # type: ignore[index]

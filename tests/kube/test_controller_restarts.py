@@ -154,9 +154,12 @@ def says(row: dict[str, Any], state: str, since: datetime, rest: str) -> None:
     ]
 
 
-def test_a_pods_restarts_make_the_service_restarting_and_serving_again_in_ps(
+def test_a_pods_restarts_as_its_kubelet_records_them_make_the_service_restarting_then_serving(
     cluster: Cluster, fresh_fleet: client.ApiClient, tmp_path: Path
 ) -> None:
+    """KWOK runs no container: the test writes the Pod's container status as a kubelet
+    does when the model server is killed and restarted; the controller reads it and
+    ``nodeau ps`` says it."""
     api = fresh_fleet
     cli = Cli(
         tmp_path / "home",

@@ -17,7 +17,9 @@ MACHINES, CARDS, SERVICES = 100, 4, 500
 
 
 @pytest.mark.slow
-def test_a_hundred_machines_and_five_hundred_services(fresh_fleet: client.ApiClient) -> None:
+def test_one_pass_decides_five_hundred_services_on_a_hundred_machines_and_again_nothing(
+    fresh_fleet: client.ApiClient,
+) -> None:
     populate(fresh_fleet, machines=MACHINES, cards=CARDS, services=SERVICES)
     controller = fleet_controller(fresh_fleet, identity="scale")  # an Enterprise fleet
     controller.resync()  # one pass decides every service

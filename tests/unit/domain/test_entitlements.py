@@ -20,7 +20,6 @@ from nodeau.domain.entitlements import (
     clock_anchor,
     clock_moved_back,
     effective_terms,
-    grace_end,
     in_window,
     is_aware,
     newest_seen,
@@ -411,7 +410,7 @@ def test_outside_the_window_is_exactly_home(entitlement: Entitlement, now: datet
     status = effective_terms(matching, SignatureVerdict.VALID, HERE, now)
     if now < matching.not_before:
         assert (status.terms, status.reason) == (HOME, EntitlementReason.NOT_YET_VALID)
-    elif now >= grace_end(matching):
+    elif now >= matching.not_after + TIMING.grace:  # the expiry plus the grace, not grace_end
         assert (status.terms, status.reason) == (HOME, EntitlementReason.EXPIRED)
     else:
         assert (status.terms, status.reason) == (matching.terms(), EntitlementReason.ACCEPTED)

@@ -137,10 +137,23 @@ def test_merge_never_depends_on_arrival_order(rs: list[AgentReport], rnd: object
     assert merge_reports(rs) == merge_reports(shuffled)
 
 
+def newest_by_brute_force(rs: list[AgentReport]) -> dict[str, AgentReport]:
+    """The oracle, without latest_per_machine: per machine, among the reports of the latest
+    moment, the one naming the most-sorting set of cards (the documented tie rule)."""
+    out = {}
+    for machine in {r.machine for r in rs}:
+        mine = [r for r in rs if r.machine == machine]
+        top = max(r.reported_at for r in mine)
+        tied = [r for r in mine if r.reported_at == top]
+        out[machine] = max(tied, key=lambda r: sorted(g.uuid for g in r.gpus))
+    return out
+
+
 @given(reports)
 def test_each_uuid_lives_on_the_machine_of_its_newest_report(rs: list[AgentReport]) -> None:
     f = merge_reports(rs)
-    latest = latest_per_machine(rs)
+    latest = newest_by_brute_force(rs)
+    assert sorted(m.name for m in f.machines) == sorted(latest)
     seen = [g.uuid for _m, g in f.gpus]
     assert len(seen) == len(set(seen))  # a card is in one place
     for uuid in {g.uuid for r in latest.values() for g in r.gpus}:
