@@ -11,6 +11,11 @@ Decisions recorded here:
   first line with that id runs.
 * The url must be one of the routes the workload's task answers.
 * A result is a success when the server answered with a status below 400.
+* A batch job whose every request has a result is done (succeeded); one a person
+  asked to stop ends stopped, its results so far kept (``batch_end``). Its card is
+  freed either way.
+* A result too large to be kept where results are kept becomes an error result
+  saying so: every request still gets its one result.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from attrs import frozen
+
+from nodeau.domain.workloads import WorkloadState
 
 
 @frozen(kw_only=True)
@@ -141,3 +148,61 @@ def still_to_run(
     """The requests without a recorded result: nothing redone, nothing lost."""
     done = frozenset(done_ids)
     return tuple(r for r in requests if r.custom_id not in done)
+
+
+@frozen(kw_only=True)
+class BatchCounts:
+    """How far a job has come: requests to run, answered, failed (no answer, or an error)."""
+
+    total: int
+    done: int
+    failed: int
+
+    @property
+    def left(self) -> int:
+        return max(0, self.total - self.done - self.failed)
+
+
+def batch_counts(requests: Iterable[BatchRequest], results: Iterable[BatchResult]) -> BatchCounts:
+    """The counts of a job's requests by their results: one result per ``custom_id`` of the
+    job counts (the first written), so a result written twice is never counted twice."""
+    wanted = {r.custom_id for r in requests}
+    seen: dict[str, BatchResult] = {}
+    for result in results:
+        if result.custom_id in wanted and result.custom_id not in seen:
+            seen[result.custom_id] = result
+    done = sum(1 for r in seen.values() if r.succeeded)
+    return BatchCounts(total=len(wanted), done=done, failed=len(seen) - done)
+
+
+def results_complete(counts: BatchCounts) -> bool:
+    """A batch job whose every request has a result is done: nothing is left to send."""
+    return counts.total > 0 and counts.left == 0
+
+
+def kept_or_too_large(line: Mapping[str, Any], size: int, limit: int) -> dict[str, Any]:
+    """A result line as it can be kept where results are kept in pieces of at most ``limit``
+    bytes: itself, or (an answer that alone is larger) an error saying so instead of the
+    answer, so that the request still has its one result."""
+    if size <= limit:
+        return dict(line)
+    return {
+        "id": line.get("id"),
+        "custom_id": line.get("custom_id"),
+        "response": None,
+        "error": {
+            "message": f"the answer is {size} bytes, more than the {limit} bytes a result "
+            "may take where this job's results are kept"
+        },
+    }
+
+
+def batch_end(counts: BatchCounts, *, stop_asked: bool) -> WorkloadState | None:
+    """How a running batch job ends now, if it does: succeeded once its results are
+    complete (even when a stop was asked too late to matter), stopped when a person asked;
+    None while it runs on."""
+    if results_complete(counts):
+        return WorkloadState.SUCCEEDED
+    if stop_asked:
+        return WorkloadState.STOPPED
+    return None

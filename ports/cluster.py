@@ -174,6 +174,7 @@ class WorkloadAsk:
     recovery_after: timedelta = timedelta(seconds=180)
     endpoint_stopped: bool = False
     requests: tuple[BatchRequest, ...] = ()  # a batch job's requests, in order
+    bad_lines: int = 0  # a batch job's lines that could not run (said at submit)
     # who asked (as the API server named them when the object was created); None: not said
     requester: Requester | None = None
 

@@ -10,9 +10,16 @@ Decisions (docs/adr/0004-fleet-on-kubernetes.md has the contract):
   is requested, because the ledger, not a device plugin, says who holds a card.
 * The model's folder on the machine is mounted read-only at the same path, so
   ``--model`` names the verified copy as the agent reported it.
-* A service's Pod restarts (``Always``), a batch job's does not (``Never``).
+* A service's Pod restarts (``Always``); a batch job's restarts a container that
+  failed (``OnFailure``): its server when it dies, its worker when it crashes (the
+  worker then sends only what has no result yet), and a worker that finished stays so.
   The owner reference names the object for people and tools; deletion is
   driven by the controller (the object's finalizer), never a garbage collector.
+* A batch job's Pod has a second container, ``worker``: the Nodeau image running
+  ``python -m nodeau.apps.batch_fleet_worker`` against the server on the Pod's own
+  loopback, as ServiceAccount ``nodeau-batch-worker``. Only the worker gets a token
+  (a projected volume at the usual path); the model server's container gets none
+  (docs/adr/0016-batch-jobs-on-the-fleet.md).
 * A readiness probe on ``/health``: a Pod is serving only once Kubernetes
   says it is Ready (llama-server answers 200 once its model has loaded).
 * The Pod's phase is read into the domain's ``ServerPhase``: being deleted,
@@ -55,6 +62,12 @@ from nodeau.ports.runtime import ServerSpec
 from nodeau.ports.state import WorkloadRecord
 
 CONTAINER = "server"
+WORKER_CONTAINER = "worker"
+WORKER_ACCOUNT = "nodeau-batch-worker"
+WORKER_MODULE = "nodeau.apps.batch_fleet_worker"
+NODEAU_IMAGE = "ghcr.io/nodeau/nodeau:0.1.0"  # the controller's and the agent's (deploy/)
+TOKEN_VOLUME = "worker-token"
+TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 MODELS_VOLUME = "models"
 LISTEN_HOST = "0.0.0.0"  # all addresses of the Pod's own network namespace
 _KINDS = {"service": "GPUService", "batch": "BatchJob"}
@@ -109,11 +122,54 @@ def server_args(record: WorkloadRecord) -> list[str]:
     return args
 
 
+def worker_container(job: str) -> dict[str, Any]:
+    """The container that sends a batch job's requests to the server beside it."""
+    return {
+        "name": WORKER_CONTAINER,
+        "image": NODEAU_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python", "-m", WORKER_MODULE],
+        "args": ["--job", job, "--server", f"http://127.0.0.1:{r.SERVER_PORT}"],
+        "volumeMounts": [{"name": TOKEN_VOLUME, "mountPath": TOKEN_PATH, "readOnly": True}],
+    }
+
+
+def token_volume() -> dict[str, Any]:
+    """What automounting would give, for the worker's container alone."""
+    return {
+        "name": TOKEN_VOLUME,
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                {"configMap": {"name": "kube-root-ca.crt",
+                               "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace",
+                                            "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+            ]
+        },
+    }  # fmt: skip
+
+
 def pod_manifest(record: WorkloadRecord, owner_uid: str) -> dict[str, Any]:
     """The Pod serving an admitted workload, pinned to its machine and card."""
     w = record.workload
     kind_label = w.kind.value
     models_dir = str(PurePosixPath(record.model_path).parent)
+    manifest = _server_pod(record, owner_uid, kind_label, models_dir)
+    if w.kind is WorkloadKind.BATCH:
+        spec = manifest["spec"]
+        spec["restartPolicy"] = "OnFailure"
+        spec["serviceAccountName"] = WORKER_ACCOUNT
+        spec["automountServiceAccountToken"] = False
+        spec["containers"].append(worker_container(w.name))
+        spec["volumes"].append(token_volume())
+    return manifest
+
+
+def _server_pod(
+    record: WorkloadRecord, owner_uid: str, kind_label: str, models_dir: str
+) -> dict[str, Any]:
+    w = record.workload
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -138,7 +194,7 @@ def pod_manifest(record: WorkloadRecord, owner_uid: str) -> dict[str, Any]:
         },
         "spec": {
             "nodeName": w.machine,
-            "restartPolicy": "Always" if kind_label == "service" else "Never",
+            "restartPolicy": "Always",
             "containers": [
                 {
                     "name": CONTAINER,

@@ -61,6 +61,8 @@ def spec_of_ask(ask: WorkloadAsk) -> dict[str, Any]:
             {"custom_id": q.custom_id, "method": "POST", "url": q.url, "body": dict(q.body)}
             for q in ask.requests
         ]
+    if ask.kind is WorkloadKind.BATCH and ask.bad_lines:
+        spec["badLines"] = ask.bad_lines
     if ask.context_tokens is not None:
         spec["contextTokens"] = ask.context_tokens
     if ask.requester is not None:

@@ -133,6 +133,7 @@ def kubeconfig_of(choice: PlaneChoice, environ: Mapping[str, str]) -> Path | Non
 def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli") -> FleetCluster:
     """Connect as the plane choice says, print the banner line to stderr, and give the
     cluster's ports."""
+    from nodeau.adapters.kube.batch_results import KubeFleetBatches
     from nodeau.adapters.kube.bootstrap_tokens import KubeBootstrapTokens
     from nodeau.adapters.kube.client import connect
     from nodeau.adapters.kube.copies import KubeModelCopies
@@ -173,4 +174,5 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
         qualifications=KubeQualificationRecords(api),
         organisation=KubeOrganisationPolicy(api),
         identity=KubeIdentity(api),
+        batches=KubeFleetBatches(api),
     )

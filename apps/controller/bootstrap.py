@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from nodeau.adapters.entitlement_document import compiled_in_verifier
+from nodeau.adapters.kube.batch_results import KubeFleetBatches
 from nodeau.adapters.kube.copies import KubeModelCopies
 from nodeau.adapters.kube.entitlement import KubeEntitlementStore
 from nodeau.adapters.kube.events import KubeEventLog
@@ -50,6 +51,7 @@ def kube_ports(
         entitlement=KubeEntitlementStore(api),
         verifier=verifier or compiled_in_verifier(),
         organisation=KubeOrganisationPolicy(api),
+        batches=KubeFleetBatches(api),
     )
 
 

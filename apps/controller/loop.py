@@ -43,6 +43,7 @@ from nodeau.apps.planes.plan import kept_terms
 from nodeau.domain.health import Health, MachineHealth, next_quiet
 from nodeau.domain.plans import PlanTerms
 from nodeau.domain.workloads import WorkloadKind
+from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
     EventLog,
     FleetMarks,
@@ -82,6 +83,8 @@ class ControllerPorts:
     entitlement: KeptEntitlement  # the installed entitlement, read only
     verifier: EntitlementVerifier  # the keys this build trusts
     organisation: OrganisationPolicy
+    # batch jobs' results kept in the cluster; None: a job ends only when its server does
+    batches: FleetBatches | None = None
 
 
 class Controller:
@@ -105,6 +108,7 @@ class Controller:
             events=ports.events,
             clock=clock,
             log=log,
+            batches=ports.batches,
         )
         self.recoverer = Recoverer(store=ports.store, objects=ports.objects, clock=clock, log=log)
         self.copies = CopyKeeper(copies=ports.copies, clock=clock, log=log)

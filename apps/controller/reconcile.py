@@ -26,6 +26,13 @@ nothing more than running it once. It talks to the cluster through ports only
   A record that would not change is not written.
 * Deleted: the server is deleted, and the card released only once the server
   is gone, so a new workload never meets a server still leaving its card.
+* A running batch job's counts are read from its results kept in the cluster
+  (``ports.batches.FleetBatches``) and shown in its status (total, completed, failed);
+  how it ends is the domain's (``batches.batch_end``): every request has a result
+  (succeeded), or a person asked it to stop (``spec.stop``: stopped). Its Pod is
+  deleted then, and its card released once the Pod is gone; its results stay
+  (docs/adr/0016-batch-jobs-on-the-fleet.md). Without that port (a fake fleet) a job
+  ends only when its server does.
 * A held workload gets no server made for it: what happens to it is recovery's
   decision (``recover.py``), not this module's. A recovering one gets its server on the
   machine it moved to.
@@ -47,6 +54,7 @@ from attrs import evolve, frozen
 from returns.result import Failure, Success
 
 from nodeau.apps.controller.decide import decider
+from nodeau.domain.batches import BatchCounts, batch_counts, batch_end, result_from_line
 from nodeau.domain.health import Health, MachineHealth
 from nodeau.domain.lifecycle import (
     ServerPhase,
@@ -73,6 +81,7 @@ from nodeau.domain.workloads import (
     recovery_words,
     short_gpu,
 )
+from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
     Condition,
     EventLog,
@@ -138,6 +147,7 @@ class Reconciler:
         events: EventLog,
         clock: Callable[[], datetime],
         log: Callable[[str], None],
+        batches: FleetBatches | None = None,
     ) -> None:
         self._store = store
         self._objects = objects
@@ -145,6 +155,7 @@ class Reconciler:
         self._events = events
         self._clock = clock
         self._log = log
+        self._batches = batches
 
     def event(self, obj: WorkloadObject, reason: str, message: str) -> None:
         """Record an Event about the object, and log it."""
@@ -227,6 +238,8 @@ class Reconciler:
     ) -> None:
         w = record.workload
         machine = None if health is None else health.state
+        if self._batch_ended(obj, record, machine):
+            return
         pod = self._pods.read(w.kind, w.name)
         if pod is not None and pod.machine is not None and left_behind(pod.machine, w.machine):
             self._end_stale(obj, w, pod.machine)
@@ -248,6 +261,41 @@ class Reconciler:
             self._hide_endpoint(obj, after or w)
         elif obj.endpoint:
             self._no_route(obj, state, w.machine)
+
+    def _batch_ended(
+        self, obj: WorkloadObject, record: WorkloadRecord, machine: Health | None
+    ) -> bool:
+        """A batch job's counts shown, and its end carried out when the domain says it ends
+        (its Pod deleted, then its card released); True when it ended or is ending."""
+        w = record.workload
+        if w.kind is not WorkloadKind.BATCH or self._batches is None or obj.ask is None:
+            return False
+        kept = (result_from_line(line) for line in self._batches.lines(w.name))
+        counts = batch_counts(obj.ask.requests, (r for r in kept if r is not None))
+        self._show_counts(obj, counts)
+        end = batch_end(counts, stop_asked=obj.spec.get("stop") is True)
+        if end is None:
+            return False
+        if self._pods.read(w.kind, w.name) is not None:
+            self._pods.delete(w.kind, w.name, force=machine is Health.UNREACHABLE)
+            if self._pods.read(w.kind, w.name) is not None:
+                return True  # the card is released once the server is gone (its watch)
+        now = self._clock()
+        self._store.release(w.name, lambda rec: with_state(rec, end, now))
+        how = "every request has its result" if end is WorkloadState.SUCCEEDED else "stopped"
+        self.event(
+            obj,
+            end.value.title(),
+            f"{how} ({counts.done} done, {counts.failed} failed of {counts.total}); "
+            f"{w.gpu_uuid} on {w.machine} is free again, the results are kept",
+        )
+        return True
+
+    def _show_counts(self, obj: WorkloadObject, counts: BatchCounts) -> None:
+        shown = {"total": counts.total, "completed": counts.done, "failed": counts.failed}
+        if all(obj.status.get(k) == v for k, v in shown.items()):
+            return
+        self._objects.set_status(obj.kind, obj.name, shown, [], self._clock())
 
     def _no_route(self, obj: WorkloadObject, state: WorkloadState, machine: str) -> None:
         """An endpoint shown for a server that does not serve (a recovery moved the

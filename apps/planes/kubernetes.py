@@ -19,9 +19,14 @@ Decisions recorded here:
 * Health is the controller's last assessment, never re-assessed here: two
   commands must not disagree about a machine because their clocks did. Which
   card a workload holds comes from the reservation ledger.
-* A batch job's requests travel in the BatchJob's spec. Running them to
-  completion on the fleet is not built yet: ``batch results`` says so rather
-  than printing nothing, and a job never runs locally on a joined machine.
+* A batch job's requests travel in the BatchJob's spec (with the count of the
+  file's bad lines); a worker container beside its model server sends them and keeps
+  each result in the cluster (docs/adr/0016-batch-jobs-on-the-fleet.md), and a job
+  never runs locally on a joined machine. ``batch status`` counts the results kept
+  (``domain.batches.batch_counts``, the one-machine plane's columns and sentences),
+  ``batch results`` prints them as one machine does, and ``batch stop`` sets
+  ``spec.stop`` and waits (bounded) for the controller to end the job and free its
+  card: the object and its results stay. Deleting the BatchJob deletes its results.
 * ``recovery set`` changes the GPUService's spec only; the controller records the
   choice on its next pass and restarts nothing. ``recovery status`` shows the spec's
   choice, the copies the agents report, and how the control-plane machine is known
@@ -48,6 +53,7 @@ from typing import Any, Protocol
 from attrs import evolve, frozen
 from returns.result import Failure
 
+from nodeau.adapters.kube.batch_results import RESULTS_LABEL
 from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL
 from nodeau.adapters.record_json import unpack
 from nodeau.apps.planes.plane import (
@@ -77,6 +83,7 @@ from nodeau.apps.planes.plane import (
 )
 from nodeau.apps.planes.recovery import choice_of, fleet_listing, refuse_batch
 from nodeau.domain.artifacts import Sha256
+from nodeau.domain.batches import batch_counts, result_from_line
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import (
     PERSON,
@@ -93,7 +100,8 @@ from nodeau.domain.recovery_choice import recovery_change
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.runs import name_from_model, name_problem
-from nodeau.domain.workloads import RecoveryMode, WorkloadKind, ps_sentence
+from nodeau.domain.workloads import RecoveryMode, WorkloadKind, holds_gpu, ps_sentence
+from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
     BootstrapTokens,
     FleetMarks,
@@ -115,6 +123,7 @@ from nodeau.ports.organisation import Identity, OrganisationPolicy
 from nodeau.ports.state import StateError, UnknownWorkload
 
 POLL_S = 0.2
+STOP_WAIT_S = 30.0  # how long ``batch stop`` waits for the controller to end the job
 PENDING = "pending"
 UNDECIDED = "waiting for the controller's decision"
 NOT_ASSESSED = "not yet assessed"
@@ -148,6 +157,7 @@ class FleetCluster:
     organisation: OrganisationPolicy | None = None  # None: built for other commands
     identity: Identity | None = None  # who the credentials are; None: built for other commands
     qualifications: QualificationRecords | None = None  # None: built for other commands
+    batches: FleetBatches | None = None  # batch results and stops; None: built for others
 
 
 def banner(server: str, context: str | None) -> str:
@@ -166,6 +176,18 @@ def object_name(asked: str | None, model: str) -> str:
     if made is None:
         raise SettingsError(f"cannot make a workload name from {model!r}; give --name")
     return made
+
+
+def ended(obj: WorkloadObject) -> bool:
+    """Whether a workload holds no card any more: finished, or refused."""
+    if refusal_of(obj) is not None:
+        return True
+    return obj.record is not None and not holds_gpu(obj.record.workload.state)
+
+
+def results_where(name: str) -> str:
+    """Where a fleet batch job's results are kept, as a person finds them."""
+    return f"ConfigMaps -n {NAMESPACE} -l {RESULTS_LABEL}={name}"
 
 
 def refusal_of(obj: WorkloadObject) -> Refusal | None:
@@ -694,6 +716,7 @@ class KubernetesPlane:
             task=ask.task,
             context_tokens=ask.context_tokens,
             requests=ask.requests,
+            bad_lines=len(ask.problems),
             requester=self._requester(),
         )
         if not self._objects.create(wanted):
@@ -706,28 +729,36 @@ class KubernetesPlane:
             return decision
         reserved = decision.status.get("reservedBytes")
         return BatchSubmitted(
-            job=self._batch_view(decision, bad_lines=len(ask.problems)),
+            job=self._batch_view(decision),
             workload=workload_view(decision, self._clock()),
             reserved_bytes=int(reserved) if isinstance(reserved, int) else 0,
         )
 
-    def _batch_view(self, obj: WorkloadObject, bad_lines: int = 0) -> BatchView:
+    def _fleet_batches(self) -> FleetBatches:
+        if self._cluster.batches is None:
+            raise NotOnTheFleetYet("this connection to the fleet was made without batch results")
+        return self._cluster.batches
+
+    def _batch_view(self, obj: WorkloadObject) -> BatchView:
         view = workload_view(obj, self._clock())
-        total = len(obj.spec.get("requests") or ())
+        requests = () if obj.ask is None else obj.ask.requests
+        kept = (result_from_line(line) for line in self._fleet_batches().lines(obj.name))
+        counts = batch_counts(requests, (r for r in kept if r is not None))
+        bad = obj.spec.get("badLines")
         return BatchView(
             name=obj.name,
             model=view.model,
             state=view.state,
             sentence=view.sentence,
-            total=total,
-            done=0,
-            failed=0,
-            left=total,
-            bad_lines=bad_lines,
-            results=None,
+            total=counts.total,
+            done=counts.done,
+            failed=counts.failed,
+            left=counts.left,
+            bad_lines=bad if isinstance(bad, int) else 0,
+            results=results_where(obj.name),
         )
 
-    def batches(self, name: str | None) -> tuple[BatchView, ...]:
+    def _batch_objects(self, name: str | None) -> list[WorkloadObject]:
         listed = [o for o in self._objects.list_all() if o.kind is WorkloadKind.BATCH]
         if name is not None:
             listed = [o for o in listed if o.name == name]
@@ -735,21 +766,37 @@ class KubernetesPlane:
                 raise UnknownWorkload(
                     f"no batch job called {name!r}; nodeau batch status lists them"
                 )
-        return tuple(self._batch_view(o) for o in listed)
+        return listed
+
+    def batches(self, name: str | None) -> tuple[BatchView, ...]:
+        return tuple(self._batch_view(o) for o in self._batch_objects(name))
 
     def batch_results(self, name: str) -> Iterator[dict[str, Any]]:
-        self.batches(name)
-        raise NotOnTheFleetYet(
-            f"{name} is a BatchJob on the fleet: the controller admits it and holds its card, "
-            "but its requests are not yet sent to its model server on the fleet, so it has no "
-            f"results to show; nodeau batch stop {name} frees the card"
-        )
+        self._batch_objects(name)
+        yield from self._fleet_batches().lines(name)
 
     def stop_batch(self, name: str) -> str:
+        """Ask the controller to end the job (``spec.stop``), wait for it (bounded), and say
+        what one machine says: its state, the results kept, its card free."""
         self._permit("stop")
-        self.batches(name)
-        self._objects.delete(WorkloadKind.BATCH, name)
-        return f"{name}: BatchJob deleted; the controller stops its model server and frees its card"
+        [obj] = self._batch_objects(name)
+        if not ended(obj):
+            self._fleet_batches().ask_stop(name)
+            deadline = time.monotonic() + STOP_WAIT_S
+            while not ended(obj) and time.monotonic() < deadline:
+                time.sleep(POLL_S)
+                found = self._objects.get(WorkloadKind.BATCH, name)
+                if found is None:
+                    raise UnknownWorkload(f"{name} was deleted meanwhile")
+                obj = found
+        view = self._batch_view(obj)
+        kept = f"{view.done + view.failed} results kept ({view.results})"
+        if not ended(obj):
+            return (
+                f"{name}: asked to stop; {kept}; the controller did not end it within "
+                f"{STOP_WAIT_S:g} s: it stops its model server and frees its card when it acts"
+            )
+        return f"{name}: {view.state}; {kept}; its card is free"
 
     # -- copies
 

@@ -45,7 +45,12 @@ def serving(api: Any, name: str) -> bool:
     return st.get("state") == "serving" and bool(st.get("endpoint"))
 
 
-def test_a_service_is_admitted_placed_on_its_card_and_serves(fresh_fleet: Any) -> None:
+def test_a_service_is_admitted_pinned_to_its_card_and_recorded_serving_at_its_pods_address(
+    fresh_fleet: Any,
+) -> None:
+    """KWOK runs no container: "serving" here is the controller's record once KWOK reports
+    the Pod running, at the Pod's address. A real model server answering through the
+    endpoint is tests/kube/test_recovery_serving.py's."""
     api = fresh_fleet
     add_machine(api, "m1", 1, small("m1"))
     add_machine(api, "m2", 2)  # free cards but no copy of the model
@@ -177,7 +182,11 @@ def test_deleting_a_service_deletes_its_pod_and_frees_its_card(fresh_fleet: Any)
     assert status(api, "c")["gpuUUID"] == gpu_uuid("m1", 0)
 
 
-def test_a_batch_job_that_ends_frees_its_card(fresh_fleet: Any) -> None:
+def test_a_batch_job_whose_pod_has_succeeded_is_recorded_succeeded_and_frees_its_card(
+    fresh_fleet: Any,
+) -> None:
+    """The test sets the Pod's phase as a kubelet would when the job's container exits 0
+    (KWOK runs none); a batch job that really runs and finishes is test_batch_fleet.py's."""
     api = fresh_fleet
     add_machine(api, "m1", 1, small("m1"))
     requests = [{"custom_id": "1", "method": "POST", "url": "/v1/chat/completions", "body": {}}]
@@ -185,7 +194,7 @@ def test_a_batch_job_that_ends_frees_its_card(fresh_fleet: Any) -> None:
     ctl = controller(api)
     settle(ctl, lambda: status(api, "nightly", r.BATCHJOBS).get("state") == "running", "running")
     pod = client.CoreV1Api(api).read_namespaced_pod("batch-nightly", r.NAMESPACE)
-    assert pod.spec.restart_policy == "Never"
+    assert pod.spec.restart_policy == "OnFailure"  # a failed container only (ADR 0016)
     client.CoreV1Api(api).patch_namespaced_pod_status(
         "batch-nightly", r.NAMESPACE, {"status": {"phase": "Succeeded"}}
     )

@@ -290,7 +290,7 @@ def test_the_pod_is_pinned_to_the_machine_and_card_and_runs_the_admitted_config(
     }
 
 
-def test_a_batch_jobs_pod_never_restarts() -> None:
+def test_a_batch_jobs_pod_restarts_only_a_container_that_failed() -> None:
     decide = decider(
         ask(name="nightly", kind=WorkloadKind.BATCH),
         reports=FLEET,
@@ -301,7 +301,8 @@ def test_a_batch_jobs_pod_never_restarts() -> None:
     pod = pod_manifest(admitted(decide(EMPTY)).record, owner_uid="u")
     assert pod["metadata"]["name"] == "batch-nightly"
     assert pod["metadata"]["ownerReferences"][0]["kind"] == r.BATCHJOB_KIND
-    assert pod["spec"]["restartPolicy"] == "Never"
+    assert pod["spec"]["restartPolicy"] == "OnFailure"
+    assert [c["name"] for c in pod["spec"]["containers"]] == ["server", "worker"]
 
 
 def test_the_plans_bounds_leave_machines_out_and_refusing_for_them_is_a_limit() -> None:
