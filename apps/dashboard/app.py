@@ -17,7 +17,12 @@ Decisions:
   is never used by two threads at once.
 * The board is kept between polls (``kept.KeptBoard``): a poll is answered with the newest
   document at once and a new read starts behind it; the one action forgets it. The
-  plane's reads are the slow part on a large fleet (bench/dashboard.py).
+  plane's reads are the slow part on a large fleet (bench/dashboard.py). The first read
+  starts with the server, and the plane's description (``/api/session``) is asked once
+  then, so ``nodeau dashboard`` is not kept waiting behind a read.
+* ``GET /api/board`` is what the page shows (``board.page_board``, long repeated texts
+  once: ``texts``); ``GET /api/board?with=cli`` adds, from the same read, the CLI's JSON
+  of every view (``cli``) for programs and the tests that compare the two (``encoded``).
 * The one action is ``POST /api/batches/NAME/stop`` (``plane.stop_batch``); the
   Playground's calls go to the workload's loopback endpoint (``playground``). Expected
   failures are a JSON error with the one line (400 bad input, 409 the plane said no, 502
@@ -46,7 +51,8 @@ from starlette.staticfiles import StaticFiles
 
 from nodeau.apps.cli.status_rows import StatusRow
 from nodeau.apps.dashboard import playground
-from nodeau.apps.dashboard.board import Encoded, encoded, read_board
+from nodeau.apps.dashboard.board import read_views
+from nodeau.apps.dashboard.encoded import EncodedBoard
 from nodeau.apps.dashboard.guard import Guard
 from nodeau.apps.dashboard.kept import KeptBoard
 from nodeau.apps.dashboard.qualification import ModelQualification
@@ -58,6 +64,7 @@ REFRESH_S = 2.0
 MAX_AGE_S = 30.0  # a kept board older than this is read again before a poll is answered
 TIMEOUTS = httpx.Timeout(connect=5.0, read=300.0, write=60.0, pool=60.0)
 STATIC = "static"
+WITH_CLI = "cli"
 
 T = TypeVar("T")
 
@@ -99,15 +106,21 @@ class Dashboard:
         self.clock = clock
         self.transport = transport
         self.client: httpx.AsyncClient | None = None
+        self.description: str | None = None
         self._lock = threading.Lock()
         self.kept = KeptBoard(self.read_board, refresh_s=REFRESH_S, max_age_s=MAX_AGE_S)
 
-    async def read_board(self) -> Encoded:
-        return await self.on_plane(
-            lambda: encoded(
-                read_board(self.plane, self.model_rows, self.clock(), self.qualifications)
-            )
+    async def read_board(self) -> EncodedBoard:
+        # the plane's reads hold the lock; encoding the document needs only the views
+        views = await self.on_plane(
+            lambda: read_views(self.plane, self.model_rows, self.clock(), self.qualifications)
         )
+        return await run_in_threadpool(EncodedBoard, views)
+
+    async def start(self) -> None:
+        """What the server does as it starts: the plane's name, and the first read behind."""
+        self.description = await self.on_plane(lambda: self.plane.description)
+        self.kept.prefetch()
 
     async def on_plane(self, call: Callable[[], T]) -> T:
         def locked() -> T:
@@ -124,13 +137,18 @@ class Dashboard:
             {
                 "csrf": csrf_value(self.token.current()),
                 "refresh_s": REFRESH_S,
-                "plane": await self.on_plane(lambda: self.plane.description),
+                "plane": self.description,
             }
         )
 
     async def board(self, request: Request) -> Response:
+        asked = request.query_params.getlist("with")
+        if any(a != WITH_CLI for a in asked):
+            return error(400, f"with= takes only {WITH_CLI} (the CLI's JSON of every view)",
+                         "invalid_request")  # fmt: skip
         fresh = "no-cache" in request.headers.get("cache-control", "").lower()
-        document = await self.kept.current(fresh=fresh)
+        board = await self.kept.current(fresh=fresh)
+        document = await run_in_threadpool(board.whole) if asked else board.page
         headers = {"Cache-Control": "no-store", "Vary": "Accept-Encoding"}
         if "gzip" in request.headers.get("accept-encoding", "").lower():
             headers["Content-Encoding"] = "gzip"
@@ -234,6 +252,7 @@ def create_app(
             timeout=TIMEOUTS, transport=transport, trust_env=False
         ) as client:
             dashboard.client = client
+            await dashboard.start()
             yield
 
     routes = [

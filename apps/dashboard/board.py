@@ -4,11 +4,14 @@ figure.
 
 Decisions:
 
-* One document (``read_board``) per poll: every section read at one moment, each with the
-  CLI's table headers and rows (``ps``, ``batch status``, ``fleet list``, ``model status``,
-  ``models copies``, ``recovery status``, ``plan``), and under ``cli`` the very JSON those
-  commands print with ``--json`` (the CLI's converter), so a program or a test can compare
-  the two.
+* One read (``read_views``) per poll: every view read at one moment. What the page shows
+  (``page_board``) is each section's headers and rows in the CLI's own helpers (``ps``,
+  ``batch status``, ``fleet list``, ``model status``, ``models copies``, ``recovery
+  status``, ``plan``) and nothing the page does not show (a table the CLI prints as text is
+  sent as its rows only, once). The very JSON those commands print with ``--json`` (the
+  CLI's converter) is ``cli_views``, sent only to whoever asks for it (``read_board`` is
+  both: programs and the tests compare the two). On a fleet of 100 machines and 500
+  workloads the CLI's JSON was more than half of what each poll sent, and no view shows it.
 * A section that cannot be read (a cluster that does not answer, copies on one machine)
   says why in one line (``notes``) and the rest of the page is still shown. A figure a plane
   cannot know (``None``) is shown as "unknown", never as an error (gpustack #4062: a page
@@ -23,7 +26,6 @@ Decisions:
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -35,9 +37,8 @@ from attrs import frozen
 from nodeau.apps.cli import batch, copies, ps_command, recovery
 from nodeau.apps.cli.plan import plan_lines
 from nodeau.apps.cli.render import size, to_json
-from nodeau.apps.cli.serving import fleet_lines
 from nodeau.apps.cli.status_rows import StatusRow
-from nodeau.apps.dashboard.alerts import alerts
+from nodeau.apps.dashboard.alerts import Alert, alerts
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.planes.plane import (
     BatchView,
@@ -58,6 +59,7 @@ MODEL_HEADERS = ("MACHINE", "MODEL", "ARTIFACT", "SIZE", "DOWNLOADED", "VERIFIED
 GPU_HEADERS = ("GPU", "MODEL", "TOTAL", "HELD BY", "RESERVED")
 QUALIFICATION_HEADERS = ("MODEL", "ARTIFACT", "QUALIFIED")
 FINISHED_BATCH = frozenset({"succeeded", "failed", "stopped"})
+RECOVERY_TABLE_LINE = 2  # recovery.status_lines: the plane, the deciding machine, the table
 
 T = TypeVar("T")
 Json = dict[str, Any]
@@ -148,20 +150,6 @@ def model_info_json(m: ModelQualification) -> Json:
     }
 
 
-@frozen
-class Encoded:
-    """The board as the data route sends it: serialised, and gzipped, once per read (on a
-    fleet of 500 workloads it is about 1.5 MB of JSON, a tenth of that gzipped)."""
-
-    json: bytes
-    gzip: bytes
-
-
-def encoded(document: Json) -> Encoded:
-    raw = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
-    return Encoded(json=raw, gzip=gzip.compress(raw, compresslevel=5, mtime=0))
-
-
 class Reading:
     """Each view read once, what failed said in one line."""
 
@@ -179,13 +167,32 @@ class Reading:
         return None
 
 
-def read_board(
+@frozen(kw_only=True)
+class Views:
+    """Every view of one read, as the plane and this machine's files gave them (None: the
+    section could not be read; ``notes`` says why)."""
+
+    plane: str
+    read_at: datetime
+    notes: dict[str, str]
+    alerts: tuple[Alert, ...]
+    machines: FleetListing | None
+    workloads: tuple[WorkloadView, ...] | None
+    batches: tuple[BatchView, ...] | None
+    files: Sequence[StatusRow] | None
+    copies: CopyListing | None
+    recovering: RecoveryListing | None
+    qualified: Sequence[ModelQualification] | None
+    plan: PlanView | None
+
+
+def read_views(
     plane: Plane,
     model_rows: Callable[[], Sequence[StatusRow]],
     now: datetime,
     qualifications: Callable[[], Sequence[ModelQualification]] = tuple,
-) -> Json:
-    """The page's document: every section, the alerts, and the CLI's JSON of each view."""
+) -> Views:
+    """Every view the page shows, each read once; the alerts derived from them."""
     r = Reading()
     machines: FleetListing | None = r.read("hardware", plane.machines)
     workloads: tuple[WorkloadView, ...] | None = r.read("workloads", plane.workloads)
@@ -198,25 +205,51 @@ def read_board(
     found = alerts(
         machines=machines, workloads=workloads, copies=copy_listing, files=files, plan=plan
     )
+    return Views(
+        plane=plane.description,
+        read_at=now,
+        notes=r.notes,
+        alerts=found,
+        machines=machines,
+        workloads=workloads,
+        batches=batches,
+        files=files,
+        copies=copy_listing,
+        recovering=recovering,
+        qualified=qualified,
+        plan=plan,
+    )
+
+
+def playground_targets(workloads: Sequence[WorkloadView]) -> list[str]:
+    """The services the Playground can ask: serving, with an endpoint on this machine."""
+    return [
+        w.name for w in workloads if w.kind == "service" and w.endpoint and w.state == "serving"
+    ]
+
+
+def page_board(v: Views) -> Json:
+    """What the page shows: every section's headers, rows and lines, and the alerts."""
+    machines, workloads, batches, files = v.machines, v.workloads, v.batches, v.files
+    copy_listing, recovering, qualified, plan = v.copies, v.recovering, v.qualified, v.plan
     return {
-        "plane": plane.description,
-        "read_at": now.isoformat(),
-        "alerts": cli_json(found),
-        "notes": r.notes,
+        "plane": v.plane,
+        "read_at": v.read_at.isoformat(),
+        "alerts": cli_json(v.alerts),
+        "notes": v.notes,
         "hardware": None
         if machines is None
         else {
             "plane": machines.plane,
             "fleet_policy": machines.fleet_policy,
             "machines": [machine_card(m) for m in machines.machines],
-            "lines": fleet_lines(machines),
         },
         "workloads": None
         if workloads is None
         else {
             "headers": ps_command.HEADERS,
             "rows": [ps_command.row(w) for w in workloads],
-            "names": [w.name for w in workloads],
+            "targets": playground_targets(workloads),
         },
         "batches": None
         if batches is None
@@ -234,24 +267,41 @@ def read_board(
         else {
             "headers": copies.HEADERS,
             "rows": [copies.row(c) for c in copy_listing.copies],
-            "lines": copies.listing_lines(copy_listing)[1:],
+            "lines": copies.listing_lines(copy_listing)[1:],  # what follows the table
         },
         "recovery": None
         if recovering is None
         else {
             "headers": recovery.HEADERS,
-            "rows": [recovery.row(v) for v in recovering.services],
-            "lines": recovery.status_lines(recovering),
+            "rows": [recovery.row(s) for s in recovering.services],
+            # what follows the plane, the deciding machine and the table
+            "lines": recovery.status_lines(recovering)[RECOVERY_TABLE_LINE + 1 :],
         },
         "plan": None if plan is None else {"lines": plan_lines(plan), "plan": plan.plan},
-        "cli": {
-            "ps": None if workloads is None else cli_json(workloads),
-            "batch_status": None if batches is None else cli_json(batches),
-            "fleet_list": None if machines is None else cli_json(machines),
-            "model_status": None if files is None else cli_json(files),
-            "model_info": None if qualified is None else [model_info_json(m) for m in qualified],
-            "models_copies": None if copy_listing is None else cli_json(copy_listing),
-            "recovery_status": None if recovering is None else cli_json(recovering),
-            "plan": None if plan is None else cli_json(plan),
-        },
     }
+
+
+def cli_views(v: Views) -> Json:
+    """Each view exactly as its command prints it with ``--json``."""
+    return {
+        "ps": None if v.workloads is None else cli_json(v.workloads),
+        "batch_status": None if v.batches is None else cli_json(v.batches),
+        "fleet_list": None if v.machines is None else cli_json(v.machines),
+        "model_status": None if v.files is None else cli_json(v.files),
+        "model_info": None if v.qualified is None else [model_info_json(m) for m in v.qualified],
+        "models_copies": None if v.copies is None else cli_json(v.copies),
+        "recovery_status": None if v.recovering is None else cli_json(v.recovering),
+        "plan": None if v.plan is None else cli_json(v.plan),
+    }
+
+
+def read_board(
+    plane: Plane,
+    model_rows: Callable[[], Sequence[StatusRow]],
+    now: datetime,
+    qualifications: Callable[[], Sequence[ModelQualification]] = tuple,
+) -> Json:
+    """The whole document: what the page shows, and under ``cli`` the CLI's JSON of each
+    view, from one read."""
+    views = read_views(plane, model_rows, now, qualifications)
+    return {**page_board(views), "cli": cli_views(views)}

@@ -2,7 +2,8 @@
 tests/support/browser.py says why): the page the installed ``nodeau dashboard`` serves,
 opened with the address it prints, shows the state sentences ``nodeau ps --json`` gives,
 stops a real batch job, streams a real answer in the Playground, renders a machine with no
-figures without an error, and asks nothing of any host but 127.0.0.1.
+figures without an error, shows a long sentence sent once (apps/dashboard/texts.py) in
+every row that says it, and asks nothing of any host but 127.0.0.1.
 
 Screenshots of each view are saved under ``$NODEAU_SCREENSHOTS`` when it is set (else the
 test's own folder).
@@ -17,6 +18,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,7 +27,7 @@ import uvicorn
 
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.session import TokenFile, write_owner_only
-from nodeau.apps.planes.plane import Plane
+from nodeau.apps.planes.plane import CopyListing, Plane, RecoveryListing
 from nodeau.ports.errors import NodeauError
 from tests.e2e.test_dashboard_cli import (
     Cli,
@@ -199,6 +201,31 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextmanager
+def served(plane: FakePlane, tmp_path: Path) -> Iterator[str]:
+    """The dashboard app over ``plane`` on 127.0.0.1 (token ``t0ken``); its address."""
+    token = tmp_path / "token"
+    write_owner_only(token, b"t0ken")
+    app = create_app(
+        cast(Plane, plane), model_rows=lambda: (), token=TokenFile(token), clock=lambda: NOW
+    )
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, access_log=False, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline, "the dashboard app did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
 def test_a_machine_with_no_figures_renders_unknown_without_an_error(
     tmp_path: Path, browser: Callable[[], Page]
 ) -> None:
@@ -213,24 +240,9 @@ def test_a_machine_with_no_figures_renders_unknown_without_an_error(
         recovery=NodeauError("the cluster did not answer"),
         plan=plan(),
     )
-    token = tmp_path / "token"
-    write_owner_only(token, b"t0ken")
-    app = create_app(
-        cast(Plane, plane), model_rows=lambda: (), token=TokenFile(token), clock=lambda: NOW
-    )
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, access_log=False, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
+    with served(plane, tmp_path) as address:
         page = browser()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline, "the dashboard app did not start"
-            time.sleep(0.05)
-        page.open(f"http://127.0.0.1:{port}/?token=t0ken")
+        page.open(f"{address}/?token=t0ken")
         page.wait_for("document.querySelectorAll('#hardware .machine').length === 2")
         facts: dict[str, Any] = page.evaluate(
             "Object.fromEntries(Array.from(document.querySelectorAll("
@@ -260,6 +272,37 @@ def test_a_machine_with_no_figures_renders_unknown_without_an_error(
         page.screenshot(shots(tmp_path) / "dashboard-missing-figures.png")
         assert page.errors() == []
         assert off_loopback(page.requested_urls()) == []
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+
+
+REFUSED = "refused (capacity): capacity.no-free-card: every card large enough is held: " + (
+    ", ".join(f"GPU-{i} on m{i // 4} by svc-{i}" for i in range(40))
+)
+
+
+def test_a_long_sentence_sent_once_for_many_rows_is_shown_in_every_row(
+    tmp_path: Path, browser: Callable[[], Page]
+) -> None:
+    refused = tuple(
+        workload(f"r{i}", "refused", sentence=REFUSED, machine=None, gpu=None, endpoint=None)
+        for i in range(3)
+    )
+    views = (workload("chat"), *refused)
+    plane = FakePlane(
+        machines=fleet(machine("box-a")), workloads=views, batches=(),
+        copies=CopyListing(plane="p", copies=()),
+        recovery=RecoveryListing(plane="p", control_plane="none", services=()), plan=plan(),
+    )  # fmt: skip
+    with served(plane, tmp_path) as address:
+        page = browser()
+        page.open(f"{address}/?token=t0ken")
+        page.wait_for("document.querySelectorAll('#workloads > .table tbody tr').length === 4")
+        shown = page.evaluate(
+            "Object.fromEntries(Array.from(document.querySelectorAll("
+            "'#workloads > .table tbody tr')).map(tr => [tr.dataset.name,"
+            " tr.lastElementChild.textContent]))"
+        )
+        assert shown == {w.name: w.sentence for w in views}  # as ps says each, in full
+        targets = page.evaluate("Array.from(document.querySelectorAll('#pg-target option'))"
+                                ".map(o => o.value)")  # fmt: skip
+        assert targets == ["", "chat"]  # the serving service, not the refused ones
+        assert page.errors() == []

@@ -24,6 +24,7 @@ import pytest
 from gguf import GGUFValueType, Keys
 
 from nodeau.adapters.sqlite_state import SqliteStateStore
+from nodeau.apps.dashboard.texts import expanded
 from tests.support.cli import Cli as BaseCli
 from tests.support.tiny_gguf import write_tiny_llama
 
@@ -31,6 +32,14 @@ DEADLINE_S = 120.0
 # a program that compares the board with the CLI at one moment asks for a fresh read (a
 # poll gets the board kept since the last one: apps/dashboard/kept.py)
 FRESH = {"Cache-Control": "no-cache"}
+
+
+def whole_board(client: httpx.Client, headers: dict[str, str]) -> dict[str, Any]:
+    """The board with the CLI's JSON of every view (``?with=cli``, from the same read as
+    the page's sections), its tables' repeated texts expanded (apps/dashboard/texts.py)."""
+    answer = client.get("/api/board", params={"with": "cli"}, headers=headers)
+    assert answer.status_code == 200, answer.text
+    return expanded(answer.json())
 
 
 class Cli(BaseCli):
@@ -134,7 +143,12 @@ def test_the_dashboard_starts_once_gives_a_fresh_token_and_refuses_what_it_must(
         assert unknown.status_code == 409
         assert unknown.json()["error"]["message"].startswith("no batch job called 'x'")
 
-        board = client.get("/api/board", headers={**bearer, **FRESH}).json()
+        page = client.get("/api/board", headers=bearer).json()
+        assert "cli" not in page and page["workloads"]["targets"] == []  # what the page needs
+        wrong = client.get("/api/board", params={"with": "everything"}, headers=bearer)
+        assert wrong.status_code == 400
+        assert wrong.json()["error"]["message"].startswith("with= takes only cli")
+        board = whole_board(client, {**bearer, **FRESH})
     # the same figures as the CLI's own --json
     assert board["cli"]["ps"] == cli.json("ps") == []
     assert without(board["cli"]["fleet_list"], "reported_at") == without(
@@ -244,7 +258,7 @@ def test_the_board_says_what_ps_says_stops_a_batch_job_and_the_playground_answer
     with http(opened["address"]) as client:
         # a sentence says how long ago ("(5s)"): compared as read within the same second
         board, ps = same_moment(
-            lambda: client.get("/api/board", headers={**bearer, **FRESH}).json(),
+            lambda: whole_board(client, {**bearer, **FRESH}),
             lambda: cli.json("ps"),
             lambda board: board["cli"]["ps"],
         )
@@ -264,7 +278,7 @@ def test_the_board_says_what_ps_says_stops_a_batch_job_and_the_playground_answer
         assert stop.status_code == 200, stop.text
         assert "stopped" in stop.json()["sentence"]
         assert cli.json("batch", "status", "long")["state"] == "stopped"
-        after = client.get("/api/board", headers=bearer).json()
+        after = whole_board(client, bearer)
         assert [row["name"] for row in after["cli"]["ps"]] == ["tiny"]
         assert after["batches"]["stoppable"] == []
 
@@ -350,7 +364,7 @@ def test_the_models_section_says_what_model_info_says_for_each_capability(
     opened = cli.dashboard()
     bearer = {"Authorization": f"Bearer {opened['token']}", **FRESH}
     with http(opened["address"]) as client:
-        board = client.get("/api/board", headers=bearer).json()
+        board = whole_board(client, bearer)
     section = board["qualification"]
     said = {}
     for model in ("tiny", "other"):

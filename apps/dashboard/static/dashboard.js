@@ -1,5 +1,6 @@
 // The Nodeau dashboard page. It reads /api/board (the same views and the same row and
-// sentence helpers as the CLI) every few seconds and shows it; it writes every text with
+// sentence helpers as the CLI) every few seconds and shows it (a new read only: the same
+// read twice is not built again); it writes every text with
 // textContent (names and sentences come from users' files); a figure that is missing is
 // shown as "unknown", never an error. It talks to its own origin only.
 "use strict";
@@ -69,6 +70,25 @@ function table(headers, rows, decorate) {
   return t;
 }
 
+// A table cell that is a number is the index of its text in board.texts: a long text
+// repeated in the tables is sent once (apps/dashboard/texts.py).
+function expanded(board) {
+  const texts = board.texts || [];
+  const walk = (value) => {
+    if (Array.isArray(value)) { value.forEach(walk); return; }
+    if (!value || typeof value !== "object") return;
+    for (const [key, inner] of Object.entries(value)) {
+      if (key === "rows" && Array.isArray(inner)) {
+        inner.forEach((row, i) => { inner[i] = row.map((cell) => (typeof cell === "number" ? texts[cell] : cell)); });
+      } else {
+        walk(inner);
+      }
+    }
+  };
+  walk(board);
+  return board;
+}
+
 function fill(container, node) {
   container.replaceChildren(node);
 }
@@ -116,7 +136,7 @@ function renderWorkloads(board, notes) {
   const section = $("#workloads");
   note(section, notes.workloads);
   const w = board.workloads;
-  fill($(":scope > .table", section), w ? table(w.headers, w.rows, (tr, row, i) => { tr.dataset.name = w.names[i]; }) : el("span"));
+  fill($(":scope > .table", section), w ? table(w.headers, w.rows, (tr, row) => { tr.dataset.name = row[0]; }) : el("span"));
   const b = board.batches;
   const box = $("#batches");
   note(box, notes.batches);
@@ -182,8 +202,8 @@ function renderRecovery(board, notes) {
   note(section, notes.recovery);
   const r = board.recovery;
   fill($(".table", section), r ? table(r.headers, r.rows) : el("span"));
-  // the lines after the table: what happens to each one held or recovering, notes
-  lines($(".lines", section), r ? r.lines.slice(3) : []);
+  // after the table: what happens to each one held or recovering, notes
+  lines($(".lines", section), r ? r.lines : []);
 }
 
 function renderPlan(board, notes) {
@@ -194,8 +214,7 @@ function renderPlan(board, notes) {
 
 function renderTargets(board) {
   const select = $("#pg-target");
-  const rows = (board.cli && board.cli.ps) || [];
-  const names = rows.filter((r) => r.kind === "service" && r.endpoint && r.state === "serving").map((r) => r.name);
+  const names = (board.workloads && board.workloads.targets) || [];
   const have = Array.from(select.options).map((o) => o.value).filter(Boolean);
   if (names.join("\n") === have.join("\n")) return;
   const chosen = select.value;
@@ -208,12 +227,13 @@ function nextFrame() {
 }
 
 async function render(board) {
-  page.board = board;
+  live("live", "live, read " + new Date(board.read_at).toLocaleTimeString());
+  if (page.board && page.board.read_at === board.read_at) return; // the same read again
+  page.board = expanded(board);
   $("#plane").textContent = shown(board.plane);
   const notes = board.notes || {};
   renderAlerts(board);
   renderHardware(board, notes);
-  live("live", "live, read " + new Date(board.read_at).toLocaleTimeString());
   if (!page.shown) {
     // The first board: what the first screen shows (alerts, hardware) is painted before
     // the long tables below it are built (500 workloads on a large fleet), and marked

@@ -338,6 +338,9 @@ def test_the_board_shows_the_cli_rows_and_the_cli_json() -> None:
     assert board["batches"]["rows"] == [list(batch.status_row(b)) for b in (job, done)]
     assert board["batches"]["stoppable"] == ["job"]
     assert board["recovery"]["rows"] == [list(recovery.row(services[0]))]
+    # the lines recovery status prints after its table (the table is sent as its rows)
+    assert board["recovery"]["lines"] == recovery.status_lines(listing)[3:]
+    assert board["workloads"]["targets"] == ["chat"]  # serving, with an endpoint
     assert board["plan"]["lines"] == plan_lines(plan())
     assert board["cli"]["ps"] == json.loads(to_json(views))
     assert board["cli"]["fleet_list"] == json.loads(to_json(fleet(machine("box-a"))))

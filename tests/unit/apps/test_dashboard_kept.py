@@ -96,3 +96,77 @@ def test_a_read_that_started_before_the_action_is_not_kept() -> None:
         assert await board.current() == b"read 3"  # read 2 finished later: not kept
 
     asyncio.run(scenario())
+
+
+def test_the_first_poll_waits_for_the_read_started_with_the_server_not_a_second_one() -> None:
+    async def scenario() -> None:
+        reads, clock = Reads(), Clock()
+        board = kept(reads, clock)
+        reads.held = True
+        board.prefetch()  # as the server starts
+        await settle()
+        first = asyncio.create_task(board.current())
+        second = asyncio.create_task(board.current())
+        await settle()
+        assert reads.count == 1
+        reads.release.set()
+        assert await first == await second == b"read 1"
+        assert reads.count == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_poll_after_the_action_does_not_wait_for_a_read_started_before_it() -> None:
+    async def scenario() -> None:
+        reads, clock = Reads(), Clock()
+        board = kept(reads, clock)
+        reads.held = True
+        board.prefetch()
+        await settle()
+        board.forget()  # the batch job stopped while read 1 was under way
+        reads.held = False
+        assert await board.current() == b"read 2"
+        reads.release.set()
+
+    asyncio.run(scenario())
+
+
+class SlowReads(Reads):
+    """Reads that take ``takes_s`` on the clock."""
+
+    def __init__(self, clock: Clock, takes_s: float) -> None:
+        super().__init__()
+        self.clock = clock
+        self.takes_s = takes_s
+
+    async def __call__(self) -> bytes:
+        self.clock.now += self.takes_s
+        return await super().__call__()
+
+
+def test_a_slow_read_is_followed_by_as_long_a_rest_before_the_next_read_behind() -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        reads = SlowReads(clock, takes_s=3.0)
+        board = kept(reads, clock)
+        assert await board.current() == b"read 1"  # read from 100 to 103
+        assert await board.current() == b"read 1"  # 3 s old, but the read rests until 106
+        await settle()
+        assert reads.count == 1
+        clock.now = 105.9
+        await board.current()
+        await settle()
+        assert reads.count == 1
+        clock.now = 106.0
+        assert await board.current() == b"read 1"  # answered at once, read 2 behind it
+        await settle()
+        assert reads.count == 2
+        assert await board.current() == b"read 2"
+        reads.takes_s = 0.5  # a fast read rests no longer than refresh_s asks
+        assert await board.current(fresh=True) == b"read 3"  # from 109 to 109.5
+        clock.now = 109.0 + 2.0
+        await board.current()
+        await settle()
+        assert reads.count == 4
+
+    asyncio.run(scenario())

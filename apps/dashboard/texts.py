@@ -1,0 +1,76 @@
+"""A long text repeated in the board's tables is sent once.
+
+Decision (bench/dashboard.py measured why): on a fleet the tables repeat long texts row
+after row: a refusal's ``ps`` sentence names every card that is held (15 kB on 400 cards,
+the same for each of 100 refused services), the recovery table lists every copy's machine
+for each service. Sent as they are, they made the page's data 2.1 MB of JSON for
+100 machines and 500 workloads, 1.9 MB of it repeated; the browser parsed it and the
+client inflated it on every poll. So the document has one list ``texts`` of the texts that
+occur more than once in its tables and are at least ``SHORTEST`` characters long, and a
+table cell holding one of them holds its index in ``texts`` (a JSON number) instead. Every
+other cell of a table is a string, so a number is never ambiguous. Only the ``rows`` of
+tables are compacted, and never under ``cli`` (the CLI's own JSON, sent as the CLI prints
+it): every other field keeps its text. ``expanded`` gives the document back as it was
+(programs and tests use it; the page does the same in ``dashboard.js``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+SHORTEST = 24  # shorter texts cost about as much as their index
+TEXTS = "texts"
+ROWS = "rows"
+AS_IS = "cli"
+
+Json = dict[str, Any]
+
+
+def _tables(document: Any) -> Iterator[list[Any]]:
+    """Every table's ``rows`` in the document, however deep."""
+    if isinstance(document, dict):
+        for key, value in document.items():
+            if key == AS_IS:
+                continue
+            if key == ROWS and isinstance(value, list):
+                yield value
+            else:
+                yield from _tables(value)
+    elif isinstance(document, list):
+        for value in document:
+            yield from _tables(value)
+
+
+def compacted(document: Json) -> Json:
+    """``document`` with each long text repeated in its tables kept once, in ``texts``.
+
+    The document is changed in place (it was made for this answer) and returned."""
+    counts: Counter[str] = Counter()
+    tables = list(_tables(document))
+    for rows in tables:
+        for row in rows:
+            for cell in row:
+                if not isinstance(cell, str):
+                    raise TypeError(f"a table cell must be text, not {cell!r}")
+                if len(cell) >= SHORTEST:
+                    counts[cell] += 1
+    shared = [text for text, n in counts.items() if n > 1]
+    index = {text: i for i, text in enumerate(shared)}
+    for rows in tables:
+        for r, row in enumerate(rows):
+            rows[r] = [index.get(cell, cell) for cell in row]
+    document[TEXTS] = shared
+    return document
+
+
+def expanded(document: Json) -> Json:
+    """The document with every table cell back to its text, ``texts`` dropped (its tables
+    are changed in place)."""
+    shared = document.get(TEXTS, [])
+    whole = {k: v for k, v in document.items() if k != TEXTS}
+    for rows in _tables(whole):
+        for r, row in enumerate(rows):
+            rows[r] = [shared[cell] if isinstance(cell, int) else cell for cell in row]
+    return whole
