@@ -65,7 +65,20 @@ CONTAINER = "server"
 WORKER_CONTAINER = "worker"
 WORKER_ACCOUNT = "nodeau-batch-worker"
 WORKER_MODULE = "nodeau.apps.batch_fleet_worker"
-NODEAU_IMAGE = "ghcr.io/nodeau/nodeau:0.1.0"  # the controller's and the agent's (deploy/)
+# the controller's and the agent's (deploy/), as scripts/build-images builds it
+NODEAU_IMAGE = "localhost/nodeau:0.1.0"
+
+
+@frozen(kw_only=True)
+class PodImages:
+    """The images a workload's Pod runs: the model server's, and Nodeau's for a batch job's
+    worker (the controller's ``--server-image`` and ``--worker-image``; the defaults are
+    what scripts/build-images builds, docs/images.md)."""
+
+    server: str = r.SERVER_IMAGE
+    nodeau: str = NODEAU_IMAGE
+
+
 TOKEN_VOLUME = "worker-token"
 TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 MODELS_VOLUME = "models"
@@ -122,11 +135,11 @@ def server_args(record: WorkloadRecord) -> list[str]:
     return args
 
 
-def worker_container(job: str) -> dict[str, Any]:
+def worker_container(job: str, image: str = NODEAU_IMAGE) -> dict[str, Any]:
     """The container that sends a batch job's requests to the server beside it."""
     return {
         "name": WORKER_CONTAINER,
-        "image": NODEAU_IMAGE,
+        "image": image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["python", "-m", WORKER_MODULE],
         "args": ["--job", job, "--server", f"http://127.0.0.1:{r.SERVER_PORT}"],
@@ -150,24 +163,27 @@ def token_volume() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def pod_manifest(record: WorkloadRecord, owner_uid: str) -> dict[str, Any]:
+def pod_manifest(
+    record: WorkloadRecord, owner_uid: str, images: PodImages | None = None
+) -> dict[str, Any]:
     """The Pod serving an admitted workload, pinned to its machine and card."""
     w = record.workload
     kind_label = w.kind.value
     models_dir = str(PurePosixPath(record.model_path).parent)
-    manifest = _server_pod(record, owner_uid, kind_label, models_dir)
+    images = images or PodImages()
+    manifest = _server_pod(record, owner_uid, kind_label, models_dir, images.server)
     if w.kind is WorkloadKind.BATCH:
         spec = manifest["spec"]
         spec["restartPolicy"] = "OnFailure"
         spec["serviceAccountName"] = WORKER_ACCOUNT
         spec["automountServiceAccountToken"] = False
-        spec["containers"].append(worker_container(w.name))
+        spec["containers"].append(worker_container(w.name, images.nodeau))
         spec["volumes"].append(token_volume())
     return manifest
 
 
 def _server_pod(
-    record: WorkloadRecord, owner_uid: str, kind_label: str, models_dir: str
+    record: WorkloadRecord, owner_uid: str, kind_label: str, models_dir: str, image: str
 ) -> dict[str, Any]:
     w = record.workload
     return {
@@ -198,7 +214,7 @@ def _server_pod(
             "containers": [
                 {
                     "name": CONTAINER,
-                    "image": r.SERVER_IMAGE,
+                    "image": image,
                     "args": server_args(record),
                     "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": w.gpu_uuid}],
                     "ports": [{"name": "http", "containerPort": r.SERVER_PORT}],
@@ -418,8 +434,9 @@ def log_tail(api: Any, pod: PodView, lines: int) -> tuple[str, ...] | None:
 class KubeServerPods:
     """``ports.cluster.ServerPods``: one Pod per admitted workload in ``nodeau-system``."""
 
-    def __init__(self, api: Any) -> None:
+    def __init__(self, api: Any, images: PodImages | None = None) -> None:
         self._api = api
+        self._images = images or PodImages()
 
     def read(self, kind: WorkloadKind, workload: str) -> ServerPod | None:
         """The workload's server Pod as it is now, or None."""
@@ -428,7 +445,7 @@ class KubeServerPods:
 
     def create(self, record: WorkloadRecord, owner: WorkloadObject) -> bool:
         """Create the Pod the record's admission calls for; False when it exists."""
-        return create_pod(self._api, pod_manifest(record, owner.uid))
+        return create_pod(self._api, pod_manifest(record, owner.uid, self._images))
 
     def delete(self, kind: WorkloadKind, workload: str, *, force: bool = False) -> bool:
         """Ask the Pod to go; False when there was none."""

@@ -56,7 +56,8 @@ AGENT_LEASE_SECONDS = 40
 WORKLOAD_LABEL = f"{GROUP}/workload"
 KIND_LABEL = f"{GROUP}/kind"
 FINALIZER = f"{GROUP}/reservation"
-SERVER_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
+# the model server scripts/build-images builds (CPU); a card needs a CUDA build (docs/images.md)
+SERVER_IMAGE = "localhost/nodeau-llama-server:0.3.36-cpu"
 SERVER_PORT = 8080
 CONTROLLER_COMPONENT = "nodeau-controller"
 

@@ -26,6 +26,8 @@ from types import FrameType
 
 from nodeau.adapters.kube.client import connect
 from nodeau.adapters.kube.lease import KubeLeaderLease, field_manager
+from nodeau.adapters.kube.pods import NODEAU_IMAGE, PodImages
+from nodeau.adapters.kube.resources import SERVER_IMAGE
 from nodeau.apps.controller.bootstrap import kube_controller
 from nodeau.apps.controller.leadership import Leadership, serve
 from nodeau.apps.controller.loop import Controller
@@ -68,6 +70,17 @@ def parser() -> argparse.ArgumentParser:
         help=f"seconds between health assessments and full passes (default {DEFAULT_RESYNC_S:g})",
     )
     p.add_argument("--once", action="store_true", help="one pass over everything, then exit")
+    p.add_argument(
+        "--server-image",
+        default=SERVER_IMAGE,
+        help=f"the model server's image, entrypoint llama-server (default {SERVER_IMAGE}; "
+        "a node with NVIDIA cards needs a CUDA build, docs/images.md)",
+    )
+    p.add_argument(
+        "--worker-image",
+        default=NODEAU_IMAGE,
+        help=f"Nodeau's image, for a batch job's worker (default {NODEAU_IMAGE})",
+    )
     for flag, default, what in (
         ("--lease-duration", DEFAULT_DURATION_S, "how long a standby waits on a silent leader"),
         ("--renew-deadline", DEFAULT_RENEW_DEADLINE_S, "how long a leader acts unrenewed"),
@@ -104,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return kube_controller(
             connection.api, clock=utc_now, identity=args.identity, log=log,
             fence=leadership.fence,
+            images=PodImages(server=args.server_image, nodeau=args.worker_image),
         )  # fmt: skip
 
     if args.once:

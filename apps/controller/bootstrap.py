@@ -19,7 +19,7 @@ from nodeau.adapters.kube.health_store import KubeHealthRecords
 from nodeau.adapters.kube.lease import fenced_client
 from nodeau.adapters.kube.marks import KubeFleetMarks
 from nodeau.adapters.kube.organisation import KubeOrganisationPolicy
-from nodeau.adapters.kube.pods import KubeServerPods
+from nodeau.adapters.kube.pods import KubeServerPods, PodImages
 from nodeau.adapters.kube.reports import KubeMachineReports
 from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.kube.watch import KubeWorkloadWatch
@@ -34,14 +34,16 @@ def kube_ports(
     clock: Callable[[], datetime],
     identity: str,
     verifier: EntitlementVerifier | None = None,
+    images: PodImages | None = None,
 ) -> ControllerPorts:
     """The controller's ports on one configured API client (``identity`` signs decisions;
     ``verifier``: None, the keys compiled into the package, the only ones a deployed
-    controller trusts; tests pass their own here, and nowhere else can)."""
+    controller trusts; tests pass their own here, and nowhere else can; ``images``: what
+    the workloads' Pods run, default what scripts/build-images builds)."""
     return ControllerPorts(
         store=KubeStateStore(api, clock=clock, identity=identity),
         objects=KubeWorkloadObjects(api, identity=identity),
-        pods=KubeServerPods(api),
+        pods=KubeServerPods(api, images),
         reports=KubeMachineReports(api),
         marks=KubeFleetMarks(api),
         health=KubeHealthRecords(api),
@@ -63,11 +65,12 @@ def kube_controller(
     log: Callable[[str], None],
     verifier: EntitlementVerifier | None = None,
     fence: Callable[[], None] | None = None,
+    images: PodImages | None = None,
 ) -> Controller:
     """A controller acting on the cluster ``api`` talks to. ``fence``: called before every
     write any of its ports sends, and raising to stop it (the leader election's
     ``Leadership.fence``); None: it writes unfenced (one controller, or a test's)."""
     if fence is not None:
         api = fenced_client(api, fence, identity)
-    ports = kube_ports(api, clock=clock, identity=identity, verifier=verifier)
+    ports = kube_ports(api, clock=clock, identity=identity, verifier=verifier, images=images)
     return Controller(ports, clock=clock, log=log)

@@ -196,8 +196,11 @@ class ControlPlane:
         text = (self.workdir / f"{name}.log").read_text(errors="replace")
         return "\n".join(text.splitlines()[-15:])
 
-    def start(self) -> Cluster:
-        """Start everything and wait until the API server says it is ready."""
+    def start(self, *, kwok: bool = True, service_accounts: bool = False) -> Cluster:
+        """Start everything and wait until the API server says it is ready. ``kwok``: start
+        KWOK for simulated nodes; ``service_accounts``: keep the ServiceAccount admission
+        plugin (Pods get their token volume; something must then create each namespace's
+        default ServiceAccount: kube-controller-manager, for a real node)."""
         bins = binary_dir()
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd_url = f"http://127.0.0.1:{etcd_port}"
@@ -226,7 +229,9 @@ class ControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc",
             "--service-cluster-ip-range=10.0.0.0/24",
             # no kube-controller-manager runs, so nothing creates default ServiceAccounts
-            "--disable-admission-plugins=ServiceAccount",
+            *(() if service_accounts else ("--disable-admission-plugins=ServiceAccount",)),
+            # a real kubelet (no KWOK) is reached at its node's address, never its hostname
+            *(() if kwok else ("--kubelet-preferred-address-types=InternalIP",)),
             "--enable-priority-and-fairness=false", "--profiling=false",
             f"--cert-dir={self.workdir / 'generated-certs'}",
         ])  # fmt: skip
@@ -239,6 +244,8 @@ class ControlPlane:
             user="nodeau-test-admin",
         )  # fmt: skip
         self._wait_ready(cluster, api)
+        if not kwok:
+            return cluster
         self._spawn("kwok", [
             str(bins / "kwok"), f"--kubeconfig={cluster.kubeconfig}",
             f"--config={bins / 'kwok-stages.yaml'}",

@@ -11,7 +11,7 @@ from returns.pipeline import is_successful
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.objects import ask_of
-from nodeau.adapters.kube.pods import pod_manifest
+from nodeau.adapters.kube.pods import PodImages, pod_manifest
 from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.apps.controller.decide import Decide, resolve
 from nodeau.apps.controller.decide import decider as controller_decider
@@ -303,6 +303,13 @@ def test_a_batch_jobs_pod_restarts_only_a_container_that_failed() -> None:
     assert pod["metadata"]["ownerReferences"][0]["kind"] == r.BATCHJOB_KIND
     assert pod["spec"]["restartPolicy"] == "OnFailure"
     assert [c["name"] for c in pod["spec"]["containers"]] == ["server", "worker"]
+    # the images are the controller's --server-image and --worker-image
+    images = PodImages(server="registry.example/llama-server:cuda", nodeau="registry.example/n:1")
+    pod = pod_manifest(admitted(decide(EMPTY)).record, owner_uid="u", images=images)
+    assert {c["name"]: c["image"] for c in pod["spec"]["containers"]} == {
+        "server": "registry.example/llama-server:cuda",
+        "worker": "registry.example/n:1",
+    }
 
 
 def test_the_plans_bounds_leave_machines_out_and_refusing_for_them_is_a_limit() -> None:
