@@ -4,16 +4,20 @@ A GPU is identified by its UUID, never by an index (indices move). A card
 moved to another machine keeps its UUID; the newest report that names a UUID
 says where it is. Merging is a pure function of the set of reports, so the
 order in which reports arrive never changes the result.
+
+A model server's own memory is read per process on its card (NVML) and kept per
+Pod and card: ``after_sample`` adds one sample to what the agent keeps, the peak
+being the most any sample saw, so a report states what a Pod took at its worst.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
-from nodeau.domain.checks import positive
+from nodeau.domain.checks import not_negative, positive
 
 
 @frozen(kw_only=True)
@@ -70,9 +74,17 @@ class Fleet:
     """The machines Nodeau can place work on, as the newest reports describe them."""
 
     machines: tuple[Machine, ...] = ()
+    # by name, made at the first lookup (a decision looks machines up once per card)
+    _by_name: dict[str, Machine] | None = field(
+        default=None, init=False, repr=False, eq=False, hash=False
+    )
 
     def machine(self, name: str) -> Machine | None:
-        return next((m for m in self.machines if m.name == name), None)
+        index = self._by_name
+        if index is None:
+            index = {m.name: m for m in reversed(self.machines)}  # the first of a name wins
+            object.__setattr__(self, "_by_name", index)
+        return index.get(name)
 
     def locate(self, uuid: str) -> tuple[Machine, Gpu] | None:
         """The machine and card for a GPU UUID, if any machine has it."""
@@ -151,3 +163,75 @@ class MachineReading:
             gpus=tuple(r.gpu for r in self.gpus),
             control_plane=control_plane,
         )
+
+
+# -- a model server's own memory, per Pod and card (read by NVML on the agent's machine) --------
+
+
+@frozen(kw_only=True)
+class CardProcess:
+    """One process NVML lists on a card, and the bytes it holds there now."""
+
+    pid: int = field(validator=positive)
+    gpu_uuid: str
+    used_bytes: int = field(validator=not_negative)
+
+
+@frozen(kw_only=True)
+class PodMemory:
+    """What one Pod's processes hold on one card: now, and the most any sample saw since the
+    agent first saw the Pod there (its peak)."""
+
+    pod_uid: str
+    gpu_uuid: str
+    used_bytes: int = field(validator=not_negative)
+    peak_bytes: int = field(validator=not_negative)
+
+    def __attrs_post_init__(self) -> None:
+        if self.peak_bytes < self.used_bytes:
+            raise ValueError(
+                f"Pod {self.pod_uid} holds {self.used_bytes} bytes, more than its peak "
+                f"{self.peak_bytes}"
+            )
+
+
+@frozen(kw_only=True)
+class PodWatch:
+    """What an agent keeps between samples: each Pod's memory per card, and the moment a
+    sample last listed one of its processes there."""
+
+    pods: tuple[tuple[PodMemory, datetime], ...] = ()
+
+    def memory(self) -> tuple[PodMemory, ...]:
+        """Each Pod's memory per card, by Pod UID then card UUID."""
+        return tuple(m for m, _ in self.pods)
+
+
+def after_sample(
+    watch: PodWatch,
+    sample: Iterable[tuple[str, CardProcess]],
+    at: datetime,
+    keep_for: timedelta,
+) -> PodWatch:
+    """The watch after one more sample: each process listed with the UID of the Pod it
+    belongs to. A Pod's processes on one card add up (a server and its helpers); its peak
+    is the most any sample saw; a Pod listed on a card by no sample for longer than
+    ``keep_for`` is forgotten there, and until then it holds 0 now and keeps its peak (a
+    model server restarting in its Pod does not lose what it took before)."""
+    now: dict[tuple[str, str], int] = {}
+    for pod, proc in sample:
+        key = (pod, proc.gpu_uuid)
+        now[key] = now.get(key, 0) + proc.used_bytes
+    before = {(m.pod_uid, m.gpu_uuid): (m, seen) for m, seen in watch.pods}
+    kept: dict[tuple[str, str], tuple[PodMemory, datetime]] = {
+        key: (evolve(memory, used_bytes=0), seen)
+        for key, (memory, seen) in before.items()
+        if key not in now and at - seen <= keep_for
+    }
+    for (pod, gpu), used in now.items():
+        peak = max(before[(pod, gpu)][0].peak_bytes if (pod, gpu) in before else 0, used)
+        kept[(pod, gpu)] = (
+            PodMemory(pod_uid=pod, gpu_uuid=gpu, used_bytes=used, peak_bytes=peak),
+            at,
+        )
+    return PodWatch(pods=tuple(kept[k] for k in sorted(kept)))

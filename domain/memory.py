@@ -177,13 +177,11 @@ class Prediction:
 
     terms: tuple[Term, ...]
     source: Source
+    total_bytes: int = field(init=False, eq=False)  # the terms' sum (read once per card)
 
     def __attrs_post_init__(self) -> None:
         check_single_source(self.terms, self.source)
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(t.bytes for t in self.terms)
+        object.__setattr__(self, "total_bytes", sum(t.bytes for t in self.terms))
 
 
 def check_single_source(terms: Iterable[Term], source: Source) -> None:

@@ -82,27 +82,35 @@ def rank(
     ledger: Ledger,
     settings: SchedulingSettings,
 ) -> tuple[RankedCard, ...]:
-    """Candidates best first, each scored by its machine's policy."""
-    ranked: list[RankedCard] = []
+    """Candidates best first, each scored by its machine's policy (a machine's score is
+    worked out once, however many of its cards are candidates)."""
+    ranked: list[tuple[tuple[Fraction, int, str, str], RankedCard]] = []
+    machines: dict[str, tuple[Policy, int, int, Fraction]] = {}
     for c in candidates:
-        machine = fleet.machine(c.machine)
-        if machine is None:
-            raise ValueError(f"candidate {c.gpu_uuid} is on {c.machine}, which is not in the fleet")
-        cards = len(machine.gpus)
-        held = len(ledger.on_machine(c.machine))
-        policy = settings.policy_for(c.machine)
-        ranked.append(
-            RankedCard(
-                machine=c.machine,
-                gpu_uuid=c.gpu_uuid,
-                total_bytes=c.total_bytes,
-                policy=policy,
-                machine_cards=cards,
-                machine_held=held,
-                score=machine_score(policy, held, cards),
-            )
+        scored = machines.get(c.machine)
+        if scored is None:
+            machine = fleet.machine(c.machine)
+            if machine is None:
+                raise ValueError(
+                    f"candidate {c.gpu_uuid} is on {c.machine}, which is not in the fleet"
+                )
+            cards = len(machine.gpus)
+            held = len(ledger.on_machine(c.machine))
+            policy = settings.policy_for(c.machine)
+            scored = machines[c.machine] = (policy, cards, held, machine_score(policy, held, cards))
+        policy, cards, held, score = scored
+        card = RankedCard(
+            machine=c.machine,
+            gpu_uuid=c.gpu_uuid,
+            total_bytes=c.total_bytes,
+            policy=policy,
+            machine_cards=cards,
+            machine_held=held,
+            score=score,
         )
-    return tuple(sorted(ranked, key=lambda r: (-r.score, r.total_bytes, r.machine, r.gpu_uuid)))
+        ranked.append(((-score, c.total_bytes, c.machine, c.gpu_uuid), card))
+    ranked.sort(key=lambda keyed: keyed[0])
+    return tuple(card for _key, card in ranked)
 
 
 def explain_choice(best: RankedCard, needed: int, others: int) -> str:

@@ -34,19 +34,44 @@ class Ledger:
     """Every reservation in force."""
 
     reservations: tuple[Reservation, ...] = ()
+    # the lookups below, made in one pass at the first of them (a decision makes several
+    # per card; a ledger never changes, so neither do they)
+    _index: _LedgerIndex | None = field(default=None, init=False, repr=False, eq=False, hash=False)
 
     def holder(self, gpu_uuid: str) -> Reservation | None:
-        """The reservation holding this card, if any."""
-        return next((r for r in self.reservations if r.gpu_uuid == gpu_uuid), None)
+        """The reservation holding this card, if any (the first, were a card held twice)."""
+        return self._indexed().holder.get(gpu_uuid)
 
     def of_workload(self, workload: str) -> Reservation | None:
-        return next((r for r in self.reservations if r.workload == workload), None)
+        return self._indexed().of_workload.get(workload)
 
     def reserved_bytes(self, gpu_uuid: str) -> int:
-        return sum(r.bytes for r in self.reservations if r.gpu_uuid == gpu_uuid)
+        return self._indexed().reserved.get(gpu_uuid, 0)
 
     def on_machine(self, machine: str) -> tuple[Reservation, ...]:
-        return tuple(r for r in self.reservations if r.machine == machine)
+        return tuple(self._indexed().on_machine.get(machine, ()))
+
+    def _indexed(self) -> _LedgerIndex:
+        index = self._index
+        if index is None:
+            index = _LedgerIndex(self.reservations)
+            object.__setattr__(self, "_index", index)
+        return index
+
+
+class _LedgerIndex:
+    """A ledger's reservations by card, by workload and by machine, in the ledger's order."""
+
+    def __init__(self, reservations: tuple[Reservation, ...]) -> None:
+        self.holder: dict[str, Reservation] = {}
+        self.of_workload: dict[str, Reservation] = {}
+        self.reserved: dict[str, int] = {}
+        self.on_machine: dict[str, list[Reservation]] = {}
+        for r in reservations:
+            self.holder.setdefault(r.gpu_uuid, r)
+            self.of_workload.setdefault(r.workload, r)
+            self.reserved[r.gpu_uuid] = self.reserved.get(r.gpu_uuid, 0) + r.bytes
+            self.on_machine.setdefault(r.machine, []).append(r)
 
 
 def free_bytes(ledger: Ledger, gpu: Gpu) -> int:
