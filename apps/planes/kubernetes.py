@@ -542,8 +542,15 @@ class KubernetesPlane:
         return obj
 
     def workloads(self) -> tuple[WorkloadView, ...]:
+        """Every workload but those that have ended, as on one machine: a batch job that
+        has finished is ``nodeau batch status``'s, not ``ps``'s (one refused stays: on
+        the fleet its object is there until someone deletes it, and ps says why)."""
         now = self._clock()
-        return tuple(self._local(workload_view(o, now)) for o in self._objects.list_all())
+        return tuple(
+            self._local(workload_view(o, now))
+            for o in self._objects.list_all()
+            if o.record is None or holds_gpu(o.record.workload.state)
+        )
 
     def _local(self, view: WorkloadView) -> WorkloadView:
         """The view with this machine's loopback endpoint for it, when it has one: the
@@ -603,6 +610,7 @@ class KubernetesPlane:
             objects=self._objects,
             reports=lambda: self._cluster.reports.read().reports,
             records=records,
+            pods=self._cluster.pods,
             decide=self._decision,
             clock=self._clock,
             probe=run_probes,

@@ -252,6 +252,7 @@ def test_a_batch_job_on_the_fleet_answers_every_request_and_frees_its_card(
     assert card_holder(cli) is None  # the reservation is released
     table = cli("batch", "status").stdout
     assert "job1" in table and "succeeded" in table
+    assert cli.json("ps") == []  # as on one machine: a finished job is batch status's only
 
     out = results(cli, "job1")
     assert sorted(o["custom_id"] for o in out) == ["r1", "r2", "r3", "r4"]
