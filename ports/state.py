@@ -85,8 +85,8 @@ class MovingStateStore(StateStore, Protocol):
         self, name: str, decide: Callable[[Snapshot, WorkloadRecord], Result[Admission, Refusal]]
     ) -> Result[Admission, Refusal]:
         """Run ``decide`` on the ledger without ``name``'s own reservation and its record as
-        read, and on success record the move in one ledger write (the old card freed, the
-        new one reserved; ``recording.moved_ledger``) before the record names the new card.
+        read, and on success reserve the new card (``recording.moved_ledger``) before the record
+        names it, the old card freed after: never one card held twice, never none held.
         A refusal records nothing. StateError when the record changed under the decision
         (another controller moved it first)."""
         ...

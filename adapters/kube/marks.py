@@ -88,7 +88,7 @@ def _fleet_policy_value(api: Any) -> str | None:
 
 
 def read_ledger(api: Any) -> Ledger:
-    """The reservation ledger (ConfigMap ``nodeau-ledger``); empty when there is none yet."""
+    """The reservation ledger (the Reservation objects, one per card held; docs/adr/0017)."""
     return Ledger(reservations=read_ledger_configmap(api).reservations)
 
 

@@ -17,8 +17,6 @@ BATCHJOB_KIND = "BatchJob"
 BATCHJOBS = "batchjobs"
 
 # the reservation ledger: one ConfigMap, replaced under its resourceVersion
-LEDGER_CONFIGMAP = "nodeau-ledger"
-LEDGER_KEY = "reservations"
 # the fleet-wide scheduling policy
 SCHEDULING_CONFIGMAP = "nodeau-scheduling"
 POLICY_KEY = "policy"

@@ -1,33 +1,38 @@
-"""The fleet's state in the cluster: the ledger ConfigMap and the status of each workload object.
+"""The fleet's state in the cluster: a Reservation per claimed card, the status of each workload.
 
 ``KubeStateStore`` is ``ports.state.StateStore`` on a real API server
-(docs/adr/0004-fleet-on-kubernetes.md), checked by the same contract suite as SQLite.
+(docs/adr/0004-fleet-on-kubernetes.md, docs/adr/0017-a-ledger-that-scales.md), checked by
+the same contract suite as SQLite.
 
 Decisions recorded here:
 
-* An admission reads the ledger and the objects of the one name it is about (never
-  every object: ``decide`` sees the ledger and no records), decides, and replaces
-  the ledger under the resourceVersion it read; a 409 means another controller decided first,
-  so it reads again and decides again (at most ``MAX_TRIES`` times, then StateError).
-  Only after the ledger write succeeds is the object created (if a person had not
-  already applied it) and its status written, then the "Admitted" Event.
-* A reservation is backed when its workload's object records an admission of
-  exactly that reservation and a record that still holds its card. Any other is
-  a crash's leftover (ledger written, status not): it is dropped in the next
-  ledger write for that workload, and the decision for that workload is taken
-  without it, so a workload is never kept off a card by its own leftover. Another
-  workload's leftover is left alone: it may be an admission still in flight.
-* Each reservation written carries a claim (which controller, when). A workload's
-  own unbacked reservation claimed by another controller less than
-  ``CLAIM_GRACE`` ago is that controller's admission in flight, not a leftover:
-  the second controller does not decide again (AdmissionInFlight, retried on its
-  next pass), so two controllers admitting the same workload cannot leave the
-  ledger and the status naming different cards. Only a controller stalled longer
-  than the grace between its two writes could; a status that already records
-  another card's admission is never overwritten.
-* A release frees the ledger first, then writes the finished state: a crash in
-  between leaves a record that a second release finishes, never a card held by
-  nobody.
+* An admission decides on the claims this store last listed (each snapshot lists them; its
+  own claims and releases are added and dropped as it makes them) and on the objects of the
+  one name it is about (never every object: ``decide`` sees the ledger and no records),
+  then creates the chosen card's Reservation. The create is the check: a 409 (the card is
+  taken) lists the claims again and decides again, at most ``MAX_TRIES`` times, then
+  StateError. A refusal decided on claims not listed during this admission is decided again
+  on a fresh list before it is answered: a refusal is kept for good, so never a stale one.
+* Only after the claim is the object created (if a person had not already applied it) and
+  its status written, then the "Admitted" Event. The status write is the serialisation
+  point between two controllers admitting the same workload onto two cards: a status that
+  already records another card's live admission is never overwritten, and the controller
+  that finds one deletes its own claim at once (AdmissionInFlight).
+* A reservation is backed when its workload's object records an admission of exactly
+  that reservation and a record that still holds its card. A workload's own unbacked claim
+  is a crash's leftover (claim made, status not): it is deleted before that workload's
+  next claim, and the decision is taken without it, so a workload is never kept off a card
+  by its own leftover; unless another controller made it less than ``CLAIM_GRACE`` ago,
+  which is that controller's admission in flight (AdmissionInFlight, retried on the next
+  pass). Another workload's fresh leftover is left alone.
+* The snapshot (the controller takes one each health pass) deletes every unbacked claim
+  made ``CLAIM_GRACE`` ago or more, whoever made it: a crash's leftover is freed even if its
+  workload never comes back. Deletes name the uid and resourceVersion read, so a later claim
+  of the same card is never freed.
+* A release deletes the card's Reservation first, then writes the finished state: a crash in
+  between leaves a record that a second release finishes, never a card held by nobody.
+* A move (recovery) claims the new card, writes the status naming it, then frees the old
+  card: the workload holds two cards for a moment, never none and never one held twice.
 * Workloads come back sorted by name; the rules on what may be recorded are the
   domain's (``nodeau.domain.recording``).
 * It is a ``StateStore``: a failure talking to the cluster (``ClusterError``) leaves
@@ -46,19 +51,14 @@ from returns.result import Failure, Result, Success
 
 from nodeau.adapters.kube import events
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import Conflict
+from nodeau.adapters.kube.claims import CardTaken, Held, claim, free, read_claim
 from nodeau.adapters.kube.guards import (
     AdmissionInFlight,
     check_in_flight,
     check_name_free,
     holds_other_card,
 )
-from nodeau.adapters.kube.ledger import (
-    leftovers,
-    read_ledger,
-    read_state,
-    write_ledger,
-)
+from nodeau.adapters.kube.ledger import LedgerRead, read_ledger, read_state, unbacked
 from nodeau.adapters.kube.objects import (
     MAX_TRIES,
     KubeObject,
@@ -73,6 +73,7 @@ from nodeau.adapters.kube.objects import (
 )
 from nodeau.adapters.record_json import RecordError, unpack
 from nodeau.domain.recording import (
+    CLAIM_GRACE,
     Claim,
     admitted_ledger,
     admitted_text,
@@ -86,7 +87,7 @@ from nodeau.domain.recording import (
     Conflict as RecordingConflict,
 )
 from nodeau.domain.refusals import Refusal
-from nodeau.domain.reservations import Ledger, Reservation
+from nodeau.domain.reservations import Reservation
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import ClusterError
 from nodeau.ports.state import (
@@ -130,32 +131,41 @@ class KubeStateStore:
         self._api = api
         self._clock = clock
         self._identity = identity
+        self._known: LedgerRead | None = None  # the claims as last listed, and our own since
 
     @_as_state_errors
     def snapshot(self) -> Snapshot:
-        """The ledger and every recorded workload, as they are now."""
-        return read_state(self._api).snapshot()
+        """The ledger and every recorded workload, as they are now; unbacked claims made
+        ``CLAIM_GRACE`` ago or more are freed first."""
+        reading = read_state(self._api)
+        now = self._clock()
+        stale = tuple(h for h in reading.leftovers if now - h.claim.at >= CLAIM_GRACE)
+        for held in stale:
+            free(self._api, held)
+        self._known = reading.ledger.without(stale)
+        return reading.snapshot(dropping=stale)
 
     @_as_state_errors
     def admit(
         self, workload: str, decide: Callable[[Snapshot], Result[Admission, Refusal]]
     ) -> Result[Admission, Refusal]:
-        """Decide on the ledger as read and record the decision under that ledger's version.
+        """Decide on the claims as known, claim the chosen card, then record the decision.
 
         ``decide`` gets the ledger and no records: an admission reads the objects called
         ``workload``, never every object (a fleet of hundreds would be listed per decision).
         """
+        fresh = self._known is None  # claims listed during this admission
         for _ in range(MAX_TRIES):
-            ledger = read_ledger(self._api)
+            known = self._claims(fresh=fresh)
             found = {kind: get_object(self._api, kind, workload) for kind in WorkloadKind}
-            mine = tuple(x for x in ledger.reservations if x.workload == workload)
             present = tuple(o for o in found.values() if o is not None)
-            leftover = bool(mine) and bool(leftovers(mine, present))
-            kept = tuple(
-                x for x in ledger.reservations if not (leftover and x.workload == workload)
-            )
-            outcome = decide(Snapshot(ledger=Ledger(reservations=kept), workloads=()))
+            left = unbacked(known.of_workload(workload), present)
+            kept = known.without(left)
+            outcome = decide(Snapshot(ledger=kept.ledger(), workloads=()))
             match outcome:
+                case Failure() if not fresh:
+                    fresh = True  # never refuse on claims not listed during this admission
+                    continue
                 case Failure():
                     return outcome  # a refusal records nothing
                 case Success(Admission() as admission):
@@ -168,57 +178,67 @@ class KubeStateStore:
             check_name_free(found, record)
             own = found[record.workload.kind]
             now = self._clock()
-            if leftover:
-                check_in_flight(ledger, workload, now, self._identity)
+            if left:
+                check_in_flight(LedgerRead(held=left), workload, now, self._identity)
             records = (record_of(own),) if own is not None and "record" in own.status else ()
-            before = Snapshot(ledger=Ledger(reservations=kept), workloads=records)
-            after = admitted_ledger(before, admission)
-            if isinstance(after, RecordingConflict):
+            before = Snapshot(ledger=kept.ledger(), workloads=records)
+            if isinstance(after := admitted_ledger(before, admission), RecordingConflict):
                 raise StateError(after.sentence)
-            claims = {**ledger.claims, workload: Claim(by=self._identity, at=now)}
+            for gone in left:
+                free(self._api, gone)
+            self._known = known.without(left)
             try:
-                write_ledger(self._api, after.reservations, ledger.version, claims)
-            except Conflict:
-                continue  # someone decided first: decide again on what they recorded
-            self._record_admission(admission, own, now)
+                held = claim(self._api, admission.placement.reservation, self._claim(now))
+            except CardTaken:
+                fresh = True  # someone decided first: decide again on a fresh list
+                continue
+            self._known = self._known.with_(held)
+            self._recording(held, functools.partial(self._record_admission, admission, own, now))
             return outcome
         raise StateError(
-            f"cannot record an admission: the reservation ledger changed under it "
-            f"{MAX_TRIES} times in a row"
+            f"cannot record an admission of {workload}: the card it chose was claimed by "
+            f"another decision {MAX_TRIES} times in a row"
         )
 
     @_as_state_errors
     def move(
         self, name: str, decide: Callable[[Snapshot, WorkloadRecord], Result[Admission, Refusal]]
     ) -> Result[Admission, Refusal]:
-        """Move ``name``'s reservation to the card ``decide`` chooses, under the ledger's
-        version, then record the new admission in the object's status."""
+        """Move ``name``'s reservation to the card ``decide`` chooses: claim the new card,
+        record the new admission in the object's status, then free the old card."""
+        fresh = self._known is None
         for _ in range(MAX_TRIES):
-            ledger = read_ledger(self._api)
+            known = self._claims(fresh=fresh)
             found = self._holder(name)
             before = self._record_in(found)
-            rest = Ledger(reservations=tuple(x for x in ledger.reservations if x.workload != name))
-            outcome = decide(Snapshot(ledger=rest, workloads=()), before)
+            rest = known.without(known.of_workload(name))
+            outcome = decide(Snapshot(ledger=rest.ledger(), workloads=()), before)
             match outcome:
+                case Failure() if not fresh:
+                    fresh = True
+                    continue
                 case Failure():
                     return outcome
                 case Success(Admission() as admission):
                     pass
-            held = Ledger(reservations=ledger.reservations)
-            after = moved_ledger(Snapshot(ledger=held, workloads=()), before, admission)
+            after = moved_ledger(Snapshot(ledger=known.ledger(), workloads=()), before, admission)
             if isinstance(after, RecordingConflict):
                 raise StateError(after.sentence)
             now = self._clock()
-            claims = {**ledger.claims, name: Claim(by=self._identity, at=now)}
             try:
-                write_ledger(self._api, after.reservations, ledger.version, claims)
-            except Conflict:
+                held = claim(self._api, admission.placement.reservation, self._claim(now))
+            except CardTaken:
+                fresh = True
                 continue
-            self._record_move(admission, before, found, now)
+            self._known = known.with_(held)
+            self._recording(
+                held, functools.partial(self._record_move, admission, before, found, now)
+            )
+            self._free_card(before.workload.gpu_uuid, name)
             return outcome
         raise StateError(
-            f"cannot record the move of {name}: the reservation ledger changed under it "
-            f"{MAX_TRIES} times in a row"
+            f"cannot record the move of {name}: the card it chose was claimed by another "
+            f"decision {MAX_TRIES} times in a row"
         )
 
     @_as_state_errors
@@ -244,11 +264,11 @@ class KubeStateStore:
     def release(
         self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
     ) -> WorkloadRecord:
-        """Free the workload's reservation, then record ``change(record)`` (a finished state)."""
+        """Free the workload's card, then record ``change(record)`` (a finished state)."""
         found = self._holder(name)
         before = self._record_in(found)
         check_release(before, change(before))  # refused before anything is written
-        freed = self._free(name)
+        freed = self._free_card(before.workload.gpu_uuid, name)
         now = self._clock()
         changed: list[WorkloadRecord] = []
 
@@ -289,6 +309,39 @@ class KubeStateStore:
 
     # -- plumbing
 
+    def _claims(self, *, fresh: bool) -> LedgerRead:
+        """The claims as known; listed again when ``fresh`` or never listed."""
+        if fresh or self._known is None:
+            self._known = read_ledger(self._api)
+        return self._known
+
+    def _claim(self, now: datetime) -> Claim:
+        return Claim(by=self._identity, at=now)
+
+    def _recording(self, held: Held, record: Callable[[], None]) -> None:
+        """``record()`` the decision whose card ``held`` claims; the claim is given back when
+        another decision is recorded there already."""
+        try:
+            record()
+        except AdmissionInFlight:
+            self._give_back(held)
+            raise
+
+    def _give_back(self, held: Held) -> None:
+        free(self._api, held)
+        if self._known is not None:
+            self._known = self._known.without((held,))
+
+    def _free_card(self, gpu_uuid: str | None, name: str) -> Reservation | None:
+        """Free the card's Reservation if ``name`` holds it; the reservation freed, if any."""
+        held = None if gpu_uuid is None else read_claim(self._api, gpu_uuid)
+        if held is None or held.reservation.workload != name:
+            return None
+        freed = free(self._api, held)
+        if self._known is not None:
+            self._known = self._known.without((held,))
+        return held.reservation if freed else None
+
     def _record_admission(
         self, admission: Admission, known: KubeObject | None, now: datetime
     ) -> None:
@@ -322,24 +375,6 @@ class KubeStateStore:
 
         written = write_status(self._api, found.kind, record.workload.name, apply, first=found)
         self._event(record.workload.name, written, "Recovered", moved_text(admission), now)
-
-    def _free(self, name: str) -> Reservation | None:
-        """Take the workload's reservation out of the ledger; the one it held, if any."""
-        for _ in range(MAX_TRIES):
-            ledger = read_ledger(self._api)
-            held = next((x for x in ledger.reservations if x.workload == name), None)
-            if held is None:
-                return None
-            kept = tuple(x for x in ledger.reservations if x.workload != name)
-            try:
-                write_ledger(self._api, kept, ledger.version, ledger.claims)
-            except Conflict:
-                continue
-            return held
-        raise StateError(
-            f"cannot release {name}: the reservation ledger changed under it "
-            f"{MAX_TRIES} times in a row"
-        )
 
     def _holder(self, name: str) -> KubeObject:
         found = find_object(self._api, name)

@@ -17,10 +17,12 @@ import pytest
 from kubernetes import client, config, utils
 
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.claims import PLURAL as RESERVATIONS
 from tests.support.kube_cluster import Cluster, ControlPlane
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 BASE_MANIFESTS = ("00-namespace.yaml", "10-crds.yaml")
+WORKLOADS = (r.GPUSERVICES, r.BATCHJOBS)
 
 
 def api_client(cluster: Cluster) -> client.ApiClient:
@@ -54,7 +56,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         with api_client(started) as api:
             for manifest in BASE_MANIFESTS:
                 utils.create_from_yaml(api, str(DEPLOY / manifest))
-            wait_established(api, (f"{r.GPUSERVICES}.{r.GROUP}", f"{r.BATCHJOBS}.{r.GROUP}"))
+            wait_established(
+                api, tuple(f"{plural}.{r.GROUP}" for plural in (*WORKLOADS, RESERVATIONS))
+            )
         yield started
     finally:
         plane.stop()
@@ -68,11 +72,12 @@ def kube(cluster: Cluster) -> Iterator[client.ApiClient]:
 
 
 def empty_fleet(api: client.ApiClient) -> None:
-    """Remove every node, Nodeau object, Pod, Lease, ConfigMap and Event a test left."""
+    """Remove every node, Nodeau object (cards' Reservations too), Pod, Lease, ConfigMap and
+    Event a test left."""
     core = client.CoreV1Api(api)
     custom = client.CustomObjectsApi(api)
     coordination = client.CoordinationV1Api(api)
-    for plural in (r.GPUSERVICES, r.BATCHJOBS):
+    for plural in (*WORKLOADS, RESERVATIONS):
         for item in custom.list_namespaced_custom_object(r.GROUP, r.VERSION, r.NAMESPACE, plural)[
             "items"
         ]:

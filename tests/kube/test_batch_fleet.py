@@ -350,14 +350,14 @@ def test_the_batch_worker_writes_only_results(
         )
         assert made.status_code == 201, made.text
         # an admission policy is in force a moment after it is applied: until then the
-        # ledger's create goes through (201), then exists (409), then is refused (403)
+        # health record's create goes through (201), then exists (409), then is refused (403)
         wait_for(
-            lambda: http.post(f"{ns}/configmaps", json=cm(r.LEDGER_CONFIGMAP)).status_code == 403,
+            lambda: http.post(f"{ns}/configmaps", json=cm(r.HEALTH_CONFIGMAP)).status_code == 403,
             "policy nodeau-batch-worker in force",
         )
-        ledger = http.post(f"{ns}/configmaps", json=cm(r.LEDGER_CONFIGMAP))
-        assert ledger.status_code == 403, ledger.text
-        assert "a batch worker writes only batch results ConfigMaps" in ledger.text
+        health = http.post(f"{ns}/configmaps", json=cm(r.HEALTH_CONFIGMAP))
+        assert health.status_code == 403, health.text
+        assert "a batch worker writes only batch results ConfigMaps" in health.text
         other = http.post(
             f"{ns}/configmaps", json=cm("batch-results-j-1", **{"nodeau.ai/batch-results": "k"})
         )

@@ -37,6 +37,7 @@ from tests.support.admissions import decider, fleet_of
 from tests.support.cli import Cli
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_nodes import create_kwok_nodes, wait_for
+from tests.support.kube_store import plant
 
 # The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving
 # them is the user's explicit choice (docs/adr/0010).
@@ -67,13 +68,9 @@ def banner(cluster: Cluster) -> str:
 
 
 def write_ledger(api: client.ApiClient, reservations: list[dict[str, Any]]) -> None:
-    client.CoreV1Api(api).create_namespaced_config_map(
-        r.NAMESPACE,
-        {
-            "metadata": {"name": r.LEDGER_CONFIGMAP},
-            "data": {r.LEDGER_KEY: json.dumps(sorted(reservations, key=lambda x: x["workload"]))},
-        },
-    )
+    """Cards held, as the controller's claims keep them (one Reservation per card)."""
+    for held in reservations:
+        plant(api, Reservation(**held), by="test-controller", at=datetime.now(UTC))
 
 
 def write_health_configmap(api: client.ApiClient, health: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -14,6 +15,9 @@ import pytest
 from kubernetes import client, config
 
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.claims import PLURAL, body_of, name_of
+from nodeau.domain.recording import Claim
+from nodeau.domain.reservations import Reservation
 from tests.support.kube_apply import MANIFESTS, apply_manifests, service_account_token
 from tests.support.kube_cluster import Cluster
 
@@ -34,6 +38,10 @@ NEW_EVENT = {
     "eventTime": "2026-12-01T10:00:00.000000Z", "reportingController": "nodeau.ai/controller",
     "reportingInstance": "nodeau-controller-0",
 }  # fmt: skip
+HELD = Reservation(workload="chat", machine="garage", gpu_uuid="GPU-1", bytes=1 << 30)
+CLAIM = Claim(by="nodeau-controller-0", at=datetime(2026, 12, 1, 10, tzinfo=UTC))
+OTHER = Reservation(workload="embed", machine="garage", gpu_uuid="GPU-2", bytes=1 << 30)
+RESERVATION = f"{CRS}/{PLURAL}/{name_of(HELD.gpu_uuid)}"
 Body = Callable[[httpx.Client], dict[str, Any]] | dict[str, Any] | None
 
 
@@ -60,9 +68,16 @@ ROWS: dict[str, tuple[str, bool, str, str, Body]] = {
         current(f"{CRS}/gpuservices/chat", status={"state": "admitted"}),
     ),
     "controller creates pods in nodeau-system": (CONTROLLER, True, "POST", f"{NS}/pods", POD),
-    "controller replaces the ledger": (
-        CONTROLLER, True, "PUT", f"{NS}/configmaps/{r.LEDGER_CONFIGMAP}",
-        current(f"{NS}/configmaps/{r.LEDGER_CONFIGMAP}", data={r.LEDGER_KEY: "[]"}),
+    "controller claims a card": (
+        CONTROLLER, True, "POST", f"{CRS}/{PLURAL}", body_of(OTHER, CLAIM)
+    ),
+    "controller lists the reservations": (CONTROLLER, True, "GET", f"{CRS}/{PLURAL}", None),
+    "controller frees a card": (CONTROLLER, True, "DELETE", RESERVATION, None),
+    "controller cannot change a reservation": (
+        CONTROLLER, False, "PUT", RESERVATION, current(RESERVATION)
+    ),
+    "controller cannot patch a reservation": (
+        CONTROLLER, False, "PATCH", RESERVATION, {"spec": {"bytes": 1}}
     ),
     "controller creates the health configmap": (
         CONTROLLER, True, "POST", f"{NS}/configmaps", {"metadata": {"name": r.HEALTH_CONFIGMAP}}
@@ -90,9 +105,9 @@ ROWS: dict[str, tuple[str, bool, str, str, Body]] = {
         CONTROLLER, False, "PUT", LEASES.format(r.NODE_LEASE_NAMESPACE) + "/garage",
         current(LEASES.format(r.NODE_LEASE_NAMESPACE) + "/garage"),
     ),
-    "controller watches the ledger by name": (
+    "controller watches the health by name": (
         CONTROLLER, True, "GET",
-        f"{NS}/configmaps?fieldSelector=metadata.name%3D{r.LEDGER_CONFIGMAP}", None,
+        f"{NS}/configmaps?fieldSelector=metadata.name%3D{r.HEALTH_CONFIGMAP}", None,
     ),
     "controller cannot list every configmap": (CONTROLLER, False, "GET", f"{NS}/configmaps", None),
     "controller cannot change the scheduling policy": (
@@ -111,8 +126,8 @@ ROWS: dict[str, tuple[str, bool, str, str, Body]] = {
     "agent cannot create pods": (AGENT, False, "POST", f"{NS}/pods", POD),
     "agent cannot read secrets": (AGENT, False, "GET", f"{NS}/secrets", None),
     "agent cannot update configmaps": (
-        AGENT, False, "PUT", f"{NS}/configmaps/{r.LEDGER_CONFIGMAP}",
-        current(f"{NS}/configmaps/{r.LEDGER_CONFIGMAP}"),
+        AGENT, False, "PUT", f"{NS}/configmaps/{r.SCHEDULING_CONFIGMAP}",
+        current(f"{NS}/configmaps/{r.SCHEDULING_CONFIGMAP}"),
     ),
     "agent cannot list other agents' leases": (
         AGENT, False, "GET", LEASES.format(r.NAMESPACE), None
@@ -124,9 +139,9 @@ ROWS: dict[str, tuple[str, bool, str, str, Body]] = {
         AGENT, False, "PUT", f"{NS}/configmaps/{r.COPIES_CONFIGMAP}",
         current(f"{NS}/configmaps/{r.COPIES_CONFIGMAP}", data={r.COPIES_KEY: "[]"}),
     ),
-    "agent cannot read the ledger": (
-        AGENT, False, "GET", f"{NS}/configmaps/{r.LEDGER_CONFIGMAP}", None
-    ),
+    "agent cannot read the reservations": (AGENT, False, "GET", RESERVATION, None),
+    "agent cannot claim a card": (AGENT, False, "POST", f"{CRS}/{PLURAL}", body_of(OTHER, CLAIM)),
+    "agent cannot free a card": (AGENT, False, "DELETE", RESERVATION, None),
     "controller creates a lease (create cannot be named)": (
         CONTROLLER, True, "POST", LEASES.format(r.NAMESPACE), lease("nodeau-controller-2")
     ),
@@ -166,7 +181,8 @@ def as_identity(cluster: Cluster, token: str) -> httpx.Client:
 
 @pytest.fixture
 def world(fresh_fleet: client.ApiClient) -> client.ApiClient:
-    """What the requests act on: a Node, its Lease, an agent Lease, ConfigMaps, a GPUService."""
+    """What the requests act on: a Node, its Lease, an agent Lease, ConfigMaps, a GPUService,
+    a card's Reservation."""
     core, leases = client.CoreV1Api(fresh_fleet), client.CoordinationV1Api(fresh_fleet)
     core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name="garage")))
     for namespace, name in (
@@ -178,7 +194,7 @@ def world(fresh_fleet: client.ApiClient) -> client.ApiClient:
         leases.create_namespaced_lease(
             namespace, client.V1Lease(metadata=client.V1ObjectMeta(name=name), spec=spec)
         )
-    for name in (r.LEDGER_CONFIGMAP, r.SCHEDULING_CONFIGMAP, r.COPIES_CONFIGMAP):
+    for name in (r.SCHEDULING_CONFIGMAP, r.COPIES_CONFIGMAP):
         core.create_namespaced_config_map(
             r.NAMESPACE, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name))
         )
@@ -188,8 +204,10 @@ def world(fresh_fleet: client.ApiClient) -> client.ApiClient:
         "metadata": {"name": "chat"},
         "spec": {"model": "qwen2.5-0.5b-instruct"},
     }
-    client.CustomObjectsApi(fresh_fleet).create_namespaced_custom_object(
-        r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, service
+    custom = client.CustomObjectsApi(fresh_fleet)
+    custom.create_namespaced_custom_object(r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, service)
+    custom.create_namespaced_custom_object(  # one card's claim
+        r.GROUP, r.VERSION, r.NAMESPACE, PLURAL, body_of(HELD, CLAIM)
     )
     return fresh_fleet
 
@@ -230,8 +248,13 @@ REVIEWS = {
     "controller cannot do everything": (CONTROLLER, False, "*", "*", ""),
     "agent cannot update finalizers": (AGENT, False, "update", "gpuservices", "finalizers"),
     "agent cannot watch leases": (AGENT, False, "watch", "leases", ""),
+    "controller watches reservations": (CONTROLLER, True, "watch", PLURAL, ""),
+    "controller cannot update reservations": (CONTROLLER, False, "update", PLURAL, ""),
+    "agent cannot list reservations": (AGENT, False, "list", PLURAL, ""),
 }
-GROUPS = {"gpuservices": r.GROUP, "batchjobs": r.GROUP, "leases": "coordination.k8s.io"}
+GROUPS = {
+    "gpuservices": r.GROUP, "batchjobs": r.GROUP, PLURAL: r.GROUP, "leases": "coordination.k8s.io",
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", REVIEWS, ids=list(REVIEWS))

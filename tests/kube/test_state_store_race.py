@@ -4,8 +4,9 @@ Eight processes (started with "spawn", each its own client and store, like
 separate controllers) are released together by a barrier each round and each
 tries to admit a workload of its own onto the one card through
 ``KubeStateStore.admit``, deciding with the real ``admit_and_place`` and pausing
-between reading the ledger and returning, so overlapping decisions show. The
-ledger ConfigMap's resourceVersion is the only thing that serialises them.
+between reading the ledger and returning, so overlapping decisions show. Creating
+the card's Reservation (the API server's 409 AlreadyExists for all but one) is the
+only thing that serialises them (docs/adr/0017).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from returns.pipeline import is_successful
 from returns.result import Result
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.ledger import read_ledger, write_ledger
 from nodeau.adapters.kube.objects import get_object
 from nodeau.adapters.kube.state_store import AdmissionInFlight, KubeStateStore, holds_other_card
 from nodeau.domain.recording import CLAIM_GRACE, Claim
@@ -31,7 +31,13 @@ from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.state import Admission, Snapshot, StateError
 from tests.support.admissions import NEEDED_BYTES, Racers, decider, fleet_of
 from tests.support.kube_cluster import Cluster
-from tests.support.kube_store import crash_after_the_ledger, stopped
+from tests.support.kube_store import (
+    claims,
+    crash_after_the_ledger,
+    plant,
+    reservations,
+    stopped,
+)
 
 PROCESSES = 8
 ROUNDS = 4
@@ -94,17 +100,7 @@ def interleaved(
     return wrapped, seen
 
 
-@pytest.fixture(params=["replaced", "created"])
-def ledger_api(request: pytest.FixtureRequest, fresh_fleet: client.ApiClient) -> client.ApiClient:
-    """A cluster whose ledger ConfigMap exists (a stale write is a stale replace) or does not
-    (two first writes race to create it)."""
-    if request.param == "replaced":
-        write_ledger(fresh_fleet, (), None)
-    return fresh_fleet
-
-
-def test_a_stale_write_is_decided_again_not_lost(ledger_api: client.ApiClient) -> None:
-    fresh_fleet = ledger_api
+def test_a_stale_write_is_decided_again_not_lost(fresh_fleet: client.ApiClient) -> None:
     mine, theirs = a_store(fresh_fleet, "mine"), a_store(fresh_fleet, "theirs")
     taken: list[Admission] = []
     decide, seen = interleaved(
@@ -112,7 +108,7 @@ def test_a_stale_write_is_decided_again_not_lost(ledger_api: client.ApiClient) -
         lambda: taken.append(theirs.admit("embed", decider("embed", TWO_CARDS, NOW)).unwrap()),
     )
     chat = mine.admit("chat", decide).unwrap()
-    # the first decision chose the card the other store took first; its write was refused
+    # the first decision chose the card the other store took first; its claim was refused
     assert len(seen) == 2
     assert seen[0].ledger.reservations == ()
     assert seen[1].ledger.reservations == (taken[0].placement.reservation,)
@@ -124,9 +120,8 @@ def test_a_stale_write_is_decided_again_not_lost(ledger_api: client.ApiClient) -
 
 
 def test_a_stale_write_for_the_last_card_becomes_a_capacity_refusal(
-    ledger_api: client.ApiClient,
+    fresh_fleet: client.ApiClient,
 ) -> None:
-    fresh_fleet = ledger_api
     mine, theirs = a_store(fresh_fleet, "mine"), a_store(fresh_fleet, "theirs")
     decide, seen = interleaved(
         decider("chat", ONE_CARD, NOW),
@@ -153,8 +148,9 @@ def test_a_crash_leftover_is_dropped_when_its_workload_is_admitted(
     fresh_fleet: client.ApiClient,
 ) -> None:
     store = a_store(fresh_fleet, "after-the-crash")
-    crash_after_the_ledger(fresh_fleet, leftover("chat"))
-    # the card is held by nobody that recorded it: the snapshot still shows it
+    # this controller's own claim, made just before it crashed and came back
+    crash_after_the_ledger(fresh_fleet, leftover("chat"), by="after-the-crash", at=a_moment_ago())
+    # the card is held by nobody that recorded it: within the grace, the snapshot shows it
     assert store.snapshot().ledger.reservations == (leftover("chat"),)
     # chat's own leftover does not keep chat off the only card, and is replaced
     chat = store.admit("chat", decider("chat", ONE_CARD, NOW)).unwrap()
@@ -163,14 +159,14 @@ def test_a_crash_leftover_is_dropped_when_its_workload_is_admitted(
     assert all(c.held_by is None for c in chat.admitted.cards)  # decided without it
     # a leftover of a finished workload's new admission is dropped the same way
     store.release("chat", stopped)
-    crash_after_the_ledger(fresh_fleet, leftover("chat"))
+    crash_after_the_ledger(fresh_fleet, leftover("chat"), by="after-the-crash", at=a_moment_ago())
     again = store.admit("chat", decider("chat", ONE_CARD, NOW)).unwrap()
-    assert read_ledger(fresh_fleet).reservations == (again.placement.reservation,)
+    assert reservations(fresh_fleet) == (again.placement.reservation,)
 
 
 def test_another_workloads_leftover_is_left_alone(fresh_fleet: client.ApiClient) -> None:
     store = a_store(fresh_fleet, "careful")
-    crash_after_the_ledger(fresh_fleet, leftover("ghost"))
+    crash_after_the_ledger(fresh_fleet, leftover("ghost"), at=a_moment_ago())
     # it may be an admission still in flight: the card stays taken
     refused = store.admit("chat", decider("chat", ONE_CARD, NOW))
     assert refused.failure().code is ReasonCode.NO_FREE_CARD
@@ -182,13 +178,15 @@ def test_another_workloads_leftover_is_left_alone(fresh_fleet: client.ApiClient)
     )
 
 
+def a_moment_ago() -> datetime:
+    return datetime.now(UTC) - timedelta(seconds=1)
+
+
 def admission_in_flight(
     api: client.ApiClient, reservation: Reservation, by: str, at: datetime
 ) -> None:
-    """What another controller has written between its ledger write and its status write."""
-    read = read_ledger(api)
-    claims = {**read.claims, reservation.workload: Claim(by=by, at=at)}
-    write_ledger(api, (*read.reservations, reservation), read.version, claims)
+    """What another controller has written between its claim and its status write."""
+    plant(api, reservation, by=by, at=at)
 
 
 def test_another_controllers_admission_in_flight_of_the_same_workload_stands(
@@ -199,9 +197,8 @@ def test_another_controllers_admission_in_flight_of_the_same_workload_stands(
     with pytest.raises(AdmissionInFlight, match="chat is being admitted by first"):
         store.admit("chat", decider("chat", TWO_CARDS, NOW))
     # nothing was written: the first controller's reservation and claim are as it left them
-    after = read_ledger(fresh_fleet)
-    assert after.reservations == (leftover("chat"),)
-    assert after.claims == {"chat": Claim(by="first", at=NOW - timedelta(seconds=5))}
+    assert reservations(fresh_fleet) == (leftover("chat"),)
+    assert claims(fresh_fleet) == {"chat": Claim(by="first", at=NOW - timedelta(seconds=5))}
     assert objects(fresh_fleet) == []
 
 
@@ -212,9 +209,8 @@ def test_a_claim_older_than_the_grace_is_a_leftover_and_is_replaced(
     stale = NOW - CLAIM_GRACE
     admission_in_flight(fresh_fleet, leftover("chat", card=1), "first", stale)
     chat = store.admit("chat", decider("chat", TWO_CARDS, NOW)).unwrap()
-    after = read_ledger(fresh_fleet)
-    assert after.reservations == (chat.placement.reservation,)
-    assert after.claims == {"chat": Claim(by="second", at=NOW)}
+    assert reservations(fresh_fleet) == (chat.placement.reservation,)
+    assert claims(fresh_fleet) == {"chat": Claim(by="second", at=NOW)}
 
 
 def test_a_status_recording_another_live_admission_is_never_overwritten(

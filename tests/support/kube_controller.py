@@ -17,7 +17,6 @@ from kubernetes import client
 from nodeau.adapters.entitlement_document import Ed25519EntitlementVerifier
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.entitlement import KubeEntitlementStore
-from nodeau.adapters.kube.ledger import read_ledger
 from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.adapters.kube.reports import publish_report
 from nodeau.apps.controller.bootstrap import kube_controller
@@ -29,6 +28,7 @@ from nodeau.domain.plans import PlanName
 from nodeau.domain.reservations import Reservation
 from tests.support.entitlements import document, trusted
 from tests.support.kube_nodes import kwok_node, wait_for
+from tests.support.kube_store import reservations
 from tests.unit.domain.test_memory import TINY
 
 SMALL_ID = "ab" * 32
@@ -132,7 +132,7 @@ def event_reasons(api: Any, name: str) -> set[str]:
 
 
 def ledger(api: Any) -> tuple[Reservation, ...]:
-    return read_ledger(api).reservations
+    return reservations(api)
 
 
 def controller(

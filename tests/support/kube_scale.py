@@ -19,11 +19,11 @@ from attrs import frozen
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.ledger import read_ledger
 from nodeau.adapters.kube.pods import list_pods
 from nodeau.adapters.kube.reports import publish_report
 from tests.support.kube_controller import create, report, small
 from tests.support.kube_nodes import kwok_node
+from tests.support.kube_store import reservations as ledger_of
 
 THREADS = 8  # setting the fleet up is not what is measured: a few requests in parallel
 
@@ -70,7 +70,7 @@ def _services(api: Any) -> list[dict[str, Any]]:
 def check(api: Any, *, cards_total: int) -> Outcome:
     """Count the decisions and name every broken invariant."""
     problems: list[str] = []
-    reservations = read_ledger(api).reservations
+    reservations = ledger_of(api)
     held = Counter(x.gpu_uuid for x in reservations)
     problems += [f"card {uuid} held {n} times in the ledger" for uuid, n in held.items() if n > 1]
     pods = [p for p in list_pods(api) if not p.deleting]

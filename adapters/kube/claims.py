@@ -1,0 +1,173 @@
+"""Reservations in the cluster: one ``Reservation`` object per card, created to claim it.
+
+Decisions recorded here (docs/adr/0017-a-ledger-that-scales.md):
+
+* CRD ``reservations.nodeau.ai`` (kind ``Reservation``) in ``nodeau-system``, one object
+  per card, named after the card (``name_of``): the UUID lower-cased, every character
+  outside ``a-z0-9-`` a ``-``, then the first 8 hex digits of its SHA-256, so the name is
+  a valid object name and two UUIDs never share one.
+* Its spec is the reservation and its claim (``workload``, ``machine``, ``gpuUUID``,
+  ``bytes``, ``claimedBy``, ``claimedAt``) and is never changed: ``claim`` creates it
+  (the API server's 409 AlreadyExists is ``CardTaken``: another decision took the card),
+  ``free`` deletes it with the uid and resourceVersion read as preconditions, so a
+  release never frees a later claim of the same card.
+* Readers list them in pages of ``PAGE`` (``limit``/``continue``); one that does not read
+  is a StateError naming it, never a free card.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from attrs import frozen
+from kubernetes import client
+
+from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, or_none
+from nodeau.domain.recording import Claim
+from nodeau.domain.reservations import Reservation
+from nodeau.ports.state import StateError
+
+KIND = "Reservation"
+PLURAL = "reservations"
+PAGE = 500  # objects per list page
+HERE = (r.GROUP, r.VERSION, r.NAMESPACE, PLURAL)
+
+
+class CardTaken(Conflict):
+    """The card's Reservation exists already: another decision claimed it first."""
+
+
+@frozen(kw_only=True)
+class Held:
+    """One card's Reservation as read: what it reserves, who claimed it, and its version."""
+
+    reservation: Reservation
+    claim: Claim
+    name: str
+    uid: str
+    version: str
+
+
+def name_of(gpu_uuid: str) -> str:
+    """The Reservation's name for a card."""
+    slug = re.sub(r"[^a-z0-9-]+", "-", gpu_uuid.lower()).strip("-")[:200]
+    digest = hashlib.sha256(gpu_uuid.encode()).hexdigest()[:8]
+    return f"{slug}-{digest}" if slug else f"card-{digest}"
+
+
+def body_of(reservation: Reservation, claim: Claim) -> dict[str, Any]:
+    """The object that claims ``reservation``'s card."""
+    return {
+        "apiVersion": r.API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": name_of(reservation.gpu_uuid),
+            "namespace": r.NAMESPACE,
+            "labels": {"app.kubernetes.io/part-of": "nodeau"},
+        },
+        "spec": {
+            "workload": reservation.workload,
+            "machine": reservation.machine,
+            "gpuUUID": reservation.gpu_uuid,
+            "bytes": reservation.bytes,
+            "claimedBy": claim.by,
+            "claimedAt": claim.at.isoformat(),
+        },
+    }
+
+
+def held_of(body: dict[str, Any]) -> Held:
+    """The claim an object records; StateError naming it when it does not read."""
+    meta = body.get("metadata") or {}
+    name = str(meta.get("name", "?"))
+    spec = body.get("spec") or {}
+    try:
+        reservation = Reservation(
+            workload=str(spec["workload"]),
+            machine=str(spec["machine"]),
+            gpu_uuid=str(spec["gpuUUID"]),
+            bytes=int(spec["bytes"]),
+        )
+        claim = Claim(by=str(spec["claimedBy"]), at=datetime.fromisoformat(spec["claimedAt"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StateError(f"{KIND} {r.NAMESPACE}/{name} does not read: {exc}") from exc
+    if name_of(reservation.gpu_uuid) != name:
+        raise StateError(
+            f"{KIND} {r.NAMESPACE}/{name} reserves {reservation.gpu_uuid}, whose Reservation "
+            f"is called {name_of(reservation.gpu_uuid)}"
+        )
+    return Held(
+        reservation=reservation,
+        claim=claim,
+        name=name,
+        uid=str(meta.get("uid", "")),
+        version=str(meta.get("resourceVersion", "")),
+    )
+
+
+def claim(api: Any, reservation: Reservation, by: Claim) -> Held:
+    """Create the card's Reservation; CardTaken when the card is claimed already."""
+    custom: Any = client.CustomObjectsApi(api)
+    what = f"claim {reservation.gpu_uuid} for {reservation.workload}"
+    try:
+        with api_errors(what):
+            made = custom.create_namespaced_custom_object(
+                *HERE, body_of(reservation, by), _request_timeout=REQUEST_TIMEOUT
+            )
+    except Conflict as exc:
+        raise CardTaken(what, exc.status, exc.message) from exc
+    return held_of(made)
+
+
+def read_claim(api: Any, gpu_uuid: str) -> Held | None:
+    """The card's Reservation, or None when the card is free."""
+    custom: Any = client.CustomObjectsApi(api)
+    found = or_none(
+        f"read the Reservation of {gpu_uuid}",
+        lambda: custom.get_namespaced_custom_object(
+            *HERE, name_of(gpu_uuid), _request_timeout=REQUEST_TIMEOUT
+        ),
+    )
+    return None if found is None else held_of(found)
+
+
+def free(api: Any, held: Held) -> bool:
+    """Delete the Reservation exactly as read; False when it is gone or was claimed again."""
+    custom: Any = client.CustomObjectsApi(api)
+    preconditions = {"uid": held.uid, "resourceVersion": held.version}
+    try:
+        with api_errors(f"free {held.reservation.gpu_uuid} of {held.reservation.workload}"):
+            custom.delete_namespaced_custom_object(
+                *HERE,
+                held.name,
+                body={"preconditions": preconditions},
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+    except (NotFound, Conflict):
+        return False
+    return True
+
+
+def list_claims(api: Any) -> tuple[Held, ...]:
+    """Every card's Reservation, sorted by workload then card."""
+    found = tuple(held_of(item) for item in _pages(api))
+    return tuple(sorted(found, key=lambda h: (h.reservation.workload, h.reservation.gpu_uuid)))
+
+
+def _pages(api: Any) -> Iterator[dict[str, Any]]:
+    custom: Any = client.CustomObjectsApi(api)
+    token: str | None = None
+    while True:
+        with api_errors("list the Reservations"):
+            page = custom.list_namespaced_custom_object(
+                *HERE, limit=PAGE, _continue=token, _request_timeout=REQUEST_TIMEOUT
+            )
+        yield from page.get("items") or []
+        token = (page.get("metadata") or {}).get("continue") or None
+        if token is None:
+            return
