@@ -8,6 +8,10 @@ NVML is up, a failure to read a card is a ``HardwareError`` of one line.
 ``nvmlShutdown`` is called after every successful ``nvmlInit``, whatever
 happens in between.
 
+``processes`` lists what each process holds on each card, for the agent's
+per-Pod memory: NVML names host PIDs, which is why the agent runs in the host's
+PID namespace (deploy/40-agent.yaml).
+
 The NVML module is passed to ``__init__`` (the real ``pynvml`` by default,
 imported then and not when this module is imported) so the contract tests can
 drive the parsing and the error mapping with a stand-in module on machines
@@ -20,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
+from nodeau.domain.hardware import CardProcess, Gpu, GpuReading, MachineReading
 from nodeau.ports.hardware import HardwareError
 
 NO_GPU = "no NVIDIA GPU found"
@@ -80,6 +84,39 @@ class NvmlGpuInventory:
                 return held
         except (_NvmlUnavailable, nvml.NVMLError):
             return None
+
+    def processes(self) -> tuple[CardProcess, ...]:
+        """Every compute process on every card, with the bytes NVML says it holds there
+        (``nvmlDeviceGetComputeRunningProcesses``: host PIDs, ``usedGpuMemory``).
+
+        None where NVML is unavailable (no driver: no cards to hold anything). A process
+        whose figure the driver does not report (``usedGpuMemory`` None) is left out. A
+        list that cannot be read once NVML is up is a one-line ``HardwareError``.
+        """
+        nvml = self._nvml
+        try:
+            with self._session():
+                try:
+                    return tuple(
+                        CardProcess(pid=int(proc.pid), gpu_uuid=uuid, used_bytes=int(used))
+                        for uuid, proc in self._listed()
+                        if (used := getattr(proc, "usedGpuMemory", None)) is not None
+                        and int(proc.pid) > 0
+                    )
+                except nvml.NVMLError as exc:
+                    raise HardwareError(
+                        f"NVML on {self._machine}: cannot list the cards' processes: {_reason(exc)}"
+                    ) from exc
+        except _NvmlUnavailable:
+            return ()
+
+    def _listed(self) -> Iterator[tuple[str, Any]]:
+        nvml = self._nvml
+        for index in range(int(nvml.nvmlDeviceGetCount())):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+            for proc in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                yield uuid, proc
 
     @contextmanager
     def _session(self) -> Iterator[None]:

@@ -21,10 +21,11 @@ from attrs import field, frozen
 from nodeau.domain.artifacts import is_sha256_hex
 from nodeau.domain.batches import BatchRequest
 from nodeau.domain.copies import CopyProgress, CopyRequest
-from nodeau.domain.hardware import AgentReport, MachineReading
+from nodeau.domain.hardware import AgentReport, MachineReading, PodMemory
 from nodeau.domain.health import MachineHealth, Signals
 from nodeau.domain.leadership import LeaseRecord
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
+from nodeau.domain.memory import MeasuredTable, Measurement
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.organisation import Requester
 from nodeau.domain.placement import Policy, SchedulingSettings
@@ -132,6 +133,9 @@ class MachineReport:
     at: datetime = field(validator=_aware)
     artifacts: tuple[MachineArtifact, ...] = ()
     copies: tuple[CopyProgress, ...] = ()  # its progress on each copy asked of it
+    # what each Pod's processes hold on each card, now and at their peak (NVML, per
+    # process); none on simulated cards or from an agent that reads no card
+    pods: tuple[PodMemory, ...] = ()
 
     @property
     def machine(self) -> str:
@@ -251,6 +255,7 @@ class ServerPod:
     phase: ServerPhase
     endpoint: str | None  # its OpenAI-compatible address, once it has one
     restarts: ServerRestarts = field(factory=ServerRestarts)  # default: it never ended
+    pod_uid: str | None = None  # the Pod's UID: what its machine's report names it by
 
 
 @frozen(kw_only=True)
@@ -475,6 +480,24 @@ class QualificationRecords(Protocol):
 
     def record_evidence(self, evidence: QualificationEvidence) -> None:
         """Keep one more run under its artifact."""
+        ...
+
+    def measurements(self) -> MeasuredTable:
+        """Every measured peak the fleet keeps (possibly none)."""
+        ...
+
+    def record_measurement(self, measurement: Measurement) -> None:
+        """Keep a measured peak; a newer one of the same key replaces the older."""
+        ...
+
+
+class MeasuredPeaks(Protocol):
+    """The peaks qualification measured on the fleet's cards (NVML, per Pod), keyed by
+    artifact, card model and runtime configuration as one machine keys its own: what the
+    controller's admission uses and labels measured."""
+
+    def measurements(self) -> MeasuredTable:
+        """Every measured peak the fleet keeps (possibly none)."""
         ...
 
 

@@ -112,6 +112,7 @@ class PodView:
     gpu_uuid: str | None
     restarts: ServerRestarts = field(factory=ServerRestarts)
     previous_log: bool = False  # its log now is the ended run's (it waits for its restart)
+    uid: str | None = None  # metadata.uid: what its machine's agent names it by
 
 
 def _core(api: Any) -> Any:
@@ -294,6 +295,7 @@ def view_of(pod: Any) -> PodView:
         gpu_uuid=env.get("NVIDIA_VISIBLE_DEVICES"),
         restarts=restarts_of(server),
         previous_log=server is not None and _waits_after_an_end(server),
+        uid=meta.uid,
     )
 
 
@@ -399,6 +401,7 @@ def server_of(pod: PodView, kind: WorkloadKind) -> ServerPod:
         phase=phase_of(pod),
         endpoint=endpoint_of(pod),
         restarts=pod.restarts,
+        pod_uid=pod.uid,
     )
 
 

@@ -5,7 +5,9 @@ docs/adr/0004 fixes the JSON: ``{"machine", "at", "simulated", "note", "gpus":
 [{"id", "names", "size_bytes", "path", "summary"}]}``; docs/adr/0009 adds ``"copies":
 [{"artifact", "since", "phase", "bytes_done", "bytes_total", "reason"}]`` (the agent's
 progress on each copy asked of its machine), which a report written before it leaves
-out: it reads as no copies.
+out: it reads as no copies; docs/adr/0010 adds ``"pods": [{"pod_uid", "gpu_uuid",
+"used_bytes", "peak_bytes"}]`` (what each Pod's processes hold on each card, now and at
+their peak), absent from older reports and from simulated cards': it reads as none.
 
 Decisions recorded here:
 
@@ -27,7 +29,7 @@ from cattrs import BaseValidationError, transform_error
 
 from nodeau.adapters.record_json import RecordError, converter, to_plain
 from nodeau.domain.copies import CopyPhase, CopyProgress
-from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
+from nodeau.domain.hardware import Gpu, GpuReading, MachineReading, PodMemory
 from nodeau.ports.cluster import MachineArtifact, MachineReport, ReportSet
 
 __all__ = ["MachineArtifact", "MachineReport", "ReportSet", "parse_report", "report_json"]
@@ -54,6 +56,7 @@ class _ReportJson:
     gpus: tuple[_GpuJson, ...]
     artifacts: tuple[MachineArtifact, ...]  # the same keys as the ADR's
     copies: tuple[CopyProgress, ...] = ()  # absent from reports older than copies
+    pods: tuple[PodMemory, ...] = ()  # absent from reports older than per-Pod memory
 
 
 def _exactly(value: object, type_: type) -> object:
@@ -104,6 +107,7 @@ def report_json(report: MachineReport) -> str:
         ),
         artifacts=report.artifacts,
         copies=report.copies,
+        pods=report.pods,
     )
     return json.dumps(to_plain(wire, _ReportJson), sort_keys=True)
 
@@ -143,6 +147,7 @@ def parse_report(text: str, what: str) -> MachineReport:
             at=wire.at.astimezone(UTC),
             artifacts=wire.artifacts,
             copies=wire.copies,
+            pods=wire.pods,
         )
         report.as_agent_report()  # the domain's own checks (a UUID listed twice)
     except ValueError as exc:

@@ -6,7 +6,10 @@ and publishes the report in the machine's agent Lease (docs/adr/0004). It also
 reads the copy requests (ConfigMap nodeau-copies) and fetches the ones asked of
 this machine from the catalog's publisher (NODEAU_CATALOG, NODEAU_PUBLISHER_URL,
 the reserve NODEAU_DISK_RESERVE_BYTES), one at a time, on a thread of its own
-(docs/adr/0009).
+(docs/adr/0009). On a machine whose cards NVML reads, a thread samples what each
+model-server process holds on its card, names its Pod from /proc/PID/cgroup (the host's:
+the DaemonSet runs in the host's PID namespace) and each report carries every Pod's
+memory now and at its peak (docs/adr/0010); with simulated cards it reports none.
 
 Decisions recorded here:
 
@@ -42,12 +45,16 @@ from nodeau.adapters.catalog_file import JsonCatalogFile
 from nodeau.adapters.kube.client import connect
 from nodeau.adapters.kube.copies import KubeModelCopies
 from nodeau.adapters.kube.reports import KubeMachineReports
+from nodeau.adapters.nvml_inventory import NvmlGpuInventory
+from nodeau.adapters.pod_cgroup import ProcCgroupPods
 from nodeau.apps import model_services
 from nodeau.apps.agent.agent import PROG, Agent, Link
 from nodeau.apps.agent.copies import CopyWorker
+from nodeau.apps.agent.memory import PodMemoryWatch
 from nodeau.apps.machine import inventory_for
 from nodeau.apps.settings import settings_from, utc_now
 from nodeau.ports.errors import NodeauError
+from nodeau.ports.hardware import GpuInventory
 
 
 def _interval(text: str) -> float:
@@ -71,6 +78,14 @@ def kube_link(kubeconfig: Path | None) -> Link:
         reports=KubeMachineReports(connection.api),
         copies=KubeModelCopies(connection.api),
     )
+
+
+def pod_memory_watch(inventory: GpuInventory) -> PodMemoryWatch | None:
+    """The memory watch of a machine whose cards NVML reads; None for simulated cards,
+    which hold nothing of their own."""
+    if not isinstance(inventory, NvmlGpuInventory):
+        return None
+    return PodMemoryWatch(processes=inventory, pods=ProcCgroupPods(), clock=utc_now)
 
 
 def say(line: str) -> None:
@@ -101,10 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = settings_from(os.environ)
     try:
         models = model_services.build(evolve(settings, machine=machine))
+        inventory = inventory_for(machine, settings.simulated_gpus)
+        memory = pod_memory_watch(inventory)
         agent = Agent(
             machine=machine,
             connect=lambda: kube_link(args.kubeconfig),
-            inventory=inventory_for(machine, settings.simulated_gpus),
+            inventory=inventory,
             store=models.store,
             registry=models.registry,
             catalog=JsonCatalogFile(settings.catalog),
@@ -118,10 +135,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 url_for=models.url_for,
                 say=say,
             ),
+            memory=memory,
         )
     except NodeauError as exc:
         print(f"{PROG}: {exc.one_line()}", file=sys.stderr)
         return 2
+    if memory is not None:
+        memory.start()
     while True:
         published = agent.round()
         if args.once:

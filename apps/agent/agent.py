@@ -16,6 +16,9 @@ Decisions recorded here:
   left out; progress on a copy the report lists verified is left out. A round that
   cannot read the requests says so and still publishes, the worker keeping the
   requests it had.
+* Each report also carries what each Pod's processes hold on each card, now and at their
+  peak, as the memory watch (``memory.py``) sampled it between rounds. An agent without a
+  watch (simulated cards: they hold nothing of their own) reports none.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from datetime import datetime
 from attrs import evolve, frozen
 
 from nodeau.apps.agent.copies import CopyWorker
+from nodeau.apps.agent.memory import PodMemoryWatch
 from nodeau.apps.machine_report import build_report
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.model_info import ModelSummary
@@ -70,8 +74,10 @@ class Agent:
         inspector: ModelInspector,
         clock: Callable[[], datetime],
         copies: CopyWorker | None = None,
+        memory: PodMemoryWatch | None = None,
     ) -> None:
         self.machine = machine
+        self.memory = memory
         self.copies = copies
         self.connect = connect
         self.inventory = inventory
@@ -102,6 +108,9 @@ class Agent:
         link = self.link
         problems += self._take_requests(link, catalog, problems)
         progress = () if self.copies is None else self.copies.progress()
+        pods = () if self.memory is None else self.memory.memory()
+        unread = None if self.memory is None else self.memory.problem()
+        problems += () if unread is None else (unread,)
         try:
             built = build_report(
                 inventory=self.inventory,
@@ -115,7 +124,11 @@ class Agent:
         except NodeauError as exc:
             return self._failed(f"cannot report: {exc.one_line()}")
         held = {a.id for a in built.report.artifacts}
-        report = evolve(built.report, copies=tuple(p for p in progress if p.artifact not in held))
+        report = evolve(
+            built.report,
+            copies=tuple(p for p in progress if p.artifact not in held),
+            pods=pods,
+        )
         try:
             link.reports.publish(report)
         except ClusterError as exc:
@@ -154,9 +167,12 @@ class Agent:
         return ()
 
     def close(self) -> None:
-        """Stop the copy in progress (what arrived is kept for a resume)."""
+        """Stop the copy in progress (what arrived is kept for a resume) and the memory
+        watch."""
         if self.copies is not None:
             self.copies.stop()
+        if self.memory is not None:
+            self.memory.stop()
 
     def _failed(self, problem: str) -> bool:
         self._say((problem,))

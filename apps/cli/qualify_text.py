@@ -29,8 +29,9 @@ def qualification_lines(view: QualificationView) -> list[str]:
         lines.append(f"  {m.task}: {size(m.peak_bytes)}, {m.source} ({kept}); {m.config}")
     if not view.memory:
         lines.append(
-            "memory: not read (on a fleet the agent does not report a model server's own "
-            "memory yet); admission keeps using its estimate"
+            "memory: not read (no card's own reading of a model server: a fleet's simulated "
+            "cards hold none, and a server that never served, or that no machine's report "
+            "named, was not measured); admission keeps using its estimate"
         )
     claims = ", ".join(view.claims) if view.claims else "nothing (no probe passed)"
     lines.append(f"{view.model} now claims: {claims}")

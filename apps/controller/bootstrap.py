@@ -20,6 +20,7 @@ from nodeau.adapters.kube.lease import fenced_client
 from nodeau.adapters.kube.marks import KubeFleetMarks
 from nodeau.adapters.kube.organisation import KubeOrganisationPolicy
 from nodeau.adapters.kube.pods import KubeServerPods, PodImages
+from nodeau.adapters.kube.qualifications import KubeQualificationRecords
 from nodeau.adapters.kube.reports import KubeMachineReports
 from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.kube.watch import KubeWorkloadWatch
@@ -54,6 +55,7 @@ def kube_ports(
         verifier=verifier or compiled_in_verifier(),
         organisation=KubeOrganisationPolicy(api),
         batches=KubeFleetBatches(api),
+        measured=KubeQualificationRecords(api),
     )
 
 

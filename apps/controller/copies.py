@@ -78,6 +78,7 @@ class CopyKeeper:
                 plan = planning(
                     ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health,
                     fleet=fleet, plan=inputs.plan, organisation=inputs.organisation,
+                    table=inputs.table,
                 )  # fmt: skip
                 found = plan.unwrap() if isinstance(plan, Success) else None
                 plans[key] = (
@@ -118,6 +119,7 @@ def fingerprint(relying: tuple[WorkloadRecord, ...], inputs: FleetInputs) -> obj
             (rep.reading.machine, tuple(sorted(a.id for a in rep.artifacts)))
             for rep in inputs.reports
         ),
+        inputs.table,
     )
 
 

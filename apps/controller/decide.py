@@ -16,8 +16,10 @@ same ``schedule`` the one-machine plane runs. Decisions recorded here:
   was asked; nothing is guessed.
 * A report from a machine that is not a Node (a Node deleted, its agent Lease
   left behind) is not part of the fleet.
-* The prediction has no measurements in the cluster yet: an empty table, so
-  every figure is labelled estimated.
+* The prediction uses the peaks qualification measured on the fleet's cards (``table``:
+  ConfigMap nodeau-measurements, read with the rest of the fleet): where the artifact,
+  the card model and the runtime configuration match one, the figure is that peak and
+  the decision is labelled measured, as on one machine; elsewhere it is estimated.
 """
 
 from __future__ import annotations

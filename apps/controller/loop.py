@@ -10,6 +10,10 @@ Decisions recorded here:
   signal reaching its grace (a machine may turn unreachable), a held service's delay
   running out (``wake_at``); so a machine is noticed and a recovery decided at the
   moment, not up to a resync later.
+* Each reading of the fleet includes the peaks qualification measured on its cards
+  (``MeasuredPeaks``), so admission labels a decision measured where the artifact, card
+  model and configuration match; measurements that cannot be read are logged once and
+  every figure is then estimated.
 * Every ``resync`` seconds: health first (signals, assessment, the record of
   it, held workloads, recoveries, recovery's copies), then every object, so a missed
   watch event costs at most one resync.
@@ -41,14 +45,17 @@ from nodeau.apps.controller.reconcile import KIND_NAMES, FleetInputs, FleetReadi
 from nodeau.apps.controller.recover import Recoverer
 from nodeau.apps.planes.plan import kept_terms
 from nodeau.domain.health import Health, MachineHealth, next_quiet
+from nodeau.domain.memory import MeasuredTable
 from nodeau.domain.plans import PlanTerms
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
+    ClusterError,
     EventLog,
     FleetMarks,
     HealthRecords,
     MachineReports,
+    MeasuredPeaks,
     ModelCopies,
     NotLeading,
     ServerPods,
@@ -85,6 +92,8 @@ class ControllerPorts:
     organisation: OrganisationPolicy
     # batch jobs' results kept in the cluster; None: a job ends only when its server does
     batches: FleetBatches | None = None
+    # the peaks qualification measured on the fleet's cards; None: every figure estimated
+    measured: MeasuredPeaks | None = None
 
 
 class Controller:
@@ -116,6 +125,7 @@ class Controller:
         # the next moment the fleet's health or a recovery can change without any event: a
         # fresh signal going quiet, a delay running out; ``run`` wakes for it
         self.wake_at: datetime | None = None
+        self._unmeasured: str | None = None  # why the measured peaks were last not read
 
     def read_fleet(self) -> FleetInputs:
         """Reports, marks, health, the plan and the organisation's policy as they are now."""
@@ -135,7 +145,24 @@ class Controller:
                 self.ports.entitlement.kept(), self.ports.verifier, self._clock()
             ).terms,
             organisation=self.ports.organisation.read(),
+            table=self._measurements(),
         )
+
+    def _measurements(self) -> MeasuredTable:
+        """The measured peaks decisions use now; none (every figure estimated, said once)
+        when they cannot be read: an unreadable measurement never stops an admission."""
+        if self.ports.measured is None:
+            return MeasuredTable()
+        try:
+            table = self.ports.measured.measurements()
+        except ClusterError as exc:
+            line = f"measured peaks not read, every figure is estimated: {exc.one_line()}"
+            if line != self._unmeasured:
+                self._log(line)
+            self._unmeasured = line
+            return MeasuredTable()
+        self._unmeasured = None
+        return table
 
     def assess_health(self) -> None:
         """Assess every machine, keep the result, show it on workloads, and recover the

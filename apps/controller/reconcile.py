@@ -50,7 +50,7 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from datetime import datetime
 
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 from returns.result import Failure, Success
 
 from nodeau.apps.controller.decide import decider
@@ -65,6 +65,7 @@ from nodeau.domain.lifecycle import (
     same_end,
     with_state,
 )
+from nodeau.domain.memory import MeasuredTable
 from nodeau.domain.organisation import Organisation
 from nodeau.domain.plans import PlanTerms
 from nodeau.domain.records import Admission
@@ -106,6 +107,7 @@ class FleetInputs:
     health: Mapping[str, MachineHealth]
     plan: PlanTerms  # the plan in force: its bounds apply to every placement
     organisation: Organisation  # its limits apply to every placement
+    table: MeasuredTable = field(factory=MeasuredTable)  # peaks measured on its cards
 
 
 class FleetReading:
@@ -222,6 +224,7 @@ class Reconciler:
             now=now,
             plan=inputs.plan,
             organisation=inputs.organisation,
+            table=inputs.table,
         )
         match self._store.admit(obj.name, decide):
             case Failure(Refusal() as refusal):

@@ -117,6 +117,7 @@ class Recoverer:
                 fleet=fleet,
                 plan=inputs.plan,
                 organisation=inputs.organisation,
+                table=inputs.table,
             )
             decision = placed_or_held(w, plan, health, now, ledger, control_plane)
         decision = guarded(decision, w, alarm)

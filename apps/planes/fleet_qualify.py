@@ -15,8 +15,16 @@ Decisions:
   ``READY_S`` fails the probes it was started for, saying so.
 * Each GPUService is deleted (the controller stops its server and frees its card) and gone
   before the next is asked for, whatever happened.
-* Memory is not read on a fleet yet: the agent does not report a model server's own
-  memory, and a figure nobody read is not written down (the evidence says so).
+* Memory: after a task's probes, and before its workload is deleted, the peak its Pod's
+  model server took on its card is read from the report of the machine it ran on (the
+  agent samples each Pod's processes by NVML, apps/agent/memory.py), from the first report
+  dated after the probes ended (the fleet's clocks agree, as machine health already
+  assumes), waiting up to ``MEMORY_S``. It is kept in the evidence (NVML, on that card
+  model, in the configuration the controller admitted) and recorded as a measurement the
+  controller's admission uses (``QualificationRecords.record_measurement``). Simulated
+  cards hold nothing of their own: nothing is read there, and a figure nobody read is not
+  written down (the command says none was read). A report without the Pod (an agent that
+  reads no card, a Pod it could not name) gives no figure either.
 * The runtime is named by the model-server image the Pods run.
 * The evidence is kept in ConfigMap nodeau-qualifications (``QualificationRecords``).
 """
@@ -29,6 +37,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 
 import httpx
+from attrs import frozen
 
 from nodeau.adapters.kube.resources import SERVER_IMAGE
 from nodeau.apps.models import UnknownModel
@@ -36,12 +45,19 @@ from nodeau.apps.planes.plane import Refused, Undecided
 from nodeau.apps.qualify import Probe, not_started
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.model_info import ModelSummary
-from nodeau.domain.qualification import QualificationEvidence, qualification_plan
+from nodeau.domain.qualification import (
+    MemoryReading,
+    MemorySource,
+    QualificationEvidence,
+    card_measurements,
+    qualification_plan,
+)
 from nodeau.domain.resolution import Known, Resolution, Unresolved, display_name, resolve_name
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import (
     MachineReport,
     QualificationRecords,
+    ServerPods,
     WorkloadAsk,
     WorkloadObject,
     WorkloadObjects,
@@ -50,6 +66,7 @@ from nodeau.ports.errors import NodeauError
 from nodeau.ports.state import StateError
 
 READY_S = 180.0  # from the decision to a model server that serves
+MEMORY_S = 45.0  # for the machine's report after the probes (agents report every 10 s)
 GONE_S = 60.0  # for a deleted qualification workload to be gone
 POLL_S = 0.2
 HEALTH_S = 2.0  # one look at a model server's /health
@@ -94,6 +111,7 @@ def qualify_on_fleet(
     objects: WorkloadObjects,
     reports: Callable[[], tuple[MachineReport, ...]],
     records: QualificationRecords,
+    pods: ServerPods,
     decide: Decide,
     clock: Callable[[], datetime],
     probe: Probe,
@@ -109,6 +127,7 @@ def qualify_on_fleet(
     name = "qualify-" + found.artifact[:12]
     rng = random.Random(seed)
     results = list(plan.not_applicable)
+    memory: list[MemoryReading] = []
     card, context = "no card", context_tokens or 0
     for task in plan.tasks:
         ask = WorkloadAsk(
@@ -138,6 +157,17 @@ def qualify_on_fleet(
             address, why = _serving_address(objects, name)
             if address is not None:
                 results.extend(probe(address, task, name, rng))
+                ended = clock()
+                peak = _pod_peak(pods, reports, decision, ended)
+                if peak is not None and decision.record is not None:
+                    memory.append(
+                        MemoryReading(
+                            task=task,
+                            config_key=decision.record.config.key(),
+                            peak_bytes=peak,
+                            source=MemorySource.NVML,
+                        )
+                    )
             else:
                 results.extend(not_started(task, why))
         finally:
@@ -149,12 +179,61 @@ def qualify_on_fleet(
         runtime=RUNTIME,
         at=clock(),
         context_tokens=context,
-        memory=(),
+        memory=tuple(memory),
         probes=tuple(results),
         seed=seed,
     )
     records.record_evidence(evidence)
+    for measured in card_measurements(evidence, note=f"qualification on the fleet, {RUNTIME}"):
+        records.record_measurement(measured)
     return evidence
+
+
+@frozen(kw_only=True)
+class PeakAnswer:
+    """What a machine's reports say of a Pod's peak: whether they answer yet, and the figure
+    (None when they answer that there is none)."""
+
+    answered: bool
+    peak_bytes: int | None = None
+
+
+def pod_peak_in(
+    reports: Iterable[MachineReport], machine: str, pod_uid: str, gpu_uuid: str, after: datetime
+) -> PeakAnswer:
+    """What ``machine``'s report says the Pod took at its peak on card ``gpu_uuid``: its
+    bytes, from a report dated after ``after``; no figure when that report lists none (or
+    the machine's cards are simulated: they hold nothing of their own); no answer yet while
+    no such report is in."""
+    rep = next((r for r in reports if r.machine == machine), None)
+    if rep is not None and rep.reading.simulated:
+        return PeakAnswer(answered=True)
+    if rep is None or rep.at <= after:
+        return PeakAnswer(answered=False)
+    found = [p.peak_bytes for p in rep.pods if (p.pod_uid, p.gpu_uuid) == (pod_uid, gpu_uuid)]
+    return PeakAnswer(answered=True, peak_bytes=found[0] if found and found[0] > 0 else None)
+
+
+def _pod_peak(
+    pods: ServerPods,
+    reports: Callable[[], tuple[MachineReport, ...]],
+    decision: WorkloadObject,
+    after: datetime,
+) -> int | None:
+    """The peak the decision's Pod took on its card, from its machine's first report after
+    ``after``; None when none says (waiting up to ``MEMORY_S``)."""
+    machine, uuid = decision.status.get("machine"), decision.status.get("gpuUUID")
+    pod = pods.read(WorkloadKind.SERVICE, decision.name)
+    if pod is None or pod.pod_uid is None or not machine or not uuid:
+        return None
+    deadline = time.monotonic() + MEMORY_S
+    while True:
+        found = pod_peak_in(reports(), str(machine), pod.pod_uid, str(uuid), after)
+        if found.answered:
+            return found.peak_bytes
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(POLL_S)
 
 
 def _card_of(decision: WorkloadObject, reports: Iterable[MachineReport]) -> str:

@@ -10,6 +10,10 @@ kernel driver's own file (``/proc/driver/nvidia/version``): no cards where it is
 absent, real cards with the driver's version where it is present; its test id
 (``no-nvidia-driver`` or ``nvidia-driver-loaded``) says which of the two this
 machine proved, so a run without a GPU never reads as having checked a card.
+The per-process list the agent samples (``processes``: pid, card UUID, bytes) is checked
+the same way: its parsing and errors against the stand-in, the real library's no-driver
+branch here; that NVML really lists a Pod's model server with its bytes is proven only on
+a machine with a card.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from nodeau.adapters.simulated_inventory import (
     parse_simulated_spec,
     simulated_uuid,
 )
+from nodeau.domain.hardware import CardProcess
 from nodeau.domain.memory import GIB, MIB
 from nodeau.ports.hardware import GpuInventory, HardwareError
 
@@ -346,6 +351,53 @@ def test_nvml_process_memory_is_none_where_it_cannot_be_read() -> None:
     assert broken.shutdowns == 1
     absent = FakeNvml([], fail={"nvmlInit": nvml_error(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)})
     assert NvmlGpuInventory("node-a", nvml=absent).process_memory(42) is None
+
+
+def test_nvml_processes_name_each_card_by_uuid_with_the_bytes_held_there() -> None:
+    nvml = two_cards(processes={0: [(41, 3 * GIB), (42, 5 * GIB)], 1: [(42, 1 * GIB)]})
+    listed = NvmlGpuInventory("node-a", nvml=nvml).processes()
+    assert listed == (
+        CardProcess(pid=41, gpu_uuid=H100_UUID, used_bytes=3 * GIB),
+        CardProcess(pid=42, gpu_uuid=H100_UUID, used_bytes=5 * GIB),
+        CardProcess(pid=42, gpu_uuid=L4_UUID, used_bytes=1 * GIB),  # its UUID was bytes
+    )
+    assert (nvml.inits, nvml.shutdowns) == (1, 1)
+
+
+def test_nvml_processes_leave_out_a_figure_the_driver_does_not_report() -> None:
+    nvml = two_cards(processes={0: [(41, None), (42, 0)], 1: [(0, GIB)]})
+    assert NvmlGpuInventory("node-a", nvml=nvml).processes() == (
+        CardProcess(pid=42, gpu_uuid=H100_UUID, used_bytes=0),
+    )
+
+
+def test_nvml_processes_are_none_without_a_driver_and_a_hardware_error_when_unlisted() -> None:
+    absent = FakeNvml([], fail={"nvmlInit": nvml_error(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)})
+    assert NvmlGpuInventory("node-a", nvml=absent).processes() == ()
+    broken = two_cards(
+        processes={0: [(42, GIB)]},
+        fail={"nvmlDeviceGetComputeRunningProcesses": nvml_error(pynvml.NVML_ERROR_GPU_IS_LOST)},
+    )
+    with pytest.raises(HardwareError) as caught:
+        NvmlGpuInventory("node-a", nvml=broken).processes()
+    assert str(caught.value) == "NVML on node-a: cannot list the cards' processes: GPU is lost"
+    assert isinstance(caught.value.__cause__, pynvml.NVMLError)
+    assert (broken.inits, broken.shutdowns) == (1, 1)
+
+
+@pytest.mark.parametrize("here", [HERE])
+def test_the_real_nvml_library_lists_processes_only_where_the_nvidia_driver_is_loaded(
+    here: str,
+) -> None:
+    """Without a driver (id ``no-nvidia-driver``): no processes, not an error. With one:
+    each listed on a card this machine has, by its UUID."""
+    inventory = NvmlGpuInventory("here")
+    listed = inventory.processes()
+    if here == "no-nvidia-driver":
+        assert listed == ()
+    else:
+        cards = {r.gpu.uuid for r in inventory.read().gpus}
+        assert all(p.gpu_uuid in cards and p.pid > 0 for p in listed)
 
 
 # -- simulated hardware ------------------------------------------------------------------------
