@@ -1,0 +1,149 @@
+"""The one-machine store's failures, each one line naming its file and what it could not do.
+
+The StateStore contract (tests/contract/test_state_store.py) proves what the store keeps;
+these prove what it says when SQLite, its folder or a stored row fails it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from nodeau.adapters.sqlite_state import SqliteStateStore
+from nodeau.domain.lifecycle import with_state
+from nodeau.domain.workloads import WorkloadState
+from nodeau.ports.state import Event, StateError
+from tests.support.admissions import decider, fleet_of
+from tests.support.fakes import StepClock
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def store_at(path: Path) -> SqliteStateStore:
+    return SqliteStateStore(path, clock=StepClock(start=NOW))
+
+
+def admitted(path: Path) -> SqliteStateStore:
+    store = store_at(path)
+    store.admit("chat", decider("chat", fleet_of(1), NOW)).unwrap()
+    return store
+
+
+def sql(path: Path, statement: str) -> None:
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute(statement)
+    finally:
+        db.close()
+
+
+def test_the_store_makes_every_missing_folder_of_its_file(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "state.sqlite3"
+    store_at(path)
+    assert path.is_file()
+
+
+def test_a_folder_that_cannot_be_made_is_said(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("a file, not a folder")
+    path = tmp_path / "plain" / "state.sqlite3"
+    with pytest.raises(StateError) as caught:
+        store_at(path)
+    assert str(caught.value) == f"{path}: cannot create its folder (File exists)"
+
+
+def test_a_file_sqlite_cannot_open_is_said(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    path.mkdir()
+    with pytest.raises(StateError) as caught:
+        store_at(path)
+    assert str(caught.value) == f"{path}: cannot create the tables (unable to open database file)"
+
+
+@pytest.mark.parametrize(
+    ("table", "what"),
+    [("workloads", "read"), ("events", "read events")],
+)
+def test_a_failed_read_says_what_it_was_reading(tmp_path: Path, table: str, what: str) -> None:
+    path = tmp_path / "state.sqlite3"
+    store = admitted(path)
+    sql(path, "PRAGMA foreign_keys=OFF")
+    sql(path, f"DROP TABLE {table}")
+    with pytest.raises(StateError) as caught:
+        store.snapshot() if what == "read" else store.events("chat")
+    assert str(caught.value) == f"{path}: cannot {what} (no such table: {table})"
+
+
+def test_each_failed_write_says_what_it_was_writing(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    store = admitted(path)
+    sql(path, "DROP TABLE events")
+    said = "(no such table: events)"
+    with pytest.raises(StateError) as caught:
+        store.record_event(Event(at=NOW, workload="chat", text="hello"))
+    assert str(caught.value) == f"{path}: cannot record an event {said}"
+    with pytest.raises(StateError) as caught:
+        store.release("chat", lambda r: with_state(r, WorkloadState.STOPPED, NOW))
+    assert str(caught.value) == f"{path}: cannot release chat {said}"
+    with pytest.raises(StateError) as caught:
+        store.admit("embed", decider("embed", fleet_of(2), NOW))
+    assert str(caught.value) == f"{path}: cannot record an admission {said}"
+    sql(path, "DROP TABLE admissions")
+    with pytest.raises(StateError) as caught:
+        store.admission("chat")
+    assert str(caught.value) == (
+        f"{path}: cannot read the admission of chat (no such table: admissions)"
+    )
+
+
+def test_a_failed_update_says_which_workload(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    store = admitted(path)
+    sql(
+        path,
+        "CREATE TRIGGER no_updates BEFORE UPDATE ON workloads "
+        "BEGIN SELECT RAISE(ABORT, 'kept as it is'); END",
+    )
+    with pytest.raises(StateError) as caught:
+        store.update("chat", lambda r: with_state(r, WorkloadState.SERVING, NOW))
+    assert str(caught.value) == f"{path}: cannot update chat (kept as it is)"
+
+
+def test_a_row_that_is_not_json_is_said_with_whose_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    store = admitted(path)
+    sql(path, "UPDATE workloads SET record = '{broken' WHERE name = 'chat'")
+    with pytest.raises(StateError) as caught:
+        store.snapshot()
+    assert str(caught.value) == (
+        f"{path}: the record of chat cannot be read (not JSON: Expecting property name "
+        "enclosed in double quotes: line 1 column 2 (char 1))"
+    )
+    with pytest.raises(StateError) as caught:
+        store.update("chat", lambda r: r)
+    assert str(caught.value).startswith(f"{path}: the record of chat cannot be read (not JSON")
+
+
+def test_a_stored_admission_or_event_that_does_not_read_is_said(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    store = admitted(path)
+    sql(path, "UPDATE admissions SET decision = '{}' WHERE workload = 'chat'")
+    with pytest.raises(StateError) as caught:
+        store.admission("chat")
+    assert str(caught.value).startswith(f"{path}: the admission of chat cannot be read (")
+    assert "required field missing" in str(caught.value)
+    sql(path, "UPDATE events SET at = 'yesterday'")
+    with pytest.raises(StateError) as caught:
+        store.events()
+    assert str(caught.value).startswith(f"{path}: an event cannot be read (")
+
+
+def test_a_decision_about_another_workload_is_a_programming_error(tmp_path: Path) -> None:
+    store = store_at(tmp_path / "state.sqlite3")
+    decide = decider("embed", fleet_of(1), NOW)
+    with pytest.raises(ValueError) as caught:
+        store.admit("chat", decide)
+    assert str(caught.value) == "admit('chat') decided about 'embed'"
+    assert store.snapshot().workloads == ()  # nothing recorded

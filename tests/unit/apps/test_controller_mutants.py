@@ -1,0 +1,83 @@
+"""The controller's deletions, over the contract-checked fakes, where the fakes answered too
+readily for a test to see the order of things: a server that takes its time to leave, and a
+finished workload deleted afterwards."""
+
+from __future__ import annotations
+
+from nodeau.domain.reservations import Ledger
+from nodeau.domain.workloads import WorkloadKind, WorkloadState
+from nodeau.ports.cluster import WorkloadAsk
+from tests.support.fake_cluster import FakeServerPods, gpu_uuid
+from tests.unit.apps.test_controller_reconcile import controller, fleet, held_cards, state
+
+SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
+
+
+class LingeringPods(FakeServerPods):
+    """Servers that stay until their machine lets them go (``leave``), as a real Pod does
+    while its container is stopped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.leaving: set[tuple[WorkloadKind, str]] = set()
+
+    def delete(self, kind: WorkloadKind, workload: str, *, force: bool = False) -> bool:
+        if (kind, workload) not in self.pods:
+            return False
+        self.leaving.add((kind, workload))
+        return True
+
+    def leave(self) -> None:
+        for key in self.leaving:
+            self.pods.pop(key, None)
+        self.leaving.clear()
+
+
+def test_a_deleted_services_card_is_released_only_once_its_server_is_gone() -> None:
+    cluster = fleet("m1")
+    pods = cluster.pods = LingeringPods()
+    said: list[str] = []
+    ctl = controller(cluster, said)
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl.resync()
+    pods.run()
+    ctl.resync()
+    assert state(cluster, "chat") is WorkloadState.SERVING
+
+    cluster.objects.delete(SERVICE, "chat")
+    ctl.reconcile_all([(SERVICE, "chat")])
+    assert pods.leaving == {(SERVICE, "chat")}
+    assert held_cards(cluster) == [("chat", gpu_uuid("m1", 0))]  # the server still holds it
+    assert state(cluster, "chat") is WorkloadState.SERVING
+    obj = cluster.objects.get(SERVICE, "chat")
+    assert obj is not None and obj.deleting and obj.guarded
+
+    pods.leave()
+    ctl.reconcile_all([(SERVICE, "chat")])
+    assert cluster.ledger.read() == Ledger()
+    assert state(cluster, "chat") is WorkloadState.STOPPED
+    assert cluster.objects.get(SERVICE, "chat") is None
+    assert said[-1] == "GPUService chat: deleted; its card is free again"
+
+
+def test_a_finished_job_deleted_afterwards_releases_nothing_more() -> None:
+    cluster = fleet("m1")
+    said: list[str] = []
+    ctl = controller(cluster, said)
+    cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
+    ctl.resync()
+    cluster.pods.run()
+    ctl.resync()
+    cluster.pods.end(BATCH, "nightly", ok=True)
+    ctl.resync()
+    assert state(cluster, "nightly") is WorkloadState.SUCCEEDED
+    events = cluster.events.reasons("nightly")
+    cluster.pods.delete(BATCH, "nightly")  # its Pod gone with the job's end
+
+    cluster.objects.delete(BATCH, "nightly")
+    before = len(said)
+    ctl.reconcile_all([(BATCH, "nightly")])
+    assert cluster.objects.get(BATCH, "nightly") is None
+    assert state(cluster, "nightly") is WorkloadState.SUCCEEDED  # its end is kept
+    assert cluster.events.reasons("nightly") == events
+    assert said[before:] == []

@@ -1,0 +1,25 @@
+"""A recovery with nothing to plan on: the service is held for its model's files, and says why."""
+
+from __future__ import annotations
+
+from nodeau.domain.recovery import RecoveryAction, no_plan
+from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.workloads import HeldReason
+from tests.unit.domain.test_recovery import service
+
+GONE = Refusal.of(
+    ReasonCode.NO_VERIFIED_COPY,
+    "qwen: no machine in the fleet holds a verified copy of a model by that name",
+)
+
+
+def test_a_service_whose_model_is_nowhere_is_held_for_its_files() -> None:
+    decided = no_plan(service(name="chat"), GONE)
+    assert decided.workload == "chat"
+    assert decided.action is RecoveryAction.HOLD
+    assert decided.held_reason is HeldReason.MODEL_FILES
+    assert decided.sentence == (
+        "qwen: no machine in the fleet holds a verified copy of a model by that name"
+    )
+    assert decided.refusal == GONE
+    assert (decided.placement, decided.fetch_copy_to, decided.fires_at) == (None, None, None)
