@@ -12,6 +12,7 @@ CPU), httpx on 127.0.0.1.
 from __future__ import annotations
 
 import json
+import re
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -185,23 +186,52 @@ def wait_for(what: str, ready: Any) -> Any:
         time.sleep(0.2)
 
 
+AGE = re.compile(r"\((\d+)([smhd])\)")  # a sentence's "how long ago": "(45s)", "(4m)"
+UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def aged(value: Any) -> tuple[Any, list[int]]:
+    """``value`` with every age in its strings replaced by "(AGE)", and those ages in seconds,
+    in order (strings in lists and dicts included)."""
+    ages: list[int] = []
+
+    def kept(m: re.Match[str]) -> str:
+        ages.append(int(m[1]) * UNIT_S[m[2]])
+        return "(AGE)"
+
+    def mask(v: Any) -> Any:
+        if isinstance(v, str):
+            return AGE.sub(kept, v)
+        if isinstance(v, list):
+            return [mask(x) for x in v]
+        if isinstance(v, dict):
+            return {k: mask(x) for k, x in v.items()}
+        return v
+
+    return mask(value), ages
+
+
 def same_moment(
     first: Callable[[], Any], second: Callable[[], Any], part: Callable[[Any], Any]
 ) -> tuple[Any, Any]:
-    """``first()`` and ``second()`` read until ``part(first())`` equals ``second()`` (what
-    they say of time moves on each second, so a pair read across a second differs): each
-    ``second()`` between two ``first()``, since a command can take over a second to read
-    (a fleet's ``nodeau ps``), and one of the two is then of its second; fails when they
-    never agree."""
-    a = first()
+    """``second()`` read between two ``first()``: it must say what ``part(first())`` says,
+    word for word, but for how long ago ("(45s)"), which must lie between what the read before
+    and the read after said (each is rounded down at its own moment, and a command can take
+    over a second to read). Read again while the state itself changed between the reads;
+    returns the read after and ``second()``'s."""
     for _ in range(20):
-        b, after = second(), first()
-        for candidate in (a, after):
-            if part(candidate) == b:
-                return candidate, b
-        a = after
-    assert part(a) == b
-    return a, b
+        before, said, after = first(), second(), first()
+        (was, was_ages), (now, now_ages), (then, then_ages) = (
+            aged(part(before)), aged(said), aged(part(after))
+        )  # fmt: skip
+        if was == then and len(was_ages) == len(then_ages):
+            assert now == was, (now, was)
+            assert len(now_ages) == len(was_ages), (said, part(before))
+            assert all(
+                a <= b <= c for a, b, c in zip(was_ages, now_ages, then_ages, strict=True)
+            ), (was_ages, now_ages, then_ages)
+            return after, said
+    raise AssertionError(f"the state kept changing between reads: {part(before)} / {said}")
 
 
 def batch_request(n: int) -> str:
@@ -256,15 +286,16 @@ def test_the_board_says_what_ps_says_stops_a_batch_job_and_the_playground_answer
     opened = cli.dashboard()
     bearer = {"Authorization": f"Bearer {opened['token']}"}
     with http(opened["address"]) as client:
-        # a sentence says how long ago ("(5s)"): compared as read within the same second
+        # a sentence says how long ago ("(5s)"): ps is read between two boards
         board, ps = same_moment(
             lambda: whole_board(client, {**bearer, **FRESH}),
             lambda: cli.json("ps"),
             lambda board: board["cli"]["ps"],
         )
         assert {row["kind"] for row in ps} == {"service", "batch"}
+        # the page's table is the same read's ps, sentence for sentence
         shown = {row[0]: row[-1] for row in board["workloads"]["rows"]}
-        assert shown == {row["name"]: row["sentence"] for row in ps}
+        assert shown == {row["name"]: row["sentence"] for row in board["cli"]["ps"]}
         assert board["batches"]["stoppable"] == ["long"]
         held = {
             g["held_by"]: g["reserved_bytes"]
