@@ -163,7 +163,7 @@ def _pages(api: Any) -> Iterator[dict[str, Any]]:
     custom: Any = client.CustomObjectsApi(api)
     token: str | None = None
     while True:
-        with api_errors("list the Reservations"):
+        with api_errors("read the reservation ledger"):
             page = custom.list_namespaced_custom_object(
                 *HERE, limit=PAGE, _continue=token, _request_timeout=REQUEST_TIMEOUT
             )

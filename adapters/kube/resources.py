@@ -16,7 +16,6 @@ GPUSERVICES = "gpuservices"
 BATCHJOB_KIND = "BatchJob"
 BATCHJOBS = "batchjobs"
 
-# the reservation ledger: one ConfigMap, replaced under its resourceVersion
 # the fleet-wide scheduling policy
 SCHEDULING_CONFIGMAP = "nodeau-scheduling"
 POLICY_KEY = "policy"
