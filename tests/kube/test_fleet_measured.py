@@ -25,7 +25,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from kubernetes import client
 
@@ -49,6 +48,7 @@ from tests.kube.test_whole_path import controller_process  # noqa: F401 (a fixtu
 from tests.support.cli import Cli
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_nodes import create_kwok_nodes, wait_for
+from tests.support.kube_stand_in import point_pod_at, serve_pod
 from tests.support.llama import llama_server_binary
 from tests.support.tiny_gguf import write_tiny_llama
 
@@ -146,28 +146,12 @@ def kubelet_and_nvml(api: Any, machine: Machine, logs: Path) -> Iterator[list[tu
     binary = llama_server_binary()
 
     def serve(pod: Any) -> subprocess.Popen[bytes]:
-        args = list(pod.spec.containers[0].args)
-        args[args.index("--host") + 1] = STAND_IN
-        with (logs / f"{pod.metadata.name}-{len(served)}.log").open("wb") as log:
-            process = subprocess.Popen(
-                [str(binary), *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-        served.append((pod.metadata.uid, task_of(args)))
-        machine.on_card(process.pid, pod.metadata.uid, HELD[task_of(args)])
-        base = f"http://{STAND_IN}:{r.SERVER_PORT}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        core.patch_namespaced_pod_status(
-            pod.metadata.name, r.NAMESPACE,
-            [{"op": "replace", "path": "/status/podIP", "value": STAND_IN},
-             {"op": "replace", "path": "/status/podIPs", "value": [{"ip": STAND_IN}]}],
-        )  # fmt: skip
+        log = logs / f"{pod.metadata.name}-{len(served)}.log"
+        task = task_of(list(pod.spec.containers[0].args))
+        process = serve_pod(binary, pod, STAND_IN, log)
+        served.append((pod.metadata.uid, task))
+        machine.on_card(process.pid, pod.metadata.uid, HELD[task])
+        point_pod_at(core, pod, STAND_IN)
         return process
 
     def end(process: subprocess.Popen[bytes]) -> None:

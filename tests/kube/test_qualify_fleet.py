@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from kubernetes import client
 
@@ -45,6 +44,7 @@ from tests.kube.test_whole_path import controller_process  # noqa: F401 (a fixtu
 from tests.support.cli import Cli
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_controller import add_machine, report
+from tests.support.kube_stand_in import point_pod_at, serve_pod
 from tests.support.llama import llama_server_binary
 from tests.support.real_models import SMOLLM2, fetch, sha256_of
 from tests.support.tiny_gguf import write_tiny_llama
@@ -68,30 +68,10 @@ def kubelet_stand_in(api: Any, binary: Path, logs: Path) -> Iterator[list[list[s
     core = client.CoreV1Api(api)
 
     def serve(pod: Any) -> subprocess.Popen[bytes]:
-        args = list(pod.spec.containers[0].args)
-        args[args.index("--host") + 1] = STAND_IN
-        ran.append(args)
-        with (logs / f"{pod.metadata.name}-{len(ran)}.log").open("wb") as log:
-            process = subprocess.Popen(
-                [str(binary), *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
-        base = f"http://{STAND_IN}:{r.SERVER_PORT}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        core.patch_namespaced_pod_status(
-            pod.metadata.name,
-            r.NAMESPACE,
-            [
-                {"op": "replace", "path": "/status/podIP", "value": STAND_IN},
-                {"op": "replace", "path": "/status/podIPs", "value": [{"ip": STAND_IN}]},
-            ],
-        )
+        ran.append(list(pod.spec.containers[0].args))
+        process = serve_pod(binary, pod, STAND_IN, logs / f"{pod.metadata.name}-{len(ran)}.log")
+        ran[-1][ran[-1].index("--host") + 1] = STAND_IN
+        point_pod_at(core, pod, STAND_IN)
         return process
 
     def watch() -> None:
