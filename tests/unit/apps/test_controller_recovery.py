@@ -368,7 +368,12 @@ def test_a_move_decided_on_the_first_pass_that_sees_the_machine_gone_shows_no_ol
     assert (state(story.cluster, "chat"), story.machine_of()) == (S.RECOVERING, "m2")
     assert obj.endpoint == ""  # never routed to m1's server, nor to m2's before it answers
     ready = obj.condition("Ready")
-    assert ready is not None and not ready.ok
+    assert ready is not None
+    assert (ready.ok, ready.reason, ready.message) == (
+        False,
+        "Recovering",
+        "recovering on m2: nothing is routed to it until it serves",
+    )
 
 
 def test_set_to_never_while_recovering_applies_to_the_next_failure_and_breaks_nothing() -> None:

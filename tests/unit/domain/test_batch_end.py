@@ -70,6 +70,12 @@ def test_an_answer_too_large_to_keep_becomes_an_error_result() -> None:
     line = {"id": "r1", "custom_id": "a", "response": {"status_code": 200, "body": "x" * 50}}
     size = len(json.dumps(line))
     assert kept_or_too_large(line, size, size) == line
-    kept = kept_or_too_large(line, size, size - 1)
-    assert (kept["custom_id"], kept["response"]) == ("a", None)
-    assert kept["error"]["message"].startswith(f"the answer is {size} bytes, more than the")
+    assert kept_or_too_large(line, size, size - 1) == {
+        "id": "r1",
+        "custom_id": "a",
+        "response": None,
+        "error": {
+            "message": f"the answer is {size} bytes, more than the {size - 1} bytes a result "
+            "may take where this job's results are kept"
+        },
+    }

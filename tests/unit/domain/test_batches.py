@@ -132,6 +132,13 @@ def test_a_result_round_trips_through_the_output_format() -> None:
     assert result_from_line({"id": "x"}) is None
 
 
+def test_a_result_line_without_an_id_or_with_a_status_that_is_no_number_is_read_as_such() -> None:
+    line = {"custom_id": "a", "response": {"status_code": "200", "body": "hi"}, "error": None}
+    assert result_from_line(line) == BatchResult(
+        id="", custom_id="a", status_code=None, body="hi", error=None
+    )
+
+
 def test_requests_with_a_result_are_not_run_again() -> None:
     requests = tuple(
         BatchRequest(line_no=n, custom_id=c, url=CHAT[0], body={}) for n, c in enumerate("abc", 1)

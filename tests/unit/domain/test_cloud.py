@@ -43,6 +43,7 @@ ALL = frozenset(OperationKind)
         ("stop-batch,drain", {OperationKind.STOP_BATCH, OperationKind.DRAIN}),
         (" undrain , stop-service ,", {OperationKind.UNDRAIN, OperationKind.STOP_SERVICE}),
         ("drain,drain", {OperationKind.DRAIN}),
+        ("stop-batch,,drain", {OperationKind.STOP_BATCH, OperationKind.DRAIN}),
     ],
 )
 def test_allowed_operations_are_read_from_the_option(text: str, kinds: set[OperationKind]) -> None:

@@ -548,11 +548,12 @@ def test_span_words(span: timedelta, words: str) -> None:
     assert span_words(span) == words
 
 
-def test_timing_cannot_be_negative() -> None:
+@pytest.mark.parametrize("which", ["grace", "warn_ahead", "clock_tolerance"])
+def test_timing_cannot_be_negative(which: str) -> None:
     with pytest.raises(
         ValueError, match=r"^grace, warning and clock tolerance cannot be negative$"
     ):
-        Timing(grace=timedelta(days=-1))
+        Timing(**{which: timedelta(seconds=-1)})
 
 
 def test_a_verification_carries_an_entitlement_exactly_when_valid() -> None:

@@ -47,6 +47,11 @@ def test_the_defaults_are_kube_controller_managers() -> None:
     assert LeaseTerms(duration_s=12.5, renew_deadline_s=10).stated_duration_s == 13
 
 
+def test_a_retry_period_of_one_second_or_less_is_allowed() -> None:
+    assert LeaseTerms(duration_s=3, renew_deadline_s=2, retry_period_s=1).retry_period_s == 1
+    assert LeaseTerms(duration_s=2, renew_deadline_s=1, retry_period_s=0.5).retry_period_s == 0.5
+
+
 @pytest.mark.parametrize(
     ("duration", "deadline", "retry", "says"),
     [

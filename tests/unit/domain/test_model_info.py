@@ -56,6 +56,7 @@ def test_every_prediction_is_an_estimate_and_measurements_are_listed() -> None:
         artifact_id="a" * 64, size_bytes=1000, summary=summary(8192), table=table, allowances=allow
     )
     assert [e.context_tokens for e in info.estimates] == [4096, 8192]
+    assert info.summary == summary(8192)  # the architecture values shown beside them
     for e in info.estimates:
         assert e.prediction.source is Source.ESTIMATED
         expected = estimate_peak(

@@ -75,14 +75,18 @@ def test_quotas_are_counted_per_person_and_per_team_and_the_refusal_says_whose()
     assert isinstance(refused, Failure)
     r = refused.failure()
     assert (r.kind, r.code) == (RefusalKind.QUOTA, ReasonCode.GPU_QUOTA_EXHAUSTED)
-    assert r.sentence.startswith("Team ml holds 2 of its 2 GPUs and this asks for 1")
+    assert r.sentence == (
+        "Team ml holds 2 of its 2 GPUs and this asks for 1; stopping a workload frees quota."
+    )
     # alone, alice has room on both
     assert check_quotas(policy, ALICE, ASK, [Spending(requester=ALICE)]) == Success(None)
     # her own quota first: three of her own workloads
     mine = [Spending(requester=Requester(user="alice"))] * 3
     own = check_quotas(policy, ALICE, ASK, mine)
     assert isinstance(own, Failure)
-    assert own.failure().sentence.startswith("User alice runs 3 of its 3 workloads")
+    assert own.failure().sentence == (
+        "User alice runs 3 of its 3 workloads; stopping a workload frees quota."
+    )
     # workloads recorded before requesters were count for nobody
     assert check_quotas(policy, ALICE, ASK, [Spending(requester=None)] * 9) == Success(None)
 
