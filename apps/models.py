@@ -24,9 +24,14 @@ from nodeau.domain.aliases import (
 from nodeau.domain.artifacts import Artifact, ArtifactFile, Sha256
 from nodeau.domain.cache import CachedFile
 from nodeau.domain.catalog import Catalog, CatalogEntry, find_entry
-from nodeau.domain.memory import Allowances
+from nodeau.domain.memory import Allowances, MeasuredTable
 from nodeau.domain.model_info import ModelInfo, ModelSummary, model_info
-from nodeau.domain.qualification import Capability, capability_states, qualified_line
+from nodeau.domain.qualification import (
+    Capability,
+    QualificationEvidence,
+    capability_states,
+    qualified_line,
+)
 from nodeau.domain.resolution import Known, Resolution, Unresolved, display_name, resolve_name
 from nodeau.ports.models import (
     DiskReserveError,
@@ -201,6 +206,15 @@ def verify_model(resolved: Resolved, store: ModelStore) -> tuple[CachedFile, ...
     return tuple(store.verify(f.sha256) for f in resolved.artifact.files)
 
 
+def verified_summary(
+    first: Sha256, store: ModelStore, inspector: ModelInspector
+) -> ModelSummary | None:
+    """What the verified copy this machine holds of a file (an artifact's first) declares
+    about itself; None when it holds none."""
+    path = store.verified_path(first)
+    return None if path is None else inspector.inspect(path)
+
+
 def describe_model(
     resolved: Resolved,
     *,
@@ -213,21 +227,43 @@ def describe_model(
     """Architecture values from this machine's verified copy, with predictions, measurements
     and each capability's state (from its newest qualification, and ``catalog_capabilities``:
     what the catalog entry listing its bytes claims, None when none does)."""
-    first = resolved.artifact.files[0]
-    path = store.verified_path(first.sha256)
-    if path is None:
+    summary = verified_summary(resolved.artifact.files[0].sha256, store, inspector)
+    if summary is None:
         raise ModelError(
             f"{resolved.display_name}: this machine "
             "holds no verified copy, so its architecture values cannot be read; pull or import it"
         )
-    info = model_info(
+    return model_description(
         artifact_id=resolved.artifact.id.hex,
         size_bytes=resolved.artifact.size_bytes,
-        summary=inspector.inspect(path),
+        summary=summary,
         table=registry.measurements(),
+        evidence=registry.evidence().for_artifact(resolved.artifact.id),
+        catalog_capabilities=catalog_capabilities,
         allowances=allowances,
     )
-    evidence = registry.evidence().for_artifact(resolved.artifact.id)
+
+
+def model_description(
+    *,
+    artifact_id: str,
+    size_bytes: int,
+    summary: ModelSummary,
+    table: MeasuredTable,
+    evidence: QualificationEvidence | None,
+    catalog_capabilities: frozenset[Capability] | None,
+    allowances: Allowances,
+) -> ModelInfo:
+    """What ``model info`` says of an artifact whose summary was read, on either plane: the
+    domain's estimates and measured configurations (``table``), and each capability's state
+    from ``evidence`` (its newest qualification, None: never qualified) and the catalog."""
+    info = model_info(
+        artifact_id=artifact_id,
+        size_bytes=size_bytes,
+        summary=summary,
+        table=table,
+        allowances=allowances,
+    )
     return evolve(
         info,
         capabilities=capability_states(evidence, catalog_capabilities),

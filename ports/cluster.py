@@ -181,6 +181,8 @@ class WorkloadAsk:
     bad_lines: int = 0  # a batch job's lines that could not run (said at submit)
     # who asked (as the API server named them when the object was created); None: not said
     requester: Requester | None = None
+    # a service served for a task its model has not proved, by the asker's explicit choice
+    unproved: bool = False
 
 
 @frozen(kw_only=True)
@@ -498,6 +500,15 @@ class MeasuredPeaks(Protocol):
 
     def measurements(self) -> MeasuredTable:
         """Every measured peak the fleet keeps (possibly none)."""
+        ...
+
+
+class KeptEvidence(Protocol):
+    """The fleet's qualification evidence, read only: what the controller's admission reads
+    to refuse a service for a task its model has not proved."""
+
+    def evidence(self) -> EvidenceBook:
+        """Every run kept, per artifact, oldest first."""
         ...
 
 

@@ -145,12 +145,17 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
         source = FleetSource(kubeconfig=kubeconfig_of(choice, s.environ), context=cluster.context)
         endpoints = fleet_endpoint_manager(s, source)
 
-        def catalog() -> Catalog:
+        def models() -> ModelServices:
             from nodeau.apps import model_services
 
-            return model_services.build(s).catalog()
+            return model_services.build(s)
 
-        return KubernetesPlane(cluster, utc_now, endpoints, verifier=verifier, catalog=catalog)
+        def catalog() -> Catalog:
+            return models().catalog()
+
+        return KubernetesPlane(
+            cluster, utc_now, endpoints, verifier=verifier, catalog=catalog, models=models
+        )
     from nodeau.apps.planes.machine import MachinePlane
 
     s = settings()

@@ -298,7 +298,8 @@ def qualify(
 
 @model_app.command
 def info(model: str, /, *, json: bool = False) -> int:
-    """Architecture values, size, predicted peak VRAM (estimated) and measured configurations.
+    """Architecture values, size, predicted peak VRAM (estimated), measured configurations
+    and each capability's state; on a fleet, what the cluster knows of it.
 
     Parameters
     ----------
@@ -307,23 +308,9 @@ def info(model: str, /, *, json: bool = False) -> int:
     json
         Print the result as JSON.
     """
+    from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.info_text import info_lines
-    from nodeau.apps.models import describe_model, resolve_model
-    from nodeau.domain.catalog import catalog_claims
 
-    s = services.build(settings())
-    catalog = s.catalog()
-    resolved = resolve_model(model, s.registry.book(), catalog)
-    described = describe_model(
-        resolved,
-        store=s.store,
-        inspector=s.inspector,
-        registry=s.registry,
-        allowances=s.settings.allowances,
-        catalog_capabilities=catalog_claims(catalog, resolved.artifact.id.hex),
-    )
-    if json:
-        print(to_json(described))
-        return 0
-    print("\n".join(info_lines(described, resolved.names)))
+    described = plane().model_info(model)
+    print(to_json(described) if json else "\n".join(info_lines(described)))
     return 0

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from nodeau.adapters.catalog_file import JsonCatalogFile
 from nodeau.adapters.entitlement_document import compiled_in_verifier
 from nodeau.adapters.kube.batch_results import KubeFleetBatches
 from nodeau.adapters.kube.copies import KubeModelCopies
@@ -26,6 +27,7 @@ from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.kube.watch import KubeWorkloadWatch
 from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.apps.controller.loop import Controller, ControllerPorts
+from nodeau.apps.settings import shipped_catalog
 from nodeau.ports.entitlements import EntitlementVerifier
 
 
@@ -56,6 +58,8 @@ def kube_ports(
         organisation=KubeOrganisationPolicy(api),
         batches=KubeFleetBatches(api),
         measured=KubeQualificationRecords(api),
+        evidence=KubeQualificationRecords(api),
+        catalog=JsonCatalogFile(shipped_catalog()),
     )
 
 

@@ -20,6 +20,18 @@ same ``schedule`` the one-machine plane runs. Decisions recorded here:
   ConfigMap nodeau-measurements, read with the rest of the fleet): where the artifact,
   the card model and the runtime configuration match one, the figure is that peak and
   the decision is labelled measured, as on one machine; elsewhere it is estimated.
+* A service runs only for a task its model claims, as ``nodeau run`` checks on either
+  plane (the domain's ``task_refusal``): the capabilities the curated catalog entry
+  listing its bytes claims (``Proved.catalog``: the catalog shipped with the controller),
+  or those its newest qualification on the fleet proved (``Proved.evidence``: ConfigMap
+  nodeau-qualifications), looked up by the artifact resolved, never by a name. Otherwise
+  it is refused ``qualification.task-not-proved`` with the sentence the CLI prints,
+  unless its spec says it is served unproved on purpose (``unproved: true``, what
+  ``nodeau run --unproved`` writes). The check follows the resolution (a model no machine
+  holds is ``no-verified-copy`` first) and comes before the organisation's limits, in the
+  CLI's order. A batch job is not checked (nor on one machine), and neither is a recovery
+  or a copy: they plan for a service already admitted. ``proved`` None (a fake fleet
+  given no evidence) checks nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +43,8 @@ from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.domain.admission import AdmissionRequest
+from nodeau.domain.artifacts import Sha256
+from nodeau.domain.catalog import Catalog, catalog_claims
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
 from nodeau.domain.limits import WorkloadAsk as RequestShape
@@ -39,12 +53,14 @@ from nodeau.domain.model_info import ModelSummary, runtime_config
 from nodeau.domain.organisation import Organisation, check_requester, check_shape
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import PlanTerms
+from nodeau.domain.qualification import EvidenceBook, task_refusal
 from nodeau.domain.records import spending
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.resolution import MIN_PREFIX, Known, Miss, Unresolved, display_name, resolve_name
 from nodeau.domain.resolution import Resolution as DomainResolution
 from nodeau.domain.scheduling import FleetView, exclusions, scheduled_admission
+from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import MachineReport, MarkedFleet, WorkloadAsk
 from nodeau.ports.state import Admission, Snapshot
 
@@ -100,6 +116,32 @@ def resolve(text: str, reports: Iterable[MachineReport]) -> Result[Resolution, R
                 )
             )
     raise AssertionError("resolve_name answers a Resolution or an Unresolved")
+
+
+@frozen(kw_only=True)
+class Proved:
+    """What the fleet counts as proved: the curated catalog's claims and the evidence of
+    every qualification kept in the cluster."""
+
+    catalog: Catalog
+    evidence: EvidenceBook
+
+
+def unproved_refusal(
+    ask: WorkloadAsk, resolution: Resolution, proved: Proved | None
+) -> Refusal | None:
+    """Why ``ask`` may not be served for its task (the domain's ``task_refusal`` over the
+    artifact resolved), or None: a batch job, a service served unproved on purpose, or
+    nothing to check against (``proved`` None)."""
+    if proved is None or ask.unproved or ask.kind is not WorkloadKind.SERVICE:
+        return None
+    artifact = resolution.artifact_id.lower()
+    return task_refusal(
+        catalog=catalog_claims(proved.catalog, artifact),
+        evidence=proved.evidence.for_artifact(Sha256(hex=artifact)),
+        task=ask.task,
+        model=resolution.display_name(ask.model),
+    )
 
 
 def fleet_of(reports: Iterable[MachineReport], marks: MarkedFleet) -> Fleet:
@@ -163,9 +205,11 @@ def planning(
     table: MeasuredTable | None = None,
     allowances: Allowances | None = None,
     fleet: Fleet | None = None,
+    proved: Proved | None = None,
 ) -> Result[Planning, Refusal]:
     """What admission and placement read for ``ask``, or why nothing can be decided
-    (``fleet``: ``fleet_of(reports, marks)`` when the caller made it already)."""
+    (``fleet``: ``fleet_of(reports, marks)`` when the caller made it already; ``proved``:
+    what a new service's task is checked against, None for no check)."""
     fleet = fleet if fleet is not None else fleet_of(reports, marks)
     in_fleet = frozenset(m.name for m in fleet.machines)
     on_nodes = tuple(rep for rep in reports if rep.reading.machine in in_fleet)
@@ -174,6 +218,9 @@ def planning(
             pass
         case Failure(Refusal() as refusal):
             return Failure(refusal)
+    unproved = unproved_refusal(ask, resolution, proved)
+    if unproved is not None:
+        return Failure(unproved)
     config = runtime_config(resolution.summary, ask.task, ask.context_tokens)
     org = organisation or Organisation.none()
     shape = RequestShape(
@@ -230,6 +277,7 @@ def decider(
     organisation: Organisation | None = None,
     table: MeasuredTable | None = None,
     allowances: Allowances | None = None,
+    proved: Proved | None = None,
 ) -> Decide:
     """The ``decide(snapshot)`` that ``StateStore.admit`` runs for one object."""
     match planning(
@@ -241,6 +289,7 @@ def decider(
         organisation=organisation,
         table=table,
         allowances=allowances,
+        proved=proved,
     ):
         case Success(Planning() as planned):
             org = organisation or Organisation.none()

@@ -41,7 +41,13 @@ from attrs import frozen
 
 from nodeau.apps.controller.copies import CopyKeeper
 from nodeau.apps.controller.health import assess_fleet, changes, show_health
-from nodeau.apps.controller.reconcile import KIND_NAMES, FleetInputs, FleetReading, Reconciler
+from nodeau.apps.controller.reconcile import (
+    KIND_NAMES,
+    FleetInputs,
+    FleetReading,
+    Reconciler,
+    proved_reader,
+)
 from nodeau.apps.controller.recover import Recoverer
 from nodeau.apps.planes.plan import kept_terms
 from nodeau.domain.health import Health, MachineHealth, next_quiet
@@ -54,6 +60,7 @@ from nodeau.ports.cluster import (
     EventLog,
     FleetMarks,
     HealthRecords,
+    KeptEvidence,
     MachineReports,
     MeasuredPeaks,
     ModelCopies,
@@ -64,6 +71,7 @@ from nodeau.ports.cluster import (
 )
 from nodeau.ports.entitlements import EntitlementVerifier, KeptEntitlement
 from nodeau.ports.errors import NodeauError
+from nodeau.ports.models import CatalogSource
 from nodeau.ports.organisation import OrganisationPolicy
 from nodeau.ports.state import MovingStateStore
 
@@ -94,6 +102,10 @@ class ControllerPorts:
     batches: FleetBatches | None = None
     # the peaks qualification measured on the fleet's cards; None: every figure estimated
     measured: MeasuredPeaks | None = None
+    # what qualification proved, and the curated catalog: a service's task is checked
+    # against them (reconcile.py); evidence None: no task is checked
+    evidence: KeptEvidence | None = None
+    catalog: CatalogSource | None = None
 
 
 class Controller:
@@ -188,7 +200,11 @@ class Controller:
 
     def reconcile_all(self, keys: Iterable[Key]) -> None:
         """Reconcile these objects over one reading of the fleet (read when first needed)."""
-        reading = FleetReading(self.read_fleet, self.ports.health.read)
+        reading = FleetReading(
+            self.read_fleet,
+            self.ports.health.read,
+            proved_reader(self.ports.evidence, self.ports.catalog),
+        )
         for kind, name in sorted(set(keys)):
             try:
                 self.reconciler.reconcile(kind, name, reading)

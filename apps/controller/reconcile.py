@@ -9,7 +9,11 @@ nothing more than running it once. It talks to the cluster through ports only
   leave a reservation behind.
 * Not yet decided: ``decide`` runs inside ``StateStore.admit`` (the ledger
   write is the serialisation point); a refusal is recorded and nothing else is
-  created. A refused object stays refused (no retries, as on one machine).
+  created. A refused object stays refused (no retries, as on one machine). A
+  service's task is checked against what the fleet counts as proved
+  (``decide.unproved_refusal``), read once per batch and only when a service is to be
+  decided (the evidence is the cluster's largest ConfigMap); when it cannot be read the
+  object is left undecided for the next pass, never refused for it.
 * Admitted: the server is made when the domain says it needs one
   (``lifecycle.needs_server``), and the workload's next state is the domain's
   (``lifecycle.next_state``) from its server's phase and its machine's health:
@@ -53,8 +57,9 @@ from datetime import datetime
 from attrs import evolve, field, frozen
 from returns.result import Failure, Success
 
-from nodeau.apps.controller.decide import decider
+from nodeau.apps.controller.decide import Proved, decider
 from nodeau.domain.batches import BatchCounts, batch_counts, batch_end, result_from_line
+from nodeau.domain.catalog import Catalog
 from nodeau.domain.health import Health, MachineHealth
 from nodeau.domain.lifecycle import (
     ServerPhase,
@@ -86,6 +91,7 @@ from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
     Condition,
     EventLog,
+    KeptEvidence,
     MachineReport,
     MarkedFleet,
     ServerPod,
@@ -93,6 +99,7 @@ from nodeau.ports.cluster import (
     WorkloadObject,
     WorkloadObjects,
 )
+from nodeau.ports.models import CatalogSource
 from nodeau.ports.state import StateStore, UnknownWorkload, WorkloadRecord
 
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
@@ -110,19 +117,39 @@ class FleetInputs:
     table: MeasuredTable = field(factory=MeasuredTable)  # peaks measured on its cards
 
 
+def proved_reader(
+    evidence: KeptEvidence | None, catalog: CatalogSource | None
+) -> Callable[[], Proved] | None:
+    """How a batch reads what the fleet counts as proved: the evidence kept in the cluster
+    and the curated catalog (none: an empty one); None without evidence (nothing checked)."""
+    if evidence is None:
+        return None
+    kept = evidence
+
+    def read() -> Proved:
+        listed = Catalog(entries=()) if catalog is None else catalog.load()
+        return Proved(catalog=listed, evidence=kept.evidence())
+
+    return read
+
+
 class FleetReading:
     """The fleet, read when a reconcile first needs it and then kept for the batch; the
-    machines' health alone when nothing needs more."""
+    machines' health alone when nothing needs more; what counts as proved only when a
+    service is to be decided."""
 
     def __init__(
         self,
         read_fleet: Callable[[], FleetInputs],
         read_health: Callable[[], Mapping[str, MachineHealth]],
+        read_proved: Callable[[], Proved] | None = None,
     ) -> None:
         self._read_fleet = read_fleet
         self._read_health = read_health
+        self._read_proved = read_proved
         self._fleet: FleetInputs | None = None
         self._health: Mapping[str, MachineHealth] | None = None
+        self._proved: Proved | None = None
 
     def fleet(self) -> FleetInputs:
         if self._fleet is None:
@@ -135,6 +162,14 @@ class FleetReading:
         if self._health is None:
             self._health = self._read_health()
         return self._health
+
+    def proved(self) -> Proved | None:
+        """What the fleet counts as proved (read once); None: nothing is checked."""
+        if self._read_proved is None:
+            return None
+        if self._proved is None:
+            self._proved = self._read_proved()
+        return self._proved
 
 
 class Reconciler:
@@ -181,7 +216,7 @@ class Reconciler:
                 return
         if obj.refused:
             return
-        if not obj.decided and not self._decide(obj, reading.fleet()):
+        if not obj.decided and not self._decide(obj, reading):
             return
         obj = self._objects.get(kind, name)
         record = None if obj is None else obj.record
@@ -211,10 +246,12 @@ class Reconciler:
         )
         return after
 
-    def _decide(self, obj: WorkloadObject, inputs: FleetInputs) -> bool:
+    def _decide(self, obj: WorkloadObject, reading: FleetReading) -> bool:
         if obj.ask is None:
             self._log(f"{obj.title}: its spec does not read; nothing is decided")
             return False
+        inputs = reading.fleet()
+        service = obj.ask.kind is WorkloadKind.SERVICE and not obj.ask.unproved
         now = self._clock()
         decide = decider(
             obj.ask,
@@ -225,6 +262,7 @@ class Reconciler:
             plan=inputs.plan,
             organisation=inputs.organisation,
             table=inputs.table,
+            proved=reading.proved() if service else None,
         )
         match self._store.admit(obj.name, decide):
             case Failure(Refusal() as refusal):

@@ -7,7 +7,9 @@ Decisions:
   evidence is keyed by the artifact, never by the name typed.
 * One GPUService per task the plan names (chat, embed, rerank; an encoder has no chat
   server), called ``qualify-<artifact>``: the controller admits and places it exactly as
-  it does ``nodeau run``'s, and its Pod serves on the card chosen. A refusal stops the
+  it does ``nodeau run``'s, and its Pod serves on the card chosen. Its spec says
+  ``unproved: true``: it runs to prove the task, so the controller's check of proved
+  capabilities does not apply to it. A refusal stops the
   qualification before anything serves, and nothing is recorded.
 * The probes go from this command to the model server's address, as the GPUService's
   status states it once its Pod serves: the same address a loopback endpoint routes to;
@@ -52,7 +54,14 @@ from nodeau.domain.qualification import (
     card_measurements,
     qualification_plan,
 )
-from nodeau.domain.resolution import Known, Resolution, Unresolved, display_name, resolve_name
+from nodeau.domain.resolution import (
+    Known,
+    Miss,
+    Resolution,
+    Unresolved,
+    display_name,
+    resolve_name,
+)
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import (
     MachineReport,
@@ -80,27 +89,52 @@ class QualifyUndecided(NodeauError):
     """The controller did not decide on a qualification workload in time."""
 
 
+class AmbiguousModel(UnknownModel):
+    """The name means different artifacts on different machines of the fleet."""
+
+
 class FleetModel:
-    """What the fleet's reports say of the artifact a typed name means."""
+    """What the fleet's reports say of the artifact a typed name means: its id, the name a
+    person reads, its summary and size, every name the fleet knows it by, and the first
+    machine (by name) whose report holds it verified."""
 
     def __init__(
-        self, artifact: str, name: str, summary: ModelSummary, size_bytes: int = 0
+        self,
+        artifact: str,
+        name: str,
+        summary: ModelSummary,
+        size_bytes: int = 0,
+        names: tuple[str, ...] = (),
+        machine: str = "",
     ) -> None:
         self.artifact = artifact
         self.name = name
         self.summary = summary
         self.size_bytes = size_bytes
+        self.names = names
+        self.machine = machine
 
 
 def fleet_model(text: str, reports: Iterable[MachineReport]) -> FleetModel:
     """The one artifact ``text`` names among the machines' verified models; UnknownModel."""
-    held = [a for rep in reports for a in rep.artifacts]
-    known = [Known(artifact_id=a.id.lower(), names=a.names) for a in held]
+    held = [(rep.machine, a) for rep in reports for a in rep.artifacts]
+    known = [Known(artifact_id=a.id.lower(), names=a.names) for _, a in held]
     match resolve_name(text, known):
         case Resolution() as found:
-            first = next(a for a in held if a.id.lower() == found.artifact_id)
+            holders = [(m, a) for m, a in held if a.id.lower() == found.artifact_id]
+            first = holders[0][1]
+            machine = min(m for m, _ in holders)
             name = display_name(text, found.names, found.artifact_id)
-            return FleetModel(found.artifact_id, name, first.summary, first.size_bytes)
+            return FleetModel(
+                found.artifact_id,
+                name,
+                first.summary,
+                first.size_bytes,
+                names=found.names,
+                machine=machine,
+            )
+        case Unresolved(miss=Miss.AMBIGUOUS) as missed:
+            raise AmbiguousModel(f"{missed.sentence} among the models the fleet holds verified")
         case Unresolved() as missed:
             raise UnknownModel(f"{missed.sentence} among the models the fleet holds verified")
     raise AssertionError("resolve_name answers a Resolution or an Unresolved")
@@ -136,6 +170,7 @@ def qualify_on_fleet(
             model=found.artifact,
             task=task,
             context_tokens=context_tokens,
+            unproved=True,  # it runs to prove the task: the controller must not refuse it
         )
         if not objects.create(ask):
             raise StateError(

@@ -41,6 +41,12 @@ Decisions recorded here:
 * ``plan``, ``plan install``, ``plan remove``: ``apps.planes.plan`` over ConfigMap
   nodeau-entitlement (kept in the cluster for the controller) and the verifier the
   composition root gave.
+* ``run`` writes ``--unproved`` into the GPUService's spec (``unproved: true``): the
+  controller checks the task against what the model proved for every service, applied
+  by this command or by kubectl, and that field is how it knows the choice was made.
+* ``model info`` shows what the cluster knows of the model (its newest qualification
+  there, the measured configurations the controller plans with) with this machine's
+  verified copy's architecture values: ``apps.planes.fleet_info``.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import evolve, frozen
 from returns.result import Failure
@@ -121,6 +127,10 @@ from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
 from nodeau.ports.errors import NodeauError, SettingsError
 from nodeau.ports.organisation import Identity, OrganisationPolicy
 from nodeau.ports.state import StateError, UnknownWorkload
+
+if TYPE_CHECKING:
+    from nodeau.apps.model_services import ModelServices
+    from nodeau.apps.planes.info_view import ModelInfoView
 
 POLL_S = 0.2
 STOP_WAIT_S = 30.0  # how long ``batch stop`` waits for the controller to end the job
@@ -326,6 +336,7 @@ class KubernetesPlane:
         endpoints: LoopbackEndpoints | None = None,
         verifier: EntitlementVerifier | None = None,
         catalog: Callable[[], Catalog] = Catalog,
+        models: Callable[[], ModelServices] | None = None,
     ) -> None:
         self._cluster = cluster
         self._objects = cluster.objects
@@ -333,6 +344,7 @@ class KubernetesPlane:
         self._endpoints = endpoints
         self._verifier = verifier  # None: the keys compiled into the package
         self._catalog = catalog  # the curated catalog: what it lists is not imported
+        self._models = models  # this machine's models; None: this command cannot read them
 
     @property
     def description(self) -> str:
@@ -364,6 +376,7 @@ class KubernetesPlane:
             recovery=ask.recovery,
             recovery_after=ask.recovery_after,
             requester=requester,
+            unproved=ask.unproved,
         )
         self._ask(wanted)
         decision = self._decision(WorkloadKind.SERVICE, name, ask.wait_s)
@@ -623,11 +636,22 @@ class KubernetesPlane:
         shown = fleet_model(model, self._cluster.reports.read().reports).name
         return qualification_view(shown, done)
 
+    def model_info(self, model: str) -> ModelInfoView:
+        from nodeau.apps.planes.fleet_info import fleet_model_info
+
+        return fleet_model_info(
+            model,
+            reports=self._cluster.reports.read().reports,
+            records=self._qualifications(),
+            catalog=self._catalog(),
+            here=None if self._models is None else self._models(),
+        )
+
     def _qualifications(self) -> QualificationRecords:
         if self._cluster.qualifications is None:
             raise QualificationUnavailable(
                 "this connection to the fleet keeps no qualification evidence; "
-                "nodeau model qualify needs the CLI's own connection"
+                "nodeau model qualify and model info need the CLI's own connection"
             )
         return self._cluster.qualifications
 

@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.models import Resolved
+    from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.plane import Explanation, OrganisationView
     from nodeau.apps.serving import Rules, RunRequest
     from nodeau.domain.catalog import Catalog
@@ -392,6 +393,31 @@ class MachinePlane:
 
         return machine_qualify.qualify(
             self._parts, self._settings, self._clock, self._rules(), model, context_tokens, seed
+        )
+
+    def model_info(self, model: str) -> ModelInfoView:
+        """From this machine's registry, catalog and verified copy (none: a one-line error)."""
+        from nodeau.apps.models import describe_model, resolve_model
+        from nodeau.apps.planes.info_view import THIS_MACHINE, info_view
+        from nodeau.domain.catalog import catalog_claims
+
+        models = self._parts.models
+        catalog = models.catalog()
+        resolved = resolve_model(model, models.registry.book(), catalog)
+        described = describe_model(
+            resolved,
+            store=models.store,
+            inspector=models.inspector,
+            registry=models.registry,
+            allowances=self._settings.allowances,
+            catalog_capabilities=catalog_claims(catalog, resolved.artifact.id.hex),
+        )
+        return info_view(
+            described,
+            model=resolved.display_name,
+            names=resolved.names,
+            table=models.registry.measurements(),
+            architecture_from=THIS_MACHINE,
         )
 
     def logs(self, name: str, lines: int = LOG_LINES) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from attrs import frozen
 from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays light
+    from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.domain.batches import BatchRequest, LineProblem
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.placement import Policy
@@ -433,6 +434,13 @@ class Plane(Protocol):
     ) -> QualificationView | Refused:
         """Start the model by the normal admission, watch its memory, probe each
         capability, stop what was started, and keep the evidence under its artifact."""
+        ...
+
+    def model_info(self, model: str) -> ModelInfoView:
+        """What ``model`` (a name this plane knows, an artifact id or prefix) declares, its
+        estimated peaks, the peaks measured on this plane's cards, and each capability's
+        state from this plane's newest qualification of its artifact (never an alias's
+        earlier one) and the catalog."""
         ...
 
     def logs(self, name: str, lines: int) -> tuple[str, ...]:

@@ -90,13 +90,16 @@ def add_machine(api: Any, machine: str, cards: int, *artifacts: MachineArtifact)
 
 
 def create(api: Any, name: str, model: str, plural: str = r.GPUSERVICES, **spec: Any) -> None:
-    """Create a GPUService (or BatchJob) as a person applies one."""
+    """Create a GPUService (or BatchJob) as a person applies one. These fleets' models are
+    never qualified, so a GPUService says it is served unproved on purpose (``unproved:
+    true``, as ``nodeau run --unproved`` writes it) unless ``spec`` says otherwise."""
     kind = r.GPUSERVICE_KIND if plural == r.GPUSERVICES else r.BATCHJOB_KIND
+    unproved = {"unproved": True} if plural == r.GPUSERVICES else {}
     body = {
         "apiVersion": r.API_VERSION,
         "kind": kind,
         "metadata": {"name": name, "namespace": r.NAMESPACE},
-        "spec": {"model": model, **spec},
+        "spec": {"model": model, **unproved, **spec},
     }
     client.CustomObjectsApi(api).create_namespaced_custom_object(
         r.GROUP, r.VERSION, r.NAMESPACE, plural, body
