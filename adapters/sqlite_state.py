@@ -273,7 +273,8 @@ class SqliteStateStore:
             return _converter.structure(raw, type_)
         except cattrs.BaseValidationError as exc:
             raise self._unreadable(what, "; ".join(cattrs.transform_error(exc))) from exc
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, AttributeError) as exc:
+            # AttributeError: cattrs' generated code reads a JSON array or string as a mapping
             raise self._unreadable(what, str(exc)) from exc
 
     def _unreadable(self, what: str, detail: str) -> StateError:

@@ -47,8 +47,12 @@ def key_name(rng: Draws) -> str:
 
 def structured_challenge(rng: Draws, model: str) -> Challenge:
     """A schema of three random required keys; the prompt asks for two of the values."""
-    word_key, number_key, fixed_key = key_name(rng), key_name(rng), key_name(rng)
-    while len({word_key, number_key, fixed_key}) < 3:
+    word_key = key_name(rng)
+    number_key = key_name(rng)
+    while number_key == word_key:  # each key drawn again until it differs from those before it
+        number_key = key_name(rng)
+    fixed_key = key_name(rng)
+    while fixed_key in (word_key, number_key):
         fixed_key = key_name(rng)
     word, fixed = rng.sample(WORDS, 2)
     number = rng.randrange(10, 100)
