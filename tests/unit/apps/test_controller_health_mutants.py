@@ -1,0 +1,63 @@
+"""A workload held and resumed from its machine's health (apps/controller/health.py):
+held since the machine went quiet, only once and only while it holds a card; resumed,
+starting again, when its machine answers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from nodeau.apps.controller.health import held_record, resumed_record
+from nodeau.domain.memory import RuntimeConfig
+from nodeau.domain.records import WorkloadRecord
+from nodeau.domain.workloads import HeldReason, RecoveryMode, Workload, WorkloadState
+from tests.unit.domain.test_recovery import (
+    DEGRADED,
+    GONE,
+    REPORTING,
+    T0,
+    service,
+    unreachable_since,
+)
+
+S = WorkloadState
+NEVER = RecoveryMode.NEVER
+
+
+def record_of(w: Workload) -> WorkloadRecord:
+    return WorkloadRecord(workload=w, config=RuntimeConfig(context_tokens=4096), model_path="/m")
+
+
+def test_a_service_set_to_never_is_held_since_its_machine_went_quiet() -> None:
+    held = held_record(record_of(service(recovery_mode=NEVER)), unreachable_since(GONE))
+    assert held == record_of(
+        service(
+            recovery_mode=NEVER,
+            state=S.HELD,
+            since=GONE,
+            held_reason=HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF,
+        )
+    )
+
+
+def test_nothing_is_held_again_nor_on_a_machine_that_answers_nor_without_a_card() -> None:
+    already = service(
+        recovery_mode=NEVER, state=S.HELD, held_reason=HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF
+    )
+    assert held_record(record_of(already), unreachable_since(GONE)) is None
+    assert DEGRADED.since is not None
+    assert held_record(record_of(service(recovery_mode=NEVER)), DEGRADED) is None
+    stopped = service(recovery_mode=NEVER, state=S.STOPPED)
+    assert held_record(record_of(stopped), unreachable_since(GONE)) is None
+
+
+def test_a_held_service_starts_again_when_its_machine_answers() -> None:
+    held = service(
+        recovery_mode=NEVER, state=S.HELD, held_reason=HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF
+    )
+    now = T0 + timedelta(minutes=1)
+    resumed = resumed_record(record_of(held), REPORTING, now)
+    assert resumed is not None
+    w = resumed.workload
+    assert (w.state, w.since, w.held_reason, w.machine) == (S.STARTING, now, None, "garage")
+    assert resumed_record(record_of(held), unreachable_since(GONE), now) is None
+    assert resumed_record(record_of(service()), REPORTING, now) is None
