@@ -401,18 +401,7 @@ def test_a_services_container_that_ends_is_restarting_keeps_its_card_and_serves_
     assert (writes(cluster), len(cluster.events.said)) == (before, events)
 
     # the kubelet restarted it; the restart ended too, and it waits out a 20 s back-off
-    crashed = ServerExit.killed(9, "OOMKilled", AGAIN)
-    looping = ServerRestarts(
-        count=1,
-        last_exit=crashed,
-        ran_for=timedelta(seconds=8),
-        down=True,
-        backing_off=True,
-        backoff=timedelta(seconds=20),
-    )
-    cluster.pods.report(SERVICE, "chat", looping)
-    tick(cluster, clock, AGAIN + timedelta(seconds=1))
-    ctl.resync()
+    crashed = crash_loop(cluster, clock, ctl)
     assert status_of(cluster) == (
         "restarting",
         "restarting on m1 (GPU-m1-0…) since 11:00:05 (21s): its model server was killed by "
@@ -588,3 +577,21 @@ def test_nodeau_logs_on_the_fleet_is_the_last_lines_of_the_pods_server_log() -> 
         "chat has no model server on the fleet now (serving): no log to show; "
         "nodeau ps says what happens next"
     )
+
+
+def crash_loop(cluster: FakeCluster, clock: SetClock, ctl: Controller) -> ServerExit:
+    """The kubelet restarted chat's server at AGAIN; that restart ended too (OOMKilled after
+    8 s), and it waits out a 20 s back-off; one pass a second later. The restart's end."""
+    crashed = ServerExit.killed(9, "OOMKilled", AGAIN)
+    looping = ServerRestarts(
+        count=1,
+        last_exit=crashed,
+        ran_for=timedelta(seconds=8),
+        down=True,
+        backing_off=True,
+        backoff=timedelta(seconds=20),
+    )
+    cluster.pods.report(SERVICE, "chat", looping)
+    tick(cluster, clock, AGAIN + timedelta(seconds=1))
+    ctl.resync()
+    return crashed

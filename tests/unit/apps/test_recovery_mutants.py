@@ -31,9 +31,9 @@ from nodeau.domain.workloads import (
 )
 from nodeau.ports.cluster import Condition, WorkloadObject
 from tests.unit.apps.test_controller_reconcile import (
-    AGAIN,
     ENDED,
     SERVICE,
+    crash_loop,
     record,
     serving_chat,
     status_of,
@@ -170,18 +170,7 @@ def test_a_second_restart_rewrites_the_hidden_endpoints_ready_condition() -> Non
     tick(cluster, clock, ENDED + timedelta(seconds=2))
     ctl.resync()
     assert status_of(cluster)[2] == ""
-    crashed = ServerExit.killed(9, "OOMKilled", AGAIN)
-    looping = ServerRestarts(
-        count=1,
-        last_exit=crashed,
-        ran_for=timedelta(seconds=8),
-        down=True,
-        backing_off=True,
-        backoff=timedelta(seconds=20),
-    )
-    cluster.pods.report(SERVICE, "chat", looping)
-    tick(cluster, clock, AGAIN + timedelta(seconds=1))
-    ctl.resync()
+    crash_loop(cluster, clock, ctl)
     obj = cluster.objects.get(SERVICE, "chat")
     assert obj is not None and obj.condition("Ready") == Condition(
         type="Ready",
