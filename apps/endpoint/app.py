@@ -9,7 +9,11 @@ Decisions:
 * The workload's task decides which routes are proxied (``nodeau.domain.tasks.routes_for``);
   a route of another task is a 404 naming the task and the routes it answers. ``/v1/models``,
   ``/v1/models/{id}`` and ``/health`` are answered here.
-* A proxied route is a plain ASGI app in the Starlette router (``ProxiedRoute``): its body is
+* A proxied route is a plain ASGI app (``ProxiedRoute``), reached before the Starlette app:
+  a POST to one of its paths goes through the caller rules straight to it (``_Front``), with
+  no router, middleware stack or wrapped ``send`` in between (they cost the endpoint about a
+  tenth of its Python time per proxied request, bench/proxy.py); anything else (other paths
+  and methods, a path with a trailing slash, the lifespan) is the Starlette app's. Its body is
   read whole (up to ``max_body_bytes``, 32 MiB; more is a 413), sent to the route's own path
   only, and the answer relayed as it arrives, never buffered; a client that leaves stops its
   generation (``exchange``).
@@ -43,7 +47,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nodeau.apps.endpoint.answers import (
     CONNECT_TIMEOUT_S,
@@ -217,6 +221,44 @@ class ProxiedRoute:
         )
 
 
+class _Front:
+    """The endpoint as uvicorn calls it: a POST to a proxied path passes the caller rules and
+    goes straight to its ``ProxiedRoute``; everything else goes to ``app`` (Starlette, with
+    the same rules as middleware). An exception out of a proxied route is answered as
+    Starlette's error middleware would (a JSON 500 when nothing was sent yet) and raised
+    again, so uvicorn logs it and keeps serving."""
+
+    def __init__(
+        self, app: Starlette, rules: CallerRules, proxied: dict[str, ProxiedRoute]
+    ) -> None:
+        self.app = app
+        self._rules = rules
+        self._proxied = proxied
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = self._proxied.get(scope["path"]) if scope["type"] == "http" else None
+        if route is None or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        refusal = self._rules.refusal(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            await route(scope, receive, sending)
+        except Exception as exc:
+            if not started:
+                await _failed(exc)(scope, receive, send)
+            raise
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:
@@ -238,6 +280,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
+    return _failed(exc)
+
+
+def _failed(exc: Exception) -> Response:
     return error(
         500,
         f"the endpoint failed on this request ({type(exc).__name__}: {one_line(exc)}); "
@@ -252,7 +298,7 @@ def create_app(
     connections: UpstreamConnections | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     allowed_origins: Iterable[str] = (),
-) -> Starlette:
+) -> ASGIApp:
     """The endpoint app. ``upstream()`` says where the model server is now (None: not
     running; ``Unavailable``: restarting). ``connections`` reach it (when None, the app's
     lifespan makes them: ``new_connections``); the lifespan closes them at its end.
@@ -270,15 +316,17 @@ def create_app(
         finally:
             await used.aclose()
 
+    proxied = {path: ProxiedRoute(endpoint, path) for path in PROXIED_PATHS}
     routes = [
-        *(Route(path, ProxiedRoute(endpoint, path), methods=_METHODS) for path in PROXIED_PATHS),
+        *(Route(path, route, methods=_METHODS) for path, route in proxied.items()),
         Route("/health", endpoint.health, methods=["GET"]),
         Route("/v1/models", endpoint.models, methods=["GET"]),
         Route("/v1/models/{model:path}", endpoint.model, methods=["GET"]),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[Middleware(CallerRules, allowed_origins=origins)],
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )
+    return _Front(app, CallerRules(app, allowed_origins=origins), proxied)
