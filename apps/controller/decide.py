@@ -32,6 +32,13 @@ same ``schedule`` the one-machine plane runs. Decisions recorded here:
   CLI's order. A batch job is not checked (nor on one machine), and neither is a recovery
   or a copy: they plan for a service already admitted. ``proved`` None (a fake fleet
   given no evidence) checks nothing.
+* The organisation's quotas count what the workloads holding a card spend, per requester.
+  A cluster's store gives ``decide`` the ledger and no records (it never lists every object
+  per decision), so under a configured policy the controller counts them once per reconcile
+  batch from the objects it lists and adds each admission it makes in the batch (``spent``;
+  reconcile's ``FleetReading``): one leader decides (leader election, ADR 0015), so no two
+  admissions are counted against the same quota at once. A store whose snapshot carries the
+  records (the fakes of the unit tests) is counted from them when ``spent`` is not given.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from nodeau.domain.health import MachineHealth
 from nodeau.domain.limits import WorkloadAsk as RequestShape
 from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, predictor
 from nodeau.domain.model_info import ModelSummary, runtime_config
-from nodeau.domain.organisation import Organisation, check_requester, check_shape
+from nodeau.domain.organisation import Organisation, Spending, check_requester, check_shape
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import PlanTerms
 from nodeau.domain.qualification import EvidenceBook, task_refusal
@@ -278,8 +285,10 @@ def decider(
     table: MeasuredTable | None = None,
     allowances: Allowances | None = None,
     proved: Proved | None = None,
+    spent: Iterable[Spending] | None = None,
 ) -> Decide:
-    """The ``decide(snapshot)`` that ``StateStore.admit`` runs for one object."""
+    """The ``decide(snapshot)`` that ``StateStore.admit`` runs for one object (``spent``:
+    what the workloads holding a card spend, when the snapshot carries no records)."""
     match planning(
         ask,
         reports=reports,
@@ -293,10 +302,11 @@ def decider(
     ):
         case Success(Planning() as planned):
             org = organisation or Organisation.none()
+            counted = None if spent is None else tuple(spent)
 
             def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
-                spent = spending(snapshot.workloads)
-                match check_requester(org, ask.requester, planned.shape, spent):
+                spends = counted if counted is not None else spending(snapshot.workloads)
+                match check_requester(org, ask.requester, planned.shape, spends):
                     case Failure(Refusal() as refused):
                         return Failure(refused)
                 admitted = planned.admission(ask, snapshot.ledger, now)

@@ -52,7 +52,9 @@ from nodeau.apps.controller.recover import Recoverer
 from nodeau.apps.planes.plan import kept_terms
 from nodeau.domain.health import Health, MachineHealth, next_quiet
 from nodeau.domain.memory import MeasuredTable
+from nodeau.domain.organisation import Spending
 from nodeau.domain.plans import PlanTerms
+from nodeau.domain.records import spending
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
@@ -198,12 +200,18 @@ class Controller:
         self.wake_at = min(changes_at) if changes_at else None
         self.copies.keep(self.store.snapshot(), inputs)
 
+    def spending(self) -> tuple[Spending, ...]:
+        """What the workloads holding a card spend, from every object's record (listed once
+        per reconcile batch, and only when a decision under a policy needs it)."""
+        return spending(o.record for o in self.ports.objects.list_all() if o.record is not None)
+
     def reconcile_all(self, keys: Iterable[Key]) -> None:
         """Reconcile these objects over one reading of the fleet (read when first needed)."""
         reading = FleetReading(
             self.read_fleet,
             self.ports.health.read,
             proved_reader(self.ports.evidence, self.ports.catalog),
+            self.spending,
         )
         for kind, name in sorted(set(keys)):
             try:

@@ -50,7 +50,7 @@ nothing more than running it once. It talks to the cluster through ports only
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from datetime import datetime
 
@@ -71,9 +71,9 @@ from nodeau.domain.lifecycle import (
     with_state,
 )
 from nodeau.domain.memory import MeasuredTable
-from nodeau.domain.organisation import Organisation
+from nodeau.domain.organisation import Organisation, Spending
 from nodeau.domain.plans import PlanTerms
-from nodeau.domain.records import Admission
+from nodeau.domain.records import Admission, spending
 from nodeau.domain.recovery import left_behind, with_recovery
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.restarts import restart_notice
@@ -136,20 +136,24 @@ def proved_reader(
 class FleetReading:
     """The fleet, read when a reconcile first needs it and then kept for the batch; the
     machines' health alone when nothing needs more; what counts as proved only when a
-    service is to be decided."""
+    service is to be decided; what the workloads holding a card spend only when a decision
+    is taken under a configured policy, then kept up to date with the batch's admissions."""
 
     def __init__(
         self,
         read_fleet: Callable[[], FleetInputs],
         read_health: Callable[[], Mapping[str, MachineHealth]],
         read_proved: Callable[[], Proved] | None = None,
+        read_spending: Callable[[], Iterable[Spending]] | None = None,
     ) -> None:
         self._read_fleet = read_fleet
         self._read_health = read_health
         self._read_proved = read_proved
+        self._read_spending = read_spending
         self._fleet: FleetInputs | None = None
         self._health: Mapping[str, MachineHealth] | None = None
         self._proved: Proved | None = None
+        self._spending: list[Spending] | None = None
 
     def fleet(self) -> FleetInputs:
         if self._fleet is None:
@@ -170,6 +174,20 @@ class FleetReading:
         if self._proved is None:
             self._proved = self._read_proved()
         return self._proved
+
+    def spending(self) -> tuple[Spending, ...] | None:
+        """What the workloads holding a card spend (read once, then each admission of the
+        batch added by ``spend``); None: the store's snapshot carries the records."""
+        if self._read_spending is None:
+            return None
+        if self._spending is None:
+            self._spending = list(self._read_spending())
+        return tuple(self._spending)
+
+    def spend(self, record: WorkloadRecord) -> None:
+        """Count a workload this batch admitted, once its spending was read."""
+        if self._spending is not None:
+            self._spending.extend(spending((record,)))
 
 
 class Reconciler:
@@ -252,6 +270,7 @@ class Reconciler:
             return False
         inputs = reading.fleet()
         service = obj.ask.kind is WorkloadKind.SERVICE and not obj.ask.unproved
+        counts = inputs.organisation.configured  # quotas are counted only under a policy
         now = self._clock()
         decide = decider(
             obj.ask,
@@ -263,6 +282,7 @@ class Reconciler:
             organisation=inputs.organisation,
             table=inputs.table,
             proved=reading.proved() if service else None,
+            spent=reading.spending() if counts else None,
         )
         match self._store.admit(obj.name, decide):
             case Failure(Refusal() as refusal):
@@ -270,6 +290,7 @@ class Reconciler:
                 self._log(f"{obj.title}: refused: {refusal.code.value}: {refusal.sentence}")
                 return False
             case Success(Admission() as admission):
+                reading.spend(admission.record)
                 self.event(obj, "Placed", admission.placement.why)
                 return True
         raise AssertionError("admit answers a Result")

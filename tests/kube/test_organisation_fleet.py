@@ -26,7 +26,7 @@ from tests.contract.test_organisation_policy import POLICY_CONTRACT
 from tests.support.cli import Cli
 from tests.support.kube_apply import DEPLOY, apply_manifests
 from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import add_machine, small
+from tests.support.kube_controller import add_machine, create, get, small
 from tests.support.kube_nodes import wait_for
 
 UNPROVED = ("--unproved",)
@@ -180,3 +180,33 @@ def forged_and_own(api: Any) -> None:
     own = {**body, "spec": {"model": "qwen", "requester": {"user": who}}}
     custom.create_namespaced_custom_object(r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, own)
     assert objects(api) == ["forged"]
+
+
+def test_the_controller_holds_a_quota_for_services_applied_by_hand(
+    fresh_fleet: client.ApiClient, cli: Cli, controller: None
+) -> None:
+    """No command checks an object applied with kubectl: the controller counts what the
+    requester's workloads hold (its store gives a decision no records) and refuses the one
+    over the quota, in its status and in ``nodeau ps``; another requester is not counted."""
+    api = fresh_fleet
+    add_machine(api, "m1", 3, small("m1"))
+    put_policy(api, {"everyone": "operator", "quotas": {"users": {"ann": {"max_workloads": 1}}}})
+    create(api, "first", "qwen", requester={"user": "ann"})
+    wait_for(lambda: (get(api, "first") or {}).get("status", {}).get("gpuUUID"), "first placed")
+    create(api, "second", "qwen", requester={"user": "ann"})
+    create(api, "bobs", "qwen", requester={"user": "bob"})
+    wait_for(
+        lambda: (get(api, "second") or {}).get("status", {}).get("state") == "refused",
+        "second refused",
+    )
+    refusal = (get(api, "second") or {})["status"]["refusal"]
+    assert (refusal["kind"], refusal["code"], refusal["message"]) == (
+        "quota",
+        "quota.workloads-exhausted",
+        "User ann runs 1 of its 1 workloads; stopping a workload frees quota.",
+    )
+    wait_for(lambda: (get(api, "bobs") or {}).get("status", {}).get("gpuUUID"), "bob's placed")
+    shown = cli("ps")
+    assert shown.returncode == 0, shown.stderr
+    line = next(row for row in shown.stdout.splitlines() if row.startswith("second"))
+    assert "User ann runs 1 of its 1 workloads; stopping a workload frees quota." in line

@@ -437,7 +437,8 @@ class FakeWorkloadObjects:
 
 class FakeClusterStore(FakeStateStore):
     """The in-memory ``StateStore``, showing what it records on the workload's object as
-    ``KubeStateStore`` does (and creating the object when no one had)."""
+    ``KubeStateStore`` does (and creating the object when no one had); as it does, an
+    admission's ``decide`` sees the ledger and no records (it never lists every object)."""
 
     def __init__(self, cluster: FakeCluster) -> None:
         super().__init__(clock=cluster.clock)
@@ -446,7 +447,10 @@ class FakeClusterStore(FakeStateStore):
     def admit(
         self, workload: str, decide: Callable[[Snapshot], Result[Admission, Refusal]]
     ) -> Result[Admission, Refusal]:
-        outcome = super().admit(workload, decide)
+        def on_the_ledger(snapshot: Snapshot) -> Result[Admission, Refusal]:
+            return decide(Snapshot(ledger=snapshot.ledger, workloads=()))
+
+        outcome = super().admit(workload, on_the_ledger)
         match outcome:
             case Success(Admission() as admission):
                 self._cluster.objects.show_record(admission.record, admission)
