@@ -5,8 +5,10 @@ its request and refusals, and the exact sentence for a model no machine holds.""
 from __future__ import annotations
 
 from returns.pipeline import is_successful
+from returns.result import Result
 
 from nodeau.apps.controller.decide import (
+    Planning,
     Proved,
     fleet_of,
     planning,
@@ -20,7 +22,7 @@ from nodeau.domain.model_info import runtime_config
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.qualification import EvidenceBook
-from nodeau.domain.refusals import ReasonCode
+from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.tasks import Task
 from nodeau.ports.cluster import MarkedFleet
 from tests.support.kube_controller import SMALL_ID, SUMMARY
@@ -60,6 +62,18 @@ def test_the_control_plane_machine_is_marked_in_the_fleet_and_no_other() -> None
     assert {m.name: m.control_plane for m in fleet.machines} == {"cp": True, "m1": False}
 
 
+def planned_for(model: str, fleet: Fleet | None = None) -> Result[Planning, Refusal]:
+    """The controller's planning of ``model`` over FLEET's three machines."""
+    return planning(
+        ask(model=model),
+        reports=FLEET,
+        marks=marks("m1", "m2", "m3"),
+        health={},
+        plan=ENTERPRISE,
+        fleet=fleet,
+    )
+
+
 def test_planning_uses_the_fleet_it_is_given_rather_than_making_one() -> None:
     given = Fleet(
         machines=(
@@ -68,25 +82,12 @@ def test_planning_uses_the_fleet_it_is_given_rather_than_making_one() -> None:
             ),
         )
     )
-    planned = planning(
-        ask(model="qwen"),
-        reports=FLEET,
-        marks=marks("m1", "m2", "m3"),
-        health={},
-        plan=ENTERPRISE,
-        fleet=given,
-    ).unwrap()
+    planned = planned_for("qwen", given).unwrap()
     assert planned.fleet is given
 
 
 def test_the_request_and_the_limits_read_the_name_the_person_typed_and_the_artifact() -> None:
-    planned = planning(
-        ask(model="qwen-alias"),
-        reports=FLEET,
-        marks=marks("m1", "m2", "m3"),
-        health={},
-        plan=ENTERPRISE,
-    ).unwrap()
+    planned = planned_for("qwen-alias").unwrap()
     assert planned.request.model == "qwen-alias"  # the second name: not the first one
     assert planned.shape.model == "qwen-alias"
     assert planned.shape.artifact_id == SMALL_ID
@@ -145,12 +146,6 @@ def test_the_decision_plans_with_the_allowances_it_is_given() -> None:
 
 
 def test_planning_refuses_what_no_machine_holds_before_anything_else() -> None:
-    outcome = planning(
-        ask(model="nothing-here"),
-        reports=FLEET,
-        marks=marks("m1", "m2", "m3"),
-        health={},
-        plan=ENTERPRISE,
-    )
+    outcome = planned_for("nothing-here")
     assert not is_successful(outcome)
     assert outcome.failure().code is ReasonCode.NO_VERIFIED_COPY
