@@ -1,7 +1,6 @@
-"""The plan's bounds at their edges: every machine past the machine bound is left out, and
-every one after the GPU bound is spent, each named; a machine with no card does not reset
-the count of cards left out; a refusal for cards past the GPU bound is a GPU limit, and a
-partly covered machine's uncovered card is never chosen even when it ranks first."""
+"""The plan's bounds in a decision (what the plan covers: test_plan_scope_edges.py): a
+refusal for cards past the GPU bound is a GPU limit, and a partly covered machine's
+uncovered card is never chosen even when it ranks first."""
 
 from __future__ import annotations
 
@@ -11,39 +10,13 @@ from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.hardware import Fleet
 from nodeau.domain.memory import GIB, RuntimeConfig
 from nodeau.domain.placement import SchedulingSettings
-from nodeau.domain.plans import PlanName, PlanTerms, plan_scope
+from nodeau.domain.plans import PlanName, PlanTerms
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.scheduling import FleetView, schedule
 from tests.unit.domain.fleets import flat, fleet, gpu, machine
 
-ONE_MACHINE = PlanTerms(name=PlanName.HOME, max_machines=1)
 TWO_GPUS = PlanTerms(name=PlanName.PRO, max_gpus=2)
-THREE_GPUS = PlanTerms(name=PlanName.PRO, max_gpus=3)
-
-
-def test_every_machine_past_the_machine_bound_is_left_out_by_name() -> None:
-    scope = plan_scope(ONE_MACHINE, [("m1", ("A",)), ("m2", ("B",)), ("m3", ("C",))])
-    assert scope.left_out == (
-        ("m2", "beyond the Home plan's 1 machines"),
-        ("m3", "beyond the Home plan's 1 machines"),
-    )
-    assert scope.covered_gpus == frozenset({"A"})
-
-
-def test_every_machine_after_the_gpu_bound_is_spent_is_left_out_by_name() -> None:
-    scope = plan_scope(TWO_GPUS, [("m1", ("A", "B")), ("m2", ("C",)), ("m3", ("D",))])
-    assert scope.left_out == (
-        ("m2", "beyond the Pro plan's 2 GPUs"),
-        ("m3", "beyond the Pro plan's 2 GPUs"),
-    )
-    assert scope.covered_gpus == frozenset({"A", "B"})
-
-
-def test_a_machine_with_no_card_does_not_reset_the_cards_left_out() -> None:
-    scope = plan_scope(THREE_GPUS, [("m1", ("A", "B")), ("m2", ("C", "D")), ("m3", ())])
-    assert scope.covered_gpus == frozenset({"A", "B", "C"})
-    assert scope.gpus_left_out == 1  # D
 
 
 NO_LEDGER = Ledger()

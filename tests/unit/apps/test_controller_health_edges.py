@@ -1,0 +1,103 @@
+"""Machine health in the fleet's controller (apps/controller/health.py), at its edges: the
+policy given is the one assessed by, the log says only the machines whose state changed,
+and every workload whose machine calls for it is held or resumed in one pass, whatever
+comes before it (a machine not assessed, a workload nothing happens to)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from nodeau.apps.controller.health import assess_fleet, changes, show_health
+from nodeau.domain.health import Health, HealthPolicy, MachineHealth, Signal, Signals
+from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
+from nodeau.ports.cluster import WorkloadAsk
+from tests.unit.apps.test_controller_reconcile import state
+from tests.unit.apps.test_controller_recovery import Story
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+S = WorkloadState
+
+
+def health(state: Health, sentence: str) -> MachineHealth:
+    quiet = (
+        frozenset({Signal.NODE_HEARTBEAT, Signal.AGENT_REPORT})
+        if state is Health.UNREACHABLE
+        else frozenset()
+    )
+    since = NOW if state is Health.UNREACHABLE else None
+    return MachineHealth(state=state, since=since, quiet=quiet, sentence=sentence)
+
+
+def test_the_log_names_each_machine_that_appeared_or_changed_state_and_no_other() -> None:
+    before = {
+        "m1": health(Health.REPORTING, "m1 answers"),
+        "m2": health(Health.REPORTING, "m2 answers"),
+    }
+    after = {
+        "m1": health(Health.REPORTING, "m1 answers, said otherwise"),
+        "m2": health(Health.UNREACHABLE, "m2 stopped answering"),
+        "m3": health(Health.REPORTING, "m3 answers"),
+    }
+    assert changes(before, after) == ("machine m2: m2 stopped answering", "machine m3: m3 answers")
+    assert changes(after, after) == ()
+
+
+def test_machines_are_assessed_by_the_policy_given() -> None:
+    quiet_for_a_minute = Signals(
+        node_heartbeat_at=NOW - timedelta(seconds=60), agent_report_at=NOW - timedelta(seconds=60)
+    )
+    patient = HealthPolicy(node_grace=timedelta(minutes=5), agent_grace=timedelta(minutes=5))
+    found = assess_fleet({"m1": quiet_for_a_minute}, {}, NOW, policy=patient)
+    assert found["m1"].state is Health.REPORTING
+    assert assess_fleet({"m1": quiet_for_a_minute}, {}, NOW)["m1"].state is Health.UNREACHABLE
+
+
+def never(story: Story, name: str) -> None:
+    story.cluster.objects.create(
+        WorkloadAsk(
+            kind=WorkloadKind.SERVICE,
+            name=name,
+            model="qwen",
+            recovery=RecoveryMode.NEVER,
+            recovery_after=timedelta(minutes=1),
+        )
+    )
+
+
+def two_services() -> Story:
+    """ "a" serving on m1, then "b" on m2, both set never to recover."""
+    story = Story("m1", "m2")
+    never(story, "a")
+    story.tick()
+    never(story, "b")
+    story.tick()
+    story.cluster.pods.run()
+    story.tick()
+    assert (story.machine_of("a"), story.machine_of("b")) == ("m1", "m2")
+    assert [r.workload.name for r in story.cluster.store.snapshot().workloads] == ["a", "b"]
+    return story
+
+
+def test_a_workload_after_one_its_machine_leaves_alone_is_held_and_resumed_and_said_so() -> None:
+    story = two_services()
+    story.off_the_network("m2")
+    story.run_for(60)
+    assert story.health("m2") is Health.UNREACHABLE
+    assert (state(story.cluster, "a"), state(story.cluster, "b")) == (S.SERVING, S.HELD)
+    sentence = story.cluster.health.read()["m2"].sentence
+    assert f"b: held ({sentence})" in story.lines
+
+    story.back("m2")
+    story.tick()
+    assert state(story.cluster, "b") is S.SERVING  # starting, then its server still answers
+    assert f"b: starting ({story.cluster.health.read()['m2'].sentence})" in story.lines
+
+
+def test_a_workload_after_one_on_a_machine_not_assessed_is_still_held() -> None:
+    story = two_services()
+    lines: list[str] = []
+    gone = health(Health.UNREACHABLE, "m2 stopped answering")
+    records = story.cluster.store.snapshot().workloads
+    show_health(story.cluster.store, {"m2": gone}, NOW, lines.append, records)
+    assert (state(story.cluster, "a"), state(story.cluster, "b")) == (S.SERVING, S.HELD)
+    assert lines == ["b: held (m2 stopped answering)"]
