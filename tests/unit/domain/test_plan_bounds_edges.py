@@ -39,15 +39,18 @@ REQUEST = AdmissionRequest(
 )
 
 
+# m1's cards A and B, the two the plan covers, held by other workloads
+A_AND_B_HELD = Ledger(
+    reservations=tuple(
+        Reservation(workload=w, machine="m1", gpu_uuid=u, bytes=GIB)
+        for w, u in (("a", "A"), ("b", "B"))
+    )
+)
+
+
 def test_a_free_card_past_the_gpu_bound_is_refused_as_a_gpu_limit() -> None:
     cards = fleet(machine("m1", gpu("A"), gpu("B"), gpu("C")))
-    held = Ledger(
-        reservations=tuple(
-            Reservation(workload=w, machine="m1", gpu_uuid=u, bytes=GIB)
-            for w, u in (("a", "A"), ("b", "B"))
-        )
-    )
-    refusal = schedule(REQUEST, view(cards, TWO_GPUS, held)).failure()
+    refusal = schedule(REQUEST, view(cards, TWO_GPUS, A_AND_B_HELD)).failure()
     assert refusal.code is ReasonCode.GPUS_OVER_PLAN
     assert refusal.sentence == (
         "every card that can take qwen is beyond what the Pro plan covers (2 GPUs; on m1); "
@@ -57,13 +60,7 @@ def test_a_free_card_past_the_gpu_bound_is_refused_as_a_gpu_limit() -> None:
 
 def test_a_machine_left_out_for_gpus_is_refused_as_a_gpu_limit() -> None:
     cards = fleet(machine("m1", gpu("A"), gpu("B")), machine("m2", gpu("C")))
-    held = Ledger(
-        reservations=tuple(
-            Reservation(workload=w, machine="m1", gpu_uuid=u, bytes=GIB)
-            for w, u in (("a", "A"), ("b", "B"))
-        )
-    )
-    refusal = schedule(REQUEST, view(cards, TWO_GPUS, held)).failure()
+    refusal = schedule(REQUEST, view(cards, TWO_GPUS, A_AND_B_HELD)).failure()
     assert refusal.code is ReasonCode.GPUS_OVER_PLAN
     assert "(2 GPUs; on m2)" in refusal.sentence
 
