@@ -9,15 +9,17 @@ explain`` can print every term, in bytes, with its source.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from attrs import frozen
+from attrs import Factory, field, frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.domain.hardware import Fleet
 from nodeau.domain.memory import GIB, Prediction, RuntimeConfig, Source
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger, free_bytes
+
+HOLDERS_NAMED = 8  # a refusal names this many machines or holders, then says how many more
 
 
 def gib(n: int) -> str:
@@ -57,12 +59,46 @@ class CardAssessment:
 
 
 @frozen(kw_only=True)
+class CardCounts:
+    """Every card of the fleet by its verdict, whether or not the decision kept it."""
+
+    cards: int
+    too_small: int
+    held: int
+    no_verified_copy: int
+    accepted: int
+
+    @classmethod
+    def of(cls, cards: tuple[CardAssessment, ...]) -> CardCounts:
+        """The counts of assessments that are every card of the fleet."""
+        verdicts = [c.rejection for c in cards]
+        return cls(
+            cards=len(cards),
+            too_small=verdicts.count(ReasonCode.CARD_TOO_SMALL),
+            held=verdicts.count(ReasonCode.CARD_HELD),
+            no_verified_copy=verdicts.count(ReasonCode.NO_VERIFIED_COPY),
+            accepted=verdicts.count(None),
+        )
+
+
+def _every_card(admitted: Admitted) -> CardCounts:
+    return CardCounts.of(admitted.cards)
+
+
+@frozen(kw_only=True)
 class Admitted:
-    """An accepted request: the predictions used and every card's assessment."""
+    """An accepted request: the predictions used, the cards kept and every card's verdict.
+
+    ``cards`` is every card's assessment on a fleet of up to ``free_cards.SHOWN`` cards;
+    on a larger one, the candidates placement ranked first, best first (a decision must
+    not grow with the fleet). ``counts`` counts every card by verdict either way (an
+    admission recorded before the counts were kept counted its cards, which were all).
+    """
 
     request: AdmissionRequest
     predictions: tuple[tuple[str, Prediction], ...]
     cards: tuple[CardAssessment, ...]
+    counts: CardCounts = field(default=Factory(_every_card, takes_self=True))
 
     @property
     def candidates(self) -> tuple[CardAssessment, ...]:
@@ -128,6 +164,17 @@ def assess_cards(
     return tuple(predictions.items()), tuple(cards)
 
 
+def held_refusal(request: AdmissionRequest, named: Sequence[CardAssessment], held: int) -> Refusal:
+    """Every card large enough is held: the first ``named`` of the ``held`` such cards."""
+    by = ", ".join(f"{c.gpu_uuid} on {c.machine} by {c.held_by}" for c in named)
+    more = held - len(named)
+    return Refusal.of(
+        ReasonCode.NO_FREE_CARD,
+        f"{request.model} needs {gib(named[0].needed_bytes)} ({named[0].source.value}); "
+        f"every card large enough is held: {by}" + (f", and {more:,} more" if more > 0 else ""),
+    )
+
+
 def capacity_refusal(request: AdmissionRequest, cards: tuple[CardAssessment, ...]) -> Refusal:
     """The capacity refusal closest to being fixed, when no card accepted the request."""
     if not cards:
@@ -137,7 +184,9 @@ def capacity_refusal(request: AdmissionRequest, cards: tuple[CardAssessment, ...
         )
     unverified = [c for c in cards if c.rejection is ReasonCode.NO_VERIFIED_COPY]
     if unverified:
-        machines = ", ".join(sorted({c.machine for c in unverified}))
+        named = sorted({c.machine for c in unverified})
+        more = len(named) - HOLDERS_NAMED
+        machines = ", ".join(named[:HOLDERS_NAMED]) + (f" and {more:,} more" if more > 0 else "")
         return Refusal.of(
             ReasonCode.NO_VERIFIED_COPY,
             f"{request.model} fits a free card on {machines}, but no such machine holds a "
@@ -145,12 +194,7 @@ def capacity_refusal(request: AdmissionRequest, cards: tuple[CardAssessment, ...
         )
     held = [c for c in cards if c.rejection is ReasonCode.CARD_HELD]
     if held:
-        by = ", ".join(f"{c.gpu_uuid} on {c.machine} by {c.held_by}" for c in held)
-        return Refusal.of(
-            ReasonCode.NO_FREE_CARD,
-            f"{request.model} needs {gib(held[0].needed_bytes)} ({held[0].source.value}); "
-            f"every card large enough is held: {by}",
-        )
+        return held_refusal(request, held[:HOLDERS_NAMED], len(held))
     largest = max(cards, key=lambda c: (c.total_bytes, c.machine, c.gpu_uuid))
     return Refusal.of(
         ReasonCode.NO_CARD_LARGE_ENOUGH,

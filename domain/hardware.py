@@ -95,6 +95,11 @@ class Fleet:
         return None
 
     @property
+    def card_count(self) -> int:
+        """How many cards the machines list."""
+        return sum(len(m.gpus) for m in self.machines)
+
+    @property
     def gpus(self) -> tuple[tuple[Machine, Gpu], ...]:
         return tuple((m, g) for m in self.machines for g in m.gpus)
 

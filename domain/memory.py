@@ -26,6 +26,7 @@ The terms follow what llama.cpp allocates (see docs/adr/0002-memory-prediction.m
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Iterable
 
 from attrs import field, frozen
@@ -287,10 +288,12 @@ def margin_bytes(subtotal: int, allowances: Allowances) -> int:
     return max(share, allowances.margin_floor_bytes)
 
 
+@functools.lru_cache(maxsize=1024)
 def estimate_peak(
     arch: Architecture, artifact_bytes: int, config: RuntimeConfig, allowances: Allowances
 ) -> Prediction:
-    """The estimated peak VRAM of serving this artifact in this configuration."""
+    """The estimated peak VRAM of serving this artifact in this configuration (a pure
+    function of frozen values: worked out once for the many decisions of one pass)."""
     if artifact_bytes <= 0:
         raise ValueError(f"artifact size must be positive, got {artifact_bytes}")
     est = Source.ESTIMATED

@@ -18,7 +18,7 @@ import enum
 from collections.abc import Mapping
 from fractions import Fraction
 
-from attrs import frozen
+from attrs import Factory, field, frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.domain.admission import Admitted, CardAssessment, gib
@@ -65,9 +65,10 @@ class Placement:
     gpu_uuid: str
     reservation: Reservation
     policy: Policy
-    ranked: tuple[RankedCard, ...]
+    ranked: tuple[RankedCard, ...]  # best first: every candidate, or the first on a large fleet
     excluded: tuple[tuple[str, str], ...]
     why: str
+    candidates: int = field(default=Factory(lambda p: len(p.ranked), takes_self=True))
 
 
 def machine_score(policy: Policy, held: int, cards: int) -> Fraction:

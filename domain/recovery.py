@@ -382,7 +382,7 @@ def copy_target(w: Workload, request: AdmissionRequest, view: FleetView) -> str 
     aside, its own machine excluded, if every machine held a copy."""
     excluded = (*view.excluded, (w.machine, "its own machine"))
     everywhere = frozenset(m.name for m in view.fleet.machines)
-    elsewhere = evolve(view, ledger=Ledger(), excluded=excluded, verified_on=everywhere)
+    elsewhere = evolve(view, ledger=Ledger(), excluded=excluded, verified_on=everywhere, cards=None)
     return admit_and_place(request, elsewhere).map(lambda p: p.machine).value_or(None)
 
 

@@ -68,10 +68,23 @@ class _LedgerIndex:
         self.reserved: dict[str, int] = {}
         self.on_machine: dict[str, list[Reservation]] = {}
         for r in reservations:
-            self.holder.setdefault(r.gpu_uuid, r)
-            self.of_workload.setdefault(r.workload, r)
-            self.reserved[r.gpu_uuid] = self.reserved.get(r.gpu_uuid, 0) + r.bytes
-            self.on_machine.setdefault(r.machine, []).append(r)
+            self._add(r)
+
+    def _add(self, r: Reservation) -> None:
+        self.holder.setdefault(r.gpu_uuid, r)
+        self.of_workload.setdefault(r.workload, r)
+        self.reserved[r.gpu_uuid] = self.reserved.get(r.gpu_uuid, 0) + r.bytes
+        self.on_machine[r.machine] = [*self.on_machine.get(r.machine, ()), r]
+
+    def with_(self, r: Reservation) -> _LedgerIndex:
+        """This index with one more reservation, last (copied, not walked again)."""
+        index = _LedgerIndex(())
+        index.holder = dict(self.holder)
+        index.of_workload = dict(self.of_workload)
+        index.reserved = dict(self.reserved)
+        index.on_machine = dict(self.on_machine)
+        index._add(r)
+        return index
 
 
 def free_bytes(ledger: Ledger, gpu: Gpu) -> int:
@@ -111,7 +124,9 @@ def reserve(ledger: Ledger, reservation: Reservation, gpu: Gpu) -> Result[Ledger
                 f"{gpu.uuid} has {gpu.total_bytes / GIB:.2f} GiB",
             )
         )
-    return Success(Ledger(reservations=(*ledger.reservations, reservation)))
+    recorded = Ledger(reservations=(*ledger.reservations, reservation))
+    object.__setattr__(recorded, "_index", ledger._indexed().with_(reservation))
+    return Success(recorded)
 
 
 def release(ledger: Ledger, workload: str) -> Ledger:

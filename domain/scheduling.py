@@ -15,6 +15,7 @@ from attrs import evolve, field, frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.domain.admission import AdmissionRequest, Admitted, admit
+from nodeau.domain.free_cards import SHOWN, FreeCards
 from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import Health
 from nodeau.domain.limits import OrgLimits, machine_allowed
@@ -43,6 +44,24 @@ class FleetView:
     verified_on: frozenset[str]
     predict: Callable[[str], Prediction]
     plan: PlanTerms  # the plan in force: its bounds leave machines and cards out
+    # the free cards' index of this fleet, ledger, settings and plan, kept by a caller that
+    # decides many times over one fleet (None: made when a decision needs it)
+    cards: FreeCards | None = None
+
+    def __attrs_post_init__(self) -> None:
+        cards = self.cards
+        if cards is not None and not (
+            cards.ledger is self.ledger
+            and cards.fleet is self.fleet
+            and cards.settings == self.settings
+            and cards.plan == self.plan
+        ):
+            raise ValueError("the free cards' index is not of this view's fleet and ledger")
+
+
+def free_cards_of(view: FleetView) -> FreeCards:
+    """The free cards' index of the view's fleet, ledger, settings and plan."""
+    return FreeCards.of(view.fleet, view.ledger, view.settings, view.plan)
 
 
 def exclusions(
@@ -83,7 +102,22 @@ class Scheduled:
 
 
 def schedule(request: AdmissionRequest, view: FleetView) -> Result[Scheduled, Refusal]:
-    """Admission, then placement among the cards it accepted; both decisions kept."""
+    """Admission, then placement among the cards it accepted; both decisions kept.
+
+    A fleet of more than ``SHOWN`` cards is decided on its free cards' index (``view.cards``
+    when the caller keeps one for the pass, else one made here), which keeps the best
+    candidates and the counts; a smaller fleet, and any refusal, weighs every card.
+    """
+    size = len(view.cards.cards) if view.cards is not None else view.fleet.card_count
+    if size > SHOWN:
+        index = view.cards if view.cards is not None else free_cards_of(view)
+        decided = index.decide(
+            request, verified_on=view.verified_on, excluded=view.excluded, predict=view.predict
+        )
+        if isinstance(decided, Refusal):
+            return Failure(decided)
+        if decided is not None:
+            return Success(Scheduled(admitted=decided[0], placement=decided[1]))
     admitted = admit(request, view.fleet, view.ledger, view.verified_on, view.predict)
     match admitted:
         case Failure(Refusal() as refusal):

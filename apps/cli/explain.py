@@ -38,6 +38,14 @@ def admission_lines(admission: Admission, simulated: bool) -> list[str]:
             "  " + line
             for line in table(("TERM", "BYTES", "", "SOURCE", "BASIS"), rows).splitlines()
         )
+    counts = admitted.counts
+    if len(admitted.cards) < counts.cards:  # a large fleet: the best candidates were kept
+        lines.append(
+            f"cards: {counts.cards:,} in the fleet: {counts.accepted:,} accepted, "
+            f"{counts.held:,} held, {counts.too_small:,} too small, {counts.no_verified_copy:,} "
+            f"without a verified copy; the decision kept the {len(admitted.cards)} best "
+            "candidates, shown here"
+        )
     lines.append("cards (free memory according to the reservation ledger, not a card reading):")
     card_rows = [
         (
@@ -62,11 +70,16 @@ def admission_lines(admission: Admission, simulated: bool) -> list[str]:
 
 def placement_lines(admission: Admission) -> list[str]:
     p = admission.placement
+    shown = (
+        "candidates, best first:"
+        if len(p.ranked) == p.candidates
+        else f"candidates, best first (the first {len(p.ranked)} of {p.candidates:,}):"
+    )
     lines = [
         f"{p.workload}: placed on {p.machine}, {p.gpu_uuid} (policy {p.policy.value})",
         f"why: {p.why}",
         f"reservation: {p.reservation.bytes:,} bytes ({size(p.reservation.bytes)}) on {p.gpu_uuid}",
-        "candidates, best first:",
+        shown,
     ]
     lines.extend(
         f"  {r.machine} {r.gpu_uuid}: {r.policy.value}, machine holds {r.machine_held} of "

@@ -52,6 +52,7 @@ from returns.result import Failure, Result, Success
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog, catalog_claims
+from nodeau.domain.free_cards import FreeCards
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
 from nodeau.domain.limits import WorkloadAsk as RequestShape
@@ -173,6 +174,8 @@ class Planning:
     predict: Callable[[str], Prediction]
     plan: PlanTerms
     shape: RequestShape  # what the organisation's limits and quotas read of the request
+    # the batch's free cards' index of this fleet brought to a ledger (None: none kept)
+    cards: Callable[[Ledger], FreeCards] | None = None
 
     def view(self, ledger: Ledger) -> FleetView:
         """The fleet as a placement sees it, over this ledger."""
@@ -184,6 +187,7 @@ class Planning:
             verified_on=frozenset(m for m, _ in self.resolution.paths),
             predict=self.predict,
             plan=self.plan,
+            cards=None if self.cards is None else self.cards(ledger),
         )
 
     def admission(
@@ -213,6 +217,7 @@ def planning(
     allowances: Allowances | None = None,
     fleet: Fleet | None = None,
     proved: Proved | None = None,
+    cards: Callable[[Ledger], FreeCards] | None = None,
 ) -> Result[Planning, Refusal]:
     """What admission and placement read for ``ask``, or why nothing can be decided
     (``fleet``: ``fleet_of(reports, marks)`` when the caller made it already; ``proved``:
@@ -269,6 +274,7 @@ def planning(
             predict=predict,
             plan=plan,
             shape=shape,
+            cards=cards,
         )
     )
 
@@ -286,9 +292,13 @@ def decider(
     allowances: Allowances | None = None,
     proved: Proved | None = None,
     spent: Iterable[Spending] | None = None,
+    fleet: Fleet | None = None,
+    cards: Callable[[Ledger], FreeCards] | None = None,
 ) -> Decide:
     """The ``decide(snapshot)`` that ``StateStore.admit`` runs for one object (``spent``:
-    what the workloads holding a card spend, when the snapshot carries no records)."""
+    what the workloads holding a card spend, when the snapshot carries no records;
+    ``fleet`` and ``cards``: the batch's fleet and its free cards' index, kept for every
+    decision of a reconcile pass)."""
     match planning(
         ask,
         reports=reports,
@@ -298,7 +308,9 @@ def decider(
         organisation=organisation,
         table=table,
         allowances=allowances,
+        fleet=fleet,
         proved=proved,
+        cards=cards,
     ):
         case Success(Planning() as planned):
             org = organisation or Organisation.none()

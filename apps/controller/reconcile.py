@@ -57,9 +57,11 @@ from datetime import datetime
 from attrs import evolve, field, frozen
 from returns.result import Failure, Success
 
-from nodeau.apps.controller.decide import Proved, decider
+from nodeau.apps.controller.decide import Proved, decider, fleet_of
 from nodeau.domain.batches import BatchCounts, batch_counts, batch_end, result_from_line
 from nodeau.domain.catalog import Catalog
+from nodeau.domain.free_cards import FreeCards
+from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import Health, MachineHealth
 from nodeau.domain.lifecycle import (
     ServerPhase,
@@ -76,6 +78,7 @@ from nodeau.domain.plans import PlanTerms
 from nodeau.domain.records import Admission, spending
 from nodeau.domain.recovery import left_behind, with_recovery
 from nodeau.domain.refusals import Refusal
+from nodeau.domain.reservations import Ledger
 from nodeau.domain.restarts import restart_notice
 from nodeau.domain.workloads import (
     Workload,
@@ -154,6 +157,25 @@ class FleetReading:
         self._health: Mapping[str, MachineHealth] | None = None
         self._proved: Proved | None = None
         self._spending: list[Spending] | None = None
+        self._machines: Fleet | None = None
+        self._cards: FreeCards | None = None
+
+    def machines(self) -> Fleet:
+        """The fleet the batch's reports describe, made once for every decision of it."""
+        if self._machines is None:
+            inputs = self.fleet()
+            self._machines = fleet_of(inputs.reports, inputs.marks)
+        return self._machines
+
+    def free_cards(self, ledger: Ledger) -> FreeCards:
+        """The batch's free cards' index, brought to ``ledger`` (the claims as the store
+        knows them for this decision): made at the first decision, then followed."""
+        if self._cards is None:
+            inputs = self.fleet()
+            self._cards = FreeCards.of(self.machines(), ledger, inputs.marks.settings, inputs.plan)
+        else:
+            self._cards = self._cards.follow(ledger)
+        return self._cards
 
     def fleet(self) -> FleetInputs:
         if self._fleet is None:
@@ -283,6 +305,8 @@ class Reconciler:
             table=inputs.table,
             proved=reading.proved() if service else None,
             spent=reading.spending() if counts else None,
+            fleet=reading.machines(),
+            cards=reading.free_cards,
         )
         match self._store.admit(obj.name, decide):
             case Failure(Refusal() as refusal):
