@@ -1,17 +1,23 @@
 """Benchmark: the controller's reconcile time for a large fleet, against the API server's floor.
 
-    python bench/reconcile.py [--machines 100] [--cards 4] [--services 500]
+    python bench/reconcile.py [--machines 100] [--cards 4] [--services 500] [--workers 8]
+                              [--profile FILE]
 
 Starts the test control plane (etcd, kube-apiserver, KWOK: tests/support/kube_cluster.py,
 binaries from scripts/build-kube-binaries), applies deploy/'s namespace and CRDs, then
 creates ``--machines`` KWOK nodes, each with an agent report of ``--cards`` simulated 24 GiB
 cards and a verified copy of a 4 GiB model, and ``--services`` GPUServices asking for it.
 
-1. Baseline, same run, same client: for every GPUService, one GET and one status write —
-   the least any controller must send the API server per object.
-2. The controller (apps/controller, in-process): one pass over every object decides each one
-   (admission and placement on the ledger, status, Events, the Pod for each admitted one).
-   Reported: wall time, per object, and the ratio to the baseline.
+1. The floor, same run, same client: for every GPUService, one GET and one status write,
+   one object after another: the least any controller must send the API server to read an
+   object and record a decision. Measured again with ``--workers`` objects at once, the
+   same parallelism the controller is given, so both ratios are printed.
+2. The controller (apps/controller, in-process, ``--workers`` objects at once): one pass over
+   every object. It first decides each one (guard, admission and placement on the ledger,
+   the card's claim, status, Events), then carries the decisions out (each admitted one's
+   Pod, Event and starting state). Reported: the time to the last decision and the whole
+   pass, each per object and against both floors, the requests sent per object, and the
+   CPU each process spent (``api_profile``).
 3. Settling: further passes until every admitted service is serving (KWOK runs the Pods).
 
 Every invariant of the scale test is checked on the result (no card held twice, each
@@ -22,11 +28,13 @@ hold for this machine only: the API server, etcd and KWOK share its cores with t
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
-import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +43,10 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client, config  # noqa: E402
 
+from bench.api_profile import Profile  # noqa: E402
 from nodeau.adapters.kube import resources as r  # noqa: E402
+from nodeau.apps.controller.bootstrap import DEFAULT_WORKERS  # noqa: E402
+from nodeau.domain.leadership import DEFAULT_RENEW_DEADLINE_S  # noqa: E402
 from tests.support.kube_apply import apply_manifests  # noqa: E402
 from tests.support.kube_cluster import ControlPlane  # noqa: E402
 from tests.support.kube_controller import controller as entitled_controller  # noqa: E402
@@ -44,28 +55,25 @@ from tests.support.kube_scale import check, populate, service_name  # noqa: E402
 DEPLOY = ROOT / "deploy"
 
 
-def baseline(api: Any, services: int) -> list[float]:
-    """Seconds per object for one GET and one status write, each object once."""
+def baseline(api: Any, services: int, workers: int = 1) -> float:
+    """Seconds for one GET and one status write of every object, ``workers`` at once."""
     custom: Any = client.CustomObjectsApi(api)
-    spent = []
-    for i in range(services):
-        started = time.perf_counter()
+
+    def write(i: int, sentence: str | None) -> None:
         obj = custom.get_namespaced_custom_object(
             r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, service_name(i)
         )
-        obj["status"] = {"sentence": "baseline write"}
+        obj["status"] = {} if sentence is None else {"sentence": sentence}
         custom.replace_namespaced_custom_object_status(
             r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, service_name(i), obj
         )
-        spent.append(time.perf_counter() - started)
-    for i in range(services):  # as they were: nothing decided
-        obj = custom.get_namespaced_custom_object(
-            r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, service_name(i)
-        )
-        obj["status"] = {}
-        custom.replace_namespaced_custom_object_status(
-            r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, service_name(i), obj
-        )
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(lambda i: write(i, "baseline write"), range(services)))
+    spent = time.perf_counter() - started
+    with ThreadPoolExecutor(workers) as pool:  # as they were: nothing decided
+        list(pool.map(lambda i: write(i, None), range(services)))
     return spent
 
 
@@ -75,13 +83,99 @@ def serving(api: Any) -> int:
     return sum((i.get("status") or {}).get("state") == "serving" for i in listed["items"])
 
 
+def per_object(seconds: float, objects: int, floors: dict[str, float]) -> str:
+    against = ", ".join(f"{seconds / f:.2f}x the floor {how}" for how, f in floors.items())
+    return f"{seconds:.2f} s, {seconds / objects * 1e3:.1f} ms per object: {against}"
+
+
+def timed_pass(controller: Any, profile_to: Path | None) -> tuple[float, float]:
+    """One resync: seconds to its last decision, and to its end."""
+    decided: list[float] = []
+    decide = controller.reconciler.decide
+
+    def deciding(*args: Any, **kwargs: Any) -> bool:
+        try:
+            return bool(decide(*args, **kwargs))
+        finally:
+            decided.append(time.perf_counter())
+
+    controller.reconciler.decide = deciding
+    profiler = cProfile.Profile() if profile_to else None
+    started = time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
+    controller.resync()
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile_to)
+    ended = time.perf_counter()
+    controller.reconciler.decide = decide
+    return max(decided, default=started) - started, ended - started
+
+
+def measure(api: Any, plane: ControlPlane, args: argparse.Namespace) -> int:
+    cards_total = args.machines * args.cards
+    n = args.services
+    profile = Profile(api, plane.processes)
+    profile.start()
+    floors = {"one by one": baseline(api, n), f"{args.workers} at once": 0.0}
+    profile.stop()
+    floors[f"{args.workers} at once"] = baseline(api, n, args.workers)
+    print("\n1. the floor: one GET and one status write per object")
+    for how, seconds in floors.items():
+        print(f"   {how}: {seconds:.2f} s, {seconds / n * 1e3:.1f} ms per object")
+    for line in profile.lines(2 * n):  # the floor's writes and their undoing
+        print(f"   {line}")
+
+    # entitled to the Enterprise plan (the Home plan covers one machine of the fleet)
+    # as deployed: elected, so no other controller writes for longer than the renew deadline
+    controller = entitled_controller(
+        api,
+        identity="bench",
+        workers=args.workers,
+        sole_writer_for=timedelta(seconds=DEFAULT_RENEW_DEADLINE_S),
+    )
+    profile = Profile(api, plane.processes)
+    profile.start()
+    decided_s, pass_s = timed_pass(controller, args.profile)
+    profile.stop()
+    outcome = check(api, cards_total=cards_total)
+    print(f"\n2. the controller, {args.workers} workers: one pass over every object")
+    print(f"   every object decided: {per_object(decided_s, n, floors)}")
+    print(f"   the whole pass (decisions carried out too): {per_object(pass_s, n, floors)}")
+    print(
+        f"   admitted {outcome.admitted}, refused {outcome.refused}, undecided "
+        f"{outcome.undecided}, Pods {outcome.pods}"
+    )
+    for line in profile.lines(n):
+        print(f"   {line}")
+
+    started = time.perf_counter()
+    passes = 0
+    while serving(api) < outcome.admitted and passes < 30:
+        controller.resync()
+        passes += 1
+    settled_s = time.perf_counter() - started
+    print("\n3. settling: passes until every admitted service is serving")
+    print(f"   {serving(api)} serving after {passes} more passes, {settled_s:.2f} s")
+
+    final = check(api, cards_total=cards_total)
+    print("\ninvariants:", "all held" if not final.problems else "BROKEN")
+    for problem in final.problems[:20]:
+        print("  ", problem)
+    return 1 if final.problems or final.undecided else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--machines", type=int, default=100)
     parser.add_argument("--cards", type=int, default=4)
     parser.add_argument("--services", type=int, default=500)
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    parser.add_argument(
+        "--profile", type=Path, help="write cProfile's statistics of the pass to this file"
+    )
     args = parser.parse_args()
-    cards_total = args.machines * args.cards
     with tempfile.TemporaryDirectory() as work:
         plane = ControlPlane(Path(work))
         try:
@@ -93,48 +187,10 @@ def main() -> int:
             print(f"machine: {os.cpu_count()} cores")
             print(
                 f"fleet: {args.machines} KWOK nodes x {args.cards} simulated cards = "
-                f"{cards_total} cards; {args.services} GPUServices "
+                f"{args.machines * args.cards} cards; {args.services} GPUServices "
                 f"(set up in {time.perf_counter() - started:.1f} s)"
             )
-
-            floor = baseline(api, args.services)
-            floor_total = sum(floor)
-            print("\n1. baseline: one GET and one status write per object")
-            print(
-                f"   {floor_total:.2f} s in all, p50 {statistics.median(floor) * 1e3:.1f} ms "
-                f"per object"
-            )
-
-            # entitled to the Enterprise plan (the Home plan covers one machine of the fleet)
-            controller = entitled_controller(api, identity="bench")
-            started = time.perf_counter()
-            controller.resync()
-            decided_s = time.perf_counter() - started
-            outcome = check(api, cards_total=cards_total)
-            print("\n2. the controller: one pass over every object")
-            print(
-                f"   {decided_s:.2f} s in all, {decided_s / args.services * 1e3:.1f} ms per "
-                f"object, {decided_s / floor_total:.1f}x the baseline"
-            )
-            print(
-                f"   admitted {outcome.admitted}, refused {outcome.refused}, undecided "
-                f"{outcome.undecided}, Pods {outcome.pods}"
-            )
-
-            started = time.perf_counter()
-            passes = 0
-            while serving(api) < outcome.admitted and passes < 30:
-                controller.resync()
-                passes += 1
-            settled_s = time.perf_counter() - started
-            print("\n3. settling: passes until every admitted service is serving")
-            print(f"   {serving(api)} serving after {passes} more passes, {settled_s:.2f} s")
-
-            final = check(api, cards_total=cards_total)
-            print("\ninvariants:", "all held" if not final.problems else "BROKEN")
-            for problem in final.problems[:20]:
-                print("  ", problem)
-            return 1 if final.problems or final.undecided else 0
+            return measure(api, plane, args)
         finally:
             plane.stop()
 

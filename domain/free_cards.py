@@ -209,6 +209,16 @@ class FreeCards:
         when ``ledger`` lacks one the index holds (a card freed) or holds a card otherwise."""
         if ledger is self.ledger:
             return self
+        one = ledger.added_to(self.ledger)
+        card = None if one is None else self.cards.get(one.gpu_uuid)
+        if (
+            one is not None
+            and card is not None
+            and card.machine == one.machine
+            and isinstance(self.reserve(one), Success)
+        ):
+            self.ledger = ledger  # the same reservations: the caller's ledger, to follow again
+            return self
         mine = {(r.gpu_uuid, r.workload, r.bytes) for r in self.ledger.reservations}
         theirs = [r for r in ledger.reservations if (r.gpu_uuid, r.workload, r.bytes) not in mine]
         if len(ledger.reservations) - len(theirs) == len(mine) == len(self.ledger.reservations):

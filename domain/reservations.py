@@ -8,6 +8,7 @@ time-slicing or partitioning.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 
 from attrs import field, frozen
@@ -37,6 +38,25 @@ class Ledger:
     # the lookups below, made in one pass at the first of them (a decision makes several
     # per card; a ledger never changes, so neither do they)
     _index: _LedgerIndex | None = field(default=None, init=False, repr=False, eq=False, hash=False)
+    # the ledger this one was made from by ``added``, while it is alive: a reader that keeps
+    # its own state of that ledger (placement's free cards) follows by the one difference
+    _parent: weakref.ref[Ledger] | None = field(
+        default=None, init=False, repr=False, eq=False, hash=False
+    )
+
+    def added(self, reservation: Reservation) -> Ledger:
+        """This ledger with ``reservation`` recorded last, unchecked (``reserve`` checks):
+        its lookups are this one's with one more, not worked out again."""
+        made = Ledger(reservations=(*self.reservations, reservation))
+        object.__setattr__(made, "_index", self._indexed().with_(reservation))
+        object.__setattr__(made, "_parent", weakref.ref(self))
+        return made
+
+    def added_to(self, earlier: Ledger) -> Reservation | None:
+        """The one reservation this ledger was made from ``earlier`` with (``added``), or
+        None when it was not (or that is no longer known)."""
+        parent = None if self._parent is None else self._parent()
+        return self.reservations[-1] if parent is earlier else None
 
     def holder(self, gpu_uuid: str) -> Reservation | None:
         """The reservation holding this card, if any (the first, were a card held twice)."""
@@ -124,9 +144,7 @@ def reserve(ledger: Ledger, reservation: Reservation, gpu: Gpu) -> Result[Ledger
                 f"{gpu.uuid} has {gpu.total_bytes / GIB:.2f} GiB",
             )
         )
-    recorded = Ledger(reservations=(*ledger.reservations, reservation))
-    object.__setattr__(recorded, "_index", ledger._indexed().with_(reservation))
-    return Success(recorded)
+    return Success(ledger.added(reservation))
 
 
 def release(ledger: Ledger, workload: str) -> Ledger:

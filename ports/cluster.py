@@ -442,6 +442,11 @@ class ServerPods(Protocol):
         """The workload's server as it is now, or None when there is none."""
         ...
 
+    def read_all(self) -> tuple[ServerPod, ...]:
+        """Every workload's server as it is now, by kind then workload. A reader that keeps
+        what it read (the controller's) answers ``read`` from this until it learns more."""
+        ...
+
     def create(self, record: WorkloadRecord, owner: WorkloadObject) -> bool:
         """Start the server the record's admitted configuration calls for, on its machine
         and card; False when it exists already."""

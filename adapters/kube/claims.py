@@ -110,6 +110,14 @@ def held_of(body: dict[str, Any]) -> Held:
     )
 
 
+def assumed_claim(reservation: Reservation, by: Claim) -> Held:
+    """The claim an admission in flight is about to make, held by its decision until the
+    API server answers (no uid or version yet: it is never freed as it is)."""
+    return Held(
+        reservation=reservation, claim=by, name=name_of(reservation.gpu_uuid), uid="", version=""
+    )
+
+
 def claim(api: Any, reservation: Reservation, by: Claim) -> Held:
     """Create the card's Reservation; CardTaken when the card is claimed already."""
     custom: Any = client.CustomObjectsApi(api)

@@ -29,6 +29,7 @@ from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
+from nodeau.adapters.kube.known import UNKNOWN, KnownObjects, version_of
 from nodeau.adapters.record_json import RecordError, from_plain, pack, to_plain
 from nodeau.domain.batches import BatchRequest
 from nodeau.domain.organisation import Requester
@@ -151,8 +152,8 @@ def unknown(name: str) -> str:
     return f"no workload called {name} in {r.NAMESPACE}"
 
 
-def list_objects(api: Any) -> tuple[KubeObject, ...]:
-    """Every GPUService and BatchJob."""
+def list_objects(api: Any, known: KnownObjects | None = None) -> tuple[KubeObject, ...]:
+    """Every GPUService and BatchJob (each kind kept complete in ``known``)."""
     custom: Any = client.CustomObjectsApi(api)
     found: list[KubeObject] = []
     with api_errors("list GPUServices and BatchJobs"):
@@ -160,26 +161,38 @@ def list_objects(api: Any) -> tuple[KubeObject, ...]:
             listed = custom.list_namespaced_custom_object(
                 *HERE, plural, _request_timeout=REQUEST_TIMEOUT
             )
+            if known is not None:
+                known.listed(plural, listed["items"], version_of(listed))
             found.extend(KubeObject(kind=kind, body=item) for item in listed["items"])
     return tuple(found)
 
 
-def get_object(api: Any, kind: WorkloadKind, name: str) -> KubeObject | None:
-    """The object of this kind and name, or None."""
+def get_object(
+    api: Any, kind: WorkloadKind, name: str, known: KnownObjects | None = None
+) -> KubeObject | None:
+    """The object of this kind and name, or None (as ``known`` knows it, when it does)."""
+    plural = PLURALS[kind]
+    if known is not None and (kept := known.lookup(plural, name)) is not UNKNOWN:
+        return None if kept is None else KubeObject(kind=kind, body=kept)
     custom: Any = client.CustomObjectsApi(api)
     body = or_none(
         f"read {KINDS[kind]} {name}",
         lambda: custom.get_namespaced_custom_object(
-            *HERE, PLURALS[kind], name, _request_timeout=REQUEST_TIMEOUT
+            *HERE, plural, name, _request_timeout=REQUEST_TIMEOUT
         ),
     )
+    if known is not None:
+        if body is None:
+            known.gone(plural, name)
+        else:
+            known.seen(plural, body)
     return None if body is None else KubeObject(kind=kind, body=body)
 
 
-def find_object(api: Any, name: str) -> KubeObject | None:
+def find_object(api: Any, name: str, known: KnownObjects | None = None) -> KubeObject | None:
     """The workload's object of either kind: one holding a card first, then one with a
     record (a name is free again once its workload finished, for either kind)."""
-    found = [o for o in (get_object(api, kind, name) for kind in PLURALS) if o is not None]
+    found = [o for o in (get_object(api, k, name, known) for k in PLURALS) if o is not None]
     found.sort(key=lambda o: ("record" not in o.status, _finished(o)))
     return found[0] if found else None
 
@@ -203,7 +216,9 @@ def spec_of(record: WorkloadRecord) -> dict[str, Any]:
     return spec
 
 
-def create_object(api: Any, record: WorkloadRecord) -> KubeObject:
+def create_object(
+    api: Any, record: WorkloadRecord, known: KnownObjects | None = None
+) -> KubeObject:
     """Create the workload's object (no status yet); the existing one if it appeared meanwhile."""
     kind, name = record.workload.kind, record.workload.name
     body = {
@@ -222,10 +237,14 @@ def create_object(api: Any, record: WorkloadRecord) -> KubeObject:
                 _request_timeout=REQUEST_TIMEOUT,
             )
     except Conflict:
-        existing = get_object(api, kind, name)
+        if known is not None:
+            known.forget(PLURALS[kind], name)
+        existing = get_object(api, kind, name, known)
         if existing is None:
             raise StateError(f"{KINDS[kind]} {name} was created and deleted meanwhile") from None
         return existing
+    if known is not None:
+        known.seen(PLURALS[kind], created)
     return KubeObject(kind=kind, body=created)
 
 
@@ -235,18 +254,21 @@ def write_status(
     name: str,
     change: Callable[[KubeObject], dict[str, Any]],
     first: KubeObject | None = None,
+    known: KnownObjects | None = None,
 ) -> KubeObject:
     """Replace the object's status by ``change(object)`` under its resourceVersion.
 
-    ``change`` gets the object as read and returns the whole new status; on a 409
-    the object is read again and ``change`` runs again. UnknownWorkload if there
-    is no such object.
+    ``change`` gets the object as read (``first``, else as ``known`` knows it, else from
+    the API server) and returns the whole new status; on a 409 the object is read again
+    from the API server and ``change`` runs again. UnknownWorkload if there is no such
+    object.
     """
     custom: Any = client.CustomObjectsApi(api)
+    plural = PLURALS[kind]
     current = first
     for _ in range(MAX_TRIES):
         if current is None:
-            current = get_object(api, kind, name)
+            current = get_object(api, kind, name, known)
         if current is None:
             raise UnknownWorkload(unknown(name))
         body = copy.deepcopy(dict(current.body))
@@ -256,12 +278,19 @@ def write_status(
                 f"write the status of {current.title}",
                 partial(
                     custom.replace_namespaced_custom_object_status,
-                    *HERE, PLURALS[kind], name, body, _request_timeout=REQUEST_TIMEOUT,
+                    *HERE, plural, name, body, _request_timeout=REQUEST_TIMEOUT,
                 ),
             )  # fmt: skip
         except Conflict:
             current = None
+            if known is not None:
+                known.forget(plural, name)
             continue
+        if known is not None:
+            if written is None:
+                known.gone(plural, name)
+            else:
+                known.seen(plural, written)
         if written is None:
             raise UnknownWorkload(unknown(name))
         return KubeObject(kind=kind, body=written)

@@ -44,7 +44,9 @@ Decisions (docs/adr/0004-fleet-on-kubernetes.md has the contract):
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -53,7 +55,8 @@ from attrs import field, frozen
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none, send_json
+from nodeau.adapters.kube.known import UNKNOWN, KnownObjects, version_of
 from nodeau.adapters.llama_server import HOST, server_command
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.workloads import ServerExit, WorkloadKind
@@ -62,6 +65,7 @@ from nodeau.ports.runtime import ServerSpec
 from nodeau.ports.state import WorkloadRecord
 
 CONTAINER = "server"
+PODS = "pods"  # the plural ``KnownObjects`` keeps them under
 WORKER_CONTAINER = "worker"
 WORKER_ACCOUNT = "nodeau-batch-worker"
 WORKER_MODULE = "nodeau.apps.batch_fleet_worker"
@@ -246,56 +250,77 @@ def _server_pod(
     }
 
 
-def create_pod(api: Any, manifest: dict[str, Any]) -> bool:
+def create_pod(api: Any, manifest: dict[str, Any], known: KnownObjects | None = None) -> bool:
     """Create the Pod; False when it already exists (another pass or controller made it)."""
+    name = manifest["metadata"]["name"]
     try:
-        with api_errors(f"create Pod {manifest['metadata']['name']}"):
-            _core(api).create_namespaced_pod(
-                r.NAMESPACE, manifest, _request_timeout=REQUEST_TIMEOUT
-            )
+        with api_errors(f"create Pod {name}"):
+            made = send_json(
+                api, "POST", "/api/v1/namespaces/{namespace}/pods", {"namespace": r.NAMESPACE},
+                manifest,
+            )  # fmt: skip
     except Conflict:
+        if known is not None:
+            known.forget(PODS, name)
         return False
+    if known is not None:
+        known.seen(PODS, made)
     return True
 
 
-def delete_pod(api: Any, kind_label: str, workload: str, *, force: bool = False) -> bool:
+def delete_pod(
+    api: Any,
+    kind_label: str,
+    workload: str,
+    *,
+    force: bool = False,
+    known: KnownObjects | None = None,
+) -> bool:
     """Ask for the workload's Pod to go; False when there was none. ``force``: grace
     period 0, the object gone at once (its kubelet ends the container when it sees it
-    gone, as ``kubectl delete --force`` does)."""
+    gone, as ``kubectl delete --force`` does). What is left of it is read again after."""
     name = r.server_pod_name(kind_label, workload)
     grace = {"grace_period_seconds": 0} if force else {}
+    if known is not None:
+        known.forget(PODS, name)
     gone = or_none(
         f"delete Pod {name}",
         lambda: _core(api).delete_namespaced_pod(
-            name, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT, **grace
+            name, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT, _preload_content=False, **grace
         ),
     )
     return gone is not None
 
 
-def view_of(pod: Any) -> PodView:
-    """A Pod object (kubernetes client model) as the controller reads it."""
-    meta, spec, status = pod.metadata, pod.spec, pod.status
-    labels = meta.labels or {}
-    conditions = (status.conditions if status else None) or []
-    env = {e.name: e.value for c in spec.containers for e in (c.env or [])}
+def _at(text: object) -> datetime | None:
+    """A moment as the API server writes one (RFC 3339), or None."""
+    return datetime.fromisoformat(text) if isinstance(text, str) and text else None
+
+
+def view_of(pod: Mapping[str, Any]) -> PodView:
+    """A Pod as the API server returns it (plain JSON) as the controller reads it."""
+    meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+    labels = meta.get("labels") or {}
+    conditions = status.get("conditions") or ()
+    env = {
+        e["name"]: e.get("value") for c in spec.get("containers") or () for e in c.get("env") or ()
+    }
     server = next(
-        (c for c in (status.container_statuses if status else None) or () if c.name == CONTAINER),
-        None,
+        (c for c in status.get("containerStatuses") or () if c.get("name") == CONTAINER), None
     )
     return PodView(
-        name=meta.name,
+        name=meta["name"],
         workload=labels.get(r.WORKLOAD_LABEL, ""),
         kind_label=labels.get(r.KIND_LABEL, ""),
-        node=spec.node_name,
-        phase=(status.phase if status else None) or "Pending",
-        ready=any(c.type == "Ready" and c.status == "True" for c in conditions),
-        pod_ip=(status.pod_ip if status else None) or None,
-        deleting=meta.deletion_timestamp is not None,
+        node=spec.get("nodeName"),
+        phase=status.get("phase") or "Pending",
+        ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+        pod_ip=status.get("podIP") or None,
+        deleting=meta.get("deletionTimestamp") is not None,
         gpu_uuid=env.get("NVIDIA_VISIBLE_DEVICES"),
         restarts=restarts_of(server),
         previous_log=server is not None and _waits_after_an_end(server),
-        uid=meta.uid,
+        uid=meta.get("uid"),
     )
 
 
@@ -320,57 +345,79 @@ def announced_backoff(message: str | None) -> timedelta | None:
     return timedelta(seconds=seconds)
 
 
-def restarts_of(container: Any) -> ServerRestarts:
-    """What a container status (kubernetes client model; None: not reported yet) says of
-    the server's ends and restarts."""
+def restarts_of(container: Mapping[str, Any] | None) -> ServerRestarts:
+    """What a container status (plain JSON; None: not reported yet) says of the server's
+    ends and restarts."""
     if container is None:
         return ServerRestarts()
-    state, last = container.state, container.last_state
-    now_ended = state.terminated if state is not None else None
-    ended = now_ended or (last.terminated if last is not None else None)
-    when = None if ended is None else ended.finished_at or ended.started_at
+    state, last = container.get("state") or {}, container.get("lastState") or {}
+    count = int(container.get("restartCount") or 0)
+    now_ended = state.get("terminated")
+    ended = now_ended or last.get("terminated")
+    finished = None if ended is None else _at(ended.get("finishedAt"))
+    started = None if ended is None else _at(ended.get("startedAt"))
+    when = finished or started
     if ended is None or when is None:
-        return ServerRestarts(count=container.restart_count or 0)
-    waiting = state.waiting if state is not None else None
-    running = state.running if state is not None else None
-    ran = ended.finished_at - ended.started_at if ended.finished_at and ended.started_at else None
-    crash_loop = waiting is not None and waiting.reason == CRASH_LOOP
-    announced = announced_backoff(waiting.message) if waiting is not None and crash_loop else None
+        return ServerRestarts(count=count)
+    waiting, running = state.get("waiting"), state.get("running")
+    ran = finished - started if finished and started else None
+    crash_loop = waiting is not None and waiting.get("reason") == CRASH_LOOP
+    announced = announced_backoff(waiting.get("message")) if waiting and crash_loop else None
     down = now_ended is not None or waiting is not None
     return ServerRestarts(
-        count=container.restart_count or 0,
-        last_exit=container_exit(ended.exit_code or 0, ended.signal, ended.reason, when),
+        count=count,
+        last_exit=container_exit(
+            int(ended.get("exitCode") or 0), ended.get("signal"), ended.get("reason"), when
+        ),
         ran_for=ran if ran is not None and ran >= timedelta(0) else None,
         down=down,
         backing_off=crash_loop,
         backoff=announced,
-        running_since=None if down or running is None else running.started_at,
+        running_since=None if down or running is None else _at(running.get("startedAt")),
     )
 
 
-def _waits_after_an_end(container: Any) -> bool:
-    state, last = container.state, container.last_state
-    waiting = state is not None and state.waiting is not None
-    return waiting and last is not None and last.terminated is not None
+def _waits_after_an_end(container: Mapping[str, Any]) -> bool:
+    state, last = container.get("state") or {}, container.get("lastState") or {}
+    return state.get("waiting") is not None and last.get("terminated") is not None
 
 
-def read_pod(api: Any, kind_label: str, workload: str) -> PodView | None:
-    """The workload's Pod as it is now, or None when there is none."""
+def read_pod(
+    api: Any, kind_label: str, workload: str, known: KnownObjects | None = None
+) -> PodView | None:
+    """The workload's Pod as it is now (as ``known`` knows it, when it does), or None."""
     name = r.server_pod_name(kind_label, workload)
-    pod = or_none(
+    if known is not None and (kept := known.lookup(PODS, name)) is not UNKNOWN:
+        return None if kept is None else view_of(kept)
+    response = or_none(
         f"read Pod {name}",
-        lambda: _core(api).read_namespaced_pod(name, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT),
+        lambda: _core(api).read_namespaced_pod(
+            name, r.NAMESPACE, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
+        ),
     )
+    pod = None if response is None else json.loads(response.data)
+    if known is not None:
+        if pod is None:
+            known.gone(PODS, name)
+        else:
+            known.seen(PODS, pod)
     return None if pod is None else view_of(pod)
 
 
-def list_pods(api: Any) -> tuple[PodView, ...]:
-    """Every model-server Pod Nodeau created, by name."""
+def list_pods(api: Any, known: KnownObjects | None = None) -> tuple[PodView, ...]:
+    """Every model-server Pod Nodeau created, by name (kept complete in ``known``)."""
     with api_errors("list model-server Pods"):
-        pods = _core(api).list_namespaced_pod(
-            r.NAMESPACE, label_selector=r.WORKLOAD_LABEL, _request_timeout=REQUEST_TIMEOUT
+        response = _core(api).list_namespaced_pod(
+            r.NAMESPACE,
+            label_selector=r.WORKLOAD_LABEL,
+            _request_timeout=REQUEST_TIMEOUT,
+            _preload_content=False,
         )
-    return tuple(sorted((view_of(p) for p in pods.items), key=lambda v: v.name))
+        listed = json.loads(response.data)
+    items = listed.get("items") or []
+    if known is not None:
+        known.listed(PODS, items, version_of(listed))
+    return tuple(sorted((view_of(p) for p in items), key=lambda v: v.name))
 
 
 def phase_of(pod: PodView) -> ServerPhase:
@@ -435,24 +482,40 @@ def log_tail(api: Any, pod: PodView, lines: int) -> tuple[str, ...] | None:
 
 
 class KubeServerPods:
-    """``ports.cluster.ServerPods``: one Pod per admitted workload in ``nodeau-system``."""
+    """``ports.cluster.ServerPods``: one Pod per admitted workload in ``nodeau-system``
+    (``known``: the controller's cache of them, read where it knows; None: every read
+    asks the API server)."""
 
-    def __init__(self, api: Any, images: PodImages | None = None) -> None:
+    def __init__(
+        self, api: Any, images: PodImages | None = None, known: KnownObjects | None = None
+    ) -> None:
         self._api = api
         self._images = images or PodImages()
+        self._known = known
 
     def read(self, kind: WorkloadKind, workload: str) -> ServerPod | None:
         """The workload's server Pod as it is now, or None."""
-        pod = read_pod(self._api, kind.value, workload)
+        pod = read_pod(self._api, kind.value, workload, self._known)
         return None if pod is None else server_of(pod, kind)
+
+    def read_all(self) -> tuple[ServerPod, ...]:
+        """Every workload's server Pod as it is now (one list), by kind then workload."""
+        kinds = {k.value: k for k in WorkloadKind}
+        found = (
+            server_of(pod, kinds[pod.kind_label])
+            for pod in list_pods(self._api, self._known)
+            if pod.kind_label in kinds
+        )
+        return tuple(sorted(found, key=lambda s: (s.kind, s.workload)))
 
     def create(self, record: WorkloadRecord, owner: WorkloadObject) -> bool:
         """Create the Pod the record's admission calls for; False when it exists."""
-        return create_pod(self._api, pod_manifest(record, owner.uid, self._images))
+        manifest = pod_manifest(record, owner.uid, self._images)
+        return create_pod(self._api, manifest, self._known)
 
     def delete(self, kind: WorkloadKind, workload: str, *, force: bool = False) -> bool:
         """Ask the Pod to go; False when there was none."""
-        return delete_pod(self._api, kind.value, workload, force=force)
+        return delete_pod(self._api, kind.value, workload, force=force, known=self._known)
 
     def log_tail(self, kind: WorkloadKind, workload: str, lines: int) -> tuple[str, ...] | None:
         """The last lines of the Pod's server log; None when there is no Pod."""

@@ -42,22 +42,26 @@ Decisions recorded here:
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
+from attrs import frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.adapters.kube import events
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.claims import CardTaken, Held, claim, free, read_claim
+from nodeau.adapters.kube.claims import CardTaken, Held, assumed_claim, claim, free, read_claim
 from nodeau.adapters.kube.guards import (
     AdmissionInFlight,
     check_in_flight,
     check_name_free,
     holds_other_card,
 )
+from nodeau.adapters.kube.known import KnownObjects
 from nodeau.adapters.kube.ledger import LedgerRead, read_ledger, read_state, unbacked
 from nodeau.adapters.kube.objects import (
     MAX_TRIES,
@@ -122,28 +126,55 @@ def _as_state_errors(method: Callable[P, T]) -> Callable[P, T]:
     return wrapped
 
 
+@frozen(kw_only=True)
+class _Assumed:
+    """An admission decided and counted as held, its claim not made yet."""
+
+    admission: Admission
+    own: KubeObject | None  # the workload's object, if a person applied it already
+    left: tuple[Held, ...]  # its own leftovers, freed before its claim
+    claim: Claim
+    held: Held  # the claim it is about to make
+
+
 class KubeStateStore:
     """``StateStore`` kept in the cluster, shared by every controller that talks to it."""
 
     def __init__(
-        self, api: Any, *, clock: Callable[[], datetime], identity: str = "nodeau"
+        self,
+        api: Any,
+        *,
+        clock: Callable[[], datetime],
+        identity: str = "nodeau",
+        known: KnownObjects | None = None,
+        refusal_list_age: timedelta = timedelta(0),
     ) -> None:
         self._api = api
         self._clock = clock
         self._identity = identity
+        self._objects = known  # the controller's cache of its objects; None: every read asks
+        self._turn = threading.Condition()  # decisions one at a time; claims known
+        self._in_flight = 0  # admissions that decided and have not recorded yet
+        self._assumed: dict[str, Held] = {}  # their claims not made yet, by Reservation name
+        self._refusal_list_age = refusal_list_age.total_seconds()
+        self._lists = 0  # lists of the claims made so far
+        self._listed_at: float | None = None  # when the claims known were listed (monotonic)
+        self._taken = False  # a claim was lost to another decision since that list
         self._known: LedgerRead | None = None  # the claims as last listed, and our own since
 
     @_as_state_errors
     def snapshot(self) -> Snapshot:
         """The ledger and every recorded workload, as they are now; unbacked claims made
         ``CLAIM_GRACE`` ago or more are freed first."""
-        reading = read_state(self._api)
-        now = self._clock()
-        stale = tuple(h for h in reading.leftovers if now - h.claim.at >= CLAIM_GRACE)
-        for held in stale:
-            free(self._api, held)
-        self._known = reading.ledger.without(stale)
-        return reading.snapshot(dropping=stale)
+        with self._turn:
+            self._turn.wait_for(lambda: self._in_flight == 0)
+            reading = read_state(self._api, self._objects)
+            now = self._clock()
+            stale = tuple(h for h in reading.leftovers if now - h.claim.at >= CLAIM_GRACE)
+            for held in stale:
+                free(self._api, held)
+            self._listed(reading.ledger.without(stale))
+            return reading.snapshot(dropping=stale)
 
     @_as_state_errors
     def admit(
@@ -153,59 +184,109 @@ class KubeStateStore:
 
         ``decide`` gets the ledger and no records: an admission reads the objects called
         ``workload``, never every object (a fleet of hundreds would be listed per decision).
+        Admissions of different workloads may run at once (the controller's workers): each
+        decides in turn on the claims known, its chosen card counted as held from then on,
+        and claims and records it beside the others.
         """
-        fresh = self._known is None  # claims listed during this admission
+        confirm = False  # a refusal was decided: decide again on claims fit to refuse on
+        relist = False  # a claim was lost: decide again on claims listed again
+        since = self._lists  # a list made after this is one made during this admission
         for _ in range(MAX_TRIES):
-            known = self._claims(fresh=fresh)
-            found = {kind: get_object(self._api, kind, workload) for kind in WorkloadKind}
-            present = tuple(o for o in found.values() if o is not None)
-            left = unbacked(known.of_workload(workload), present)
-            kept = known.without(left)
-            outcome = decide(Snapshot(ledger=kept.ledger(), workloads=()))
-            match outcome:
-                case Failure() if not fresh:
-                    fresh = True  # never refuse on claims not listed during this admission
+            found = {k: get_object(self._api, k, workload, self._objects) for k in WorkloadKind}
+            with self._turn:
+                if confirm:
+                    self._turn.wait_for(lambda: self._in_flight == 0)
+                unfit = confirm and not self._fit_to_refuse(since)
+                known = self._claims(fresh=relist or unfit)
+                relist = False
+                step = self._assume(workload, decide, known, found, since)
+            match step:
+                case None:
+                    confirm = True  # never refuse on claims unfit to refuse on
                     continue
                 case Failure():
-                    return outcome  # a refusal records nothing
-                case Success(Admission() as admission):
+                    return step  # a refusal records nothing
+                case _Assumed() as assumed:
                     pass
-            record = admission.record
-            if record.workload.name != workload:
-                raise ValueError(
-                    f"admit({workload!r}) decided about {record.workload.name!r} instead"
-                )
-            check_name_free(found, record)
-            own = found[record.workload.kind]
-            now = self._clock()
-            if left:
-                check_in_flight(LedgerRead(held=left), workload, now, self._identity)
-            records = (record_of(own),) if own is not None and "record" in own.status else ()
-            before = Snapshot(ledger=kept.ledger(), workloads=records)
-            if isinstance(after := admitted_ledger(before, admission), RecordingConflict):
-                raise StateError(after.sentence)
-            for gone in left:
-                free(self._api, gone)
-            self._known = known.without(left)
             try:
-                held = claim(self._api, admission.placement.reservation, self._claim(now))
+                for gone in assumed.left:
+                    free(self._api, gone)
+                held = claim(self._api, assumed.admission.placement.reservation, assumed.claim)
             except CardTaken:
-                fresh = True  # someone decided first: decide again on a fresh list
+                self._settle(assumed.held, None, taken=True)
+                relist = True  # someone decided first: decide again on a fresh list
                 continue
-            self._known = self._known.with_(held)
-            self._recording(held, functools.partial(self._record_admission, admission, own, now))
-            return outcome
+            except BaseException:
+                self._settle(assumed.held, None)
+                raise
+            self._settle(assumed.held, held, done=False)
+            record = functools.partial(
+                self._record_admission, assumed.admission, assumed.own, assumed.claim.at
+            )
+            try:
+                self._recording(held, record)
+            finally:
+                self._settle(None, None)
+            return Success(assumed.admission)
         raise StateError(
             f"cannot record an admission of {workload}: the card it chose was claimed by "
             f"another decision {MAX_TRIES} times in a row"
         )
+
+    def _assume(
+        self,
+        workload: str,
+        decide: Callable[[Snapshot], Result[Admission, Refusal]],
+        known: LedgerRead,
+        found: Mapping[WorkloadKind, KubeObject | None],
+        since: int,
+    ) -> _Assumed | Failure[Refusal] | None:
+        """Decide on ``known`` (under ``_turn``): the refusal, when it may be kept (None
+        when it may not yet), or the admission with its card held from now on."""
+        present = tuple(o for o in found.values() if o is not None)
+        left = unbacked(known.of_workload(workload), present)
+        kept = known.without(left)
+        ledger = kept.ledger()
+        match decide(Snapshot(ledger=ledger, workloads=())):
+            case Failure() as refused:
+                return refused if self._fit_to_refuse(since) else None
+            case Success(Admission() as admission):
+                pass
+        record = admission.record
+        if record.workload.name != workload:
+            raise ValueError(f"admit({workload!r}) decided about {record.workload.name!r} instead")
+        check_name_free(found, record)
+        own = found[record.workload.kind]
+        now = self._clock()
+        if left:
+            check_in_flight(LedgerRead(held=left), workload, now, self._identity)
+        records = (record_of(own),) if own is not None and "record" in own.status else ()
+        if isinstance(
+            after := admitted_ledger(Snapshot(ledger=ledger, workloads=records), admission),
+            RecordingConflict,
+        ):
+            raise StateError(after.sentence)
+        by = self._claim(now)
+        held = assumed_claim(admission.placement.reservation, by)
+        self._assumed[held.name] = held
+        self._known = kept.with_(held)  # held for every decision from now on
+        self._in_flight += 1
+        return _Assumed(admission=admission, own=own, left=left, claim=by, held=held)
 
     @_as_state_errors
     def move(
         self, name: str, decide: Callable[[Snapshot, WorkloadRecord], Result[Admission, Refusal]]
     ) -> Result[Admission, Refusal]:
         """Move ``name``'s reservation to the card ``decide`` chooses: claim the new card,
-        record the new admission in the object's status, then free the old card."""
+        record the new admission in the object's status, then free the old card. Moves are
+        decided and carried out one at a time, with no admission in flight."""
+        with self._turn:
+            self._turn.wait_for(lambda: self._in_flight == 0)
+            return self._move(name, decide)
+
+    def _move(
+        self, name: str, decide: Callable[[Snapshot, WorkloadRecord], Result[Admission, Refusal]]
+    ) -> Result[Admission, Refusal]:
         fresh = self._known is None
         for _ in range(MAX_TRIES):
             known = self._claims(fresh=fresh)
@@ -257,7 +338,7 @@ class KubeStateStore:
             changed[:] = [after]
             return {**current.status, **record_fields(after, now)}
 
-        write_status(self._api, found.kind, name, apply, first=found)
+        write_status(self._api, found.kind, name, apply, first=found, known=self._objects)
         return changed[0]
 
     @_as_state_errors
@@ -280,7 +361,7 @@ class KubeStateStore:
             message = released_text(after, freed) if freed else None
             return released_status(current, after, now, message)
 
-        written = write_status(self._api, found.kind, name, apply, first=found)
+        written = write_status(self._api, found.kind, name, apply, first=found, known=self._objects)
         if freed is not None:
             self._event(name, written, "Released", released_text(changed[0], freed), now)
         return changed[0]
@@ -288,7 +369,7 @@ class KubeStateStore:
     @_as_state_errors
     def admission(self, name: str) -> Admission:
         """The admission recorded in the workload's status."""
-        found = find_object(self._api, name)
+        found = find_object(self._api, name, self._objects)
         if found is None or "admission" not in found.status:
             raise UnknownWorkload(f"no workload called {name} in {r.NAMESPACE}")
         try:
@@ -299,7 +380,7 @@ class KubeStateStore:
     @_as_state_errors
     def record_event(self, event: Event) -> None:
         """A note about a workload, as an Event on its object (reason "Note")."""
-        involved = find_object(self._api, event.workload)
+        involved = find_object(self._api, event.workload, self._objects)
         self._event(event.workload, involved, "Note", event.text, event.at)
 
     @_as_state_errors
@@ -310,10 +391,55 @@ class KubeStateStore:
     # -- plumbing
 
     def _claims(self, *, fresh: bool) -> LedgerRead:
-        """The claims as known; listed again when ``fresh`` or never listed."""
+        """The claims as known; listed again when ``fresh`` or never listed (under
+        ``_turn``)."""
         if fresh or self._known is None:
-            self._known = read_ledger(self._api)
+            self._listed(read_ledger(self._api))
+        assert self._known is not None
         return self._known
+
+    def _listed(self, claims: LedgerRead) -> None:
+        """Keep a list of the claims (under ``_turn``), with the claims of the admissions in
+        flight: they are held for every decision until they are made or dropped."""
+        known = claims.without(self._assumed.values())
+        for assumed in self._assumed.values():
+            known = known.with_(assumed)
+        self._known = known
+        self._lists += 1
+        self._listed_at = time.monotonic()
+        self._taken = False
+
+    def _fit_to_refuse(self, since: int) -> bool:
+        """Whether a refusal may be decided on the claims known (under ``_turn``), for an
+        admission that began after list ``since``: no admission is in flight (none may still
+        give its card back), no claim has been lost to another decision since the list (no
+        other controller claims meanwhile), and the list was made during this admission, or
+        at most ``refusal_list_age`` ago."""
+        listed = self._listed_at
+        recent = (
+            listed is not None
+            and self._refusal_list_age > 0
+            and time.monotonic() - listed <= self._refusal_list_age
+        )
+        return self._in_flight == 0 and not self._taken and (self._lists > since or recent)
+
+    def _settle(
+        self, assumed: Held | None, held: Held | None, *, taken: bool = False, done: bool = True
+    ) -> None:
+        """An admission in flight moves on: its assumed claim replaced by the claim made
+        (``held``) or dropped; ``done``: it is no longer in flight; ``taken``: its card was
+        claimed by another decision first (the claims known are then unfit to refuse on)."""
+        with self._turn:
+            if assumed is not None and self._known is not None:
+                self._assumed.pop(assumed.name, None)
+                if held is None:
+                    self._known = self._known.without((assumed,))
+                else:
+                    self._known = self._known.with_(held)  # in place of the assumed claim
+            self._taken = self._taken or taken
+            if done:
+                self._in_flight -= 1
+                self._turn.notify_all()
 
     def _claim(self, now: datetime) -> Claim:
         return Claim(by=self._identity, at=now)
@@ -329,8 +455,9 @@ class KubeStateStore:
 
     def _give_back(self, held: Held) -> None:
         free(self._api, held)
-        if self._known is not None:
-            self._known = self._known.without((held,))
+        with self._turn:
+            if self._known is not None:
+                self._known = self._known.without((held,))
 
     def _free_card(self, gpu_uuid: str | None, name: str) -> Reservation | None:
         """Free the card's Reservation if ``name`` holds it; the reservation freed, if any."""
@@ -338,15 +465,16 @@ class KubeStateStore:
         if held is None or held.reservation.workload != name:
             return None
         freed = free(self._api, held)
-        if self._known is not None:
-            self._known = self._known.without((held,))
+        with self._turn:
+            if self._known is not None:
+                self._known = self._known.without((held,))
         return held.reservation if freed else None
 
     def _record_admission(
         self, admission: Admission, known: KubeObject | None, now: datetime
     ) -> None:
         record = admission.record
-        target = known or create_object(self._api, record)
+        target = known or create_object(self._api, record, self._objects)
 
         def apply(current: KubeObject) -> dict[str, Any]:
             if holds_other_card(current, admission):
@@ -357,7 +485,12 @@ class KubeStateStore:
             return admitted_status(current, admission, now, self._identity, text)
 
         written = write_status(
-            self._api, record.workload.kind, record.workload.name, apply, first=target
+            self._api,
+            record.workload.kind,
+            record.workload.name,
+            apply,
+            first=target,
+            known=self._objects,
         )
         self._event(record.workload.name, written, "Admitted", admitted_text(admission), now)
 
@@ -373,11 +506,13 @@ class KubeStateStore:
                 )
             return admitted_status(current, admission, now, self._identity, moved_text(admission))
 
-        written = write_status(self._api, found.kind, record.workload.name, apply, first=found)
+        written = write_status(
+            self._api, found.kind, record.workload.name, apply, first=found, known=self._objects
+        )
         self._event(record.workload.name, written, "Recovered", moved_text(admission), now)
 
     def _holder(self, name: str) -> KubeObject:
-        found = find_object(self._api, name)
+        found = find_object(self._api, name, self._objects)
         if found is None or "record" not in found.status:
             raise UnknownWorkload(f"no workload called {name} in {r.NAMESPACE}")
         return found

@@ -8,8 +8,10 @@ key. Decisions:
 * A watch ends every ``WATCH_S`` seconds (the server closes it) and resumes
   from the last resourceVersion seen; a 410 Gone (that version is too old)
   lists again, so no change is missed, only seen twice.
-* Keys, not objects, are passed on: the reconcile reads the object fresh, so
-  a stale event can never make it decide on old data.
+* Keys are passed on; the objects themselves go to the controller's cache
+  (``known.KnownObjects``) before their key does, so the reconcile a key brings reads
+  at least what the event showed. Every write names the resourceVersion it read, so a
+  stale version costs a conflict and a read, never a lost change.
 * Any other failure (the API server restarting) waits ``RETRY_S`` and lists
   again; the controller's periodic resync covers the gap.
 """
@@ -26,6 +28,8 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.known import KnownObjects, version_of
+from nodeau.adapters.kube.pods import PODS
 from nodeau.domain.workloads import WorkloadKind
 
 Key = tuple[str, str]  # (plural, object name)
@@ -33,6 +37,8 @@ WATCH_S = 60
 RETRY_S = 2.0
 _WATCH: Any = watch.Watch  # the client's watch is untyped
 POD_PLURALS = {"service": r.GPUSERVICES, "batch": r.BATCHJOBS}
+LISTED = "LISTED"  # what ``Seen`` is told of a whole list
+Seen = Callable[[str, dict[str, Any]], None]  # (ADDED/MODIFIED/DELETED or LISTED, object)
 
 
 def list_names(api: Any, plural: str) -> tuple[str, ...]:
@@ -73,12 +79,16 @@ def _key_of_pod(obj: dict[str, Any]) -> Key | None:
     return None if plural is None or not workload else (plural, workload)
 
 
-def _events(source: Callable[..., Any], stop: threading.Event) -> Iterator[dict[str, Any]]:
-    """Every object the list, then the watch, shows; lists again on 410 Gone."""
+def _events(
+    source: Callable[..., Any], stop: threading.Event, seen: Seen
+) -> Iterator[dict[str, Any]]:
+    """Every object the list, then the watch, shows (each passed to ``seen`` first, with
+    what happened to it); lists again on 410 Gone."""
     while not stop.is_set():
         listed = source(_preload_content=False)
         data = _json(listed)
         version = data["metadata"]["resourceVersion"]
+        seen(LISTED, data)
         yield from data["items"]
         w = _WATCH()
         try:
@@ -88,6 +98,7 @@ def _events(source: Callable[..., Any], stop: threading.Event) -> Iterator[dict[
                 ):
                     obj = event["object"]
                     version = obj["metadata"]["resourceVersion"]
+                    seen(str(event.get("type", "")), obj)
                     yield obj
                     if stop.is_set():
                         w.stop()
@@ -107,11 +118,13 @@ def follow(
     key_of: Callable[[dict[str, Any]], Key | None],
     notify: Callable[[Key], None],
     stop: threading.Event,
+    seen: Seen | None = None,
 ) -> None:
-    """Pass on the key of every object seen until ``stop`` is set; survives API failures."""
+    """Pass on the key of every object seen until ``stop`` is set; survives API failures.
+    ``seen`` gets each list and each event before its key is passed on."""
     while not stop.is_set():
         try:
-            for obj in _events(source, stop):
+            for obj in _events(source, stop, seen or _ignore):
                 key = key_of(obj)
                 if key is not None:
                     notify(key)
@@ -119,18 +132,44 @@ def follow(
             stop.wait(RETRY_S)
 
 
+def _ignore(_what: str, _obj: dict[str, Any]) -> None:
+    return None
+
+
+def keeper(known: KnownObjects, plural: str) -> Seen:
+    """What a watch of ``plural`` tells ``known``: each list whole, each event's object
+    (a deletion as a tombstone at its version)."""
+
+    def seen(what: str, obj: dict[str, Any]) -> None:
+        if what == LISTED:
+            known.listed(plural, obj.get("items") or (), version_of(obj))
+        elif what == "DELETED":
+            known.gone(plural, obj["metadata"]["name"], version_of(obj))
+        elif what in ("ADDED", "MODIFIED"):
+            known.seen(plural, obj)
+
+    return seen
+
+
 def start_watches(
-    api: Any, notify: Callable[[Key], None], stop: threading.Event
+    api: Any,
+    notify: Callable[[Key], None],
+    stop: threading.Event,
+    known: KnownObjects | None = None,
 ) -> tuple[threading.Thread, ...]:
-    """Watch GPUServices, BatchJobs and model-server Pods in background threads."""
+    """Watch GPUServices, BatchJobs and model-server Pods in background threads (keeping
+    ``known`` up to date with what they show, before each key is passed on)."""
     feeds: tuple[tuple[str, Callable[..., Any], Callable[[dict[str, Any]], Key | None]], ...] = (
         (r.GPUSERVICES, _custom_source(api, r.GPUSERVICES), _key_of_custom(r.GPUSERVICES)),
         (r.BATCHJOBS, _custom_source(api, r.BATCHJOBS), _key_of_custom(r.BATCHJOBS)),
-        ("pods", _pod_source(api), _key_of_pod),
+        (PODS, _pod_source(api), _key_of_pod),
     )
     threads = tuple(
         threading.Thread(
-            target=follow, args=(source, key_of, notify, stop), name=f"watch-{name}", daemon=True
+            target=follow,
+            args=(source, key_of, notify, stop, None if known is None else keeper(known, name)),
+            name=f"watch-{name}",
+            daemon=True,
         )
         for name, source, key_of in feeds
     )
@@ -140,10 +179,12 @@ def start_watches(
 
 
 class KubeWorkloadWatch:
-    """``ports.cluster.WorkloadWatch`` on watches of GPUServices, BatchJobs and their Pods."""
+    """``ports.cluster.WorkloadWatch`` on watches of GPUServices, BatchJobs and their Pods
+    (``known``: the controller's cache of them, kept from what the watches show)."""
 
-    def __init__(self, api: Any) -> None:
+    def __init__(self, api: Any, known: KnownObjects | None = None) -> None:
         self._api = api
+        self._known = known
 
     def start(self, notify: Callable[[WorkloadKind, str], None], stop: threading.Event) -> None:
         kinds = {r.GPUSERVICES: WorkloadKind.SERVICE, r.BATCHJOBS: WorkloadKind.BATCH}
@@ -153,4 +194,4 @@ class KubeWorkloadWatch:
             if plural in kinds:
                 notify(kinds[plural], name)
 
-        start_watches(self._api, on_key, stop)
+        start_watches(self._api, on_key, stop, self._known)

@@ -29,6 +29,7 @@ from kubernetes import client
 from nodeau.adapters.kube import events
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
+from nodeau.adapters.kube.known import KnownObjects, version_of
 from nodeau.adapters.kube.objects import (
     HERE,
     KINDS,
@@ -76,20 +77,28 @@ def spec_of_ask(ask: WorkloadAsk) -> dict[str, Any]:
 
 
 class KubeWorkloadObjects:
-    """GPUServices and BatchJobs through the API server (``identity`` signs the Events)."""
+    """GPUServices and BatchJobs through the API server (``identity`` signs the Events;
+    ``known``: the controller's cache of them, read instead of the API server where it
+    knows, kept from every answer; None: every read asks)."""
 
-    def __init__(self, api: Any, *, identity: str = "nodeau") -> None:
+    def __init__(
+        self, api: Any, *, identity: str = "nodeau", known: KnownObjects | None = None
+    ) -> None:
         self._api = api
         self._identity = identity
+        self._known = known
         self._custom: Any = client.CustomObjectsApi(api)
 
     def list_all(self) -> tuple[WorkloadObject, ...]:
         out: list[WorkloadObject] = []
         for kind, plural in PLURALS.items():
             with api_errors(f"list {plural}"):
-                items = self._custom.list_namespaced_custom_object(
+                listed = self._custom.list_namespaced_custom_object(
                     *HERE, plural, _request_timeout=REQUEST_TIMEOUT
-                )["items"]
+                )
+            items = listed["items"]
+            if self._known is not None:
+                self._known.listed(plural, items, version_of(listed))
             items.sort(
                 key=lambda o: (o["metadata"].get("creationTimestamp", ""), o["metadata"]["name"])
             )
@@ -97,7 +106,7 @@ class KubeWorkloadObjects:
         return tuple(out)
 
     def get(self, kind: WorkloadKind, name: str) -> WorkloadObject | None:
-        found = get_object(self._api, kind, name)
+        found = get_object(self._api, kind, name, self._known)
         return None if found is None else view(found)
 
     def find(self, name: str) -> WorkloadObject | None:
@@ -108,6 +117,7 @@ class KubeWorkloadObjects:
         return None
 
     def create(self, ask: WorkloadAsk) -> bool:
+        self._changing(ask.kind, ask.name)
         body = {
             "apiVersion": r.API_VERSION,
             "kind": KINDS[ask.kind],
@@ -124,6 +134,7 @@ class KubeWorkloadObjects:
         return True
 
     def want_endpoint(self, kind: WorkloadKind, name: str, serving: bool) -> None:
+        self._changing(kind, name)
         patch = {"spec": {"endpoint": "serving" if serving else "stopped"}}
         done = or_none(
             f"change the spec of {KINDS[kind]} {name}",
@@ -140,6 +151,7 @@ class KubeWorkloadObjects:
     ) -> None:
         if kind is not WorkloadKind.SERVICE:
             raise ValueError(f"recovery applies to served workloads; {name} is a batch job")
+        self._changing(kind, name)
         seconds = int(after.total_seconds())
         patch = {"spec": {"recovery": mode.value, "recoveryAfterSeconds": seconds}}
         done = or_none(
@@ -153,6 +165,7 @@ class KubeWorkloadObjects:
             raise UnknownWorkload(unknown(name))
 
     def delete(self, kind: WorkloadKind, name: str) -> None:
+        self._changing(kind, name)
         or_none(
             f"delete {KINDS[kind]} {name}",
             lambda: self._custom.delete_namespaced_custom_object(
@@ -193,11 +206,15 @@ class KubeWorkloadObjects:
                 status["conditions"] = with_conditions(status, conditions, at, current.generation)
             return status
 
-        write_status(self._api, kind, name, apply)
+        write_status(self._api, kind, name, apply, known=self._known)
 
     def record_refusal(self, kind: WorkloadKind, name: str, refusal: Refusal, at: datetime) -> None:
         written = write_status(
-            self._api, kind, name, lambda current: refused_status(current, refusal, at)
+            self._api,
+            kind,
+            name,
+            lambda current: refused_status(current, refusal, at),
+            known=self._known,
         )
         events.record(
             self._api,
@@ -212,10 +229,15 @@ class KubeWorkloadObjects:
 
     # -- plumbing
 
+    def _changing(self, kind: WorkloadKind, name: str) -> None:
+        """A write whose answer is not kept: the next read of the object asks."""
+        if self._known is not None:
+            self._known.forget(PLURALS[kind], name)
+
     def _finalizers(self, obj: WorkloadObject) -> list[str] | None:
         """The object's finalizers (others' too) at the version read; None when it changed
         or went since (its watch event brings it back)."""
-        found = get_object(self._api, obj.kind, obj.name)
+        found = get_object(self._api, obj.kind, obj.name, self._known)
         if found is None or found.version != obj.version:
             return None
         return list(found.body["metadata"].get("finalizers") or [])
@@ -231,5 +253,12 @@ class KubeWorkloadObjects:
                 ),
             )
         except Conflict:
+            if self._known is not None:
+                self._known.forget(PLURALS[obj.kind], obj.name)
             return False  # it changed since it was read: its watch event brings it back
+        if self._known is not None:
+            if done is None:
+                self._known.gone(PLURALS[obj.kind], obj.name)
+            else:
+                self._known.seen(PLURALS[obj.kind], done)
         return done is not None

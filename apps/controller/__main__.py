@@ -20,7 +20,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
 
@@ -28,7 +28,7 @@ from nodeau.adapters.kube.client import connect
 from nodeau.adapters.kube.lease import KubeLeaderLease, field_manager
 from nodeau.adapters.kube.pods import NODEAU_IMAGE, PodImages
 from nodeau.adapters.kube.resources import SERVER_IMAGE
-from nodeau.apps.controller.bootstrap import kube_controller
+from nodeau.apps.controller.bootstrap import DEFAULT_WORKERS, kube_controller
 from nodeau.apps.controller.leadership import Leadership, serve
 from nodeau.apps.controller.loop import Controller
 from nodeau.domain.leadership import (
@@ -71,6 +71,13 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--once", action="store_true", help="one pass over everything, then exit")
     p.add_argument(
+        "--workers",
+        type=int,
+        default=DEFAULT_WORKERS,
+        help="objects of a batch reconciled at once; each still decides in the batch's "
+        f"order (default {DEFAULT_WORKERS})",
+    )
+    p.add_argument(
         "--server-image",
         default=SERVER_IMAGE,
         help=f"the model server's image, entrypoint llama-server (default {SERVER_IMAGE}; "
@@ -96,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.resync <= 0:
         print("--resync must be a positive number of seconds", file=sys.stderr)
         return 2
+    if args.workers < 1:
+        print("--workers must be a whole number of at least 1", file=sys.stderr)
+        return 2
     try:
         terms = LeaseTerms(
             duration_s=args.lease_duration,
@@ -118,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
             connection.api, clock=utc_now, identity=args.identity, log=log,
             fence=leadership.fence,
             images=PodImages(server=args.server_image, nodeau=args.worker_image),
+            workers=args.workers,
+            # elected: no other controller writes for longer than the renew deadline
+            sole_writer_for=timedelta(seconds=terms.renew_deadline_s),
         )  # fmt: skip
 
     if args.once:

@@ -24,7 +24,7 @@ from attrs import evolve
 from returns.result import Success
 
 from nodeau.apps.controller.decide import Planning, fleet_of, planning
-from nodeau.apps.controller.reconcile import FleetInputs
+from nodeau.apps.controller.reading import FleetInputs
 from nodeau.domain.copies import asker_words
 from nodeau.domain.records import Snapshot
 from nodeau.domain.recovery import (

@@ -35,20 +35,18 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
+from functools import partial
 
 from attrs import frozen
 
 from nodeau.apps.controller.copies import CopyKeeper
 from nodeau.apps.controller.health import assess_fleet, changes, show_health
-from nodeau.apps.controller.reconcile import (
-    KIND_NAMES,
-    FleetInputs,
-    FleetReading,
-    Reconciler,
-    proved_reader,
-)
+from nodeau.apps.controller.reading import FleetInputs, FleetReading, proved_reader
+from nodeau.apps.controller.reconcile import KIND_NAMES, Reconciler
 from nodeau.apps.controller.recover import Recoverer
+from nodeau.apps.controller.turns import Turn, Turns
 from nodeau.apps.planes.plan import kept_terms
 from nodeau.domain.health import Health, MachineHealth, next_quiet
 from nodeau.domain.memory import MeasuredTable
@@ -111,7 +109,8 @@ class ControllerPorts:
 
 
 class Controller:
-    """One controller process: reconciles objects and assesses machine health."""
+    """One controller process: reconciles objects and assesses machine health
+    (``workers``: how many objects of a batch are reconciled at once)."""
 
     def __init__(
         self,
@@ -119,8 +118,12 @@ class Controller:
         *,
         clock: Callable[[], datetime],
         log: Callable[[str], None],
+        workers: int = 1,
     ) -> None:
+        if workers < 1:
+            raise ValueError(f"a controller reconciles with at least one worker, not {workers}")
         self.ports = ports
+        self._workers = workers
         self.store = ports.store
         self._clock = clock
         self._log = log
@@ -206,22 +209,77 @@ class Controller:
         return spending(o.record for o in self.ports.objects.list_all() if o.record is not None)
 
     def reconcile_all(self, keys: Iterable[Key]) -> None:
-        """Reconcile these objects over one reading of the fleet (read when first needed)."""
+        """Reconcile these objects over one reading of the fleet (read when first needed):
+        first every admission the batch needs decided, in the batch's order, then what each
+        admitted workload's record calls for; up to ``workers`` objects at once."""
         reading = FleetReading(
             self.read_fleet,
             self.ports.health.read,
             proved_reader(self.ports.evidence, self.ports.catalog),
             self.spending,
         )
-        for kind, name in sorted(set(keys)):
-            try:
-                self.reconciler.reconcile(kind, name, reading)
-            except NodeauError as exc:
-                ends_term(exc)  # a deposed leader's term is over: nothing more is tried
-                self._log(f"{KIND_NAMES[kind]} {name}: not reconciled this time: {exc.one_line()}")
+        batch = sorted(set(keys))
+        if self._workers == 1 or len(batch) < 2:
+            decided = [self._decide_one(key, reading, None) for key in batch]
+            for key in (key for key, on in zip(batch, decided, strict=True) if on):
+                self._carry_out_one(key, reading)
+            return
+        turns = Turns(len(batch))
+        with ThreadPoolExecutor(self._workers, thread_name_prefix="reconcile") as pool:
+            decided = self._in_pool(
+                pool,
+                [
+                    partial(self._decide_one, key, reading, turns.turn(p))
+                    for p, key in enumerate(batch)
+                ],
+            )
+            self._in_pool(
+                pool,
+                [
+                    partial(self._carry_out_one, key, reading)
+                    for key, on in zip(batch, decided, strict=True)
+                    if on
+                ],
+            )
+
+    @staticmethod
+    def _in_pool(pool: ThreadPoolExecutor, steps: list[Callable[[], bool]]) -> list[bool]:
+        """Each step's answer, the steps run by the pool's workers; the first step's end of
+        term or bug is raised here once every step has run or been cancelled."""
+        running = [pool.submit(step) for step in steps]
+        try:
+            return [done.result() for done in running]
+        finally:
+            for left in running:
+                left.cancel()
+
+    def _decide_one(self, key: Key, reading: FleetReading, turn: Turn | None) -> bool:
+        try:
+            return self._step(key, lambda: self.reconciler.decide(*key, reading, turn))
+        finally:
+            if turn is not None:
+                turn.done()
+
+    def _carry_out_one(self, key: Key, reading: FleetReading) -> bool:
+        def step() -> bool:
+            self.reconciler.carry_out(*key, reading)
+            return True
+
+        return self._step(key, step)
+
+    def _step(self, key: Key, step: Callable[[], bool]) -> bool:
+        """``step()``; False, logged, when it failed as expected (the next pass tries again)."""
+        kind, name = key
+        try:
+            return step()
+        except NodeauError as exc:
+            ends_term(exc)  # a deposed leader's term is over: nothing more is tried
+            self._log(f"{KIND_NAMES[kind]} {name}: not reconciled this time: {exc.one_line()}")
+            return False
 
     def resync(self) -> None:
-        """Health, then every GPUService and BatchJob."""
+        """Health, then every GPUService and BatchJob (the objects and their servers each
+        listed once, so the pass reads them as they are now without a read per object)."""
         try:
             self.assess_health()
         except NodeauError as exc:
@@ -229,6 +287,7 @@ class Controller:
             self._log(f"machine health not assessed this time: {exc.one_line()}")
         try:
             objects = self.ports.objects.list_all()
+            self.ports.pods.read_all()
         except NodeauError as exc:
             self._log(f"objects not listed this time: {exc.one_line()}")
             return

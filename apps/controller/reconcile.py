@@ -50,18 +50,17 @@ nothing more than running it once. It talks to the cluster through ports only
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
 
-from attrs import evolve, field, frozen
-from returns.result import Failure, Success
+from attrs import evolve
+from returns.result import Failure, Result, Success
 
-from nodeau.apps.controller.decide import Proved, decider, fleet_of
+from nodeau.apps.controller.decide import Decide, decider
+from nodeau.apps.controller.reading import FleetReading
+from nodeau.apps.controller.turns import Turn
 from nodeau.domain.batches import BatchCounts, batch_counts, batch_end, result_from_line
-from nodeau.domain.catalog import Catalog
-from nodeau.domain.free_cards import FreeCards
-from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import Health, MachineHealth
 from nodeau.domain.lifecycle import (
     ServerPhase,
@@ -72,13 +71,9 @@ from nodeau.domain.lifecycle import (
     same_end,
     with_state,
 )
-from nodeau.domain.memory import MeasuredTable
-from nodeau.domain.organisation import Organisation, Spending
-from nodeau.domain.plans import PlanTerms
-from nodeau.domain.records import Admission, spending
+from nodeau.domain.records import Admission
 from nodeau.domain.recovery import left_behind, with_recovery
 from nodeau.domain.refusals import Refusal
-from nodeau.domain.reservations import Ledger
 from nodeau.domain.restarts import restart_notice
 from nodeau.domain.workloads import (
     Workload,
@@ -94,122 +89,28 @@ from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
     Condition,
     EventLog,
-    KeptEvidence,
-    MachineReport,
-    MarkedFleet,
     ServerPod,
     ServerPods,
     WorkloadObject,
     WorkloadObjects,
 )
-from nodeau.ports.models import CatalogSource
-from nodeau.ports.state import StateStore, UnknownWorkload, WorkloadRecord
+from nodeau.ports.state import Snapshot, StateStore, UnknownWorkload, WorkloadRecord
 
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
 
 
-@frozen(kw_only=True)
-class FleetInputs:
-    """What a decision reads about the fleet, read once for a batch of reconciles."""
+def in_turn(decide: Decide, turn: Turn | None) -> Decide:
+    """``decide``, letting the next object of the batch decide once it has (``turn``)."""
+    if turn is None:
+        return decide
 
-    reports: tuple[MachineReport, ...]
-    marks: MarkedFleet
-    health: Mapping[str, MachineHealth]
-    plan: PlanTerms  # the plan in force: its bounds apply to every placement
-    organisation: Organisation  # its limits apply to every placement
-    table: MeasuredTable = field(factory=MeasuredTable)  # peaks measured on its cards
+    def deciding(snapshot: Snapshot) -> Result[Admission, Refusal]:
+        try:
+            return decide(snapshot)
+        finally:
+            turn.done()
 
-
-def proved_reader(
-    evidence: KeptEvidence | None, catalog: CatalogSource | None
-) -> Callable[[], Proved] | None:
-    """How a batch reads what the fleet counts as proved: the evidence kept in the cluster
-    and the curated catalog (none: an empty one); None without evidence (nothing checked)."""
-    if evidence is None:
-        return None
-    kept = evidence
-
-    def read() -> Proved:
-        listed = Catalog(entries=()) if catalog is None else catalog.load()
-        return Proved(catalog=listed, evidence=kept.evidence())
-
-    return read
-
-
-class FleetReading:
-    """The fleet, read when a reconcile first needs it and then kept for the batch; the
-    machines' health alone when nothing needs more; what counts as proved only when a
-    service is to be decided; what the workloads holding a card spend only when a decision
-    is taken under a configured policy, then kept up to date with the batch's admissions."""
-
-    def __init__(
-        self,
-        read_fleet: Callable[[], FleetInputs],
-        read_health: Callable[[], Mapping[str, MachineHealth]],
-        read_proved: Callable[[], Proved] | None = None,
-        read_spending: Callable[[], Iterable[Spending]] | None = None,
-    ) -> None:
-        self._read_fleet = read_fleet
-        self._read_health = read_health
-        self._read_proved = read_proved
-        self._read_spending = read_spending
-        self._fleet: FleetInputs | None = None
-        self._health: Mapping[str, MachineHealth] | None = None
-        self._proved: Proved | None = None
-        self._spending: list[Spending] | None = None
-        self._machines: Fleet | None = None
-        self._cards: FreeCards | None = None
-
-    def machines(self) -> Fleet:
-        """The fleet the batch's reports describe, made once for every decision of it."""
-        if self._machines is None:
-            inputs = self.fleet()
-            self._machines = fleet_of(inputs.reports, inputs.marks)
-        return self._machines
-
-    def free_cards(self, ledger: Ledger) -> FreeCards:
-        """The batch's free cards' index, brought to ``ledger`` (the claims as the store
-        knows them for this decision): made at the first decision, then followed."""
-        if self._cards is None:
-            inputs = self.fleet()
-            self._cards = FreeCards.of(self.machines(), ledger, inputs.marks.settings, inputs.plan)
-        else:
-            self._cards = self._cards.follow(ledger)
-        return self._cards
-
-    def fleet(self) -> FleetInputs:
-        if self._fleet is None:
-            self._fleet = self._read_fleet()
-        return self._fleet
-
-    def health(self) -> Mapping[str, MachineHealth]:
-        if self._fleet is not None:
-            return self._fleet.health
-        if self._health is None:
-            self._health = self._read_health()
-        return self._health
-
-    def proved(self) -> Proved | None:
-        """What the fleet counts as proved (read once); None: nothing is checked."""
-        if self._read_proved is None:
-            return None
-        if self._proved is None:
-            self._proved = self._read_proved()
-        return self._proved
-
-    def spending(self) -> tuple[Spending, ...] | None:
-        """What the workloads holding a card spend (read once, then each admission of the
-        batch added by ``spend``); None: the store's snapshot carries the records."""
-        if self._read_spending is None:
-            return None
-        if self._spending is None:
-            self._spending = list(self._read_spending())
-        return tuple(self._spending)
-
-    def spend(self, record: WorkloadRecord) -> None:
-        """Count a workload this batch admitted, once its spending was read."""
-        if self._spending is not None:
-            self._spending.extend(spending((record,)))
+    return deciding
 
 
 class Reconciler:
@@ -239,25 +140,40 @@ class Reconciler:
         self._events.record(obj, reason, message, self._clock())
         self._log(f"{obj.title}: {reason}: {message}")
 
-    def reconcile(self, kind: WorkloadKind, name: str, reading: FleetReading) -> None:
-        """Bring one object one step (or several) closer to what it asks for."""
+    def reconcile(
+        self, kind: WorkloadKind, name: str, reading: FleetReading, turn: Turn | None = None
+    ) -> None:
+        """Bring one object one step (or several) closer to what it asks for (``turn``: when
+        it may decide, among the batch's objects reconciled at once; None: at once)."""
+        if self.decide(kind, name, reading, turn):
+            self.carry_out(kind, name, reading)
+
+    def decide(
+        self, kind: WorkloadKind, name: str, reading: FleetReading, turn: Turn | None = None
+    ) -> bool:
+        """The object's first steps: a deletion finished, the object guarded, admission
+        decided if it was not yet. True when its workload holds a card and its server is
+        next (``carry_out``)."""
         obj = self._objects.get(kind, name)
         if obj is None:
             self._orphan(kind, name)
-            return
+            return False
         if obj.deleting:
             self._finish_deletion(obj)
-            return
+            return False
         if not obj.guarded:
             if not self._objects.guard(obj):
-                return  # it changed since it was read: its watch event brings it back
+                return False  # it changed since it was read: its watch event brings it back
             obj = self._objects.get(kind, name)
             if obj is None:
-                return
+                return False
         if obj.refused:
-            return
-        if not obj.decided and not self._decide(obj, reading):
-            return
+            return False
+        return obj.decided or self._decide(obj, reading, turn)
+
+    def carry_out(self, kind: WorkloadKind, name: str, reading: FleetReading) -> None:
+        """What an admitted workload's record calls for: its recovery choice kept, its
+        server made or followed, its state and endpoint shown."""
         obj = self._objects.get(kind, name)
         record = None if obj is None else obj.record
         if obj is None or record is None or not holds_gpu(record.workload.state):
@@ -286,38 +202,42 @@ class Reconciler:
         )
         return after
 
-    def _decide(self, obj: WorkloadObject, reading: FleetReading) -> bool:
+    def _decide(self, obj: WorkloadObject, reading: FleetReading, turn: Turn | None) -> bool:
         if obj.ask is None:
             self._log(f"{obj.title}: its spec does not read; nothing is decided")
             return False
+        if turn is not None:
+            turn.wait()
         inputs = reading.fleet()
         service = obj.ask.kind is WorkloadKind.SERVICE and not obj.ask.unproved
         counts = inputs.organisation.configured  # quotas are counted only under a policy
-        now = self._clock()
-        decide = decider(
-            obj.ask,
-            reports=inputs.reports,
-            marks=inputs.marks,
-            health=inputs.health,
-            now=now,
-            plan=inputs.plan,
-            organisation=inputs.organisation,
-            table=inputs.table,
-            proved=reading.proved() if service else None,
-            spent=reading.spending() if counts else None,
-            fleet=reading.machines(),
-            cards=reading.free_cards,
-        )
-        match self._store.admit(obj.name, decide):
-            case Failure(Refusal() as refusal):
-                self._objects.record_refusal(obj.kind, obj.name, refusal, now)
-                self._log(f"{obj.title}: refused: {refusal.code.value}: {refusal.sentence}")
-                return False
-            case Success(Admission() as admission):
-                reading.spend(admission.record)
-                self.event(obj, "Placed", admission.placement.why)
-                return True
-        raise AssertionError("admit answers a Result")
+        with reading.counting(counts):
+            now = self._clock()
+            decide = decider(
+                obj.ask,
+                reports=inputs.reports,
+                marks=inputs.marks,
+                health=inputs.health,
+                now=now,
+                plan=inputs.plan,
+                organisation=inputs.organisation,
+                table=inputs.table,
+                proved=reading.proved() if service else None,
+                spent=reading.spending() if counts else None,
+                fleet=reading.machines(),
+                cards=reading.free_cards,
+            )
+            match self._store.admit(obj.name, in_turn(decide, turn)):
+                case Failure(Refusal() as refusal):
+                    self._objects.record_refusal(obj.kind, obj.name, refusal, now)
+                    self._log(f"{obj.title}: refused: {refusal.code.value}: {refusal.sentence}")
+                    return False
+                case Success(Admission() as admission):
+                    reading.spend(admission.record)
+                case _:
+                    raise AssertionError("admit answers a Result")
+        self.event(obj, "Placed", admission.placement.why)
+        return True
 
     def _drive(
         self, obj: WorkloadObject, record: WorkloadRecord, health: MachineHealth | None

@@ -31,7 +31,7 @@ from attrs import evolve
 from returns.result import Failure, Result, Success
 
 from nodeau.apps.controller.decide import Planning, fleet_of, planning
-from nodeau.apps.controller.reconcile import FleetInputs
+from nodeau.apps.controller.reading import FleetInputs
 from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import Health, MachineHealth
 from nodeau.domain.records import Admission, Snapshot

@@ -354,6 +354,27 @@ def test_a_server_is_made_once_runs_and_goes(cluster: Harness) -> None:
     assert cluster.pods.delete(BATCH, "chat") is False
 
 
+def test_every_server_is_read_at_once_as_each_reads_alone(cluster: Harness) -> None:
+    cluster.add_node("m1")
+    assert cluster.pods.read_all() == ()
+    owners = []
+    for name in ("embed", "chat"):
+        cluster.objects.create(service(name))
+        record = admitted(cluster, name, cards=2).record
+        owner = cluster.objects.get(SERVICE, name)
+        assert owner is not None
+        owners.append(owner)
+        assert cluster.pods.create(record, owner) is True
+    every = cluster.pods.read_all()
+    assert [(s.kind, s.workload) for s in every] == [(SERVICE, "chat"), (SERVICE, "embed")]
+    assert every == (cluster.pods.read(SERVICE, "chat"), cluster.pods.read(SERVICE, "embed"))
+    assert {s.gpu_uuid for s in every} == {"GPU-0000-race", "GPU-0001-race"}
+    assert cluster.pods.delete(SERVICE, "embed", force=True) is True
+    assert [s.workload for s in cluster.pods.read_all() if s.phase is not ServerPhase.DELETING] == [
+        "chat"
+    ]
+
+
 # what a kubelet says of a server's ends (whole seconds: the API keeps no more)
 ENDED = datetime(2026, 3, 1, 11, 0, 5, tzinfo=UTC)
 RAN = timedelta(minutes=3)

@@ -496,6 +496,9 @@ class FakeServerPods:
     def read(self, kind: WorkloadKind, workload: str) -> ServerPod | None:
         return self.pods.get((kind, workload))
 
+    def read_all(self) -> tuple[ServerPod, ...]:
+        return tuple(self.pods[key] for key in sorted(self.pods))
+
     def create(self, record: WorkloadRecord, owner: WorkloadObject) -> bool:
         w = record.workload
         if (w.kind, w.name) in self.pods:

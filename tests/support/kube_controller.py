@@ -19,7 +19,7 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.entitlement import KubeEntitlementStore
 from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.adapters.kube.reports import publish_report
-from nodeau.apps.controller.bootstrap import kube_controller
+from nodeau.apps.controller.bootstrap import DEFAULT_WORKERS, kube_controller
 from nodeau.apps.controller.loop import Controller
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.memory import GIB
@@ -139,7 +139,11 @@ def ledger(api: Any) -> tuple[Reservation, ...]:
 
 
 def controller(
-    api: Any, identity: str = "test-controller", plan: PlanName | None = PlanName.ENTERPRISE
+    api: Any,
+    identity: str = "test-controller",
+    plan: PlanName | None = PlanName.ENTERPRISE,
+    workers: int = DEFAULT_WORKERS,
+    sole_writer_for: timedelta = timedelta(0),
 ) -> Controller:
     """The controller in process on ``api``, trusting this run's test key, with an entitlement
     to ``plan`` (None: none) installed in the cluster as ``nodeau plan install`` keeps it:
@@ -152,6 +156,8 @@ def controller(
         identity=identity,
         log=lambda _l: None,
         verifier=Ed25519EntitlementVerifier(trusted()),
+        workers=workers,
+        sole_writer_for=sole_writer_for,
     )
 
 

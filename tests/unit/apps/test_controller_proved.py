@@ -16,7 +16,7 @@ from nodeau.adapters.kube.objects import ask_of
 from nodeau.adapters.kube.workloads import spec_of_ask
 from nodeau.apps.controller.decide import Proved
 from nodeau.apps.controller.loop import Controller
-from nodeau.apps.controller.reconcile import proved_reader
+from nodeau.apps.controller.reading import proved_reader
 from nodeau.apps.settings import shipped_catalog
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog

@@ -8,7 +8,7 @@ from __future__ import annotations
 from attrs import evolve
 
 from nodeau.apps.controller.loop import Controller
-from nodeau.apps.controller.reconcile import FleetInputs
+from nodeau.apps.controller.reading import FleetInputs
 from nodeau.apps.controller.recover import due_for_a_decision
 from nodeau.domain.health import Health
 from nodeau.domain.organisation import Organisation

@@ -12,7 +12,8 @@ from datetime import timedelta
 from attrs import evolve
 
 from nodeau.apps.controller.loop import Controller
-from nodeau.apps.controller.reconcile import FleetInputs, FleetReading, Reconciler
+from nodeau.apps.controller.reading import FleetInputs, FleetReading
+from nodeau.apps.controller.reconcile import Reconciler
 from nodeau.domain.health import Health
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.memory import GIB, MeasuredKey, MeasuredTable, Measurement

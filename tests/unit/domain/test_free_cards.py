@@ -321,3 +321,34 @@ def test_an_index_following_another_ledger_equals_one_made_over_it(
     assert followed.decide(request(), verified_on=verified, excluded=excluded, predict=predict) == (
         fresh.decide(request(), verified_on=verified, excluded=excluded, predict=predict)
     )
+
+
+@settings(max_examples=100)
+@given(decisions(), st.data())
+def test_an_index_following_its_ledger_with_one_more_reservation_equals_one_made_over_it(
+    drawn, data: st.DataObject
+) -> None:  # type: ignore[no-untyped-def]
+    f, ledger, settings_, plan, verified, excluded, needs = drawn
+    index = FreeCards.of(f, ledger, settings_, plan)
+    free = [(m, g) for m, g in f.gpus if ledger.holder(g.uuid) is None]
+    for k in range(data.draw(st.integers(min_value=0, max_value=len(free)))):
+        m, g = free[k]
+        later = ledger.added(
+            Reservation(workload=f"n{k}", machine=m.name, gpu_uuid=g.uuid, bytes=GIB)
+        )
+        assert later.added_to(ledger) == later.reservations[-1]
+        assert later.added_to(later) is None
+        followed = index.follow(later)
+        assert followed is index  # followed by the one difference, nothing made again
+        assert followed.ledger is later
+        fresh = FreeCards.of(f, later, settings_, plan)
+        assert (followed.order, followed.held_on, followed.groups) == (
+            fresh.order,
+            fresh.held_on,
+            fresh.groups,
+        )
+        predict = per_model(needs)
+        assert followed.decide(
+            request(), verified_on=verified, excluded=excluded, predict=predict
+        ) == fresh.decide(request(), verified_on=verified, excluded=excluded, predict=predict)
+        ledger = later
