@@ -18,7 +18,6 @@ Decisions recorded here:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -271,8 +270,7 @@ def write_status(
             current = get_object(api, kind, name, known)
         if current is None:
             raise UnknownWorkload(unknown(name))
-        body = copy.deepcopy(dict(current.body))
-        body["status"] = change(current)
+        body = {**current.body, "status": change(current)}  # the rest is sent as read
         try:
             written = or_none(
                 f"write the status of {current.title}",
