@@ -532,6 +532,11 @@ class EventLog(Protocol):
         """Record one event about the object (reasons: Placed, Started, Serving...)."""
         ...
 
+    def flush(self) -> None:
+        """Every event recorded so far is written: one may be written after ``record``
+        returned, beside the work that recorded it (as Kubernetes' own recorder writes)."""
+        ...
+
 
 class WorkloadWatch(Protocol):
     """Changes to workload objects and their servers, as they happen."""

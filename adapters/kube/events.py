@@ -18,7 +18,11 @@ Decisions recorded here:
 from __future__ import annotations
 
 import json
+import threading
 import uuid
+import zlib
+from collections import deque
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -29,6 +33,7 @@ from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, s
 from nodeau.adapters.kube.objects import KINDS, stamp
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import ClusterError, WorkloadObject
+from nodeau.ports.errors import NodeauError
 from nodeau.ports.state import Event
 
 
@@ -55,8 +60,10 @@ def record(
     at: datetime,
     identity: str,
     warning: bool = False,
+    sending: Sending | None = None,
 ) -> None:
-    """Write one Event about ``workload`` (its object when there is one)."""
+    """Write one Event about ``workload`` (its object when there is one); handed to
+    ``sending`` when given, which writes it beside the caller's work."""
     reference = {"apiVersion": r.API_VERSION, "name": workload, "namespace": r.NAMESPACE}
     if involved is not None:
         reference.update(
@@ -83,17 +90,81 @@ def record(
         "reportingComponent": r.CONTROLLER_COMPONENT,
         "reportingInstance": identity,
     }
+    if sending is not None:
+        sending.send(workload, body)
+    else:
+        _post(api, workload, body)
+
+
+def _post(api: Any, workload: str, body: dict[str, Any]) -> None:
     try:
         with api_errors(f"record an event about {workload}"):
-            _post(api, body)
+            send_json(
+                api,
+                "POST",
+                "/api/v1/namespaces/{namespace}/events",
+                {"namespace": r.NAMESPACE},
+                body,
+            )
     except Conflict as exc:  # a random 64-bit suffix taken: not a race anyone can lose
         raise ClusterError(f"cannot record an event about {workload}: its name is taken") from exc
 
 
-def _post(api: Any, body: dict[str, Any]) -> None:
-    send_json(
-        api, "POST", "/api/v1/namespaces/{namespace}/events", {"namespace": r.NAMESPACE}, body
-    )
+class Sending:
+    """Events written beside the work that records them, as Kubernetes' own recorder does.
+
+    ``send`` returns at once; the Events go out on ``lanes`` threads, every Event about one
+    workload on the same lane, so they are recorded in the order they were sent (a lane's
+    thread ends when its lane is empty, and starts again with the next Event). An Event
+    that cannot be written is one log line, as a failed recorder's is; a failure that is
+    not the cluster's (a bug) is raised by the next ``flush``. ``flush`` waits until every
+    Event sent so far is written: the controller flushes at the end of each pass, so a pass
+    has written everything it recorded when it ends."""
+
+    def __init__(self, api: Any, *, lanes: int, log: Callable[[str], None]) -> None:
+        if lanes < 1:
+            raise ValueError(f"Events are sent on at least one lane, not {lanes}")
+        self._api = api
+        self._log = log
+        self._lanes: list[deque[tuple[str, dict[str, Any]]]] = [deque() for _ in range(lanes)]
+        self._busy = [False] * lanes
+        self._changed = threading.Condition()
+        self._failed: BaseException | None = None
+
+    def send(self, workload: str, body: dict[str, Any]) -> None:
+        lane = zlib.crc32(workload.encode()) % len(self._lanes)
+        with self._changed:
+            self._lanes[lane].append((workload, body))
+            if self._busy[lane]:
+                return
+            self._busy[lane] = True
+        threading.Thread(
+            target=self._drain, args=(lane,), name=f"events-{lane}", daemon=True
+        ).start()
+
+    def flush(self) -> None:
+        """Wait until every Event sent so far is written (or said not to be)."""
+        with self._changed:
+            self._changed.wait_for(lambda: not any(self._busy))
+            failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    def _drain(self, lane: int) -> None:
+        while True:
+            with self._changed:
+                if not self._lanes[lane]:
+                    self._busy[lane] = False
+                    self._changed.notify_all()
+                    return
+                workload, body = self._lanes[lane].popleft()
+            try:
+                _post(self._api, workload, body)
+            except NodeauError as exc:
+                self._log(f"an Event about {workload} was not recorded: {exc.one_line()}")
+            except BaseException as exc:  # not the cluster's: raised where the work is
+                with self._changed:
+                    self._failed = self._failed or exc
 
 
 def read(api: Any, workload: str | None = None) -> tuple[Event, ...]:
@@ -129,11 +200,18 @@ def _moment(item: dict[str, Any]) -> datetime:
 
 
 class KubeEventLog:
-    """``ports.cluster.EventLog`` as core/v1 Events in ``nodeau-system``."""
+    """``ports.cluster.EventLog`` as core/v1 Events in ``nodeau-system`` (``sending``: written
+    beside the caller's work, the controller's; None: each one before ``record`` returns)."""
 
-    def __init__(self, api: Any, *, identity: str) -> None:
+    def __init__(self, api: Any, *, identity: str, sending: Sending | None = None) -> None:
         self._api = api
         self._identity = identity
+        self._sending = sending
+
+    def flush(self) -> None:
+        """Every Event recorded so far is written (or said not to be)."""
+        if self._sending is not None:
+            self._sending.flush()
 
     def record(
         self,
@@ -154,4 +232,5 @@ class KubeEventLog:
             at=at,
             identity=self._identity,
             warning=warning,
+            sending=self._sending,
         )

@@ -148,11 +148,13 @@ class KubeStateStore:
         identity: str = "nodeau",
         known: KnownObjects | None = None,
         refusal_list_age: timedelta = timedelta(0),
+        sending: events.Sending | None = None,
     ) -> None:
         self._api = api
         self._clock = clock
         self._identity = identity
         self._objects = known  # the controller's cache of its objects; None: every read asks
+        self._sending = sending  # its Events written beside its work; None: each at once
         self._turn = threading.Condition()  # decisions one at a time; claims known
         self._in_flight = 0  # admissions that decided and have not recorded yet
         self._assumed: dict[str, Held] = {}  # their claims not made yet, by Reservation name
@@ -541,4 +543,5 @@ class KubeStateStore:
             at=at,
             identity=self._identity,
             warning=warning,
+            sending=self._sending,
         )

@@ -15,7 +15,7 @@ from nodeau.adapters.entitlement_document import compiled_in_verifier
 from nodeau.adapters.kube.batch_results import KubeFleetBatches
 from nodeau.adapters.kube.copies import KubeModelCopies
 from nodeau.adapters.kube.entitlement import KubeEntitlementStore
-from nodeau.adapters.kube.events import KubeEventLog
+from nodeau.adapters.kube.events import KubeEventLog, Sending
 from nodeau.adapters.kube.health_store import KubeHealthRecords
 from nodeau.adapters.kube.known import KnownObjects
 from nodeau.adapters.kube.lease import fenced_client
@@ -44,13 +44,14 @@ def kube_ports(
     verifier: EntitlementVerifier | None = None,
     images: PodImages | None = None,
     refusal_list_age: timedelta = timedelta(0),
+    sending: Sending | None = None,
 ) -> ControllerPorts:
     """The controller's ports on one configured API client (``identity`` signs decisions;
     ``verifier``: None, the keys compiled into the package, the only ones a deployed
     controller trusts; tests pass their own here, and nowhere else can; ``images``: what
     the workloads' Pods run, default what scripts/build-images builds; ``refusal_list_age``:
     how old a list of the claims a refusal may be decided on, zero for one made during the
-    admission itself)."""
+    admission itself; ``sending``: the Events written beside the work, None: each at once)."""
     known = KnownObjects()  # one cache of its objects for every port that reads them
     return ControllerPorts(
         store=KubeStateStore(
@@ -59,13 +60,14 @@ def kube_ports(
             identity=identity,
             known=known,
             refusal_list_age=refusal_list_age,
+            sending=sending,
         ),
         objects=KubeWorkloadObjects(api, identity=identity, known=known),
         pods=KubeServerPods(api, images, known),
         reports=KubeMachineReports(api),
         marks=KubeFleetMarks(api),
         health=KubeHealthRecords(api),
-        events=KubeEventLog(api, identity=identity),
+        events=KubeEventLog(api, identity=identity, sending=sending),
         watch=KubeWorkloadWatch(api, known),
         copies=KubeModelCopies(api),
         entitlement=KubeEntitlementStore(api),
@@ -107,5 +109,6 @@ def kube_controller(
         verifier=verifier,
         images=images,
         refusal_list_age=sole_writer_for,
+        sending=Sending(api, lanes=max(1, workers // 2), log=log),
     )
     return Controller(ports, clock=clock, log=log, workers=workers)

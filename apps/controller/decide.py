@@ -43,10 +43,10 @@ same ``schedule`` the one-machine plane runs. Decisions recorded here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from datetime import datetime
 
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.domain.admission import AdmissionRequest
@@ -84,9 +84,16 @@ class Resolution:
     size_bytes: int
     summary: ModelSummary
     paths: tuple[tuple[str, str], ...]  # (machine, path of its verified copy), by machine
+    # the machines holding a copy, and each one's path, made once (a fleet of thousands)
+    on: frozenset[str] = field(init=False, eq=False, repr=False)
+    _path: dict[str, str] = field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_path", dict(self.paths))
+        object.__setattr__(self, "on", frozenset(self._path))
 
     def path_on(self, machine: str) -> str:
-        return dict(self.paths)[machine]
+        return self._path[machine]
 
     def display_name(self, asked: str) -> str:
         """The name a person reads in ps (the domain's ``display_name``)."""
@@ -184,7 +191,7 @@ class Planning:
             ledger=ledger,
             settings=self.settings,
             excluded=self.excluded,
-            verified_on=frozenset(m for m, _ in self.resolution.paths),
+            verified_on=self.resolution.on,
             predict=self.predict,
             plan=self.plan,
             cards=None if self.cards is None else self.cards(ledger),
@@ -279,6 +286,15 @@ def planning(
     )
 
 
+# what a planning reads of an ask besides its name: asks alike share one planning
+PlanKey = tuple[WorkloadKind, str, str, int | None, bool]
+
+
+def plan_key(ask: WorkloadAsk) -> PlanKey:
+    """The ask's shape as ``planning`` reads it (its name aside)."""
+    return (ask.kind, ask.model, ask.task.value, ask.context_tokens, ask.unproved)
+
+
 def decider(
     ask: WorkloadAsk,
     *,
@@ -294,25 +310,34 @@ def decider(
     spent: Iterable[Spending] | None = None,
     fleet: Fleet | None = None,
     cards: Callable[[Ledger], FreeCards] | None = None,
+    plans: MutableMapping[PlanKey, Result[Planning, Refusal]] | None = None,
 ) -> Decide:
     """The ``decide(snapshot)`` that ``StateStore.admit`` runs for one object (``spent``:
     what the workloads holding a card spend, when the snapshot carries no records;
     ``fleet`` and ``cards``: the batch's fleet and its free cards' index, kept for every
-    decision of a reconcile pass)."""
-    match planning(
-        ask,
-        reports=reports,
-        marks=marks,
-        health=health,
-        plan=plan,
-        organisation=organisation,
-        table=table,
-        allowances=allowances,
-        fleet=fleet,
-        proved=proved,
-        cards=cards,
-    ):
-        case Success(Planning() as planned):
+    decision of a reconcile pass; ``plans``: the batch's plannings by the ask's shape,
+    ``plan_key``, so that asks alike are planned once over the same inputs)."""
+    key = plan_key(ask)
+    found = None if plans is None else plans.get(key)
+    if found is None:
+        found = planning(
+            ask,
+            reports=reports,
+            marks=marks,
+            health=health,
+            plan=plan,
+            organisation=organisation,
+            table=table,
+            allowances=allowances,
+            fleet=fleet,
+            proved=proved,
+            cards=cards,
+        )
+        if plans is not None:
+            plans[key] = found
+    match found:
+        case Success(Planning() as shared):
+            planned = evolve(shared, request=evolve(shared.request, workload=ask.name))
             org = organisation or Organisation.none()
             counted = None if spent is None else tuple(spent)
 

@@ -184,6 +184,12 @@ class Controller:
     def assess_health(self) -> None:
         """Assess every machine, keep the result, show it on workloads, and recover the
         services whose machine has been unreachable for their delay."""
+        try:
+            self._assess_health()
+        finally:
+            self.ports.events.flush()
+
+    def _assess_health(self) -> None:
         previous = self.ports.health.read()
         now = self._clock()
         watching = watching_since(self._watched_at, now)
@@ -218,7 +224,12 @@ class Controller:
             proved_reader(self.ports.evidence, self.ports.catalog),
             self.spending,
         )
-        batch = sorted(set(keys))
+        try:
+            self._reconcile(sorted(set(keys)), reading)
+        finally:
+            self.ports.events.flush()  # the batch ends with every Event it recorded written
+
+    def _reconcile(self, batch: list[Key], reading: FleetReading) -> None:
         if self._workers == 1 or len(batch) < 2:
             decided = [self._decide_one(key, reading, None) for key in batch]
             for key in (key for key, on in zip(batch, decided, strict=True) if on):

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from attrs import field, frozen
+from returns.result import Result
 
-from nodeau.apps.controller.decide import Proved, fleet_of
+from nodeau.apps.controller.decide import PlanKey, Planning, Proved, fleet_of
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.free_cards import FreeCards
 from nodeau.domain.hardware import Fleet
@@ -30,6 +31,7 @@ from nodeau.domain.memory import MeasuredTable
 from nodeau.domain.organisation import Organisation, Spending
 from nodeau.domain.plans import PlanTerms
 from nodeau.domain.records import spending
+from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.ports.cluster import KeptEvidence, MachineReport, MarkedFleet
 from nodeau.ports.models import CatalogSource
@@ -88,6 +90,8 @@ class FleetReading:
         self._spending: list[Spending] | None = None
         self._machines: Fleet | None = None
         self._cards: FreeCards | None = None
+        # the batch's plannings, by the ask's shape: asks alike are planned once
+        self.plans: dict[PlanKey, Result[Planning, Refusal]] = {}
         self._lock = threading.RLock()  # each part read once, whichever worker asks first
         self._counting = threading.Lock()  # one admission under a policy at a time
 

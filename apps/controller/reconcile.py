@@ -226,6 +226,7 @@ class Reconciler:
                 spent=reading.spending() if counts else None,
                 fleet=reading.machines(),
                 cards=reading.free_cards,
+                plans=reading.plans,
             )
             match self._store.admit(obj.name, in_turn(decide, turn)):
                 case Failure(Refusal() as refusal):

@@ -590,6 +590,9 @@ class FakeEventLog:
     ) -> None:
         self.said.append(Said(about.name, reason, message, at, warning))
 
+    def flush(self) -> None:
+        return None  # every event is kept as it is recorded
+
     def reasons(self, workload: str) -> list[str]:
         return [s.reason for s in self.said if s.workload == workload]
 
