@@ -36,8 +36,8 @@ from returns.result import Failure, Result, Success
 from nodeau.adapters.record_json import converter, dumps
 from nodeau.domain.recording import (
     Conflict,
+    admitted_event,
     admitted_ledger,
-    admitted_text,
     check_release,
     check_update,
     released_text,
@@ -132,7 +132,7 @@ class SqliteStateStore:
                 (name, admission.decided_at.isoformat(), _dumps(admission, Admission)),
             )
             self._insert_event(
-                db, Event(at=self._clock(), workload=name, text=admitted_text(admission))
+                db, Event(at=self._clock(), workload=name, text=admitted_event(admission))
             )
             return outcome
 

@@ -144,9 +144,15 @@ def _check_same_workload(before: WorkloadRecord, after: WorkloadRecord) -> None:
 
 
 def admitted_text(admission: Admission) -> str:
-    """The event an admission writes."""
+    """Where an admission reserved, and how much (its Admitted condition; its Event says more)."""
     r = admission.placement.reservation
     return f"admitted onto {r.gpu_uuid} on {r.machine}, reserving {gib(r.bytes)}"
+
+
+def admitted_event(admission: Admission) -> str:
+    """The Event an admission writes: where it reserved, then why placement chose that card
+    (one Event for the decision, as the status has its Admitted and Placed conditions)."""
+    return f"{admitted_text(admission)}; placed by {admission.placement.why}"
 
 
 def moved_text(admission: Admission) -> str:

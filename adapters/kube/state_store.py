@@ -11,13 +11,24 @@ Decisions recorded here:
   one name it is about (never every object: ``decide`` sees the ledger and no records),
   then creates the chosen card's Reservation. The create is the check: a 409 (the card is
   taken) lists the claims again and decides again, at most ``MAX_TRIES`` times, then
-  StateError. A refusal decided on claims not listed during this admission is decided again
-  on a fresh list before it is answered: a refusal is kept for good, so never a stale one.
+  StateError.
+* Admissions of different workloads may run at once (the controller's workers, docs/adr/
+  0018): they decide one at a time, and from the moment one has decided, its chosen card
+  counts as held for every later decision (an assumed claim, as kube-scheduler assumes a
+  Pod's node before it binds), then it claims and records beside the others. The assumed
+  claim becomes the claim made, or is dropped when the create lost (the card was taken).
+  A relist keeps the assumed claims in flight.
+* A refusal is kept for good, so it is decided only once no admission is in flight (none
+  may still give its card back), on claims listed during this admission, or, for a store
+  given ``refusal_list_age`` (the elected controller's renew deadline: no other controller
+  claims or frees a card for longer than that), listed at most that long ago and since no
+  claim was lost to another decision. Otherwise it is decided again on a fresh list.
 * Only after the claim is the object created (if a person had not already applied it) and
   its status written, then the "Admitted" Event. The status write is the serialisation
   point between two controllers admitting the same workload onto two cards: a status that
   already records another card's live admission is never overwritten, and the controller
-  that finds one deletes its own claim at once (AdmissionInFlight).
+  that finds one deletes its own claim at once (AdmissionInFlight). The Event may be written
+  beside the work (``sending``: the controller's), after ``admit`` returns.
 * A reservation is backed when its workload's object records an admission of exactly
   that reservation and a record that still holds its card. A workload's own unbacked claim
   is a crash's leftover (claim made, status not): it is deleted before that workload's
@@ -79,6 +90,7 @@ from nodeau.adapters.record_json import RecordError, unpack
 from nodeau.domain.recording import (
     CLAIM_GRACE,
     Claim,
+    admitted_event,
     admitted_ledger,
     admitted_text,
     check_release,
@@ -494,7 +506,7 @@ class KubeStateStore:
             first=target,
             known=self._objects,
         )
-        self._event(record.workload.name, written, "Admitted", admitted_text(admission), now)
+        self._event(record.workload.name, written, "Admitted", admitted_event(admission), now)
 
     def _record_move(
         self, admission: Admission, before: WorkloadRecord, found: KubeObject, now: datetime

@@ -6,6 +6,15 @@ Decisions recorded here:
   the fleet (reports, marks, health): a burst of 500 new objects costs one
   reading, not 500. A batch is sorted, so two controllers meet objects in the
   same order.
+* A batch is reconciled in two steps: every admission it needs is decided first, each
+  in the batch's order, then what each admitted workload's record calls for (its server,
+  its state, its endpoint). Up to ``workers`` objects are reconciled at once, so their
+  requests to the API server overlap, while each still decides once every object before
+  it has (``turns.Turns``; docs/adr/0018). The objects and their servers are read from
+  what the controller knows (``adapters/kube/known.py``): a resync lists each kind once,
+  the watches keep them, and nothing is read per object.
+* A batch and a health pass end once every Event they recorded is written (Events go out
+  beside the work, ``EventLog.flush``).
 * Besides, the controller wakes when the fleet can change without any event: a fresh
   signal reaching its grace (a machine may turn unreachable), a held service's delay
   running out (``wake_at``); so a machine is noticed and a recovery decided at the

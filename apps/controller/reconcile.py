@@ -237,7 +237,7 @@ class Reconciler:
                     reading.spend(admission.record)
                 case _:
                     raise AssertionError("admit answers a Result")
-        self.event(obj, "Placed", admission.placement.why)
+        self._log(f"{obj.title}: placed: {admission.placement.why}")  # its Event: the store's
         return True
 
     def _drive(

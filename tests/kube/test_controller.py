@@ -75,7 +75,8 @@ def test_a_service_is_admitted_pinned_to_its_card_and_recorded_serving_at_its_po
     assert st["reservedBytes"] == placement.reservation.bytes
     assert st["reservation"] == to_plain(placement.reservation, Reservation)
     assert [(x.workload, x.gpu_uuid) for x in ledger(api)] == [("chat", gpu_uuid("m1", 0))]
-    assert {"Admitted", "Placed", "Started", "Serving"} <= event_reasons(api, "chat")
+    assert {"Admitted", "Started", "Serving"} <= event_reasons(api, "chat")
+    assert "Placed" not in event_reasons(api, "chat")  # the Admitted Event says why there
     assert r.FINALIZER in get(api, "chat")["metadata"]["finalizers"]  # type: ignore[index]
 
     # the endpoint goes off, the model stays loaded

@@ -15,8 +15,8 @@ from returns.result import Failure, Result, Success
 
 from nodeau.domain.recording import (
     Conflict,
+    admitted_event,
     admitted_ledger,
-    admitted_text,
     check_release,
     check_update,
     moved_ledger,
@@ -71,7 +71,7 @@ class FakeStateStore:
             self._reservations[name] = admission.placement.reservation
             self._admissions[name] = admission
             self._events.append(
-                Event(at=self._clock(), workload=name, text=admitted_text(admission))
+                Event(at=self._clock(), workload=name, text=admitted_event(admission))
             )
             return outcome
 

@@ -103,7 +103,7 @@ def test_a_service_is_admitted_its_server_made_then_it_starts_and_serves() -> No
             endpoint=None,
         )
     }
-    assert cluster.events.reasons("chat") == ["Placed", "Started"]
+    assert cluster.events.reasons("chat") == ["Started"]
 
     ctl.resync()  # nothing answers yet: nothing changes
     assert state(cluster, "chat") is S.STARTING
@@ -119,10 +119,10 @@ def test_a_service_is_admitted_its_server_made_then_it_starts_and_serves() -> No
         reason="Serving",
         message=f"serving at {ENDPOINT} on m1 (GPU-m1-0…)",
     )
-    assert cluster.events.reasons("chat") == ["Placed", "Started", "Serving"]
+    assert cluster.events.reasons("chat") == ["Started", "Serving"]
 
     ctl.resync()  # settled: nothing more is written or said
-    assert cluster.events.reasons("chat") == ["Placed", "Started", "Serving"]
+    assert cluster.events.reasons("chat") == ["Started", "Serving"]
 
 
 def test_a_stopped_endpoint_is_taken_off_and_the_model_stays_loaded() -> None:
@@ -193,7 +193,7 @@ def test_a_batch_jobs_server_that_ended_frees_its_card() -> None:
     cluster.pods.run()
     ctl.resync()
     assert state(cluster, "nightly") is S.RUNNING
-    assert cluster.events.reasons("nightly") == ["Placed", "Started", "Running"]
+    assert cluster.events.reasons("nightly") == ["Started", "Running"]
     cluster.pods.end(BATCH, "nightly", ok=True)
     ctl.resync()
     assert state(cluster, "nightly") is S.SUCCEEDED

@@ -63,13 +63,16 @@ def test_a_services_placement_start_and_endpoint_are_said_in_these_words_at_that
     ctl.resync()
     cluster.pods.run()
     ctl.resync()
+    why = (
+        "pack: m1 already holds 0 of its 1 cards, the fullest machine with a card that "
+        "fits; GPU-m1-00-0000-sim (24.00 GiB) is the smallest free card there that takes "
+        "4.95 GiB; 0 other candidate(s) ranked below"
+    )
+    # the decision's one Event is the store's, with where it reserved and why that card
+    [admitted] = cluster.store.events("chat")
+    assert admitted.text == f"admitted onto {CARD} on m1, reserving 4.95 GiB; placed by {why}"
+    assert f"GPUService chat: placed: {why}" in lines
     assert said(cluster, "chat") == [
-        (
-            "Placed",
-            "pack: m1 already holds 0 of its 1 cards, the fullest machine with a card that "
-            "fits; GPU-m1-00-0000-sim (24.00 GiB) is the smallest free card there that takes "
-            "4.95 GiB; 0 other candidate(s) ranked below",
-        ),
         ("Started", "model server created on m1 (GPU-m1-0…)"),
         ("Serving", f"serving at {ENDPOINT} on m1 (GPU-m1-0…)"),
     ]
@@ -219,7 +222,6 @@ def test_a_restart_is_logged_and_said_at_its_time_and_a_service_back_up_is_not_r
     w = record(cluster, "chat").workload
     assert (w.state, w.since) == (S.SERVING, back)
     assert [reason for reason, _ in said(cluster, "chat")] == [
-        "Placed",
         "Started",
         "Serving",
         "Restarting",
