@@ -32,6 +32,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping
 from fractions import Fraction
+from functools import cache
 
 from attrs import frozen
 from returns.result import Failure, Result, Success
@@ -71,6 +72,12 @@ class _Card:
     machine: str
     model: str
     total_bytes: int
+
+
+@cache
+def _share(held: int, cards: int) -> Fraction:
+    """``held`` of ``cards`` as a fraction (a fleet has few distinct ones: made once each)."""
+    return Fraction(held, cards)
 
 
 def _sort_score(policy: Policy, held: int, cards: int) -> float:
@@ -361,7 +368,7 @@ class FreeCards:
         policy = self.settings.policy_for(machine)
         cards = len(self.on_machine[machine])
         held = self.held_on[machine]
-        used = Fraction(held, cards)
+        used = _share(held, cards)
         return RankedCard(
             machine=machine,
             gpu_uuid=uuid,

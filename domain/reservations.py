@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable
+from typing import Any
 
 from attrs import field, frozen
 from returns.result import Failure, Result, Success
@@ -60,16 +61,20 @@ class Ledger:
 
     def holder(self, gpu_uuid: str) -> Reservation | None:
         """The reservation holding this card, if any (the first, were a card held twice)."""
-        return self._indexed().holder.get(gpu_uuid)
+        found: Reservation | None = self._indexed().find("holder", gpu_uuid)
+        return found
 
     def of_workload(self, workload: str) -> Reservation | None:
-        return self._indexed().of_workload.get(workload)
+        found: Reservation | None = self._indexed().find("of_workload", workload)
+        return found
 
     def reserved_bytes(self, gpu_uuid: str) -> int:
-        return self._indexed().reserved.get(gpu_uuid, 0)
+        found: int | None = self._indexed().find("reserved", gpu_uuid)
+        return 0 if found is None else found
 
     def on_machine(self, machine: str) -> tuple[Reservation, ...]:
-        return tuple(self._indexed().on_machine.get(machine, ()))
+        found: tuple[Reservation, ...] | None = self._indexed().find("on_machine", machine)
+        return found or ()
 
     def _indexed(self) -> _LedgerIndex:
         index = self._index
@@ -79,32 +84,70 @@ class Ledger:
         return index
 
 
-class _LedgerIndex:
-    """A ledger's reservations by card, by workload and by machine, in the ledger's order."""
+FLATTEN_AT = 16  # lookups stacked on a ledger's before they are made one again
 
-    def __init__(self, reservations: tuple[Reservation, ...]) -> None:
+
+class _LedgerIndex:
+    """A ledger's reservations by card, by workload and by machine, in the ledger's order.
+
+    A ledger made by ``Ledger.added`` keeps the lookups of the one it was made from and
+    puts its own one reservation's on top (``base``); every ``FLATTEN_AT`` levels they are
+    made one again. So recording a reservation in a ledger of thousands costs a few entries,
+    not a copy of every one, and a lookup reads at most ``FLATTEN_AT`` small levels."""
+
+    __slots__ = ("base", "depth", "holder", "of_workload", "on_machine", "reserved")
+
+    def __init__(
+        self, reservations: tuple[Reservation, ...] = (), base: _LedgerIndex | None = None
+    ) -> None:
+        self.base = base
+        self.depth: int = 0 if base is None else base.depth + 1
         self.holder: dict[str, Reservation] = {}
         self.of_workload: dict[str, Reservation] = {}
         self.reserved: dict[str, int] = {}
-        self.on_machine: dict[str, list[Reservation]] = {}
+        self.on_machine: dict[str, tuple[Reservation, ...]] = {}
         for r in reservations:
             self._add(r)
 
+    def find(self, lookup: str, key: str) -> Any:
+        """The entry of ``key`` in one of the four lookups, topmost level first."""
+        level: _LedgerIndex | None = self
+        while level is not None:
+            found = getattr(level, lookup).get(key)
+            if found is not None:
+                return found
+            level = level.base
+        return None
+
     def _add(self, r: Reservation) -> None:
-        self.holder.setdefault(r.gpu_uuid, r)
-        self.of_workload.setdefault(r.workload, r)
-        self.reserved[r.gpu_uuid] = self.reserved.get(r.gpu_uuid, 0) + r.bytes
-        self.on_machine[r.machine] = [*self.on_machine.get(r.machine, ()), r]
+        if self.find("holder", r.gpu_uuid) is None:  # the first holder stays the holder
+            self.holder[r.gpu_uuid] = r
+        if self.find("of_workload", r.workload) is None:
+            self.of_workload[r.workload] = r
+        self.reserved[r.gpu_uuid] = (self.find("reserved", r.gpu_uuid) or 0) + r.bytes
+        self.on_machine[r.machine] = (*(self.find("on_machine", r.machine) or ()), r)
 
     def with_(self, r: Reservation) -> _LedgerIndex:
-        """This index with one more reservation, last (copied, not walked again)."""
-        index = _LedgerIndex(())
-        index.holder = dict(self.holder)
-        index.of_workload = dict(self.of_workload)
-        index.reserved = dict(self.reserved)
-        index.on_machine = dict(self.on_machine)
+        """This index with one more reservation, last (stacked on this one, not copied)."""
+        base = self.flattened() if self.depth >= FLATTEN_AT else self
+        index = _LedgerIndex(base=base)
         index._add(r)
         return index
+
+    def flattened(self) -> _LedgerIndex:
+        """The same lookups in one level."""
+        levels: list[_LedgerIndex] = []
+        level: _LedgerIndex | None = self
+        while level is not None:
+            levels.append(level)
+            level = level.base
+        flat = _LedgerIndex()
+        for lower in reversed(levels):  # the bottom first: the levels above shadow it
+            flat.holder.update(lower.holder)
+            flat.of_workload.update(lower.of_workload)
+            flat.reserved.update(lower.reserved)
+            flat.on_machine.update(lower.on_machine)
+        return flat
 
 
 def free_bytes(ledger: Ledger, gpu: Gpu) -> int:

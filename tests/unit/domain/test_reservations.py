@@ -139,3 +139,34 @@ def test_reserve_and_release_follow_a_model_of_the_cards(
             assert r.bytes <= size[r.gpu_uuid]
         assert len({r.gpu_uuid for r in ledger.reservations}) == len(ledger.reservations)
         assert over_committed(ledger, f) == ()
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=40),  # the card
+            st.integers(min_value=0, max_value=6),  # the workload
+            st.integers(min_value=0, max_value=3),  # the machine
+        ),
+        max_size=60,
+    )
+)
+def test_a_ledger_made_one_reservation_at_a_time_answers_as_one_made_at_once(
+    drawn: list[tuple[int, int, int]],
+) -> None:
+    made = Ledger()
+    made.holder("GPU-0")  # its lookups made, then carried through every added one
+    for card, workload, on in drawn:
+        made = made.added(
+            Reservation(
+                workload=f"w{workload}", machine=f"m{on}", gpu_uuid=f"GPU-{card}", bytes=GIB
+            )
+        )
+    at_once = Ledger(reservations=made.reservations)
+    for card in range(41):
+        assert made.holder(f"GPU-{card}") == at_once.holder(f"GPU-{card}")
+        assert made.reserved_bytes(f"GPU-{card}") == at_once.reserved_bytes(f"GPU-{card}")
+    for workload in range(7):
+        assert made.of_workload(f"w{workload}") == at_once.of_workload(f"w{workload}")
+    for on in range(4):
+        assert made.on_machine(f"m{on}") == at_once.on_machine(f"m{on}")
