@@ -417,17 +417,22 @@ def predictor(
     allowances: Allowances,
 ) -> Callable[[str], Prediction]:
     """The predicted peak of this artifact in this configuration, per GPU model: measured
-    where the table has it, estimated otherwise (``predict_peak``)."""
+    where the table has it, estimated otherwise (``predict_peak``). Each GPU model's figure
+    is worked out once: every input is a frozen value."""
+    known: dict[str, Prediction] = {}
 
     def predict(gpu_model: str) -> Prediction:
-        return predict_peak(
-            arch=arch,
-            artifact_id=artifact_id,
-            artifact_bytes=artifact_bytes,
-            config=config,
-            gpu_model=gpu_model,
-            table=table,
-            allowances=allowances,
-        )
+        found = known.get(gpu_model)
+        if found is None:
+            found = known[gpu_model] = predict_peak(
+                arch=arch,
+                artifact_id=artifact_id,
+                artifact_bytes=artifact_bytes,
+                config=config,
+                gpu_model=gpu_model,
+                table=table,
+                allowances=allowances,
+            )
+        return found
 
     return predict

@@ -84,7 +84,7 @@ class Ledger:
         return index
 
 
-FLATTEN_AT = 16  # lookups stacked on a ledger's before they are made one again
+FLATTEN_AT = 8  # lookups stacked on a ledger's before they are made one again
 
 
 class _LedgerIndex:
