@@ -293,25 +293,10 @@ def test_a_full_fleets_refusal_is_said_by_the_index_as_weighing_every_card_says_
     )
 
 
-@settings(max_examples=150)
-@given(decisions(), st.data())
-def test_an_index_following_another_ledger_equals_one_made_over_it(
-    drawn, data: st.DataObject
-) -> None:  # type: ignore[no-untyped-def]
-    f, ledger, settings_, plan, verified, excluded, needs = drawn
-    index = FreeCards.of(f, ledger, settings_, plan)
-    kept = [r for r in ledger.reservations if data.draw(st.booleans())]
-    later = Ledger(reservations=tuple(kept))
-    for k, (m, g) in enumerate(f.gpus):
-        if later.holder(g.uuid) is None and data.draw(st.booleans()):
-            later = reserve(
-                later, Reservation(workload=f"n{k}", machine=m.name, gpu_uuid=g.uuid, bytes=GIB), g
-            ).unwrap()
-    order = data.draw(st.permutations(later.reservations))
-    later = Ledger(reservations=tuple(order))  # a store lists them in its own order
-    followed = index.follow(later)
-    fresh = FreeCards.of(f, later, settings_, plan)
-    assert followed.ledger is later
+def answers_as_made_afresh(followed: FreeCards, drawn) -> None:  # type: ignore[no-untyped-def]
+    """``followed`` holds and decides what an index made afresh over its ledger does."""
+    f, _ledger, settings_, plan, verified, excluded, needs = drawn
+    fresh = FreeCards.of(f, followed.ledger, settings_, plan)
     assert (followed.order, followed.held_on, followed.groups) == (
         fresh.order,
         fresh.held_on,
@@ -323,12 +308,33 @@ def test_an_index_following_another_ledger_equals_one_made_over_it(
     )
 
 
+@settings(max_examples=150)
+@given(decisions(), st.data())
+def test_an_index_following_another_ledger_equals_one_made_over_it(
+    drawn, data: st.DataObject
+) -> None:  # type: ignore[no-untyped-def]
+    f, ledger, settings_, plan, *_ = drawn
+    index = FreeCards.of(f, ledger, settings_, plan)
+    kept = [r for r in ledger.reservations if data.draw(st.booleans())]
+    later = Ledger(reservations=tuple(kept))
+    for k, (m, g) in enumerate(f.gpus):
+        if later.holder(g.uuid) is None and data.draw(st.booleans()):
+            later = reserve(
+                later, Reservation(workload=f"n{k}", machine=m.name, gpu_uuid=g.uuid, bytes=GIB), g
+            ).unwrap()
+    order = data.draw(st.permutations(later.reservations))
+    later = Ledger(reservations=tuple(order))  # a store lists them in its own order
+    followed = index.follow(later)
+    assert followed.ledger is later
+    answers_as_made_afresh(followed, drawn)
+
+
 @settings(max_examples=100)
 @given(decisions(), st.data())
 def test_an_index_following_its_ledger_with_one_more_reservation_equals_one_made_over_it(
     drawn, data: st.DataObject
 ) -> None:  # type: ignore[no-untyped-def]
-    f, ledger, settings_, plan, verified, excluded, needs = drawn
+    f, ledger, settings_, plan, *_ = drawn
     index = FreeCards.of(f, ledger, settings_, plan)
     free = [(m, g) for m, g in f.gpus if ledger.holder(g.uuid) is None]
     for k in range(data.draw(st.integers(min_value=0, max_value=len(free)))):
@@ -341,14 +347,5 @@ def test_an_index_following_its_ledger_with_one_more_reservation_equals_one_made
         followed = index.follow(later)
         assert followed is index  # followed by the one difference, nothing made again
         assert followed.ledger is later
-        fresh = FreeCards.of(f, later, settings_, plan)
-        assert (followed.order, followed.held_on, followed.groups) == (
-            fresh.order,
-            fresh.held_on,
-            fresh.groups,
-        )
-        predict = per_model(needs)
-        assert followed.decide(
-            request(), verified_on=verified, excluded=excluded, predict=predict
-        ) == fresh.decide(request(), verified_on=verified, excluded=excluded, predict=predict)
+        answers_as_made_afresh(followed, drawn)
         ledger = later
