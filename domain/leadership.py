@@ -7,10 +7,13 @@ candidate's own monotonic clock (seconds, ``float``) for every decision.
 
 Decisions recorded here:
 
-* The defaults are kube-controller-manager's: a 15 s lease, a 10 s renew deadline,
-  a 2 s retry period. The lease must outlast the renew deadline, and the renew
-  deadline must leave room for more than one retry (as client-go requires), or the
-  terms are refused with one line.
+* The defaults: a 12 s lease, a 7 s renew deadline, a 2 s retry period. That is
+  kube-controller-manager's 5 s between lease and renew deadline and its retry
+  period, with a lease 3 s shorter, so that a standby takes over within 15 s of the
+  leader's last renewal: the lease, plus how late the standby saw that renewal (at
+  most a retry period), plus one write (a 15 s lease can never do it). The lease
+  must outlast the renew deadline, and the renew deadline must leave room for more
+  than one retry (as client-go requires), or the terms are refused with one line.
 * A candidate never trusts another's clock: the times written in the Lease are
   for people. A holder counts as gone only when the Lease has not changed (same
   resourceVersion) for its stated ``leaseDurationSeconds`` as measured on the
@@ -34,8 +37,8 @@ from datetime import datetime
 
 from attrs import evolve, field, frozen
 
-DEFAULT_DURATION_S = 15.0
-DEFAULT_RENEW_DEADLINE_S = 10.0
+DEFAULT_DURATION_S = 12.0
+DEFAULT_RENEW_DEADLINE_S = 7.0
 DEFAULT_RETRY_PERIOD_S = 2.0
 RETRY_ROOM = 1.2  # client-go's jitter factor: a renew deadline holds more than one retry
 

@@ -94,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
         ("--retry-period", DEFAULT_RETRY_PERIOD_S, "how often the Lease is tried"),
     ):
         p.add_argument(flag, type=float, default=default, help=f"seconds: {what} "
-                       f"(default {default:g}, kube-controller-manager's)")  # fmt: skip
+                       f"(default {default:g})")  # fmt: skip
     return p
 
 

@@ -43,7 +43,7 @@ LISTS = (
 
 
 def start_controller(cluster: Cluster, identity: str, log: Path) -> subprocess.Popen[bytes]:
-    """One controller process with kube-controller-manager's lease terms (the defaults)."""
+    """One controller process with the default lease terms (12 s lease, 7 s renew deadline)."""
     with log.open("wb") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "nodeau.apps.controller", "--kubeconfig",
@@ -155,7 +155,7 @@ def test_exactly_one_controller_leads_and_only_it_writes(
     wait_for(lambda: all(serving(fleet, n) for n in ("chat-a", "chat-b")), "both serving", 60)
     lease = lease_of(fleet)
     assert lease.spec.holder_identity == leader
-    assert lease.spec.lease_duration_seconds == 15
+    assert lease.spec.lease_duration_seconds == 12
     assert lease.spec.acquire_time is not None and lease.spec.renew_time is not None
     assert lease.spec.lease_transitions == 0
     assert {status(fleet, n)["decidedBy"] for n in ("chat-a", "chat-b")} == {leader}

@@ -29,7 +29,8 @@ from nodeau.domain.leadership import (
     taken,
 )
 
-TERMS = LeaseTerms()
+# kube-controller-manager's terms: the exact cases below are worked out on them
+TERMS = LeaseTerms(duration_s=15, renew_deadline_s=10, retry_period_s=2)
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -41,8 +42,13 @@ def seen(holder: str | None, since: float, duration: int | None = 15) -> Observa
     return Observation(record=held(holder, duration), version="7", since=since)
 
 
-def test_the_defaults_are_kube_controller_managers() -> None:
-    assert (TERMS.duration_s, TERMS.renew_deadline_s, TERMS.retry_period_s) == (15, 10, 2)
+def test_the_defaults_keep_kube_controller_managers_margin_with_a_shorter_lease() -> None:
+    terms = LeaseTerms()
+    assert (terms.duration_s, terms.renew_deadline_s, terms.retry_period_s) == (12, 7, 2)
+    assert terms.duration_s - terms.renew_deadline_s == 15 - 10  # kube-controller-manager's
+    # a standby sees the last renewal at most a retry period late, then waits the lease out
+    assert terms.duration_s + terms.retry_period_s < 15
+    assert terms.stated_duration_s == 12
     assert TERMS.stated_duration_s == 15
     assert LeaseTerms(duration_s=12.5, renew_deadline_s=10).stated_duration_s == 13
 
@@ -157,7 +163,7 @@ class Candidate:
         return real + self.offset
 
 
-def step(server: Server, c: Candidate, real: float) -> None:
+def step(server: Server, c: Candidate, real: float, terms: LeaseTerms = TERMS) -> None:
     """The next phase of ``c``'s attempt, as the controller runs it (``Leadership.attempt``):
     begin, read and decide, the conditional write landing, the answer arriving."""
     now = c.local(real)
@@ -167,11 +173,11 @@ def step(server: Server, c: Candidate, real: float) -> None:
         c.read_version = server.version
         if server.record is not None:
             c.observed = observe(c.observed, server.record, str(server.version), now)
-        if not may_take(c.observed if server.record else None, c.name, now, TERMS):
+        if not may_take(c.observed if server.record else None, c.name, now, terms):
             c.phase = "idle"
             return
         at = EPOCH + timedelta(seconds=real)
-        c.writing, c.phase = taken(server.record, c.name, at, TERMS), "write"
+        c.writing, c.phase = taken(server.record, c.name, at, terms), "write"
     elif c.phase == "write":
         c.won = server.version == c.read_version  # conditional on the version read
         if c.won:
@@ -196,24 +202,26 @@ STEPS = st.lists(
         st.sampled_from(["attempt", "attempt", "phase", "phase", "wait", "wait", "release"]),
         st.integers(min_value=0, max_value=1),
         # the moments that matter (around the renew deadline and the lease duration), or any
-        st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.9, 5.0, 9.9, 10.0, 14.9, 15.0, 15.1])
+        # (both kube-controller-manager's terms and the defaults)
+        st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.9, 5.0, 6.9, 7.0, 9.9, 10.0, 11.9, 12.0, 14.9, 15.0])
         | st.floats(min_value=0, max_value=20, allow_nan=False),
     ),
     max_size=40,
 )
 
 
-def leaders(candidates: list[Candidate], real: float) -> list[str]:
-    return [c.name for c in candidates if leads(c.renewed_at, c.local(real), TERMS)]
+def leaders(candidates: list[Candidate], real: float, terms: LeaseTerms = TERMS) -> list[str]:
+    return [c.name for c in candidates if leads(c.renewed_at, c.local(real), terms)]
 
 
+@pytest.mark.parametrize("terms", [TERMS, LeaseTerms()], ids=["15-10-2", "defaults"])
 @settings(max_examples=1000, deadline=None)
 @given(
     steps=STEPS,
     offsets=st.lists(st.floats(min_value=-1e4, max_value=1e4), min_size=2, max_size=2),
 )
 def test_never_two_candidates_believe_they_lead_at_one_moment(
-    steps: list[tuple[str, int, float]], offsets: list[float]
+    terms: LeaseTerms, steps: list[tuple[str, int, float]], offsets: list[float]
 ) -> None:
     server = Server()
     candidates = [Candidate(name=f"c{i}", offset=o) for i, o in enumerate(offsets)]
@@ -222,18 +230,18 @@ def test_never_two_candidates_believe_they_lead_at_one_moment(
         if kind == "wait":
             # time passes; check at many moments within the wait, not only at its end
             for k in range(1, 5):
-                assert len(leaders(candidates, real + dt * k / 4)) <= 1
+                assert len(leaders(candidates, real + dt * k / 4, terms)) <= 1
             real += dt
         elif kind == "release":
             if candidates[who].phase == "idle":
                 release(server, candidates[who], real)
         elif kind == "phase":  # one phase: other steps may come between its phases
-            step(server, candidates[who], real)
+            step(server, candidates[who], real, terms)
         else:  # the rest of its attempt at once
-            step(server, candidates[who], real)
+            step(server, candidates[who], real, terms)
             while candidates[who].phase != "idle":
-                step(server, candidates[who], real)
-        assert len(leaders(candidates, real)) <= 1
+                step(server, candidates[who], real, terms)
+        assert len(leaders(candidates, real, terms)) <= 1
 
 
 def test_a_standby_takes_over_once_the_leader_stops_renewing() -> None:
