@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -533,8 +534,16 @@ class EventLog(Protocol):
         ...
 
     def flush(self) -> None:
-        """Every event recorded so far is written: one may be written after ``record``
-        returned, beside the work that recorded it (as Kubernetes' own recorder writes)."""
+        """Every event recorded so far and not held is written: one may be written after
+        ``record`` returned, beside the work that recorded it (as Kubernetes' own recorder
+        writes)."""
+        ...
+
+    def held(self) -> AbstractContextManager[None]:
+        """A stretch of work whose events are written once it ends, each workload's in the
+        order recorded: the controller holds its decisions' events so that the writes a
+        decision waits for (its claim, its status) go first. Nothing is lost: ``flush``
+        after it writes every one."""
         ...
 
 

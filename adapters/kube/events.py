@@ -22,7 +22,8 @@ import threading
 import uuid
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -119,7 +120,9 @@ class Sending:
     that cannot be written is one log line, as a failed recorder's is; a failure that is
     not the cluster's (a bug) is raised by the next ``flush``. ``flush`` waits until every
     Event sent so far is written: the controller flushes at the end of each pass, so a pass
-    has written everything it recorded when it ends."""
+    has written everything it recorded when it ends. Inside ``held()`` Events are queued and
+    no lane starts: they go out when the last hold ends (the controller holds them while it
+    decides, docs/adr/0018), so a flush inside a hold waits only for those not held."""
 
     def __init__(self, api: Any, *, lanes: int, log: Callable[[str], None]) -> None:
         if lanes < 1:
@@ -130,14 +133,37 @@ class Sending:
         self._busy = [False] * lanes
         self._changed = threading.Condition()
         self._failed: BaseException | None = None
+        self._holds = 0  # holds open: while any is, no lane starts
 
     def send(self, workload: str, body: dict[str, Any]) -> None:
         lane = zlib.crc32(workload.encode()) % len(self._lanes)
         with self._changed:
             self._lanes[lane].append((workload, body))
-            if self._busy[lane]:
+            if self._busy[lane] or self._holds:
                 return
             self._busy[lane] = True
+        self._start(lane)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Events sent inside go out once it ends (and every other hold has)."""
+        with self._changed:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._holds -= 1
+                idle = [] if self._holds else [
+                    lane for lane, queued in enumerate(self._lanes)
+                    if queued and not self._busy[lane]
+                ]  # fmt: skip
+                for lane in idle:
+                    self._busy[lane] = True
+            for lane in idle:
+                self._start(lane)
+
+    def _start(self, lane: int) -> None:
         threading.Thread(
             target=self._drain, args=(lane,), name=f"events-{lane}", daemon=True
         ).start()
@@ -209,9 +235,19 @@ class KubeEventLog:
         self._sending = sending
 
     def flush(self) -> None:
-        """Every Event recorded so far is written (or said not to be)."""
+        """Every Event recorded so far and not held is written (or said not to be)."""
         if self._sending is not None:
             self._sending.flush()
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Events recorded inside are written once it ends (at once when not ``sending``:
+        each is written before ``record`` returns)."""
+        if self._sending is None:
+            yield
+            return
+        with self._sending.held():
+            yield
 
     def record(
         self,

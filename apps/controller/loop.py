@@ -14,7 +14,9 @@ Decisions recorded here:
   what the controller knows (``adapters/kube/known.py``): a resync lists each kind once,
   the watches keep them, and nothing is read per object.
 * A batch and a health pass end once every Event they recorded is written (Events go out
-  beside the work, ``EventLog.flush``).
+  beside the work, ``EventLog.flush``). The Events of a batch's decisions are held until
+  every decision of the batch is taken (``EventLog.held``): a decision waits for its claim
+  and its status only, and its Event follows with the servers' writes.
 * Besides, the controller wakes when the fleet can change without any event: a fresh
   signal reaching its grace (a machine may turn unreachable), a held service's delay
   running out (``wake_at``); so a machine is noticed and a recovery decided at the
@@ -240,19 +242,21 @@ class Controller:
 
     def _reconcile(self, batch: list[Key], reading: FleetReading) -> None:
         if self._workers == 1 or len(batch) < 2:
-            decided = [self._decide_one(key, reading, None) for key in batch]
+            with self.ports.events.held():  # the decisions' own writes first
+                decided = [self._decide_one(key, reading, None) for key in batch]
             for key in (key for key, on in zip(batch, decided, strict=True) if on):
                 self._carry_out_one(key, reading)
             return
         turns = Turns(len(batch))
         with ThreadPoolExecutor(self._workers, thread_name_prefix="reconcile") as pool:
-            decided = self._in_pool(
-                pool,
-                [
-                    partial(self._decide_one, key, reading, turns.turn(p))
-                    for p, key in enumerate(batch)
-                ],
-            )
+            with self.ports.events.held():  # the decisions' own writes first
+                decided = self._in_pool(
+                    pool,
+                    [
+                        partial(self._decide_one, key, reading, turns.turn(p))
+                        for p, key in enumerate(batch)
+                    ],
+                )
             self._in_pool(
                 pool,
                 [

@@ -5,8 +5,13 @@ so running a step twice, or two controllers running it at once, changes
 nothing more than running it once. It talks to the cluster through ports only
 (``nodeau.ports.cluster``, ``nodeau.ports.state``). Decisions recorded here:
 
-* The object is guarded before anything is decided, so deleting it can never
-  leave a reservation behind.
+* An admitted object is guarded (its finalizer) before its server is made, so deleting
+  it can never leave a server behind or free its card while a server still runs.
+  Deciding comes first (docs/adr/0018): the claim and the decision's status are the
+  only writes a decision waits for, a refused object is never guarded (it holds
+  nothing), and an admitted object deleted before its guard leaves a claim no record
+  backs, which the store frees like a crash's leftover (``CLAIM_GRACE``); a deleting
+  object found admitted and unguarded has its card released at once.
 * Not yet decided: ``decide`` runs inside ``StateStore.admit`` (the ledger
   write is the serialisation point); a refusal is recorded and nothing else is
   created. A refused object stays refused (no retries, as on one machine). A
@@ -151,9 +156,8 @@ class Reconciler:
     def decide(
         self, kind: WorkloadKind, name: str, reading: FleetReading, turn: Turn | None = None
     ) -> bool:
-        """The object's first steps: a deletion finished, the object guarded, admission
-        decided if it was not yet. True when its workload holds a card and its server is
-        next (``carry_out``)."""
+        """The object's first steps: a deletion finished, admission decided if it was not
+        yet. True when its workload holds a card and its server is next (``carry_out``)."""
         obj = self._objects.get(kind, name)
         if obj is None:
             self._orphan(kind, name)
@@ -161,23 +165,24 @@ class Reconciler:
         if obj.deleting:
             self._finish_deletion(obj)
             return False
-        if not obj.guarded:
-            if not self._objects.guard(obj):
-                return False  # it changed since it was read: its watch event brings it back
-            obj = self._objects.get(kind, name)
-            if obj is None:
-                return False
         if obj.refused:
             return False
         return obj.decided or self._decide(obj, reading, turn)
 
     def carry_out(self, kind: WorkloadKind, name: str, reading: FleetReading) -> None:
         """What an admitted workload's record calls for: its recovery choice kept, its
-        server made or followed, its state and endpoint shown."""
+        server made or followed, its state and endpoint shown; the object guarded first."""
         obj = self._objects.get(kind, name)
         record = None if obj is None else obj.record
         if obj is None or record is None or not holds_gpu(record.workload.state):
             return
+        if not obj.guarded:
+            if not self._objects.guard(obj):
+                return  # it changed since it was read: its watch event brings it back
+            obj = self._objects.get(kind, name)
+            record = None if obj is None else obj.record
+            if obj is None or obj.deleting or record is None:
+                return
         record = self._recovery_choice(obj, record)
         self._drive(obj, record, reading.health().get(record.workload.machine))
 
@@ -425,8 +430,8 @@ class Reconciler:
         self._objects.set_status(obj.kind, obj.name, {"endpoint": ""}, [shown], self._clock())
 
     def _finish_deletion(self, obj: WorkloadObject) -> None:
-        if not obj.guarded:
-            return
+        if not obj.guarded and (obj.record is None or not holds_gpu(obj.record.workload.state)):
+            return  # nothing of it to release: another's finalizer keeps it
         if self._pods.read(obj.kind, obj.name) is not None:
             self._pods.delete(obj.kind, obj.name)
             if self._pods.read(obj.kind, obj.name) is not None:

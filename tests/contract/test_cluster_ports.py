@@ -472,6 +472,18 @@ def test_an_event_is_kept_about_its_workload(cluster: Harness) -> None:
     assert cluster.said("other") == []
 
 
+def test_events_recorded_while_held_are_kept_in_order_once_it_ends(cluster: Harness) -> None:
+    cluster.objects.create(service())
+    found = cluster.objects.get(SERVICE, "chat")
+    assert found is not None
+    with cluster.events.held():
+        cluster.events.record(found, "Admitted", "on m1", START)
+        cluster.events.record(found, "Started", "model server created", START)
+    cluster.events.flush()
+    said = cluster.said("chat")
+    assert said.index("on m1") < said.index("model server created")
+
+
 # -- marks, reports, health
 
 

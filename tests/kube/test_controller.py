@@ -110,6 +110,8 @@ def test_a_model_too_big_for_every_card_is_refused_and_nothing_is_created(fresh_
     assert list_pods(api) == ()
     assert ledger(api) == ()
     assert "Refused" in event_reasons(api, "big")
+    # it holds nothing, so nothing guards it: deleting it is immediate
+    assert r.FINALIZER not in (get(api, "big") or {})["metadata"].get("finalizers", [])
 
 
 def test_a_drained_machine_is_never_chosen_and_its_workload_is_untouched(fresh_fleet: Any) -> None:

@@ -62,3 +62,31 @@ def test_an_event_the_api_server_refuses_is_a_log_line_and_the_rest_are_written(
         'an Event about bad was not recorded: the Kubernetes API answered 422: Event "Bad_Name" '
         "is invalid"
     )
+
+
+def test_events_sent_while_held_are_written_once_the_hold_ends_in_the_order_sent(
+    fresh_fleet: client.ApiClient,
+) -> None:
+    lines: list[str] = []
+    sending = Sending(fresh_fleet, lanes=2, log=lines.append)
+
+    def note(workload: str, message: str) -> None:
+        events.record(
+            fresh_fleet, workload=workload, involved=None, reason="Note", message=message,
+            at=AT, identity="sending", sending=sending,
+        )  # fmt: skip
+
+    with sending.held():
+        for i in range(5):
+            note("chat", f"decided {i}")
+        with sending.held():  # holds nest: the outer one ends them
+            note("embed", "decided")
+        sending.flush()  # waits for nothing held
+        assert events.read(fresh_fleet, "chat") == ()
+        assert events.read(fresh_fleet, "embed") == ()
+    note("chat", "after the hold")
+    sending.flush()
+    said = [e.text for e in events.read(fresh_fleet, "chat")]
+    assert said == [*(f"decided {i}" for i in range(5)), "after the hold"]
+    assert [e.text for e in events.read(fresh_fleet, "embed")] == ["decided"]
+    assert lines == []

@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client
 from returns.result import Result
 
+from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.claims import free, read_claim
 from nodeau.adapters.kube.guards import AdmissionInFlight
 from nodeau.adapters.kube.objects import get_object
@@ -25,7 +26,7 @@ from nodeau.domain.reservations import Reservation
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.state import Admission, Snapshot
 from tests.support.admissions import NEEDED_BYTES, decider, fleet_of
-from tests.support.kube_controller import controller
+from tests.support.kube_controller import controller, create
 from tests.support.kube_store import LONG_AGO, plant, reservations
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -54,6 +55,25 @@ def test_a_claim_no_record_backs_is_freed_once_it_is_older_than_the_grace(
     assert snapshot.ledger.reservations == kept
     assert reservations(fresh_fleet) == kept
     assert [r.workload.name for r in snapshot.workloads] == ["chat"]
+
+
+def test_an_applied_service_deleted_between_its_admission_and_its_guard_has_its_card_freed(
+    fresh_fleet: client.ApiClient,
+) -> None:
+    create(fresh_fleet, "chat", "qwen")  # as a person applies it: no finalizer yet
+    store = KubeStateStore(fresh_fleet, clock=lambda: NOW, identity="controller")
+    chat = store.admit("chat", decider("chat", TWO_CARDS, NOW)).unwrap()
+    # the controller guards an admitted object before its server (ADR 0018): deleted before
+    # that, it is gone at once, and its claim is backed by nothing
+    client.CustomObjectsApi(fresh_fleet).delete_namespaced_custom_object(
+        r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, "chat"
+    )
+    assert get_object(fresh_fleet, WorkloadKind.SERVICE, "chat") is None
+    # an admission in flight looks the same while it is fresh: kept
+    assert store.snapshot().ledger.reservations == (chat.placement.reservation,)
+    later = KubeStateStore(fresh_fleet, clock=lambda: NOW + CLAIM_GRACE, identity="controller")
+    assert later.snapshot().ledger.reservations == ()
+    assert reservations(fresh_fleet) == ()
 
 
 def test_the_controller_frees_a_crash_leftover_on_its_next_pass(

@@ -15,7 +15,8 @@ and ``write_log`` play the part KWOK (or a kubelet) plays in a cluster.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -592,6 +593,10 @@ class FakeEventLog:
 
     def flush(self) -> None:
         return None  # every event is kept as it is recorded
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        yield  # kept as recorded: nothing waits on writing them
 
     def reasons(self, workload: str) -> list[str]:
         return [s.reason for s in self.said if s.workload == workload]

@@ -15,6 +15,7 @@ import pytest
 from attrs import evolve
 
 from nodeau.apps.controller.loop import Controller
+from nodeau.apps.controller.reading import FleetReading, proved_reader
 from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
 from nodeau.apps.planes.plane import LogsUnavailable
 from nodeau.domain.health import Health, MachineHealth, Signal
@@ -67,6 +68,13 @@ def controller(cluster: FakeCluster, lines: list[str] | None = None) -> Controll
     ports = cluster.controller_ports()
     said = lines if lines is not None else []
     return Controller(ports, clock=cluster.clock, log=said.append)
+
+
+def reading_of(ctl: Controller) -> FleetReading:
+    """One batch's reading of the fleet, as ``reconcile_all`` makes it."""
+    return FleetReading(
+        ctl.read_fleet, ctl.ports.health.read, proved_reader(None, None), ctl.spending
+    )
 
 
 def record(cluster: FakeCluster, name: str) -> WorkloadRecord:
@@ -155,6 +163,43 @@ def test_a_refusal_is_shown_and_nothing_is_made() -> None:
     assert cluster.pods.pods == {}
     ctl.resync()  # a refused object stays refused: no retry
     assert cluster.events.reasons("big") == ["Refused"]
+
+
+def test_a_refused_object_is_never_guarded_so_deleting_it_is_immediate() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="big", model="giant"))
+    controller(cluster).resync()
+    obj = cluster.objects.get(SERVICE, "big")
+    assert obj is not None and obj.refused and not obj.guarded
+    cluster.objects.delete(SERVICE, "big")
+    assert cluster.objects.get(SERVICE, "big") is None  # nothing of it to release
+
+
+def test_an_admitted_object_is_guarded_before_its_server_is_made() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl = controller(cluster)
+    assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl))  # decided, not carried out
+    decided = cluster.objects.get(SERVICE, "chat")
+    assert decided is not None and decided.decided and not decided.guarded
+    assert cluster.pods.pods == {}
+    ctl.reconciler.carry_out(SERVICE, "chat", reading_of(ctl))
+    carried = cluster.objects.get(SERVICE, "chat")
+    assert carried is not None and carried.guarded
+    assert list(cluster.pods.pods) == [(SERVICE, "chat")]
+
+
+def test_an_admitted_object_deleted_before_its_guard_frees_its_card_and_gets_no_server() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl = controller(cluster)
+    assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl))
+    assert held_cards(cluster) == [("chat", gpu_uuid("m1", 0))]
+    cluster.objects.stored[SERVICE, "chat"].deleting = True  # another's finalizer keeps it
+    ctl.reconcile_all([(SERVICE, "chat")])
+    assert cluster.ledger.read() == Ledger()
+    assert state(cluster, "chat") is S.STOPPED
+    assert cluster.pods.pods == {}
 
 
 def test_a_model_no_machine_holds_is_refused() -> None:

@@ -43,15 +43,15 @@ def refusal_code(cluster: FakeCluster, name: str) -> str | None:
 
 
 def slower_first(cluster: FakeCluster) -> None:
-    """Each object's guard takes the longer the earlier it comes in the batch, so that
+    """Each object's read takes the longer the earlier it comes in the batch, so that
     without turns the later objects would reach their decision first."""
-    guard = cluster.objects.guard
+    get = cluster.objects.get
 
-    def slow(obj: WorkloadObject) -> bool:
-        time.sleep(0.02 * (len(NAMES) - NAMES.index(obj.name)))
-        return guard(obj)
+    def slow(kind: WorkloadKind, name: str) -> WorkloadObject | None:
+        time.sleep(0.02 * (len(NAMES) - NAMES.index(name)))
+        return get(kind, name)
 
-    cluster.objects.guard = slow  # type: ignore[method-assign]
+    cluster.objects.get = slow  # type: ignore[method-assign]
 
 
 def decided_by(workers: int) -> tuple[list[tuple[str, str]], dict[str, str | None], list[str]]:
