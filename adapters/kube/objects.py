@@ -27,7 +27,7 @@ from attrs import frozen
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
+from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none, send_json
 from nodeau.adapters.kube.known import UNKNOWN, KnownObjects, version_of
 from nodeau.adapters.record_json import RecordError, from_plain, pack, to_plain
 from nodeau.domain.batches import BatchRequest
@@ -45,6 +45,8 @@ PLURALS = {WorkloadKind.SERVICE: r.GPUSERVICES, WorkloadKind.BATCH: r.BATCHJOBS}
 KINDS = {WorkloadKind.SERVICE: r.GPUSERVICE_KIND, WorkloadKind.BATCH: r.BATCHJOB_KIND}
 
 HERE = (r.GROUP, r.VERSION, r.NAMESPACE)
+PLACE = {"group": r.GROUP, "version": r.VERSION, "namespace": r.NAMESPACE}
+STATUS = "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/status"
 DEFAULT_RECOVERY_AFTER_S = 180
 
 
@@ -262,7 +264,6 @@ def write_status(
     from the API server and ``change`` runs again. UnknownWorkload if there is no such
     object.
     """
-    custom: Any = client.CustomObjectsApi(api)
     plural = PLURALS[kind]
     current = first
     for _ in range(MAX_TRIES):
@@ -271,13 +272,11 @@ def write_status(
         if current is None:
             raise UnknownWorkload(unknown(name))
         body = {**current.body, "status": change(current)}  # the rest is sent as read
-        try:
+        try:  # plain JSON: the typed method's models cost more than the write
             written = or_none(
                 f"write the status of {current.title}",
-                partial(
-                    custom.replace_namespaced_custom_object_status,
-                    *HERE, plural, name, body, _request_timeout=REQUEST_TIMEOUT,
-                ),
+                partial(send_json, api, "PUT", STATUS, {**PLACE, "plural": plural, "name": name},
+                        body),
             )  # fmt: skip
         except Conflict:
             current = None

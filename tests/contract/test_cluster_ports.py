@@ -365,6 +365,11 @@ def test_every_server_is_read_at_once_as_each_reads_alone(cluster: Harness) -> N
         assert owner is not None
         owners.append(owner)
         assert cluster.pods.create(record, owner) is True
+    # once both run (a kubelet moves a server on between two reads otherwise)
+    cluster.settle(
+        lambda: all(s.phase is ServerPhase.READY for s in cluster.pods.read_all()),
+        "both servers ready",
+    )
     every = cluster.pods.read_all()
     assert [(s.kind, s.workload) for s in every] == [(SERVICE, "chat"), (SERVICE, "embed")]
     assert every == (cluster.pods.read(SERVICE, "chat"), cluster.pods.read(SERVICE, "embed"))
