@@ -8,16 +8,18 @@ that started it.
 A process nobody waits for leaves no exit status behind; a model server's supervisor
 needs one ("killed by signal 9"). ``reaped_launcher_argv`` leaves a reaper instead: the
 launcher forks a child that leaves the launcher's session (``setsid``), starts the
-command (in a session of its own, as above), tells the launcher its pid, and then
-replaces itself (``exec``) with a few lines of Python that wait for the command and
+command (in a session of its own, as above), and then replaces itself (``exec``) with a
+few lines of Python that tell the launcher the command's pid, wait for the command and
 write how it ended to a status file. Decisions:
 
 * The reaper is in neither the caller's session nor the command's process group, so
   stopping the command through its group stops the command only; the reaper then writes
   the status and exits. Stopping whatever started it (a user service's whole group)
   never touches either.
-* The reaper's command line names only the pid and the status file, never the command's
-  arguments: a search for processes serving a model file finds the server alone.
+* The reaper's command line names only the pid, the status file and its pipe, never the
+  command's arguments, and the launcher answers only once the reaper runs (the pid comes
+  from the reaper itself): a search for processes serving a model file finds the server
+  alone, even the moment the launcher has answered.
 * The status file is removed before the command starts, written whole (a rename) when
   it ends, and names the pid it is about: ``{"pid", "code", "signal", "signal_name",
   "at"}`` (``code`` for an exit status, ``signal`` for a death by signal; ``at`` in
@@ -52,10 +54,17 @@ sys.stdout.flush()
 os._exit(0)
 """
 
-# Runs as `python -I -S -c REAPER PID STATUS_FILE` in the process that started PID.
+# Runs as `python -I -S -c REAPER PID STATUS_FILE FD` in the process that started PID; it
+# tells the launcher PID on FD (its pipe) once it runs, so that when the launcher answers no
+# process but the command names the command's arguments.
 REAPER = """
 import json, os, signal, sys, time
-pid, path = int(sys.argv[1]), sys.argv[2]
+pid, path, told = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+try:
+    os.write(told, str(pid).encode())
+    os.close(told)
+except OSError:
+    pass  # the launcher is gone: the reaper's work stands without it
 while True:
     try:
         _, status = os.waitpid(pid, 0)
@@ -102,12 +111,12 @@ if os.fork() == 0:
     except OSError as exc:
         os.write(write, ("error: " + str(exc)).encode())
         os._exit(1)
-    os.write(write, str(child.pid).encode())
-    os.close(write)
+    os.set_inheritable(write, True)  # the reaper tells the pid: this argv is gone by then
     try:
         os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", REAPER,
-                                  str(child.pid), status_path])
+                                  str(child.pid), status_path, str(write)])
     finally:
+        child.kill()  # no reaper: the launcher says it failed, so nothing may run
         os._exit(1)
 os.close(write)
 said = b""
