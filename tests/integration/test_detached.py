@@ -15,23 +15,9 @@ import uuid
 from pathlib import Path
 
 from nodeau.adapters.detached import reaped_launcher_argv
+from tests.support.live_processes import naming
 
 SLEEPER = (sys.executable, "-I", "-S", "-c", "import time; time.sleep(30)")  # then the marker
-
-
-def naming(marker: str) -> list[int]:
-    """Pids of the processes whose command line has ``marker`` as one of its arguments."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if marker.encode() in args:
-            found.append(int(entry.name))
-    return found
 
 
 def test_once_the_launcher_answers_only_the_command_names_its_arguments(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ from nodeau.domain.memory import CacheType, RuntimeConfig, kv_cells
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerSpec
 from tests.integration.test_llama_cpp_python_runtime import llama_cpp_python_runtime
+from tests.support.live_processes import naming
 from tests.support.llama import llama_server_binary
 from tests.support.tiny_gguf import write_tiny_llama
 
@@ -99,18 +100,8 @@ def client(server: RunningServer) -> httpx.Client:
 
 
 def live_servers_of(model: Path) -> list[int]:
-    """Pids of running (not zombie) processes whose command line names ``model``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if os.fsencode(str(model)) in args:
-            found.append(int(entry.name))
-    return found
+    """Pids of running processes whose command line names ``model``."""
+    return naming(model)
 
 
 # -- the command line and environment (no process) ---------------------------------------------

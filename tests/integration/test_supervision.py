@@ -52,6 +52,7 @@ from nodeau.domain.workloads import ExitKind, RecoveryMode, ServerExit, Workload
 from nodeau.ports.runtime import RunningServer
 from nodeau.ports.state import WorkloadRecord
 from tests.support.fake_registry import FakeRegistry
+from tests.support.live_processes import naming
 from tests.support.llama import llama_server_binary
 from tests.support.tiny_gguf import write_tiny_llama
 
@@ -207,16 +208,7 @@ def answers(server: RunningServer) -> bool:
 
 def live_servers_of(model: Path) -> list[int]:
     """Pids of running processes whose command line names ``model``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                args = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if os.fsencode(str(model)) in args:
-                found.append(int(entry.name))
-    return found
+    return naming(model)
 
 
 # -- the reaper
