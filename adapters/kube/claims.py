@@ -43,8 +43,7 @@ KIND = "Reservation"
 PLURAL = "reservations"
 PAGE = 500  # objects per list page
 HERE = (r.GROUP, r.VERSION, r.NAMESPACE, PLURAL)
-COLLECTION = "/apis/{group}/{version}/namespaces/{namespace}/reservations"
-PLACE = {"group": r.GROUP, "version": r.VERSION, "namespace": r.NAMESPACE}
+COLLECTION = f"/apis/{{group}}/{{version}}/namespaces/{{namespace}}/{PLURAL}"
 
 
 class CardTaken(Conflict):
@@ -132,7 +131,7 @@ def claim(api: Any, reservation: Reservation, by: Claim) -> Held:
     what = f"claim {reservation.gpu_uuid} for {reservation.workload}"
     try:
         with api_errors(what):  # plain JSON: the typed method's models cost more than the claim
-            made = send_json(api, "POST", COLLECTION, PLACE, body_of(reservation, by))
+            made = send_json(api, "POST", COLLECTION, r.CUSTOM_PATH, body_of(reservation, by))
     except Conflict as exc:
         raise CardTaken(what, exc.status, exc.message) from exc
     return held_of(made)

@@ -45,7 +45,6 @@ PLURALS = {WorkloadKind.SERVICE: r.GPUSERVICES, WorkloadKind.BATCH: r.BATCHJOBS}
 KINDS = {WorkloadKind.SERVICE: r.GPUSERVICE_KIND, WorkloadKind.BATCH: r.BATCHJOB_KIND}
 
 HERE = (r.GROUP, r.VERSION, r.NAMESPACE)
-PLACE = {"group": r.GROUP, "version": r.VERSION, "namespace": r.NAMESPACE}
 STATUS = "/apis/{group}/{version}/namespaces/{namespace}/{plural}/{name}/status"
 DEFAULT_RECOVERY_AFTER_S = 180
 
@@ -272,12 +271,12 @@ def write_status(
         if current is None:
             raise UnknownWorkload(unknown(name))
         body = {**current.body, "status": change(current)}  # the rest is sent as read
+        where = {**r.CUSTOM_PATH, "plural": plural, "name": name}
         try:  # plain JSON: the typed method's models cost more than the write
             written = or_none(
                 f"write the status of {current.title}",
-                partial(send_json, api, "PUT", STATUS, {**PLACE, "plural": plural, "name": name},
-                        body),
-            )  # fmt: skip
+                partial(send_json, api, "PUT", STATUS, where, body),
+            )
         except Conflict:
             current = None
             if known is not None:

@@ -10,6 +10,8 @@ GROUP = "nodeau.ai"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 NAMESPACE = "nodeau-system"
+# a path's parameters for our custom objects, for requests sent as plain JSON (send_json)
+CUSTOM_PATH = {"group": GROUP, "version": VERSION, "namespace": NAMESPACE}
 
 GPUSERVICE_KIND = "GPUService"
 GPUSERVICES = "gpuservices"
