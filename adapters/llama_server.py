@@ -14,8 +14,9 @@ Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
   names, on its card or not as that command line says, whatever this process's
   environment would choose: a restart runs what was admitted.
 - Which model server runs (``choose_runtime``): llama-server when it is
-  configured or on ``$PATH``, else llama-cpp-python's embedded server when its
-  package is installed, else a llama-server built by scripts/build-llama-server.
+  configured or on ``$PATH``, else the build ``nodeau server install`` made that suits
+  this machine (CUDA where it has NVIDIA cards), else llama-cpp-python's embedded
+  server when its package is installed.
 - A CPU server (no card: simulated hardware) gets ``CUDA_VISIBLE_DEVICES=""``
   so a CUDA build cannot touch a card; a GPU server sees only its card, by
   UUID. ``LLAMA_ARG_*`` variables are not passed on: they would change the
@@ -67,18 +68,20 @@ __all__ = [
     "free_port",
     "log_excerpt",
     "relaunch_for",
+    "server_cache",
     "server_command",
     "server_environment",
 ]
 
 BINARY_ENV = "NODEAU_LLAMA_SERVER"
-CACHE_ENV = "NODEAU_LLAMA_CACHE"  # the build script's cache root, ~/.cache/nodeau/llama.cpp
+CACHE_ENV = "NODEAU_LLAMA_CACHE"  # where ``nodeau server install`` builds (see server_cache)
 LIB_ENV = "LLAMA_CPP_LIB_PATH"  # where llama-cpp-python loads libllama from
-BUILD_HINT = "build it with scripts/build-llama-server or set NODEAU_LLAMA_SERVER"
+INSTALL = "nodeau server install"
+BUILD_HINT = f"build one with `{INSTALL}` or set NODEAU_LLAMA_SERVER"
 NO_SERVER = (
-    "no model server found: set NODEAU_LLAMA_SERVER to a llama-server, put llama-server on "
-    "PATH, or run scripts/build-llama-server (it builds llama-server and installs "
-    "llama-cpp-python[server])"
+    f"no model server found: run `{INSTALL}` (it builds llama.cpp's llama-server into your "
+    "cache, with CUDA where this machine has NVIDIA cards), or set NODEAU_LLAMA_SERVER to a "
+    "llama-server, or put llama-server on PATH"
 )
 ALL_LAYERS = "999"  # more layers than any model has: every layer on the card
 
@@ -106,13 +109,16 @@ class RuntimeChoice:
 def choose_runtime(
     env: Mapping[str, str],
     *,
+    prefer_cuda: bool = False,
     has_llama_cpp: Callable[[], bool] | None = None,
     python: Path | None = None,
 ) -> Result[RuntimeChoice, str]:
-    """The model server to use, in this order: ``$NODEAU_LLAMA_SERVER`` when set; ``llama-server``
-    on ``$PATH``; llama-cpp-python's server when the ``llama_cpp`` package is installed (with
-    libllama from ``$LLAMA_CPP_LIB_PATH``, the package itself or the newest build); else the
-    newest llama-server built by scripts/build-llama-server. Failure: how to get one.
+    """The model server to use, in this order: ``$NODEAU_LLAMA_SERVER`` when set;
+    ``llama-server`` on ``$PATH``; the newest build of ``nodeau server install`` (a CUDA one
+    first when ``prefer_cuda``: this machine has NVIDIA cards; a CPU one first otherwise);
+    llama-cpp-python's server when the ``llama_cpp`` package is installed (with libllama
+    from ``$LLAMA_CPP_LIB_PATH``, the package itself or the newest build). Failure: how to
+    get one.
 
     ``has_llama_cpp`` (default: whether this Python finds the package, without importing it)
     and ``python`` (default: this Python) are for tests."""
@@ -122,10 +128,15 @@ def choose_runtime(
     on_path = shutil.which("llama-server", path=env.get("PATH", os.defpath))
     if on_path:
         return Success(_llama_server(Path(on_path), "llama-server is on PATH"))
-    built = _newest_build(env)
+    built = installed_builds(env, prefer_cuda=prefer_cuda)
+    if built:
+        flavour = built[0].parents[1].name
+        return Success(
+            _llama_server(built[0], f"the newest `{INSTALL}` build ({flavour})")
+        )
     found = has_llama_cpp() if has_llama_cpp is not None else _llama_cpp_installed()
     if found:
-        usable, library = _llama_cpp_library(env, built)
+        usable, library = _llama_cpp_library(env, None)
         if not usable:
             return Failure(
                 f"the llama_cpp package has no libllama here: set {LIB_ENV}; {NO_SERVER}"
@@ -135,12 +146,10 @@ def choose_runtime(
                 server=ModelServer.LLAMA_CPP_PYTHON,
                 program=python or Path(sys.executable),
                 library=library,
-                reason="no llama-server configured or on PATH; the llama_cpp package is installed",
+                reason="no llama-server configured, on PATH or installed; the llama_cpp "
+                "package is",
             )
         )
-    if built is not None:
-        reason = "no llama-server configured or on PATH, no llama_cpp package; the newest build"
-        return Success(_llama_server(built, f"{reason} of scripts/build-llama-server"))
     return Failure(NO_SERVER)
 
 
@@ -157,8 +166,8 @@ def _llama_cpp_installed() -> bool:
 
 def _llama_cpp_library(env: Mapping[str, str], built: Path | None) -> tuple[bool, Path | None]:
     """Where llama-cpp-python's server loads libllama from: ``$LLAMA_CPP_LIB_PATH`` when set,
-    else the package's own ``lib`` folder when it has one (None), else the newest build's
-    ``bin`` folder; (False, None) when there is none."""
+    else the package's own ``lib`` folder when it has one (None), else the ``bin`` folder of
+    ``built`` (a llama-server build); (False, None) when there is none."""
     chosen = env.get(LIB_ENV, "").strip()
     if chosen:
         return True, Path(chosen).expanduser()
@@ -169,26 +178,51 @@ def _llama_cpp_library(env: Mapping[str, str], built: Path | None) -> tuple[bool
     return built is not None, built.parent if built is not None else None
 
 
-def find_llama_server(env: Mapping[str, str]) -> Path | None:
+def find_llama_server(env: Mapping[str, str], *, prefer_cuda: bool = False) -> Path | None:
     """The llama-server to use: ``$NODEAU_LLAMA_SERVER`` when set (even if it is not there:
     an explicit choice is never silently replaced), else ``llama-server`` on ``$PATH``, else
-    the newest version built by scripts/build-llama-server under ``$NODEAU_LLAMA_CACHE``
-    (default ``~/.cache/nodeau/llama.cpp``): ``<version>/build/bin/llama-server``."""
+    the newest ``nodeau server install`` build (``installed_builds``)."""
     chosen = env.get(BINARY_ENV, "").strip()
     if chosen:
         return Path(chosen).expanduser()
     on_path = shutil.which("llama-server", path=env.get("PATH", os.defpath))
     if on_path:
         return Path(on_path)
-    return _newest_build(env)
+    built = installed_builds(env, prefer_cuda=prefer_cuda)
+    return built[0] if built else None
 
 
-def _newest_build(env: Mapping[str, str]) -> Path | None:
-    """The newest llama-server scripts/build-llama-server built (numeric version order)."""
+def server_cache(env: Mapping[str, str]) -> Path:
+    """Where ``nodeau server install`` builds: ``$NODEAU_LLAMA_CACHE``, else
+    ``$XDG_CACHE_HOME/nodeau/llama-server`` (an absolute one), else ``~/.cache/nodeau/...``."""
     root = env.get(CACHE_ENV, "").strip()
-    cache = Path(root).expanduser() if root else _home(env) / ".cache" / "nodeau" / "llama.cpp"
-    built = [p for p in cache.glob("*/build/bin/llama-server") if os.access(p, os.X_OK)]
-    return max(built, key=lambda p: _version_key(p.parents[2].name), default=None)
+    return Path(root).expanduser() if root else cache_home(env) / "llama-server"
+
+
+def cache_home(env: Mapping[str, str]) -> Path:
+    """Nodeau's own cache folder (XDG): ``$XDG_CACHE_HOME/nodeau`` or ``~/.cache/nodeau``."""
+    xdg = env.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else _home(env) / ".cache"
+    return base / "nodeau"
+
+
+def installed_builds(env: Mapping[str, str], *, prefer_cuda: bool) -> tuple[Path, ...]:
+    """The llama-servers ``nodeau server install`` finished (each has its record), best
+    first: CUDA builds before CPU ones when ``prefer_cuda``, CPU ones first otherwise; the
+    newer llama-cpp-python version first within each."""
+    from nodeau.adapters.llama_build import RECORD
+
+    found = [
+        p
+        for p in server_cache(env).glob("*/*/bin/llama-server")
+        if os.access(p, os.X_OK) and (p.parents[1] / RECORD).is_file()
+    ]
+
+    def rank(binary: Path) -> tuple[bool, tuple[int, ...]]:
+        cuda = binary.parents[1].name.startswith("cuda")
+        return (cuda != prefer_cuda, tuple(-n for n in _version_key(binary.parents[2].name)))
+
+    return tuple(sorted(found, key=rank))
 
 
 def _home(env: Mapping[str, str]) -> Path:
@@ -295,7 +329,8 @@ def relaunch_for(
         from nodeau.adapters.llama_cpp_python import LlamaCppPythonRuntime
 
         env = os.environ if environ is None else environ
-        usable, library = _llama_cpp_library(env, _newest_build(env))
+        built = installed_builds(env, prefer_cuda=False)
+        usable, library = _llama_cpp_library(env, built[0] if built else None)
         runtime: ServerProcessRuntime = LlamaCppPythonRuntime(
             Path(args[0]), library=library if usable else None, environ=environ
         )

@@ -110,6 +110,27 @@ class NvmlGpuInventory:
         except _NvmlUnavailable:
             return ()
 
+    def compute_capabilities(self) -> dict[str, str]:
+        """Each card's CUDA compute capability as CMake names it (``90`` for 9.0), by UUID;
+        empty where NVML is unavailable. What ``nodeau server install --cuda`` builds for."""
+        nvml = self._nvml
+        try:
+            with self._session():
+                try:
+                    found = {}
+                    for index in range(int(nvml.nvmlDeviceGetCount())):
+                        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                        major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+                        found[_text(nvml.nvmlDeviceGetUUID(handle))] = f"{major}{minor}"
+                    return found
+                except nvml.NVMLError as exc:
+                    raise HardwareError(
+                        f"NVML on {self._machine}: cannot read compute capabilities: "
+                        f"{_reason(exc)}"
+                    ) from exc
+        except _NvmlUnavailable:
+            return {}
+
     def _listed(self) -> Iterator[tuple[str, Any]]:
         nvml = self._nvml
         for index in range(int(nvml.nvmlDeviceGetCount())):

@@ -26,6 +26,7 @@ from rich.progress import (
     Progress,
     TaskID,
     TextColumn,
+    TimeElapsedColumn,
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
@@ -146,3 +147,71 @@ def fetch_progress(
     )
     with Progress(*columns, console=console) as progress:
         yield _Bar(progress, name)
+
+
+class PlainSteps:
+    """A :data:`~nodeau.ports.server_install.BuildProgress` writing plain lines: one when a
+    step begins, then one at each tenth of a step whose whole is known, with the time the
+    step has taken."""
+
+    def __init__(
+        self, write: Callable[[str], None], *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._write = write
+        self._clock = clock
+        self._step: str | None = None
+        self._began = 0.0
+        self._tenth = -1
+
+    def __call__(self, step: str, done: float, total: float | None) -> None:
+        now = self._clock()
+        if step != self._step:
+            self._step, self._began, self._tenth = step, now, -1
+            self._write(f"{step} ...")
+        if not total:
+            return
+        tenth = min(10, int(done * 10 // total))
+        if tenth > self._tenth:
+            self._tenth = tenth
+            shown = size_text(done) if total > 1000 else f"{int(done * 100 // total)}%"
+            whole = f" of {size_text(total)}" if total > 1000 else ""
+            self._write(f"{step}: {shown}{whole}, {duration_text(now - self._began)}")
+
+
+class _StepBars:
+    """Rich bars, one per step: a bar where the step's whole is known, a count otherwise."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, TaskID] = {}
+
+    def __call__(self, step: str, done: float, total: float | None) -> None:
+        task = self._tasks.get(step)
+        if task is None:
+            for earlier in self._tasks.values():  # a new step: the earlier ones are done
+                whole = self._progress.tasks[earlier].total
+                self._progress.update(earlier, completed=whole if whole else 1, total=whole or 1)
+            self._tasks[step] = self._progress.add_task(step, total=total, completed=int(done))
+        else:
+            self._progress.update(task, completed=done, total=total)
+
+
+@contextmanager
+def build_progress(
+    *, stream: TextIO | None = None, terminal: bool | None = None
+) -> Iterator[Callable[[str, float, float | None], None]]:
+    """A progress callback for an install's steps, shown on ``stream`` (stderr by default):
+    rich bars on a terminal, plain lines elsewhere (a log, CI)."""
+    out = stream if stream is not None else sys.stderr
+    console = Console(file=out, force_terminal=terminal)
+    if not console.is_terminal:
+        yield PlainSteps(lambda line: print(line, file=out, flush=True))
+        return
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        yield _StepBars(progress)

@@ -52,6 +52,11 @@ def build_app() -> App:
     ):
         app.command(f"nodeau.apps.cli.serving:{group}_app", name=group, help=words)
     app.command(
+        "nodeau.apps.cli.server:server_app",
+        name="server",
+        help="The model server Nodeau runs: build it for this machine, list builds.",
+    )
+    app.command(
         "nodeau.apps.cli.logs:logs",
         name="logs",
         help="The last lines of a workload's model server log.",

@@ -31,6 +31,7 @@ import pytest
 from gguf import GGUFValueType, Keys
 
 from nodeau.adapters import model_server_process
+from nodeau.adapters.llama_build import RECORD
 from nodeau.adapters.llama_server import (
     SOURCE_NVML,
     SOURCE_RSS_SIMULATED,
@@ -176,30 +177,40 @@ def test_the_environment_shows_only_the_card_and_drops_llama_arg_variables() -> 
     assert server_environment(base, None) == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": ""}
 
 
-def test_find_llama_server_prefers_the_setting_then_path_then_the_newest_build(
+def test_find_llama_server_prefers_the_setting_then_path_then_a_finished_install(
     tmp_path: Path,
 ) -> None:
-    def executable(path: Path) -> Path:
+    def executable(path: Path, *, finished: bool = True) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("#!/bin/sh\n")
         path.chmod(0o755)
+        if finished:
+            (path.parents[1] / RECORD).write_text("{}")
         return path
 
     cache = tmp_path / "cache"
-    old = executable(cache / "0.3.9" / "build" / "bin" / "llama-server")
-    new = executable(cache / "0.3.36" / "build" / "bin" / "llama-server")
+    old = executable(cache / "0.3.9" / "cpu" / "bin" / "llama-server")
+    new = executable(cache / "0.3.36" / "cpu" / "bin" / "llama-server")
+    executable(cache / "0.3.40" / "cpu" / "bin" / "llama-server", finished=False)
+    cuda = executable(cache / "0.3.36" / "cuda-90" / "bin" / "llama-server")
     on_path = executable(tmp_path / "bin" / "llama-server")
     env = {"PATH": str(tmp_path / "bin"), "NODEAU_LLAMA_CACHE": str(cache)}
     assert find_llama_server({**env, "NODEAU_LLAMA_SERVER": "/nowhere/llama-server"}) == Path(
         "/nowhere/llama-server"
     )
     assert find_llama_server(env) == on_path
-    assert find_llama_server({**env, "PATH": str(tmp_path / "empty")}) == new != old
+    bare = {**env, "PATH": str(tmp_path / "empty")}
+    # an unfinished build (no record) is never chosen; the newest finished one is
+    assert find_llama_server(bare) == new != old
+    assert find_llama_server(bare, prefer_cuda=True) == cuda
     assert find_llama_server({"PATH": "", "HOME": str(tmp_path / "nohome")}) is None
-    assert find_llama_server({"PATH": "", "HOME": str(tmp_path / "home")}) is None
-    executable(tmp_path / "home" / ".cache/nodeau/llama.cpp/1.0/build/bin/llama-server")
-    assert find_llama_server({"PATH": "", "HOME": str(tmp_path / "home")}) == (
-        tmp_path / "home" / ".cache/nodeau/llama.cpp/1.0/build/bin/llama-server"
+    home = tmp_path / "home"
+    built = executable(home / ".cache/nodeau/llama-server/0.3.36/cpu/bin/llama-server")
+    assert find_llama_server({"PATH": "", "HOME": str(home)}) == built
+    xdg = executable(tmp_path / "xdg/nodeau/llama-server/0.3.36/cpu/bin/llama-server")
+    assert (
+        find_llama_server({"PATH": "", "HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+        == xdg
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 from nodeau.adapters.llama_server import find_llama_server
 
 BUILD_HOW = (
-    "no llama-server found: run scripts/build-llama-server (about 7 minutes on 2 cores), "
+    "no llama-server found: run `nodeau server install --cpu` (about 10 minutes on 2 cores), "
     "put llama-server on PATH, or set NODEAU_LLAMA_SERVER"
 )
 

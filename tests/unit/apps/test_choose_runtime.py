@@ -9,6 +9,7 @@ import pytest
 from returns.result import Failure, Success
 
 from nodeau.adapters import llama_server
+from nodeau.adapters.llama_build import RECORD
 from nodeau.adapters.llama_server import NO_SERVER, ModelServer, RuntimeChoice, choose_runtime
 from nodeau.apps.cli.errors import SettingsError
 from nodeau.apps.machine import model_server
@@ -23,6 +24,13 @@ def executable(path: Path) -> Path:
     return path
 
 
+def finished_build(path: Path) -> Path:
+    """A llama-server ``nodeau server install`` finished: its folder has the build record."""
+    executable(path)
+    (path.parents[1] / RECORD).write_text("{}")
+    return path
+
+
 def chosen(env: dict[str, str], *, installed: bool) -> RuntimeChoice:
     result = choose_runtime(env, has_llama_cpp=lambda: installed, python=PYTHON)
     assert isinstance(result, Success), result
@@ -32,8 +40,8 @@ def chosen(env: dict[str, str], *, installed: bool) -> RuntimeChoice:
 @pytest.fixture
 def machine(tmp_path: Path) -> dict[str, str]:
     """A PATH with llama-server on it, a build cache with two versions, a home."""
-    executable(tmp_path / "cache" / "0.3.9" / "build" / "bin" / "llama-server")
-    executable(tmp_path / "cache" / "0.3.36" / "build" / "bin" / "llama-server")
+    finished_build(tmp_path / "cache" / "0.3.9" / "cpu" / "bin" / "llama-server")
+    finished_build(tmp_path / "cache" / "0.3.36" / "cpu" / "bin" / "llama-server")
     executable(tmp_path / "bin" / "llama-server")
     (tmp_path / "empty").mkdir()
     return {
@@ -65,22 +73,43 @@ def test_llama_server_on_path_comes_before_the_package(
     assert "on PATH" in choice.reason
 
 
-def test_the_package_is_the_embedded_default_using_the_newest_build_s_library(
-    machine: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_finished_install_comes_before_the_package(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    choice = chosen({**machine, "PATH": str(tmp_path / "empty")}, installed=True)
+    assert (choice.server, choice.program) == (
+        ModelServer.LLAMA_SERVER,
+        tmp_path / "cache" / "0.3.36" / "cpu" / "bin" / "llama-server",
+    )
+    assert choice.reason == "the newest `nodeau server install` build (cpu)"
+
+
+def test_a_cuda_build_is_chosen_first_only_where_the_machine_has_cards(
+    machine: dict[str, str], tmp_path: Path
+) -> None:
+    cuda = finished_build(tmp_path / "cache" / "0.3.36" / "cuda-90" / "bin" / "llama-server")
+    bare = {**machine, "PATH": str(tmp_path / "empty")}
+    with_cards = choose_runtime(bare, prefer_cuda=True, has_llama_cpp=lambda: False)
+    without = choose_runtime(bare, prefer_cuda=False, has_llama_cpp=lambda: False)
+    assert with_cards.unwrap().program == cuda
+    assert (
+        without.unwrap().program == tmp_path / "cache" / "0.3.36" / "cpu" / "bin" / "llama-server"
+    )
+    assert "(cuda-90)" in with_cards.unwrap().reason
+
+
+def test_the_package_is_the_embedded_default_with_its_library_from_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(llama_server.importlib.util, "find_spec", lambda name: None)
-    choice = chosen({**machine, "PATH": str(tmp_path / "empty")}, installed=True)
+    env = {"PATH": "", "HOME": str(tmp_path), "LLAMA_CPP_LIB_PATH": "/opt/lib"}
+    choice = chosen(env, installed=True)
     assert choice == RuntimeChoice(
         server=ModelServer.LLAMA_CPP_PYTHON,
         program=PYTHON,
-        library=tmp_path / "cache" / "0.3.36" / "build" / "bin",
-        reason="no llama-server configured or on PATH; the llama_cpp package is installed",
+        library=Path("/opt/lib"),
+        reason="no llama-server configured, on PATH or installed; the llama_cpp package is",
     )
-    with_lib = chosen(
-        {**machine, "PATH": str(tmp_path / "empty"), "LLAMA_CPP_LIB_PATH": "/opt/lib"},
-        installed=True,
-    )
-    assert with_lib.library == Path("/opt/lib")
 
 
 def test_a_package_without_any_library_is_said_plainly(tmp_path: Path) -> None:
@@ -91,22 +120,16 @@ def test_a_package_without_any_library_is_said_plainly(tmp_path: Path) -> None:
     assert "LLAMA_CPP_LIB_PATH" in result.failure() and "\n" not in result.failure()
 
 
-def test_without_the_package_the_newest_build_serves_and_says_so(
-    machine: dict[str, str], tmp_path: Path
-) -> None:
-    choice = chosen({**machine, "PATH": str(tmp_path / "empty")}, installed=False)
-    assert (choice.server, choice.program) == (
-        ModelServer.LLAMA_SERVER,
-        tmp_path / "cache" / "0.3.36" / "build" / "bin" / "llama-server",
-    )
-    assert "no llama_cpp package" in choice.reason
-    assert "newest build of scripts/build-llama-server" in choice.reason
+def test_an_unfinished_build_is_never_chosen(tmp_path: Path) -> None:
+    executable(tmp_path / "cache" / "0.3.36" / "cpu" / "bin" / "llama-server")  # no record
+    env = {"PATH": "", "HOME": str(tmp_path), "NODEAU_LLAMA_CACHE": str(tmp_path / "cache")}
+    assert choose_runtime(env, has_llama_cpp=lambda: False) == Failure(NO_SERVER)
 
 
 def test_with_nothing_the_error_is_one_line_saying_how_to_get_one(tmp_path: Path) -> None:
     env = {"PATH": "", "HOME": str(tmp_path / "nohome")}
     assert choose_runtime(env, has_llama_cpp=lambda: False) == Failure(NO_SERVER)
-    assert "\n" not in NO_SERVER and "scripts/build-llama-server" in NO_SERVER
+    assert "\n" not in NO_SERVER and "`nodeau server install`" in NO_SERVER
 
 
 def test_the_plane_turns_no_server_into_a_settings_error(
@@ -118,5 +141,5 @@ def test_the_plane_turns_no_server_into_a_settings_error(
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("NODEAU_LLAMA_CACHE", str(tmp_path / "none"))
     monkeypatch.setattr(llama_server.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(SettingsError, match=r"^no model server found: set NODEAU_LLAMA_SERVER"):
+    with pytest.raises(SettingsError, match=r"^no model server found: run `nodeau server install`"):
         model_server(os.environ)

@@ -1,0 +1,144 @@
+"""``nodeau server install|list``: the model server that comes with Nodeau.
+
+``install`` builds llama.cpp's llama-server from the pinned llama-cpp-python sdist into
+the user's cache, for CUDA where this machine has NVIDIA cards (or ``--cuda-arch``), for
+the CPU otherwise, and says what it built; a finished build is reused. ``list`` shows the
+builds and which model server ``nodeau run`` would start.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from cyclopts import App
+
+from nodeau.apps.cli.render import table, to_json
+
+if TYPE_CHECKING:
+    from nodeau.adapters.llama_build import LlamaServerBuilder
+    from nodeau.apps.settings import Settings
+    from nodeau.ports.server_install import BuiltServer
+
+server_app = App(name="server", help="The model server Nodeau runs: install it, list builds.")
+
+
+@server_app.command(name="install")
+def install(
+    *,
+    cuda: bool = False,
+    cpu: bool = False,
+    cuda_arch: str | None = None,
+    jobs: int | None = None,
+    json: bool = False,
+) -> int:
+    """Build llama.cpp's llama-server into your cache (reused once built).
+
+    With neither --cuda nor --cpu: CUDA for this machine's NVIDIA cards when it has any,
+    else the CPU. A CPU build takes about 8-15 minutes on 2 cores; a CUDA build for one
+    architecture much longer (docs/adr/0019 has the figures).
+
+    Parameters
+    ----------
+    cuda
+        Build for NVIDIA cards (CUDA): those of this machine, or --cuda-arch.
+    cpu
+        Build for the CPU only.
+    cuda_arch
+        Compute capabilities to build for, comma separated (e.g. 80,86,89,90); implies --cuda.
+    jobs
+        Compiles run at once (default: one per core).
+    json
+        Print what was built as JSON.
+    """
+    from nodeau.adapters.progress import build_progress
+    from nodeau.apps.cli.bootstrap import settings
+    from nodeau.domain.model_server import install_choice
+    from nodeau.ports.errors import SettingsError
+
+    if jobs is not None and jobs < 1:
+        raise SettingsError(f"--jobs {jobs}: give a positive number")
+    s = settings()
+    choice = install_choice(cpu=cpu, cuda=cuda, archs=cuda_arch, cards=_capabilities(s))
+    if isinstance(choice, str):
+        raise SettingsError(choice)
+    builder = _builder(jobs)
+    print(f"nodeau server install: {choice.why}", file=sys.stderr)
+    with build_progress() as progress:
+        built = builder.install(choice.ask, progress)
+    if json:
+        print(to_json(built))
+        return 0
+    print("\n".join(built_lines(built)))
+    return 0
+
+
+@server_app.command(name="list")
+def list_builds(*, json: bool = False) -> int:
+    """The builds `nodeau server install` made, and which model server `nodeau run` starts.
+
+    Parameters
+    ----------
+    json
+        Print the builds as JSON.
+    """
+    from nodeau.apps.cli.serving import server_line
+
+    builds = _builder(None).builds()
+    if json:
+        print(to_json(builds))
+        return 0
+    rows = [
+        (b.flavour, b.version, ", ".join(b.backends) or "CPU only", b.built_at, b.binary)
+        for b in builds
+    ]
+    print(table(("BUILD", "VERSION", "BACKENDS", "BUILT", "BINARY"), rows))
+    print(f"nodeau run starts: {server_line()}")
+    return 0
+
+
+def built_lines(built: BuiltServer) -> list[str]:
+    """What an install says it built (or found built)."""
+    target = "the CPU" if built.backend == "cpu" else f"CUDA {', '.join(built.cuda_archs)}"
+    if built.reused:
+        head = f"already built for {target} (built {built.built_at}, reused: nothing compiled)"
+    else:
+        head = f"built llama-server for {target} in {_minutes(built.build_seconds)}"
+    lines = [
+        head,
+        f"  binary       {built.binary}",
+        f"  llama.cpp    {built.llama_cpp_commit} (vendored by llama-cpp-python "
+        f"{built.llama_cpp_python}, its sdist's SHA-256 pinned)",
+        f"  version      {built.version}",
+        f"  backends     {', '.join(built.backends) or 'CPU only'}",
+    ]
+    if built.toolkit:
+        lines.append(f"  toolkit      {built.toolkit}")
+    if built.memory_pool:
+        lines.append(f"  memory pool  {built.memory_pool}")
+    return lines
+
+
+def _minutes(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{whole}s"
+
+
+def _capabilities(s: Settings) -> dict[str, str]:
+    """This machine's cards' compute capabilities (NVML); none where cards are simulated."""
+    if s.simulated_gpus is not None:
+        return {}
+    from nodeau.adapters.nvml_inventory import NvmlGpuInventory
+
+    return NvmlGpuInventory(s.machine).compute_capabilities()
+
+
+def _builder(jobs: int | None) -> LlamaServerBuilder:
+    from nodeau.adapters.llama_build import LlamaServerBuilder
+    from nodeau.adapters.llama_server import cache_home, server_cache
+    from nodeau.apps.cli.bootstrap import settings
+
+    env = settings().environ
+    return LlamaServerBuilder(
+        server_cache(env), cuda_cache=cache_home(env) / "cuda", environ=env, jobs=jobs
+    )
