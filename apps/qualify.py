@@ -37,6 +37,7 @@ from nodeau.apps.serving import (
     serving,
     stop_workload,
 )
+from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.qualification import (
     MemoryReading,
     MemorySource,
@@ -71,6 +72,7 @@ class QualifyParts:
     inventory: GpuInventory
     state: StateStore
     runtime: ModelRuntime
+    server: ServerAbilities  # what that model server can use (a real card only if it can)
     marks: Marks
     log_dir: Path
     clock: Callable[[], datetime]
@@ -155,6 +157,7 @@ def _admit(
         state=parts.state,
         marks=parts.marks,
         rules=parts.rules,
+        server=parts.server,
         now=parts.clock(),
     )
 

@@ -42,6 +42,7 @@ from nodeau.domain.lifecycle import with_state
 from nodeau.domain.limits import WorkloadAsk
 from nodeau.domain.memory import Prediction, RuntimeConfig, predictor
 from nodeau.domain.model_info import runtime_config
+from nodeau.domain.model_server import ServerAbilities, card_refusal
 from nodeau.domain.organisation import Organisation, Requester, check_run
 from nodeau.domain.plans import PlanTerms
 from nodeau.domain.records import spending
@@ -85,6 +86,7 @@ class RunRequest:
     context_tokens: int | None
     recovery: RecoveryMode
     recovery_after: timedelta
+    on_cpu: bool = False  # asked with --cpu: the card is held, the model runs on the CPU
 
 
 def fleet_of_one(reading: MachineReading) -> Fleet:
@@ -103,13 +105,17 @@ def decide_run(
     predict: Callable[[str], Prediction],
     marks: Marks,
     rules: Rules,
+    server: ServerAbilities,
     now: datetime,
 ) -> Callable[[Snapshot], Result[Admission, Refusal]]:
     """The decision ``StateStore.admit`` runs on its snapshot, inside its transaction: the
-    organisation's permission, limits and quotas (counted over the snapshot, so two requests
-    at once cannot both spend the last of a quota), then admission and placement on this
-    machine with its marks (drained, policy) and the plan's bounds applied."""
+    model server's use of this machine's cards (a real card only to a server that can use
+    it, unless the CPU was asked for), the organisation's permission, limits and quotas
+    (counted over the snapshot, so two requests at once cannot both spend the last of a
+    quota), then admission and placement on this machine with its marks (drained, policy)
+    and the plan's bounds applied."""
     fleet = fleet_of_one(reading)
+    unusable = card_refusal(server, reading.real_cards, on_cpu=request.on_cpu)
     ask = WorkloadAsk(
         model=resolved.display_name,
         artifact_id=resolved.artifact.id.hex,
@@ -130,6 +136,8 @@ def decide_run(
     )
 
     def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
+        if unusable is not None:
+            return Failure(unusable)
         allowed = check_run(rules.organisation, rules.requester, ask, spending(snapshot.workloads))
         if isinstance(allowed, Failure):
             return Failure(allowed.failure())
@@ -150,9 +158,14 @@ def decide_run(
             recovery_after=request.recovery_after,
             model_path=lambda _machine: str(model_path),
             now=now,
-        ).map(lambda a: evolve(a, record=evolve(a.record, requester=rules.requester)))
+        ).map(lambda a: evolve(a, record=_asked(a.record, rules.requester, request.on_cpu)))
 
     return decide
+
+
+def _asked(record: WorkloadRecord, requester: Requester, on_cpu: bool) -> WorkloadRecord:
+    """The record of an admission with who asked and whether it asked for the CPU."""
+    return evolve(record, requester=requester, workload=evolve(record.workload, on_cpu=on_cpu))
 
 
 def run_decision(
@@ -164,6 +177,7 @@ def run_decision(
     inventory: GpuInventory,
     marks: Marks,
     rules: Rules,
+    server: ServerAbilities,
     now: datetime,
 ) -> tuple[Callable[[Snapshot], Result[Admission, Refusal]], bool] | Refusal:
     """The decision a run of ``resolved`` makes on a snapshot, and whether the cards are
@@ -194,6 +208,7 @@ def run_decision(
         ),
         marks=marks,
         rules=rules,
+        server=server,
         now=now,
     )
     return decide, reading.simulated
@@ -209,6 +224,7 @@ def admit_on_this_machine(
     state: StateStore,
     marks: Marks,
     rules: Rules,
+    server: ServerAbilities,
     now: datetime,
 ) -> tuple[Admission, bool] | Refusal:
     """Admission and placement on this machine, recorded in one state transaction; the
@@ -221,6 +237,7 @@ def admit_on_this_machine(
         inventory=inventory,
         marks=marks,
         rules=rules,
+        server=server,
         now=now,
     )
     if isinstance(decision, Refusal):
@@ -263,7 +280,7 @@ def launch_server(
         name=name,
         model_path=Path(record.model_path),
         config=record.config,
-        gpu_uuid=None if simulated else record.workload.gpu_uuid,
+        gpu_uuid=None if simulated or record.workload.on_cpu else record.workload.gpu_uuid,
         log_path=log_dir / f"{name}.log",
         log_buffers=log_buffers,
     )

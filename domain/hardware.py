@@ -160,6 +160,11 @@ class MachineReading:
     simulated: bool
     note: str
 
+    @property
+    def real_cards(self) -> tuple[Gpu, ...]:
+        """The cards a model server here would be given: none where the hardware is simulated."""
+        return () if self.simulated else tuple(r.gpu for r in self.gpus if not r.gpu.simulated)
+
     def as_report(self, at: datetime, *, control_plane: bool = False) -> AgentReport:
         """The agent report this reading makes."""
         return AgentReport(

@@ -37,6 +37,7 @@ class ReasonCode(str, enum.Enum):
     NO_ELIGIBLE_MACHINE = "capacity.no-eligible-machine"
     CARD_HELD = "capacity.card-held"
     CARD_TOO_SMALL = "capacity.card-too-small"
+    SERVER_CANNOT_USE_CARD = "capacity.server-cannot-use-card"
     # limit: a fixed bound on the shape of a request (plan or organisation)
     CONTEXT_OVER_LIMIT = "limit.context-over-limit"
     MODEL_SIZE_OVER_LIMIT = "limit.model-size-over-limit"

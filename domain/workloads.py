@@ -253,6 +253,8 @@ class Workload:
     last_exit: ServerExit | None = None
     next_attempt: datetime | None = None
     crash_streak: int = 0
+    # asked with --cpu: its card is held for it, and its model runs on the CPU all the same
+    on_cpu: bool = False
 
     def __attrs_post_init__(self) -> None:
         workload_invariants(self)
@@ -413,7 +415,7 @@ def ps_sentence(w: Workload, now: datetime) -> str:
     if w.held_reason is not None:
         cause = f"{w.machine} stopped answering{HELD_CAUSE_DETAIL.get(w.held_reason, '')}"
         return f"held since {when}: {cause}; {next_clause(w)}"
-    where = f"{w.machine} ({short_gpu(w.gpu_uuid)})"
+    where = f"{w.machine} ({short_gpu(w.gpu_uuid)}{', the model on the CPU' if w.on_cpu else ''})"
     if w.state is WorkloadState.RECOVERING:
         assert w.last_recovery is not None  # workload_invariants
         return (

@@ -23,11 +23,13 @@ from nodeau.apps.settings import (
 )
 
 if TYPE_CHECKING:
+    from nodeau.adapters.llama_server import RuntimeChoice
     from nodeau.apps.cli.cluster_plane import PlaneChoice
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.planes.plane import Plane
     from nodeau.domain.catalog import Catalog
+    from nodeau.domain.model_server import ServerAbilities
     from nodeau.ports.entitlements import EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
@@ -83,12 +85,25 @@ class LazyMachineParts:
         return SqliteMarks(self._settings.state_path)
 
     @cached_property
+    def choice(self) -> RuntimeChoice:
+        """The model server this machine runs: a CUDA build first where it has real cards."""
+        from nodeau.apps.machine import model_server
+
+        real = bool(self.inventory.read().real_cards)
+        return model_server(self._settings.environ, prefer_cuda=real)
+
+    @cached_property
+    def server(self) -> ServerAbilities:
+        from nodeau.apps.machine import server_abilities
+
+        return server_abilities(self.choice, self.inventory.read(), self._settings.environ)
+
+    @cached_property
     def runtime(self) -> ModelRuntime:
         from nodeau.adapters.llama_cpp_python import LlamaCppPythonRuntime
         from nodeau.adapters.llama_server import LlamaServerRuntime, ModelServer
-        from nodeau.apps.machine import model_server
 
-        choice = model_server(self._settings.environ)
+        choice = self.choice
         simulated = self._settings.simulated_gpus is not None
         memory = None if simulated else self.inventory.process_memory
         if choice.server is ModelServer.LLAMA_CPP_PYTHON:

@@ -19,6 +19,10 @@ def admission_lines(admission: Admission, simulated: bool) -> list[str]:
     ]
     if simulated:
         lines.append("hardware: SIMULATED cards; the model runs on the CPU")
+    elif admission.record.workload.on_cpu:
+        lines.append(
+            "hardware: the model runs on the CPU, as --cpu asked; the card below is held for it"
+        )
     for gpu_model, prediction in admitted.predictions:
         lines.append(f"predicted peak on {gpu_model} ({prediction.source.value}):")
         rows = [

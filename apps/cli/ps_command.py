@@ -65,7 +65,9 @@ def row(view: WorkloadView) -> tuple[str, ...]:
         view.kind,
         view.model,
         view.machine or "-",
-        gpu + (" (simulated)" if view.simulated and view.gpu else ""),
+        gpu
+        + (" (simulated)" if view.simulated and view.gpu else "")
+        + (" (model on the CPU)" if view.on_cpu and not view.simulated else ""),
         view.state,
         view.endpoint or "-",
         view.sentence,

@@ -14,9 +14,12 @@ import sys
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Literal
 
+from attrs import frozen
 from cyclopts import App, Parameter
 
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.domain.hardware import MachineReading
+from nodeau.domain.model_server import ServerAbilities
 
 if TYPE_CHECKING:
     from nodeau.apps.planes.plane import FleetListing, MachineView, RunOutcome, Started
@@ -57,6 +60,7 @@ def run(
     wait: float = 60,
     allow_origin: tuple[str, ...] = (),
     unproved: bool = False,
+    cpu: bool = False,
     json: bool = False,
 ) -> int:
     """Admit, place and serve a model, behind a loopback endpoint.
@@ -83,6 +87,9 @@ def run(
     unproved
         Serve an imported model for a task its qualification has not proved (nodeau model
         qualify proves it); without it, such a run is refused.
+    cpu
+        Run the model on the CPU: its card is still admitted and held for it. Without it, a
+        model server that cannot use this machine's cards is refused them.
     json
         Print the result as JSON.
     """
@@ -106,6 +113,7 @@ def run(
         wait_s=wait,
         allowed_origins=allow_origin,
         unproved=unproved,
+        on_cpu=cpu,
     )
     return report_run(plane().run(ask), json=json)
 
@@ -141,6 +149,8 @@ def started_lines(started: Started) -> list[str]:
     if started.already:
         return [f"{w.name} is already serving; its endpoint is back at {w.endpoint}"]
     hardware = " (SIMULATED card: the model runs on the CPU)" if w.simulated else ""
+    if w.on_cpu and not w.simulated:
+        hardware = " (held for it: the model runs on the CPU, as --cpu asked)"
     reserving = (
         f", reserving {size(started.reserved_bytes)} ({started.source})"
         if started.reserved_bytes is not None
@@ -232,17 +242,24 @@ def environment(*, json: bool = False) -> int:
     json
         Print the reading as JSON.
     """
+    import json as json_module
+
     from nodeau.apps.cli.bootstrap import settings
     from nodeau.apps.machine import inventory_for
 
     s = settings()
     reading = inventory_for(s.machine, s.simulated_gpus).read()
+    server = server_reading(reading)
     if json:
-        print(to_json(reading))
+        document = json_module.loads(to_json(reading))
+        document["server"] = json_module.loads(to_json(server))
+        print(json_module.dumps(document, indent=2))
         return 0
     print(f"machine  {reading.machine}{' (SIMULATED hardware)' if reading.simulated else ''}")
     print(f"note     {reading.note}")
-    print(f"server   {server_line()}")
+    print(f"server   {server.line}")
+    if server.program:
+        print(f"         {server.program}: {server.reason}")
     rows = [
         (r.gpu.uuid, r.gpu.model, size(r.gpu.total_bytes), size(r.free_bytes), r.driver_version)
         for r in reading.gpus
@@ -252,17 +269,45 @@ def environment(*, json: bool = False) -> int:
     return 0
 
 
-def server_line() -> str:
-    """Which model server ``run`` would start, and why; or why there is none."""
-    from nodeau.apps.cli.bootstrap import settings
-    from nodeau.apps.machine import model_server
-    from nodeau.ports.errors import SettingsError
+@frozen(kw_only=True)
+class ServerReading:
+    """The model server ``run`` would start here: what it can use, in one line, which
+    program and why it was chosen; or, with no program, why there is none."""
 
+    line: str
+    program: str | None = None
+    reason: str | None = None
+    abilities: ServerAbilities | None = None
+
+
+def server_reading(reading: MachineReading | None = None) -> ServerReading:
+    """Which model server ``run`` would start on this machine and what it can use (asked of
+    the binary itself); or why there is none, naming ``nodeau server install``."""
+    from nodeau.apps.cli.bootstrap import settings
+    from nodeau.apps.machine import inventory_for, model_server, server_abilities
+    from nodeau.domain.model_server import abilities_text
+    from nodeau.ports.errors import NodeauError
+
+    s = settings()
+    reading = reading or inventory_for(s.machine, s.simulated_gpus).read()
     try:
-        choice = model_server(settings().environ)
-    except SettingsError as exc:
-        return str(exc)
-    return f"{choice.server.value} ({choice.program}): {choice.reason}"
+        real = bool(reading.real_cards)
+        choice = model_server(s.environ, prefer_cuda=real)
+        abilities = server_abilities(choice, reading, s.environ)
+    except NodeauError as exc:
+        return ServerReading(line=exc.one_line())
+    return ServerReading(
+        line=abilities_text(abilities),
+        program=str(choice.program),
+        reason=choice.reason,
+        abilities=abilities,
+    )
+
+
+def server_line() -> str:
+    """Which model server ``run`` would start, what it can use and why; or why there is none."""
+    server = server_reading()
+    return server.line if server.program is None else f"{server.line} ({server.program})"
 
 
 @fleet_app.command(name="list")

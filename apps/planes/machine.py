@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.apps.planes.plane import Explanation, OrganisationView
     from nodeau.apps.serving import Rules, RunRequest
     from nodeau.domain.catalog import Catalog
+    from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
     from nodeau.domain.placement import Policy
     from nodeau.domain.plans import PlanTerms
@@ -117,6 +118,11 @@ class MachineParts(Protocol):
         ...
 
     @property
+    def server(self) -> ServerAbilities:
+        """What that model server can use, as it says (a SettingsError when none is found)."""
+        ...
+
+    @property
     def endpoints(self) -> Endpoints: ...
 
 
@@ -144,6 +150,7 @@ def workload_view(
         since=w.since,
         endpoint=endpoint_url(record),
         sentence=ps_sentence(w, now),
+        on_cpu=w.on_cpu,
     )
 
 
@@ -247,7 +254,9 @@ class MachinePlane:
             context_tokens=ask.context_tokens,
             recovery=ask.recovery,
             recovery_after=ask.recovery_after,
+            on_cpu=ask.on_cpu,
         )
+        # the model server is found (and asked what it can use) before anything is recorded
         decided = self._admit(resolved, request, WorkloadKind.SERVICE)
         if isinstance(decided, Refusal):
             return Refused(name=name, refusal=decided)
@@ -287,6 +296,7 @@ class MachinePlane:
             state=self._parts.state,
             marks=marks,
             rules=self._rules(),
+            server=self._parts.server,
             now=self._clock(),
         )
 

@@ -37,6 +37,7 @@ def explain_run(parts: MachineParts, ask: RunAsk, rules: Rules, now: datetime) -
     from nodeau.apps.planes.machine import workload_name
     from nodeau.apps.serving import RunRequest, run_decision
     from nodeau.domain.catalog import catalog_claims
+    from nodeau.domain.model_server import abilities_text, card_refusal
     from nodeau.domain.qualification import task_refusal
 
     models = parts.models
@@ -73,12 +74,21 @@ def explain_run(parts: MachineParts, ask: RunAsk, rules: Rules, now: datetime) -
                 code=None,
             )
         )
+    server = parts.server
+    unusable = card_refusal(server, parts.inventory.read().real_cards, on_cpu=ask.on_cpu)
+    if unusable is not None:
+        checks.append(_refused("model server", unusable))
+        return answer(unusable)
+    checks.append(
+        CheckView(check="model server", passed=True, sentence=abilities_text(server), code=None)
+    )
     request = RunRequest(
         name=name,
         task=ask.task,
         context_tokens=ask.context_tokens,
         recovery=ask.recovery,
         recovery_after=ask.recovery_after,
+        on_cpu=ask.on_cpu,
     )
     decision = run_decision(
         resolved,
@@ -88,6 +98,7 @@ def explain_run(parts: MachineParts, ask: RunAsk, rules: Rules, now: datetime) -
         inventory=parts.inventory,
         marks=parts.marks.read(),
         rules=rules,
+        server=server,
         now=now,
     )
     if isinstance(decision, Refusal):

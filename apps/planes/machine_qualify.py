@@ -41,6 +41,7 @@ def qualify(
         inventory=parts.inventory,
         state=parts.state,
         runtime=parts.runtime,
+        server=parts.server,
         marks=parts.marks.read(),
         log_dir=settings.log_dir,
         clock=clock,

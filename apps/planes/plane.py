@@ -46,6 +46,7 @@ class WorkloadView:
     since: datetime | None
     endpoint: str | None  # the OpenAI-compatible base URL a client uses
     sentence: str
+    on_cpu: bool = False  # asked with --cpu: its card is held, its model runs on the CPU
 
 
 @frozen(kw_only=True)
@@ -96,6 +97,7 @@ class RunAsk:
     wait_s: float = 60.0  # a fleet: how long to wait for the controller's decision
     allowed_origins: tuple[str, ...] = ()  # web origins its endpoint also answers
     unproved: bool = False  # serve an imported model for a task it has not proved
+    on_cpu: bool = False  # the card is held, the model runs on the CPU (--cpu)
 
 
 @frozen(kw_only=True)

@@ -7,16 +7,30 @@ import itertools
 from collections.abc import Callable
 from datetime import datetime
 
+from nodeau.domain.model_server import CUDA, ServerAbilities, ServerDevice
 from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
 
 SOURCE = "fake: bytes of the model file"
+# what the fake server says it can use: a CUDA build that sees a card, or the CPU only
+SEES_A_CARD = ServerAbilities(
+    server="fake-server",
+    program="fake-server",
+    version="1.0",
+    backends=(CUDA,),
+    devices=(ServerDevice(name="CUDA0", description="Fake card", total_bytes=80 << 30),),
+)
+CPU_ONLY = ServerAbilities(server="fake-server", program="fake-server", version="1.0")
 
 
 class FakeModelRuntime:
     """Starts nothing: a started server is a record that is alive until stopped."""
 
-    def __init__(self, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, clock: Callable[[], datetime], abilities: ServerAbilities = SEES_A_CARD
+    ) -> None:
+        """``abilities``: what this server says it can use (``MachineParts.server``)."""
         self._clock = clock
+        self.abilities = abilities
         self._pids = itertools.count(10_000)
         self._ports = itertools.count(30_000)
         self._alive: dict[int, int] = {}  # pid -> bytes held

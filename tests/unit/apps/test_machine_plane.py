@@ -21,6 +21,7 @@ from nodeau.apps.models import import_model
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import Refused, RunAsk, Started
 from nodeau.apps.settings import settings_from
+from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.placement import Policy
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.tasks import Task
@@ -78,6 +79,10 @@ class Parts:
         self.runtime = FakeModelRuntime(clock)
         self.endpoints = endpoints
         self.inventory = SimulatedGpuInventory("m1", cards)
+
+    @property
+    def server(self) -> ServerAbilities:
+        return self.runtime.abilities
 
     @cached_property
     def models(self) -> ModelServices:

@@ -60,7 +60,9 @@ class CardInventory(SimulatedGpuInventory):
     """The simulated cards, read as if they were real ones (NVML would name them)."""
 
     def read(self) -> MachineReading:
-        return evolve(super().read(), simulated=False)
+        reading = super().read()
+        cards = tuple(evolve(r, gpu=evolve(r.gpu, simulated=False)) for r in reading.gpus)
+        return evolve(reading, gpus=cards, simulated=False)
 
 
 class CardRuntime(FakeModelRuntime):
@@ -129,6 +131,7 @@ class World:
             inventory=self.inventory,
             state=self.state,
             runtime=self.runtime,
+            server=self.runtime.abilities,
             marks=Marks(),
             log_dir=self.settings.log_dir,
             clock=clock,
@@ -266,6 +269,7 @@ class _PlaneParts:
         self.inventory = world.inventory
         self.state = world.state
         self.runtime = world.runtime
+        self.server = world.runtime.abilities
         from nodeau.adapters.sqlite_marks import SqliteMarks
         from tests.unit.apps.test_machine_plane import FakeEndpoints
 

@@ -1,0 +1,104 @@
+"""On one machine, a real card is given only to a model server that can use it.
+
+The cards are simulated ones that claim to be real (as NVML would name them); the model
+server is the contract-checked fake, saying it is a CPU-only build, a CUDA build that sees
+a card, or that there is none. A refusal records nothing; ``--cpu`` holds the card and runs
+the model on the CPU, and every view says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from attrs import evolve
+
+from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
+from nodeau.apps.cli.explain import admission_lines
+from nodeau.apps.planes.machine import MachinePlane
+from nodeau.apps.planes.plane import Refused, Started
+from nodeau.domain.hardware import MachineReading
+from nodeau.domain.model_server import ServerAbilities
+from nodeau.domain.refusals import ReasonCode
+from nodeau.ports.errors import SettingsError
+from tests.support.fake_runtime import CPU_ONLY, SEES_A_CARD
+from tests.unit.apps.test_machine_plane import Parts, ask, plane_with
+
+
+class RealCards(SimulatedGpuInventory):
+    """Simulated cards read as real ones: what a machine with an NVIDIA card reports."""
+
+    def read(self) -> MachineReading:
+        reading = super().read()
+        cards = tuple(evolve(r, gpu=evolve(r.gpu, simulated=False)) for r in reading.gpus)
+        return evolve(reading, gpus=cards, simulated=False, note="1 NVIDIA GPU (NVML)")
+
+
+def on_real_cards(tmp_path: Path, server: ServerAbilities) -> tuple[MachinePlane, Parts]:
+    plane, parts = plane_with(tmp_path)
+    parts.inventory = RealCards("m1", "1 x 24 GiB")
+    parts.runtime.abilities = server
+    return plane, parts
+
+
+def test_a_cpu_only_server_is_refused_the_card_and_nothing_is_recorded(tmp_path: Path) -> None:
+    plane, parts = on_real_cards(tmp_path, CPU_ONLY)
+    outcome = plane.run(ask())
+    assert isinstance(outcome, Refused)
+    assert outcome.refusal.code is ReasonCode.SERVER_CANNOT_USE_CARD
+    assert "`nodeau server install --cuda`" in outcome.refusal.sentence
+    assert parts.state.snapshot().workloads == ()
+    assert parts.state.snapshot().ledger.reservations == ()
+    assert parts.runtime.started == []
+    assert plane.workloads() == ()
+
+
+def test_a_cuda_server_that_sees_the_card_is_given_it(tmp_path: Path) -> None:
+    plane, parts = on_real_cards(tmp_path, SEES_A_CARD)
+    outcome = plane.run(ask())
+    assert isinstance(outcome, Started)
+    [spec] = parts.runtime.started
+    assert spec.gpu_uuid == outcome.workload.gpu and spec.gpu_uuid is not None
+    assert outcome.workload.on_cpu is False
+
+
+def test_cpu_asked_holds_the_card_and_runs_the_model_on_the_cpu(tmp_path: Path) -> None:
+    plane, parts = on_real_cards(tmp_path, CPU_ONLY)
+    outcome = plane.run(evolve(ask(), on_cpu=True))
+    assert isinstance(outcome, Started)
+    [spec] = parts.runtime.started
+    assert spec.gpu_uuid is None  # the server is not shown the card
+    [reservation] = parts.state.snapshot().ledger.reservations
+    assert reservation.gpu_uuid == outcome.workload.gpu  # but it is held for the workload
+    [view] = plane.workloads()
+    assert view.on_cpu
+    assert view.sentence.startswith("serving on m1 (SIM-GPU-…, the model on the CPU) since")
+    lines = admission_lines(plane.admission("tiny"), simulated=False)
+    assert (
+        "hardware: the model runs on the CPU, as --cpu asked; the card below is held for it"
+        in lines
+    )
+
+
+def test_explaining_a_run_names_the_model_server_check(tmp_path: Path) -> None:
+    plane, _ = on_real_cards(tmp_path, CPU_ONLY)
+    refused = plane.explain_run(ask())
+    assert not refused.admitted
+    assert [(c.check, c.passed) for c in refused.checks][-1] == ("model server", False)
+    passed = plane.explain_run(evolve(ask(), on_cpu=True))
+    assert ("model server", True) in [(c.check, c.passed) for c in passed.checks]
+
+
+class NoServer(Parts):
+    @property
+    def server(self) -> ServerAbilities:
+        raise SettingsError("no model server found: run `nodeau server install`")
+
+
+def test_with_no_model_server_nothing_is_admitted(tmp_path: Path) -> None:
+    plane, parts = plane_with(tmp_path)
+    parts.__class__ = NoServer
+    with pytest.raises(SettingsError, match="nodeau server install"):
+        plane.run(ask())
+    assert parts.state.snapshot().workloads == ()
+    assert parts.state.snapshot().ledger.reservations == ()
