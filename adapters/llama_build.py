@@ -55,6 +55,7 @@ COMMON_FLAGS = (
 VMM = "virtual memory (VMM)"
 NO_VMM = "legacy (no VMM: no NVIDIA driver library where it was built)"
 _PERCENT = re.compile(r"^\[\s*(\d+)%\]")
+_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
 _converter = cattrs.Converter(forbid_extra_keys=True)
 
 
@@ -235,13 +236,20 @@ def _reused(kept: BuiltServer) -> BuiltServer:
 
 
 def _last_error(log: Path) -> str:
-    """The last line of the log that names an error, else its last line."""
+    """The first error the log names (CMake's with the line that says what), else its last
+    line."""
     try:
-        lines = [
-            line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()
-        ]
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines()]
     except OSError:
         return "no log"
-    errors = [line for line in lines if "error" in line.lower()]
-    picked = (errors or lines or ["nothing logged"])[-1]
-    return picked if len(picked) <= 200 else picked[:197] + "..."
+    lines = [line for line in lines if line]
+    for at, line in enumerate(lines):
+        if line.startswith("CMake Error") and at + 1 < len(lines):
+            return _shortened(f"{line} {lines[at + 1]}")
+        if _ERROR.search(line) and "Configuring incomplete" not in line:
+            return _shortened(line)
+    return _shortened(lines[-1] if lines else "nothing logged")
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= 240 else text[:237] + "..."
