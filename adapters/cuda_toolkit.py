@@ -119,15 +119,31 @@ def wheel_toolkit(cache: Path, *, environ: Mapping[str, str], progress: BuildPro
     if _marked(mark) and nvcc_version(root / "bin" / "nvcc") == CUDA_VERSION:
         return Toolkit(root=root, version=CUDA_VERSION, source="PyPI's NVIDIA wheels")
     wheels = cache / "wheels"
-    for pinned in WHEELS:
-        wheel = fetch_pinned(pinned, wheels / pinned.filename, environ=environ, progress=progress)
-        progress(f"unpacking {pinned.project}", 0, None)
-        _unpack(wheel, home)
-    _names_cmake_expects(root)
-    version = nvcc_version(root / "bin" / "nvcc")
-    if version != CUDA_VERSION:
-        raise InstallError(f"{root / 'bin' / 'nvcc'} from the wheels does not run (got {version})")
-    mark.write_text(json.dumps({"wheels": {w.filename: w.sha256 for w in WHEELS}}, indent=1))
+    part = cache / f"{CUDA_VERSION}.part"
+    try:
+        shutil.rmtree(part, ignore_errors=True)
+        for pinned in WHEELS:
+            wheel = fetch_pinned(
+                pinned, wheels / pinned.filename, environ=environ, progress=progress
+            )
+            progress(f"unpacking {pinned.project}", 0, None)
+            _unpack(wheel, part)
+        _names_cmake_expects(part / _WHEEL_ROOT)
+        version = nvcc_version(part / _WHEEL_ROOT / "bin" / "nvcc")
+        if version != CUDA_VERSION:
+            raise InstallError(f"nvcc from the wheels does not run (it says {version})")
+        (part / MARK).write_text(
+            json.dumps({"wheels": {w.filename: w.sha256 for w in WHEELS}}, indent=1)
+        )
+        # whole, then put in place: a build still running on an older copy keeps its files
+        old = cache / f"{CUDA_VERSION}.old"
+        shutil.rmtree(old, ignore_errors=True)
+        if home.exists():
+            home.rename(old)
+        part.rename(home)
+        shutil.rmtree(old, ignore_errors=True)
+    except OSError as exc:
+        raise InstallError(f"unpacking the CUDA toolkit into {cache}: {exc}") from exc
     return Toolkit(root=root, version=CUDA_VERSION, source="PyPI's NVIDIA wheels")
 
 

@@ -78,8 +78,6 @@ def cmake_flags(
             f"-DCUDAToolkit_ROOT={toolkit.root}",
             f"-DCMAKE_CUDA_COMPILER={toolkit.nvcc}",
         ]
-        if ccache:
-            flags.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={ccache}")
         if driver is not None:
             flags.append(f"-DCUDA_cuda_driver_LIBRARY={driver}")
         else:
@@ -113,22 +111,44 @@ class LlamaServerBuilder:
         found = [b for p in self._home.glob(f"*/{RECORD}") if (b := _read_record(p)) is not None]
         return tuple(sorted(found, key=lambda b: b.built_at, reverse=True))
 
+    def fetch(self, ask: BuildAsk, progress: BuildProgress) -> tuple[Path, Toolkit | None]:
+        """What ``ask``'s build compiles from, fetched and checked, building nothing: the
+        llama.cpp sources, and for CUDA the toolkit."""
+        source = self._source(progress)
+        return source, self._toolkit(progress) if ask.backend == "cuda" else None
+
     def install(self, ask: BuildAsk, progress: BuildProgress) -> BuiltServer:
         folder = self.folder(ask)
         kept = _read_record(folder / RECORD)
         if kept is not None and Path(kept.binary).is_file():
             return _reused(kept)
         began = time.monotonic()
-        source = self._source(progress)
-        toolkit = self._toolkit(progress) if ask.backend == "cuda" else None
+        source, toolkit = self.fetch(ask, progress)
         driver = cuda_toolkit.driver_library() if ask.backend == "cuda" else None
-        ccache = shutil.which("ccache", path=self._environ.get("PATH", os.defpath))
+        found = shutil.which("ccache", path=self._environ.get("PATH", os.defpath))
+        ccache = "ccache" if found else None  # by name: the compile finds it on PATH
         flags = cmake_flags(ask, toolkit=toolkit, driver=driver, ccache=ccache)
-        folder.mkdir(parents=True, exist_ok=True)
+        configure = ["cmake", "-S", str(source), "-B", str(folder), *flags]
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            return self._build(ask, folder, configure, toolkit, driver, began, progress)
+        except OSError as exc:
+            raise InstallError(f"building in {folder}: {exc}") from exc
+
+    def _build(
+        self,
+        ask: BuildAsk,
+        folder: Path,
+        configure: list[str],
+        toolkit: Toolkit | None,
+        driver: Path | None,
+        began: float,
+        progress: BuildProgress,
+    ) -> BuiltServer:
         log = folder / LOG
         with log.open("w") as out:
             progress("configuring (cmake)", 0, None)
-            self._step(["cmake", "-S", str(source), "-B", str(folder), *flags], out, log)
+            self._step(configure, out, log)
             command = ["cmake", "--build", str(folder), "--target", *TARGETS, "-j", str(self._jobs)]
             self._compile(command, out, log, progress)
         binary = folder / "bin" / "llama-server"

@@ -162,6 +162,7 @@ class PlainSteps:
         self._step: str | None = None
         self._began = 0.0
         self._tenth = -1
+        self._said_at = 0.0
 
     def __call__(self, step: str, done: float, total: float | None) -> None:
         now = self._clock()
@@ -171,8 +172,8 @@ class PlainSteps:
         if not total:
             return
         tenth = min(10, int(done * 10 // total))
-        if tenth > self._tenth:
-            self._tenth = tenth
+        if tenth > self._tenth and (tenth == 10 or now - self._said_at >= 5.0):
+            self._tenth, self._said_at = tenth, now
             shown = size_text(done) if total > 1000 else f"{int(done * 100 // total)}%"
             whole = f" of {size_text(total)}" if total > 1000 else ""
             self._write(f"{step}: {shown}{whole}, {duration_text(now - self._began)}")

@@ -84,16 +84,38 @@ def ask_binary(binary: Path, environ: Mapping[str, str]) -> ServerAbilities:
     """Ask ``binary`` itself, in ``environ`` (the cards it may see), what it can use."""
     version_out = _run(binary, "--version", environ)
     devices_out = _run(binary, "--list-devices", environ)
-    found = _VERSION.search(version_out)
-    failed = _CUDA_FAILED.search(devices_out)
+    return from_answer(
+        version_out + devices_out, str(binary), libraries=tuple(linked_libraries(binary))
+    )
+
+
+def from_answer(text: str, program: str, *, libraries: tuple[str, ...] = ()) -> ServerAbilities:
+    """What a llama-server said of itself (its ``--version`` and ``--list-devices`` output,
+    as one text: what the agent's probe writes on its machine), for ``program``."""
+    found = _VERSION.search(text)
+    failed = _CUDA_FAILED.search(text)
     return ServerAbilities(
         server=SERVER,
-        program=str(binary),
+        program=program,
         version=found.group(1).strip() if found else "(version unknown)",
-        backends=parse_backends(devices_out, tuple(linked_libraries(binary))),
-        devices=parse_devices(devices_out),
+        backends=parse_backends(text, libraries),
+        devices=parse_devices(text),
         note=failed.group(1).strip() if failed else "",
     )
+
+
+def answer_file(path: Path, program: str) -> ServerAbilities | None:
+    """The answer a probe wrote to ``path`` (None: not written); RuntimeFailure when it
+    cannot be read or names no ``--list-devices`` answer."""
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RuntimeFailure(f"{path}: the model server's answer is unreadable: {exc}") from exc
+    if "Available devices:" not in text:
+        raise RuntimeFailure(f"{path}: no --list-devices answer in it (the probe failed?)")
+    return from_answer(text, program)
 
 
 def _run(binary: Path, flag: str, environ: Mapping[str, str]) -> str:

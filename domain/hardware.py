@@ -170,7 +170,10 @@ class MachineReading:
         return AgentReport(
             machine=self.machine,
             reported_at=at,
-            gpus=tuple(r.gpu for r in self.gpus),
+            # a simulated reading's cards are simulated, whatever each one says
+            gpus=tuple(
+                evolve(r.gpu, simulated=True) if self.simulated else r.gpu for r in self.gpus
+            ),
             control_plane=control_plane,
         )
 

@@ -9,11 +9,12 @@ server with a CUDA backend that sees a CUDA device; otherwise the run is refused
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
 from attrs import field, frozen
 
 from nodeau.domain.checks import not_negative
-from nodeau.domain.hardware import Gpu
+from nodeau.domain.hardware import Gpu, Machine
 from nodeau.domain.refusals import ReasonCode, Refusal
 
 CUDA = "CUDA"  # the backend that serves NVIDIA cards, addressed by UUID
@@ -190,3 +191,49 @@ def install_choice(
         ask=BuildAsk(backend="cpu"),
         why="the CPU (no NVIDIA card found here; --cuda-arch builds for cards elsewhere)",
     )
+
+
+SERVER_CANNOT = "its model server cannot use its cards"
+SIMULATED_UUID_PREFIX = "SIM-GPU-"  # simulated cards' UUIDs (never an NVIDIA one, GPU-...)
+
+
+def simulated_card(uuid: str) -> bool:
+    """Whether a card's UUID is a simulated card's: its model server runs on the CPU."""
+    return uuid.startswith(SIMULATED_UUID_PREFIX)
+
+
+def server_exclusions(
+    machines: Iterable[Machine],
+    servers: Mapping[str, ServerAbilities],
+    *,
+    cuda_image: bool,
+) -> tuple[tuple[str, str], ...]:
+    """The machines of a fleet whose real cards no model server there can use, each with why
+    (``SERVER_CANNOT``...): no CUDA model-server image is configured, the machine's agent has
+    not said what its server can use (``servers``, by machine), or it says it cannot.
+    Machines with simulated cards only are never left out: their models run on the CPU."""
+    out: list[tuple[str, str]] = []
+    for machine in sorted(machines, key=lambda m: m.name):
+        real = tuple(g for g in machine.gpus if not g.simulated)
+        if not real:
+            continue
+        server = servers.get(machine.name)
+        if not cuda_image:
+            why = "no CUDA model-server image is configured (the controller's --cuda-server-image)"
+        elif server is None:
+            why = "its agent has not said what its model server can use"
+        else:
+            refusal = card_refusal(server, real, on_cpu=False)
+            if refusal is None:
+                continue
+            why = abilities_text(server)
+        out.append((machine.name, f"{SERVER_CANNOT}: {why}"))
+    return tuple(out)
+
+
+def uses_card(found: tuple[Machine, Gpu] | None, gpu_uuid: str) -> bool:
+    """Whether a workload's model server uses its card: a real one, as its machine's report
+    names it (a card no report names: a real one unless its UUID is a simulated card's)."""
+    if found is None:
+        return not simulated_card(gpu_uuid)
+    return not found[1].simulated

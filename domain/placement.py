@@ -23,6 +23,7 @@ from returns.result import Failure, Result, Success
 
 from nodeau.domain.admission import Admitted, CardAssessment, gib
 from nodeau.domain.hardware import Fleet
+from nodeau.domain.model_server import SERVER_CANNOT
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger, Reservation
 
@@ -154,6 +155,15 @@ def place(
     left_out = tuple(sorted((m, why) for m, why in excluded.items()))
     if not eligible:
         where = ", ".join(f"{m} ({why})" for m, why in left_out) or "none"
+        on = {c.machine for c in admitted.candidates}
+        if on and all(excluded.get(m, "").startswith(SERVER_CANNOT) for m in on):
+            return Failure(
+                Refusal.of(
+                    ReasonCode.SERVER_CANNOT_USE_CARD,
+                    f"{admitted.request.model} was admitted, but on every machine whose cards "
+                    f"can take it the model server cannot use them: {where}",
+                )
+            )
         return Failure(
             Refusal.of(
                 ReasonCode.NO_ELIGIBLE_MACHINE,

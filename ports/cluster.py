@@ -28,6 +28,7 @@ from nodeau.domain.leadership import LeaseRecord
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.memory import MeasuredTable, Measurement
 from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.organisation import Requester
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.qualification import EvidenceBook, QualificationEvidence
@@ -137,6 +138,9 @@ class MachineReport:
     # what each Pod's processes hold on each card, now and at their peak (NVML, per
     # process); none on simulated cards or from an agent that reads no card
     pods: tuple[PodMemory, ...] = ()
+    # what the machine's model server (its image, asked on the machine) says it can use;
+    # None: not asked (an agent without its answer, or a report written before it)
+    server: ServerAbilities | None = None
 
     @property
     def machine(self) -> str:
@@ -448,9 +452,17 @@ class ServerPods(Protocol):
         what it read (the controller's) answers ``read`` from this until it learns more."""
         ...
 
-    def create(self, record: WorkloadRecord, owner: WorkloadObject) -> bool:
+    def create(self, record: WorkloadRecord, owner: WorkloadObject, *, on_card: bool) -> bool:
         """Start the server the record's admitted configuration calls for, on its machine
-        and card; False when it exists already."""
+        and card; False when it exists already. ``on_card``: the card is real and the server
+        uses it (the CUDA image, its layers on the card); else it runs on the CPU (a
+        simulated card's, the CPU image)."""
+        ...
+
+    @property
+    def serves_real_cards(self) -> bool:
+        """Whether its servers can run on real NVIDIA cards (a CUDA model-server image is
+        configured); without, only the workloads of simulated cards are placed."""
         ...
 
     def delete(self, kind: WorkloadKind, workload: str, *, force: bool = False) -> bool:

@@ -75,12 +75,27 @@ NODEAU_IMAGE = "localhost/nodeau:0.1.0"
 
 @frozen(kw_only=True)
 class PodImages:
-    """The images a workload's Pod runs: the model server's, and Nodeau's for a batch job's
-    worker (the controller's ``--server-image`` and ``--worker-image``; the defaults are
-    what scripts/build-images builds, docs/images.md)."""
+    """The images a workload's Pod runs: the model server's, for the CPU (simulated cards)
+    and for real NVIDIA cards (CUDA; None: none configured, so no real card is placed on),
+    and Nodeau's for a batch job's worker (the controller's ``--server-image``,
+    ``--cuda-server-image`` and ``--worker-image``; the defaults are what
+    scripts/build-images builds, docs/images.md). ``cuda_runtime_class``: the RuntimeClass a
+    Pod on a real card runs with (None: the cluster's default runtime)."""
 
     server: str = r.SERVER_IMAGE
+    cuda_server: str | None = r.CUDA_SERVER_IMAGE
     nodeau: str = NODEAU_IMAGE
+    cuda_runtime_class: str | None = None
+
+    def for_card(self, record: WorkloadRecord, *, on_card: bool) -> str:
+        """The server image of the record's workload: CUDA where it uses its (real) card,
+        else the CPU's."""
+        if not on_card:
+            return self.server
+        if self.cuda_server is None:
+            name = record.workload.name
+            raise ValueError(f"{name} uses a real card and no CUDA server image is configured")
+        return self.cuda_server
 
 
 TOKEN_VOLUME = "worker-token"
@@ -123,13 +138,14 @@ def _core(api: Any) -> Any:
     return client.CoreV1Api(api)
 
 
-def server_args(record: WorkloadRecord) -> list[str]:
-    """llama-server's arguments for the record's admitted configuration, inside a Pod."""
+def server_args(record: WorkloadRecord, *, on_card: bool = True) -> list[str]:
+    """llama-server's arguments for the record's admitted configuration, inside a Pod
+    (``on_card``: its layers on the card; else none, the CPU's)."""
     spec = ServerSpec(
         name=record.workload.name,
         model_path=Path(record.model_path),
         config=record.config,
-        gpu_uuid=record.workload.gpu_uuid,
+        gpu_uuid=record.workload.gpu_uuid if on_card else None,
         log_path=Path("/dev/stderr"),  # unused: the container's output is its log
     )
     args = list(server_command(Path("llama-server"), spec, r.SERVER_PORT)[1:])
@@ -169,14 +185,22 @@ def token_volume() -> dict[str, Any]:
 
 
 def pod_manifest(
-    record: WorkloadRecord, owner_uid: str, images: PodImages | None = None
+    record: WorkloadRecord,
+    owner_uid: str,
+    images: PodImages | None = None,
+    *,
+    on_card: bool = False,
 ) -> dict[str, Any]:
-    """The Pod serving an admitted workload, pinned to its machine and card."""
+    """The Pod serving an admitted workload, pinned to its machine and card (``on_card``:
+    a real card its server uses: the CUDA image; else the CPU image, a simulated card's)."""
     w = record.workload
     kind_label = w.kind.value
     models_dir = str(PurePosixPath(record.model_path).parent)
     images = images or PodImages()
-    manifest = _server_pod(record, owner_uid, kind_label, models_dir, images.server)
+    image = images.for_card(record, on_card=on_card)
+    manifest = _server_pod(record, owner_uid, kind_label, models_dir, image, on_card)
+    if on_card and images.cuda_runtime_class:
+        manifest["spec"]["runtimeClassName"] = images.cuda_runtime_class
     if w.kind is WorkloadKind.BATCH:
         spec = manifest["spec"]
         spec["restartPolicy"] = "OnFailure"
@@ -188,7 +212,12 @@ def pod_manifest(
 
 
 def _server_pod(
-    record: WorkloadRecord, owner_uid: str, kind_label: str, models_dir: str, image: str
+    record: WorkloadRecord,
+    owner_uid: str,
+    kind_label: str,
+    models_dir: str,
+    image: str,
+    on_card: bool,
 ) -> dict[str, Any]:
     w = record.workload
     return {
@@ -220,7 +249,7 @@ def _server_pod(
                 {
                     "name": CONTAINER,
                     "image": image,
-                    "args": server_args(record),
+                    "args": server_args(record, on_card=on_card),
                     "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": w.gpu_uuid}],
                     "ports": [{"name": "http", "containerPort": r.SERVER_PORT}],
                     "readinessProbe": {
@@ -508,10 +537,14 @@ class KubeServerPods:
         )
         return tuple(sorted(found, key=lambda s: (s.kind, s.workload)))
 
-    def create(self, record: WorkloadRecord, owner: WorkloadObject) -> bool:
+    def create(self, record: WorkloadRecord, owner: WorkloadObject, *, on_card: bool) -> bool:
         """Create the Pod the record's admission calls for; False when it exists."""
-        manifest = pod_manifest(record, owner.uid, self._images)
+        manifest = pod_manifest(record, owner.uid, self._images, on_card=on_card)
         return create_pod(self._api, manifest, self._known)
+
+    @property
+    def serves_real_cards(self) -> bool:
+        return self._images.cuda_server is not None
 
     def delete(self, kind: WorkloadKind, workload: str, *, force: bool = False) -> bool:
         """Ask the Pod to go; False when there was none."""

@@ -7,7 +7,10 @@ docs/adr/0004 fixes the JSON: ``{"machine", "at", "simulated", "note", "gpus":
 progress on each copy asked of its machine), which a report written before it leaves
 out: it reads as no copies; docs/adr/0010 adds ``"pods": [{"pod_uid", "gpu_uuid",
 "used_bytes", "peak_bytes"}]`` (what each Pod's processes hold on each card, now and at
-their peak), absent from older reports and from simulated cards': it reads as none.
+their peak), absent from older reports and from simulated cards': it reads as none;
+docs/adr/0019 adds ``"server": {"server", "program", "version", "backends", "devices",
+"note", "known"}`` (what the machine's model-server image says it can use), absent when the
+agent was not given its answer: it reads as not asked.
 
 Decisions recorded here:
 
@@ -30,6 +33,7 @@ from cattrs import BaseValidationError, transform_error
 from nodeau.adapters.record_json import RecordError, converter, to_plain
 from nodeau.domain.copies import CopyPhase, CopyProgress
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading, PodMemory
+from nodeau.domain.model_server import ServerAbilities
 from nodeau.ports.cluster import MachineArtifact, MachineReport, ReportSet
 
 __all__ = ["MachineArtifact", "MachineReport", "ReportSet", "parse_report", "report_json"]
@@ -57,6 +61,7 @@ class _ReportJson:
     artifacts: tuple[MachineArtifact, ...]  # the same keys as the ADR's
     copies: tuple[CopyProgress, ...] = ()  # absent from reports older than copies
     pods: tuple[PodMemory, ...] = ()  # absent from reports older than per-Pod memory
+    server: ServerAbilities | None = None  # absent: the agent was not told its server's answer
 
 
 def _exactly(value: object, type_: type) -> object:
@@ -108,6 +113,7 @@ def report_json(report: MachineReport) -> str:
         artifacts=report.artifacts,
         copies=report.copies,
         pods=report.pods,
+        server=report.server,
     )
     return json.dumps(to_plain(wire, _ReportJson), sort_keys=True)
 
@@ -148,6 +154,7 @@ def parse_report(text: str, what: str) -> MachineReport:
             artifacts=wire.artifacts,
             copies=wire.copies,
             pods=wire.pods,
+            server=wire.server,
         )
         report.as_agent_report()  # the domain's own checks (a UUID listed twice)
     except ValueError as exc:

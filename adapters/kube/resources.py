@@ -57,6 +57,7 @@ KIND_LABEL = f"{GROUP}/kind"
 FINALIZER = f"{GROUP}/reservation"
 # the model server scripts/build-images builds (CPU); a card needs a CUDA build (docs/images.md)
 SERVER_IMAGE = "localhost/nodeau-llama-server:0.3.36-cpu"
+CUDA_SERVER_IMAGE = "localhost/nodeau-llama-server:0.3.36-cuda"  # scripts/build-images --cuda
 SERVER_PORT = 8080
 CONTROLLER_COMPONENT = "nodeau-controller"
 

@@ -35,7 +35,7 @@ import platform
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -47,12 +47,14 @@ from nodeau.adapters.kube.copies import KubeModelCopies
 from nodeau.adapters.kube.reports import KubeMachineReports
 from nodeau.adapters.nvml_inventory import NvmlGpuInventory
 from nodeau.adapters.pod_cgroup import ProcCgroupPods
+from nodeau.adapters.server_abilities import answer_file
 from nodeau.apps import model_services
 from nodeau.apps.agent.agent import PROG, Agent, Link
 from nodeau.apps.agent.copies import CopyWorker
 from nodeau.apps.agent.memory import PodMemoryWatch
 from nodeau.apps.machine import inventory_for
 from nodeau.apps.settings import settings_from, utc_now
+from nodeau.domain.model_server import ServerAbilities
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.hardware import GpuInventory
 
@@ -88,6 +90,12 @@ def pod_memory_watch(inventory: GpuInventory) -> PodMemoryWatch | None:
     return PodMemoryWatch(processes=inventory, pods=ProcCgroupPods(), clock=utc_now)
 
 
+def server_answer(args: argparse.Namespace) -> Callable[[], ServerAbilities | None]:
+    """Read the probe's answer (``--server-answer``) each round, as ``--server-image``'s."""
+    path, image = Path(args.server_answer), str(args.server_image)
+    return lambda: answer_file(path, image)
+
+
 def say(line: str) -> None:
     print(f"{PROG}: {line}", file=sys.stderr, flush=True)
 
@@ -101,6 +109,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--machine", default=None, help="default: $NODE_NAME, else the hostname")
     parser.add_argument("--interval", type=_interval, default=10.0, help="seconds between rounds")
     parser.add_argument("--once", action="store_true", help="one round, then exit")
+    parser.add_argument(
+        "--server-answer",
+        type=Path,
+        default=None,
+        help="the file where the model server's image wrote its --version and --list-devices "
+        "answer on this machine (deploy/40-agent.yaml's server-probe); the report carries it",
+    )
+    parser.add_argument(
+        "--server-image", default="the model server", help="that image's name, as reported"
+    )
     args = parser.parse_args(argv)
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retry warnings are not our lines
 
@@ -136,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 say=say,
             ),
             memory=memory,
+            server=None if args.server_answer is None else server_answer(args),
         )
     except NodeauError as exc:
         print(f"{PROG}: {exc.one_line()}", file=sys.stderr)

@@ -34,6 +34,7 @@ from nodeau.apps.agent.memory import PodMemoryWatch
 from nodeau.apps.machine_report import build_report
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.model_info import ModelSummary
+from nodeau.domain.model_server import ServerAbilities
 from nodeau.ports.cluster import (
     ClusterError,
     ClusterRefused,
@@ -75,9 +76,13 @@ class Agent:
         clock: Callable[[], datetime],
         copies: CopyWorker | None = None,
         memory: PodMemoryWatch | None = None,
+        server: Callable[[], ServerAbilities | None] | None = None,
     ) -> None:
+        """``server``: what this machine's model server says it can use, read each round
+        (the probe's answer); None: not known here, and the report says nothing of it."""
         self.machine = machine
         self.memory = memory
+        self.server = server
         self.copies = copies
         self.connect = connect
         self.inventory = inventory
@@ -124,10 +129,13 @@ class Agent:
         except NodeauError as exc:
             return self._failed(f"cannot report: {exc.one_line()}")
         held = {a.id for a in built.report.artifacts}
+        server, unasked = self._server()
+        problems += unasked
         report = evolve(
             built.report,
             copies=tuple(p for p in progress if p.artifact not in held),
             pods=pods,
+            server=server,
         )
         try:
             link.reports.publish(report)
@@ -145,6 +153,18 @@ class Agent:
         self.published = True
         self._say((*problems, *built.problems))
         return True
+
+    def _server(self) -> tuple[ServerAbilities | None, tuple[str, ...]]:
+        """What the model server says it can use, and a line when that cannot be read."""
+        if self.server is None:
+            return None, ()
+        try:
+            said = self.server()
+        except NodeauError as exc:
+            return None, (f"the model server's answer is left out: {exc.one_line()}",)
+        if said is None:
+            return None, ("the model server has not answered yet (its probe wrote nothing)",)
+        return said, ()
 
     def _take_requests(
         self, link: Link, catalog: Catalog, problems: tuple[str, ...]

@@ -30,6 +30,7 @@ def install(
     cpu: bool = False,
     cuda_arch: str | None = None,
     jobs: int | None = None,
+    fetch_only: bool = False,
     json: bool = False,
 ) -> int:
     """Build llama.cpp's llama-server into your cache (reused once built).
@@ -48,6 +49,9 @@ def install(
         Compute capabilities to build for, comma separated (e.g. 80,86,89,90); implies --cuda.
     jobs
         Compiles run at once (default: one per core).
+    fetch_only
+        Fetch and check what the build needs (the sources; for CUDA the toolkit), build
+        nothing: to build later without a network.
     json
         Print what was built as JSON.
     """
@@ -64,6 +68,17 @@ def install(
         raise SettingsError(choice)
     builder = _builder(jobs)
     print(f"nodeau server install: {choice.why}", file=sys.stderr)
+    if fetch_only:
+        with build_progress() as progress:
+            source, toolkit = builder.fetch(choice.ask, progress)
+        fetched = {"sources": str(source), "toolkit": toolkit.describe() if toolkit else None}
+        if json:
+            print(to_json(fetched))
+        else:
+            print(f"fetched and checked, nothing built: llama.cpp sources in {source}")
+            if toolkit:
+                print(f"  toolkit  {toolkit.describe()}")
+        return 0
     with build_progress() as progress:
         built = builder.install(choice.ask, progress)
     if json:

@@ -27,7 +27,7 @@ from types import FrameType
 from nodeau.adapters.kube.client import connect
 from nodeau.adapters.kube.lease import KubeLeaderLease, field_manager
 from nodeau.adapters.kube.pods import NODEAU_IMAGE, PodImages
-from nodeau.adapters.kube.resources import SERVER_IMAGE
+from nodeau.adapters.kube.resources import CUDA_SERVER_IMAGE, SERVER_IMAGE
 from nodeau.apps.controller.bootstrap import DEFAULT_WORKERS, kube_controller
 from nodeau.apps.controller.leadership import Leadership, serve
 from nodeau.apps.controller.loop import Controller
@@ -80,8 +80,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--server-image",
         default=SERVER_IMAGE,
-        help=f"the model server's image, entrypoint llama-server (default {SERVER_IMAGE}; "
-        "a node with NVIDIA cards needs a CUDA build, docs/images.md)",
+        help=f"the model server's image for simulated cards and the CPU, entrypoint "
+        f"llama-server (default {SERVER_IMAGE})",
+    )
+    p.add_argument(
+        "--cuda-server-image",
+        default=CUDA_SERVER_IMAGE,
+        help="the model server's image for real NVIDIA cards, built with CUDA (default "
+        f"{CUDA_SERVER_IMAGE}; an empty value: none, so no real card is placed on)",
+    )
+    p.add_argument(
+        "--cuda-runtime-class",
+        default=None,
+        help="the RuntimeClass of a model server's Pod on a real card (default: the cluster's "
+        "default runtime, which must then be NVIDIA's)",
     )
     p.add_argument(
         "--worker-image",
@@ -127,7 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         return kube_controller(
             connection.api, clock=utc_now, identity=args.identity, log=log,
             fence=leadership.fence,
-            images=PodImages(server=args.server_image, nodeau=args.worker_image),
+            images=PodImages(
+                server=args.server_image,
+                cuda_server=args.cuda_server_image or None,
+                nodeau=args.worker_image,
+                cuda_runtime_class=args.cuda_runtime_class or None,
+            ),
             workers=args.workers,
             # elected: no other controller writes for longer than the renew deadline
             sole_writer_for=timedelta(seconds=terms.renew_deadline_s),

@@ -78,7 +78,7 @@ class CopyKeeper:
                 plan = planning(
                     ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health,
                     fleet=fleet, plan=inputs.plan, organisation=inputs.organisation,
-                    table=inputs.table,
+                    table=inputs.table, cuda_image=inputs.cuda_image,
                 )  # fmt: skip
                 found = plan.unwrap() if isinstance(plan, Success) else None
                 plans[key] = (

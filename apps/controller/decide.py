@@ -58,6 +58,7 @@ from nodeau.domain.health import MachineHealth
 from nodeau.domain.limits import WorkloadAsk as RequestShape
 from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, predictor
 from nodeau.domain.model_info import ModelSummary, runtime_config
+from nodeau.domain.model_server import server_exclusions
 from nodeau.domain.organisation import Organisation, Spending, check_requester, check_shape
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import PlanTerms
@@ -225,10 +226,12 @@ def planning(
     fleet: Fleet | None = None,
     proved: Proved | None = None,
     cards: Callable[[Ledger], FreeCards] | None = None,
+    cuda_image: bool = False,
 ) -> Result[Planning, Refusal]:
     """What admission and placement read for ``ask``, or why nothing can be decided
     (``fleet``: ``fleet_of(reports, marks)`` when the caller made it already; ``proved``:
-    what a new service's task is checked against, None for no check)."""
+    what a new service's task is checked against, None for no check; ``cuda_image``: a
+    CUDA model-server image is configured, without which no real card is placed on)."""
     fleet = fleet if fleet is not None else fleet_of(reports, marks)
     in_fleet = frozenset(m.name for m in fleet.machines)
     on_nodes = tuple(rep for rep in reports if rep.reading.machine in in_fleet)
@@ -264,6 +267,13 @@ def planning(
         drained=marks.drained,
         health={m: h.state for m, h in health.items()},
         limits=org.limits,
+    )
+    servers = {rep.reading.machine: rep.server for rep in on_nodes if rep.server is not None}
+    out = {m for m, _ in excluded}
+    excluded += tuple(
+        (m, why)
+        for m, why in server_exclusions(fleet.machines, servers, cuda_image=cuda_image)
+        if m not in out
     )
     request = AdmissionRequest(
         workload=ask.name,
@@ -311,6 +321,7 @@ def decider(
     fleet: Fleet | None = None,
     cards: Callable[[Ledger], FreeCards] | None = None,
     plans: MutableMapping[PlanKey, Result[Planning, Refusal]] | None = None,
+    cuda_image: bool = False,
 ) -> Decide:
     """The ``decide(snapshot)`` that ``StateStore.admit`` runs for one object (``spent``:
     what the workloads holding a card spend, when the snapshot carries no records;
@@ -332,6 +343,7 @@ def decider(
             fleet=fleet,
             proved=proved,
             cards=cards,
+            cuda_image=cuda_image,
         )
         if plans is not None:
             plans[key] = found

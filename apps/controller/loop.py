@@ -174,6 +174,7 @@ class Controller:
             ).terms,
             organisation=self.ports.organisation.read(),
             table=self._measurements(),
+            cuda_image=self.ports.pods.serves_real_cards,
         )
 
     def _measurements(self) -> MeasuredTable:

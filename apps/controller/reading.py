@@ -48,6 +48,7 @@ class FleetInputs:
     plan: PlanTerms  # the plan in force: its bounds apply to every placement
     organisation: Organisation  # its limits apply to every placement
     table: MeasuredTable = field(factory=MeasuredTable)  # peaks measured on its cards
+    cuda_image: bool = False  # a CUDA model-server image is configured: real cards may serve
 
 
 def proved_reader(

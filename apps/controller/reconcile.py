@@ -76,6 +76,7 @@ from nodeau.domain.lifecycle import (
     same_end,
     with_state,
 )
+from nodeau.domain.model_server import uses_card
 from nodeau.domain.records import Admission
 from nodeau.domain.recovery import left_behind, with_recovery
 from nodeau.domain.refusals import Refusal
@@ -184,7 +185,12 @@ class Reconciler:
             if obj is None or obj.deleting or record is None:
                 return
         record = self._recovery_choice(obj, record)
-        self._drive(obj, record, reading.health().get(record.workload.machine))
+        w = record.workload
+
+        def on_card() -> bool:  # read only to make a server: a decided workload reads no fleet
+            return not w.on_cpu and uses_card(reading.machines().locate(w.gpu_uuid), w.gpu_uuid)
+
+        self._drive(obj, record, reading.health().get(w.machine), on_card)
 
     def _recovery_choice(self, obj: WorkloadObject, record: WorkloadRecord) -> WorkloadRecord:
         """The spec's recovery choice into the record, when a person changed it; nothing
@@ -232,6 +238,7 @@ class Reconciler:
                 fleet=reading.machines(),
                 cards=reading.free_cards,
                 plans=reading.plans,
+                cuda_image=inputs.cuda_image,
             )
             match self._store.admit(obj.name, in_turn(decide, turn)):
                 case Failure(Refusal() as refusal):
@@ -246,7 +253,11 @@ class Reconciler:
         return True
 
     def _drive(
-        self, obj: WorkloadObject, record: WorkloadRecord, health: MachineHealth | None
+        self,
+        obj: WorkloadObject,
+        record: WorkloadRecord,
+        health: MachineHealth | None,
+        on_card: Callable[[], bool],
     ) -> None:
         w = record.workload
         machine = None if health is None else health.state
@@ -260,7 +271,10 @@ class Reconciler:
             self._fence(obj, health)
             return
         phase = ServerPhase.ABSENT if pod is None else pod.phase
-        if needs_server(w.state, phase, machine, in_place=True) and self._pods.create(record, obj):
+        made = needs_server(w.state, phase, machine, in_place=True) and self._pods.create(
+            record, obj, on_card=on_card()
+        )
+        if made:
             self.event(
                 obj, "Started", f"model server created on {w.machine} ({short_gpu(w.gpu_uuid)})"
             )
@@ -455,3 +469,4 @@ class Reconciler:
         if self._pods.read(kind, name) is not None:
             self._pods.delete(kind, name)
             self._log(f"{KIND_NAMES[kind]} {name} is gone; its model server is deleted")
+

@@ -118,6 +118,7 @@ class Recoverer:
                 plan=inputs.plan,
                 organisation=inputs.organisation,
                 table=inputs.table,
+                cuda_image=inputs.cuda_image,
             )
             decision = placed_or_held(w, plan, health, now, ledger, control_plane)
         decision = guarded(decision, w, alarm)

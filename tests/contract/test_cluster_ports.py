@@ -328,8 +328,8 @@ def test_a_server_is_made_once_runs_and_goes(cluster: Harness) -> None:
     owner = cluster.objects.get(SERVICE, "chat")
     assert owner is not None
     assert cluster.pods.read(SERVICE, "chat") is None
-    assert cluster.pods.create(record, owner) is True
-    assert cluster.pods.create(record, owner) is False
+    assert cluster.pods.create(record, owner, on_card=False) is True
+    assert cluster.pods.create(record, owner, on_card=False) is False
     made = cluster.pods.read(SERVICE, "chat")
     assert made is not None
     assert (made.workload, made.kind, made.machine, made.gpu_uuid) == (
@@ -364,7 +364,7 @@ def test_every_server_is_read_at_once_as_each_reads_alone(cluster: Harness) -> N
         owner = cluster.objects.get(SERVICE, name)
         assert owner is not None
         owners.append(owner)
-        assert cluster.pods.create(record, owner) is True
+        assert cluster.pods.create(record, owner, on_card=False) is True
     # once both run (a kubelet moves a server on between two reads otherwise)
     cluster.settle(
         lambda: all(s.phase is ServerPhase.READY for s in cluster.pods.read_all()),
@@ -418,7 +418,7 @@ def running_server(cluster: Harness) -> None:
     cluster.objects.create(service())
     record = admitted(cluster).record
     owner = cluster.objects.get(SERVICE, "chat")
-    assert owner is not None and cluster.pods.create(record, owner)
+    assert owner is not None and cluster.pods.create(record, owner, on_card=False)
 
     def ready() -> bool:
         now = cluster.pods.read(SERVICE, "chat")

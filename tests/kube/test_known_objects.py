@@ -100,7 +100,7 @@ def test_a_servers_change_is_learnt_from_a_list_and_from_the_watch(
     owner = objects.get(SERVICE, "chat")
     assert owner is not None
     pods.read_all()
-    assert pods.create(record, owner) is True
+    assert pods.create(record, owner, on_card=False) is True
     made = pods.read(SERVICE, "chat")
     assert made is not None and made.phase is ServerPhase.STARTING  # its own write's answer
     fresh = KubeServerPods(fresh_fleet)

@@ -488,11 +488,17 @@ class FakeServerPods:
     """``ServerPods`` in a dict; ``run``, ``end``, ``report`` and ``write_log`` stand for the
     machine running them (its kubelet)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, serves_real_cards: bool = True) -> None:
         self.pods: dict[tuple[WorkloadKind, str], ServerPod] = {}
         self.logs: dict[tuple[WorkloadKind, str], list[str]] = {}
         self.logs_unserved: set[str] = set()  # machines whose kubelet gives no logs
         self.forced = 0  # servers taken out without their machine's word
+        self._real_cards = serves_real_cards  # a CUDA server image is configured
+        self.on_card: dict[tuple[WorkloadKind, str], bool] = {}  # each Pod: on its card?
+
+    @property
+    def serves_real_cards(self) -> bool:
+        return self._real_cards
 
     def read(self, kind: WorkloadKind, workload: str) -> ServerPod | None:
         return self.pods.get((kind, workload))
@@ -500,10 +506,11 @@ class FakeServerPods:
     def read_all(self) -> tuple[ServerPod, ...]:
         return tuple(self.pods[key] for key in sorted(self.pods))
 
-    def create(self, record: WorkloadRecord, owner: WorkloadObject) -> bool:
+    def create(self, record: WorkloadRecord, owner: WorkloadObject, *, on_card: bool) -> bool:
         w = record.workload
         if (w.kind, w.name) in self.pods:
             return False
+        self.on_card[w.kind, w.name] = on_card
         self.pods[w.kind, w.name] = ServerPod(
             workload=w.name,
             kind=w.kind,

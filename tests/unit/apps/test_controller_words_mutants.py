@@ -289,9 +289,9 @@ class OwnedPods(FakeServerPods):
         super().__init__()
         self.owners: dict[str, str] = {}
 
-    def create(self, record: WorkloadRecord, owner: WorkloadObject) -> bool:
+    def create(self, record: WorkloadRecord, owner: WorkloadObject, *, on_card: bool) -> bool:
         self.owners[record.workload.name] = owner.uid
-        return super().create(record, owner)
+        return super().create(record, owner, on_card=on_card)
 
 
 def test_a_server_is_made_for_its_own_object() -> None:

@@ -103,10 +103,10 @@ def test_one_objects_failure_stops_none_of_the_others() -> None:
         applied(cluster, name)
     create = cluster.pods.create
 
-    def failing(record: WorkloadRecord, owner: WorkloadObject) -> bool:
+    def failing(record: WorkloadRecord, owner: WorkloadObject, *, on_card: bool) -> bool:
         if record.workload.name == "svc-1":
             raise ClusterError("the API server did not answer")
-        return create(record, owner)
+        return create(record, owner, on_card=on_card)
 
     cluster.pods.create = failing  # type: ignore[method-assign]
     lines: list[str] = []
@@ -132,9 +132,9 @@ def test_the_whole_batch_is_decided_before_any_server_is_made() -> None:
     made: list[tuple[str, int]] = []
     create = cluster.pods.create
 
-    def counting(record: WorkloadRecord, owner: WorkloadObject) -> bool:
+    def counting(record: WorkloadRecord, owner: WorkloadObject, *, on_card: bool) -> bool:
         made.append((record.workload.name, len(held_cards(cluster))))
-        return create(record, owner)
+        return create(record, owner, on_card=on_card)
 
     cluster.pods.create = counting  # type: ignore[method-assign]
     with_workers(cluster, 2).resync()
