@@ -353,6 +353,12 @@ class KubernetesPlane:
     # -- services
 
     def run(self, ask: RunAsk) -> RunOutcome:
+        if ask.on_cpu:
+            raise NotOnTheFleetYet(
+                "--cpu is not on a fleet yet: its controller places a workload on a real card "
+                "only where the machine's CUDA model server can use it, and on simulated cards "
+                "with the CPU image; nothing was created"
+            )
         if ask.allowed_origins and self._endpoints is None:
             raise NotOnTheFleetYet(
                 "--allow-origin applies to a workload's loopback endpoint, which this "

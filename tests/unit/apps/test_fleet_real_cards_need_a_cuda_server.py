@@ -10,7 +10,7 @@ runs the CUDA image with its layers on the card; a simulated card's, the CPU ima
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -23,16 +23,21 @@ from nodeau.adapters.record_json import RecordError
 from nodeau.adapters.server_abilities import answer_file, from_answer
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.apps.controller.decide import decider as controller_decider
+from nodeau.apps.planes.plane import RunAsk
 from nodeau.domain.hardware import Gpu, GpuReading, Machine, MachineReading
 from nodeau.domain.memory import GIB
 from nodeau.domain.model_server import SERVER_CANNOT, server_exclusions, uses_card
 from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.refusals import ReasonCode
+from nodeau.domain.tasks import Task
+from nodeau.domain.workloads import RecoveryMode
+from nodeau.ports.errors import NodeauError
 from tests.support.fake_cluster import FakeCluster
 from tests.support.fake_runtime import CPU_ONLY, SEES_A_CARD
 from tests.unit.adapters.test_asking_a_server_what_it_can_use import CUDA_ANSWER, CUDA_NO_CARD
 from tests.unit.apps.test_agent_memory import MACHINE, agent
 from tests.unit.apps.test_controller_decide import EMPTY, SMALL, admitted, artifact, ask, marks
+from tests.unit.apps.test_controller_reconcile import fleet_plane
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 REAL = Gpu(uuid="GPU-1111", model="NVIDIA H200", total_bytes=141 * GIB)
@@ -179,3 +184,22 @@ def test_the_agent_reports_its_probe_s_answer_and_says_when_there_is_none(
     assert probe.round()  # a failed probe: left out, said, the rest still published
     assert cluster.reports.read().reports[0].server is None
     assert "no --list-devices answer in it" in capsys.readouterr().err
+
+
+def test_cpu_asked_on_a_fleet_is_said_to_be_not_there_yet_and_creates_nothing() -> None:
+    cluster = FakeCluster(lambda: NOW)
+    cluster.add_node("m1")
+    plane = fleet_plane(cluster)
+    with pytest.raises(NodeauError, match=r"^--cpu is not on a fleet yet: .*nothing was created"):
+        plane.run(
+            RunAsk(
+                model="qwen",
+                name="chat",
+                task=Task.CHAT,
+                context_tokens=None,
+                recovery=RecoveryMode.NEVER,
+                recovery_after=timedelta(minutes=3),
+                on_cpu=True,
+            )
+        )
+    assert cluster.objects.list_all() == ()
