@@ -614,6 +614,10 @@ class KubernetesPlane:
     def admission(self, name: str) -> Admission:
         return admission_of(self._find(name))
 
+    def runtime_estimate(self, name: str) -> str:
+        self._find(name)
+        return "runtime's own estimate: none (not asked on a fleet: the model server is a Pod's)"
+
     def qualify(
         self, model: str, context_tokens: int | None, seed: int | None = None
     ) -> QualificationView | Refused:

@@ -483,6 +483,37 @@ class MachinePlane:
             raise UnknownWorkload(f"no workload called {name!r}; nodeau ps lists them")
         return self._parts.state.admission(name)
 
+    def runtime_estimate(self, name: str) -> str:
+        from pathlib import Path
+
+        from nodeau.adapters.progress import size_text
+        from nodeau.adapters.runtime_estimate import RuntimeEstimate
+        from nodeau.adapters.runtime_estimate import runtime_estimate as fit_estimate
+        from nodeau.ports.runtime import ServerSpec
+
+        record = self.admission(name).record
+        w = record.workload
+        running = record.server.command if record.server is not None else ()
+        program = Path(running[0]) if running and "llama_cpp.server" not in running else None
+        if program is None:
+            program = Path(self._parts.server.program)
+        on_card = not (self.simulated or w.on_cpu)
+        spec = ServerSpec(
+            name=name,
+            model_path=Path(record.model_path),
+            config=record.config,
+            gpu_uuid=w.gpu_uuid if on_card else None,
+            log_path=Path("/dev/null"),
+        )
+        shown = {**self._settings.environ, "CUDA_VISIBLE_DEVICES": w.gpu_uuid if on_card else ""}
+        said = fit_estimate(program, spec, shown)
+        if not isinstance(said, RuntimeEstimate):
+            return f"runtime's own estimate: none ({said})"
+        return (
+            f"runtime's own estimate: {size_text(said.bytes)} of {said.where} memory "
+            f"({Path(said.tool).name}, whole MiB, asked now; the admission figure is above)"
+        )
+
     def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
         self._permit("set-recovery")
         from nodeau.apps.planes.recovery import held_service, set_in_store

@@ -390,6 +390,11 @@ class Plane(Protocol):
         """The recorded admission of a workload (``service/placement explain``)."""
         ...
 
+    def runtime_estimate(self, name: str) -> str:
+        """llama.cpp's own memory estimate of the workload's configuration, asked now, as one
+        line labelled the runtime's (never the admission figure); or why there is none."""
+        ...
+
     def machines(self) -> FleetListing:
         """Every machine, its health, marks, policy and cards."""
         ...

@@ -85,6 +85,11 @@ def test_run_serve_explain_and_stop(cli: Cli, tmp_path: Path) -> None:
     assert explain.returncode == 0, explain.stderr
     for term in ("weights", "kv cache", "compute buffer", "margin", "estimated", "SIMULATED"):
         assert term in explain.stdout
+    # llama.cpp's own estimate, beside ours and labelled as the runtime's
+    [second] = [line for line in explain.stdout.splitlines() if "runtime's own estimate" in line]
+    assert second.startswith(
+        "runtime's own estimate: "
+    ) and " of host memory (llama-fit-params" in (second), second
     placement = cli("placement", "explain", "tiny")
     assert "why: pack" in placement.stdout
 

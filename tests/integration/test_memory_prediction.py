@@ -10,7 +10,9 @@ repacked copy of some quantised weights: a CPU-only duplicate, like the AMX one 
 NOTES-llamacpp.md, that no card has). The model's own predicted terms (weights + KV
 cache + compute buffer + output buffer; the runtime footprint and margin are separate
 allowances) must never be under the sum of the buffers it reports, and at most 20% over
-(15% for generated llama shapes).
+(15% for generated llama shapes). llama.cpp's own estimate (``llama-fit-params`` beside the
+server, in whole MiB) is recorded beside it as a second opinion: the admission figure (every
+term, allowances and margin included) must never be under it by more than the margin.
 
 Run with ``-s`` to see the table of predicted and reported figures.
 """
@@ -30,6 +32,7 @@ from attrs import frozen
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.llama_server import free_port, server_command
 from nodeau.adapters.runtime_buffers import ReportedBuffers, reported_buffers
+from nodeau.adapters.runtime_estimate import RuntimeEstimate, runtime_estimate
 from nodeau.domain.memory import MIB, Allowances, RuntimeConfig, estimate_peak
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import ServerSpec
@@ -155,8 +158,11 @@ def _wait_ready(process: subprocess.Popen[bytes], port: int) -> None:
 def table() -> Iterator[list[str]]:
     rows: list[str] = []
     yield rows
-    print("\n| shape | context | task | fa | reported MiB | predicted MiB | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "\n| shape | context | task | fa | reported MiB | predicted MiB | ratio "
+        "| runtime's estimate MiB | admission MiB |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 
@@ -188,10 +194,16 @@ def test_prediction_covers_what_llama_server_reports_and_not_much_more(
     prediction = estimate_peak(arch, model.stat().st_size, config, Allowances())
     predicted = sum(t.bytes for t in prediction.terms if t.name in MODEL_TERMS)
     ratio = predicted / reported.total_bytes
+    fit = runtime_estimate(binary, spec, {**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert isinstance(fit, RuntimeEstimate), fit
+    assert fit.where == "host"  # the CPU build: its estimate is of the host's memory
     table.append(
         f"| {shape} | {context} | {task.value} | {'on' if flash else 'off'} "
-        f"| {reported.total_bytes / MIB:.2f} | {predicted / MIB:.2f} | {ratio:.3f} |"
+        f"| {reported.total_bytes / MIB:.2f} | {predicted / MIB:.2f} | {ratio:.3f} "
+        f"| {fit.bytes / MIB:.0f} | {prediction.total_bytes / MIB:.2f} |"
     )
+    margin = sum(t.bytes for t in prediction.terms if t.name == "margin")
+    assert prediction.total_bytes >= fit.bytes - margin, (fit, prediction)
     assert predicted >= reported.total_bytes, (reported, prediction)
     limit = GENERATED_OVER if SHAPES[shape].generated else REAL_OVER
     assert predicted <= limit * reported.total_bytes, (reported, prediction)

@@ -1,0 +1,83 @@
+"""llama.cpp's own memory estimate of a configuration: ``llama-fit-params``, a second opinion.
+
+The fit tool beside a llama-server (our builds have it) loads the model's metadata without
+its weights and says what the configuration would use (``projected to use N MiB of host
+memory`` on the CPU, ``of device memory`` on a card) and its memory breakdown per device.
+Only the flags it knows of the server's command line are passed: the task's
+(``--embeddings``, ``--rerank``) are not, so an embedding model's output buffer is not in it.
+It is labelled the runtime's estimate; admission never uses it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from attrs import frozen
+
+from nodeau.adapters.llama_server import server_command
+from nodeau.ports.runtime import ServerSpec
+
+FIT = "llama-fit-params"
+TIMEOUT_S = 120.0
+_MIB = 1024 * 1024
+_PROJECTED = re.compile(r"projected to use (\d+) MiB of (host|device) memory")
+_TAKES_VALUE = frozenset(
+    {
+        "--model", "--ctx-size", "--parallel", "--batch-size", "--ubatch-size",
+        "--cache-type-k", "--cache-type-v", "--flash-attn", "--n-gpu-layers",
+    }
+)  # fmt: skip
+
+
+@frozen(kw_only=True)
+class RuntimeEstimate:
+    """What llama.cpp's fit says a configuration uses: bytes (whole MiB) and where."""
+
+    bytes: int
+    where: str  # "host" (the CPU's memory) or "device" (the cards')
+    tool: str  # the fit binary that said it
+
+
+def fit_binary(server: Path) -> Path | None:
+    """The fit tool beside ``server`` (None: it has none)."""
+    beside = server.parent / FIT
+    return beside if beside.is_file() else None
+
+
+def fit_command(fit: Path, spec: ServerSpec) -> list[str]:
+    """The fit tool's command for the configuration ``server_command`` would serve."""
+    served = server_command(Path("llama-server"), spec, 0)[1:]
+    kept: list[str] = []
+    for at, flag in enumerate(served):
+        if flag in _TAKES_VALUE:
+            kept += [flag, served[at + 1]]
+    return [str(fit), *kept, "--log-verbosity", "4"]
+
+
+def runtime_estimate(
+    server: Path, spec: ServerSpec, environ: Mapping[str, str]
+) -> RuntimeEstimate | str:
+    """llama.cpp's estimate of ``spec`` through the fit tool beside ``server``, or why there
+    is none (one line)."""
+    fit = fit_binary(server)
+    if fit is None:
+        return f"no {FIT} beside {server}"
+    try:
+        done = subprocess.run(
+            fit_command(fit, spec),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+            env=dict(environ),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{fit} did not answer: {exc}"
+    said = _PROJECTED.search(done.stdout + done.stderr)
+    if said is None:
+        last = ((done.stderr or done.stdout).strip().splitlines() or ["nothing"])[-1]
+        return f"{fit} gave no estimate (exit {done.returncode}): {last}"
+    return RuntimeEstimate(bytes=int(said.group(1)) * _MIB, where=said.group(2), tool=str(fit))
