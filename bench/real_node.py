@@ -200,9 +200,9 @@ def kubelet_config(work: Path, sock: Path, address: str) -> Path:
 
 
 def deploy_documents(cluster: Cluster, images: tuple[str, str]) -> list[dict[str, Any]]:
-    """deploy/ as shipped, but for the two differences this node needs (the module's
+    """deploy/ as shipped, but for the differences this node needs (the module's
     docstring): host network and the API server's loopback address for the agent and the
-    controller, and a simulated card for the agent."""
+    controller, and a simulated card for the agent (so no probe of the CUDA image)."""
     api_port = cluster.server.rsplit(":", 1)[1]
     documents = list(manifest_documents(MANIFESTS))
     for doc in documents:
@@ -211,6 +211,17 @@ def deploy_documents(cluster: Cluster, images: tuple[str, str]) -> list[dict[str
         pod = doc["spec"]["template"]["spec"]
         pod["hostNetwork"] = True
         pod["dnsPolicy"] = "ClusterFirstWithHostNet"
+        # a simulated card needs no CUDA image: its probe (and the answer it writes) go
+        pod["initContainers"] = [
+            c for c in pod.get("initContainers", []) if c["name"] != "server-probe"
+        ]
+        for container in pod["containers"]:
+            container["args"] = [
+                a for a in container.get("args", []) if not a.startswith("--server-")
+            ]
+            container["volumeMounts"] = [
+                m for m in container.get("volumeMounts", []) if m["name"] != "server-probe"
+            ]
         for container in pod["containers"]:
             env = container.setdefault("env", [])
             env += [{"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},

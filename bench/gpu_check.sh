@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The check that needs a real NVIDIA card (docs/adr/0019), as one prepared command for a lent
+# device machine (16 cores, an H200, CUDA 13.0's nvcc, no network). Never part of the tests.
+#
+#   bench/gpu_check.sh --prepare   # here: writes .gpucheck/ (git-ignored; about 40 MiB)
+#   bench/gpu_check.sh             # there, with .gpucheck carried: results under $OUT
+#
+# --prepare packs what the device lacks: the CUDA llama-server built here (bin/ of
+# `nodeau server install --cuda-arch 90`), the llama.cpp sources without models and docs
+# (to build there if the carried binary does not run on its system), and the wheels of the
+# Python packages its image does not hold. On the device it runs, in about 8 minutes:
+#   1. the NVML adapter's contract against the real card (tests/contract/test_gpu_inventory.py);
+#   2. `nodeau server install` finding that build, `environment`, `models import`, `run`, and
+#      the openai client answering from the card; `ps` and `service explain`;
+#   3. bench/gpu_memory.py: predicted vs NVML peak for the admission matrix (--quick when
+#      less than 5 minutes are left), its table into $OUT/memory-h200.md.
+set -uo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+pack="$here/.gpucheck"
+WHEELS="attrs cattrs returns cyclopts docstring-parser rich-rst gguf starlette uvicorn
+httptools python-multipart openai pydantic pydantic-core jiter distro typing-inspection
+annotated-types cryptography jsonschema jsonschema-specifications referencing rpds-py"
+
+if [ "${1:-}" = --prepare ]; then
+  set -e
+  grep -qx '/.gpucheck/' "$here/.git/info/exclude" 2>/dev/null || echo /.gpucheck/ >>"$here/.git/info/exclude"
+  rm -rf "$pack" && mkdir -p "$pack/whl"
+  . "$here/scripts/_venv"
+  built=$(nodeau server install --cuda-arch 90 --json)
+  bin=$(printf '%s' "$built" | python -c 'import json, sys; print(json.load(sys.stdin)["binary"])')
+  tar -C "$(dirname "$bin")" -cJf "$pack/cuda-bin.tar.xz" .
+  src="$(dirname "$(dirname "$(dirname "$bin")")")/src/vendor/llama.cpp"
+  tar -C "$src" --exclude=./models --exclude=./docs --exclude=./media --exclude=./tests \
+    --exclude=./.git -cJf "$pack/llama-src.tar.xz" .
+  for name in $WHEELS; do
+    version=$(python -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p')
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+      --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+      --platform manylinux2014_x86_64 --platform any -d "$pack/whl" "$name${version:+==$version}"
+  done
+  du -sh "$pack"
+  exit 0
+fi
+
+out="${OUT:-/tmp/gpu-check}"; mkdir -p "$out"
+started=$(date +%s)
+left() { echo $(( 540 - ($(date +%s) - started) )); }
+log="$out/gpu-check.log"
+exec > >(tee -a "$log") 2>&1
+cd "$here"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+  "$pack"/whl/*.whl || exit 1
+export PYTHONPATH="/tmp/site:$here/.typecheck:$here" PYTHONUNBUFFERED=1
+export XDG_CACHE_HOME=/tmp/cache NODEAU_HOME=/tmp/nodeau-home NODEAU_MACHINE=h200
+nodeau() { python3 -c 'from nodeau.apps.cli.main import run; run()' "$@"; }
+# the CUDA runtime libraries: the image's own (PyTorch's nvidia-* packages)
+cuda_libs=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))')
+export LD_LIBRARY_PATH="$cuda_libs:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv
+
+echo "== 1. the carried CUDA build, or one made here"
+home=$XDG_CACHE_HOME/nodeau/llama-server/0.3.36
+mkdir -p "$home/cuda-90/bin" && tar -C "$home/cuda-90/bin" -xJf "$pack/cuda-bin.tar.xz"
+server="$home/cuda-90/bin/llama-server"
+if ! "$server" --list-devices | grep -q CUDA0; then
+  echo "the carried binary does not see the card here: building with this machine's nvcc"
+  mkdir -p "$home/src/vendor/llama.cpp" && tar -C "$home/src/vendor/llama.cpp" -xJf "$pack/llama-src.tar.xz"
+  touch "$home/src.unpacked"
+  rm -rf "$home/cuda-90"
+  nodeau server install --cuda-arch 90 --jobs "$(nproc)" || exit 1
+fi
+"$server" --list-devices | tee "$out/list-devices.txt"
+export NODEAU_LLAMA_SERVER="$server"
+
+echo "== 2. the NVML adapter's contract on the real card"
+python3 -m pytest -q -p no:cacheprovider tests/contract/test_gpu_inventory.py 2>&1 | tail -5
+
+echo "== 3. run on the card, and the openai client's answer"
+python3 - <<'PY'
+from pathlib import Path
+from tests.support.tiny_gguf import write_tiny_llama
+write_tiny_llama(Path("/tmp/tiny.gguf"), n_layers=4, n_embd=256, n_head=8, n_head_kv=2,
+                 n_ff=512, quant="q8_0", context=4096)
+PY
+nodeau environment
+nodeau models import /tmp/tiny.gguf --alias tiny
+nodeau run tiny --unproved --context 4096 --json > "$out/run.json"
+nodeau ps
+nodeau service explain tiny
+python3 - "$out/run.json" <<'PY'
+import json, sys
+import openai
+endpoint = json.load(open(sys.argv[1]))["workload"]["endpoint"]
+reply = openai.OpenAI(base_url=endpoint, api_key="local").chat.completions.create(
+    model="tiny", messages=[{"role": "user", "content": "hello"}], max_tokens=8)
+print("answered from the card:", repr(reply.choices[0].message.content), reply.usage)
+PY
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv
+nodeau stop tiny --workload
+
+echo "== 4. predicted vs NVML peak ($(left) s left)"
+quick=""; [ "$(left)" -lt 300 ] && quick=--quick
+timeout "$(( $(left) > 30 ? $(left) - 20 : 10 ))" python3 bench/gpu_memory.py --server "$server" \
+  --out "$out/memory-h200.md" $quick
+echo "done in $(( $(date +%s) - started )) s"
