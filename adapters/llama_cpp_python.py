@@ -20,9 +20,9 @@ Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
 - Its settings are also read from environment variables of the same names
   (``PORT``, ``HOST``, ``CONFIG_FILE``, ``API_KEY``...; ``PORT``, ``HOST`` and
   ``CONFIG_FILE`` even win over the command line): they are not passed on.
-- libllama comes from ``LLAMA_CPP_LIB_PATH`` (the build of
-  scripts/build-llama-server, unless already set), as the package is installed
-  without its own copy (one compile for both servers).
+- libllama comes from ``LLAMA_CPP_LIB_PATH`` (a ``nodeau server install`` build,
+  unless already set), as scripts/build-llama-server installs the package without its
+  own copy (one compile for both servers).
 """
 
 from __future__ import annotations

@@ -255,7 +255,7 @@ def main() -> int:
     binary = find_llama_server(os.environ)
     if binary is None or not binary.is_file():
         raise SystemExit(
-            "no llama-server: run scripts/build-llama-server or set NODEAU_LLAMA_SERVER"
+            "no llama-server: run `nodeau server install --cpu` or set NODEAU_LLAMA_SERVER"
         )
     for i in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="nodeau-recovery-bench-") as tmp:

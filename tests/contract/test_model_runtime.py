@@ -32,7 +32,7 @@ def runtime(request: pytest.FixtureRequest) -> Iterator[ModelRuntime]:
         return
     binary = find_llama_server(os.environ)
     if binary is None:
-        pytest.fail("no llama-server: run scripts/build-llama-server (README)")
+        pytest.fail("no llama-server: run `nodeau server install --cpu` (README)")
     yield LlamaServerRuntime(binary)
 
 

@@ -49,7 +49,7 @@ OLD, NEW = "127.0.0.2", "127.0.0.3"
 def llama_server() -> Path:
     found = find_llama_server(os.environ)
     if found is None or not found.is_file():  # a failure under CI=true and elsewhere alike
-        pytest.fail("no llama-server: run scripts/build-llama-server or set NODEAU_LLAMA_SERVER")
+        pytest.fail("no llama-server: run `nodeau server install --cpu` or set NODEAU_LLAMA_SERVER")
     return found
 
 
