@@ -20,24 +20,19 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from nodeau.adapters.cuda_toolkit import found_toolkit, wheel_toolkit
 from nodeau.adapters.llama_build import LLAMA_CPP_PYTHON, TARGETS, cmake_flags
 from nodeau.domain.model_server import BuildAsk
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.cli import timed
+
 NODEAU = Path(sys.executable).parent / "nodeau"
 GOAL = 1.10
-
-
-def timed(command: list[str], env: dict[str, str]) -> float:
-    began = time.monotonic()
-    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.monotonic() - began
 
 
 def main() -> int:
