@@ -113,6 +113,11 @@ class FakeNvml:
             total=card["total"], free=card["free"], used=card["total"] - card["free"]
         )
 
+    def nvmlDeviceGetCudaComputeCapability(self, handle: int) -> tuple[int, int]:
+        self._call("nvmlDeviceGetCudaComputeCapability")
+        capability: tuple[int, int] = self.cards[handle].get("capability", (9, 0))
+        return capability
+
     def nvmlDeviceGetComputeRunningProcesses(self, handle: int) -> list[SimpleNamespace]:
         self._call("nvmlDeviceGetComputeRunningProcesses")
         return [
@@ -398,6 +403,37 @@ def test_the_real_nvml_library_lists_processes_only_where_the_nvidia_driver_is_l
     else:
         cards = {r.gpu.uuid for r in inventory.read().gpus}
         assert all(p.gpu_uuid in cards and p.pid > 0 for p in listed)
+
+
+def test_nvml_compute_capabilities_are_named_as_cmake_names_them_by_uuid() -> None:
+    nvml = two_cards()
+    nvml.cards[1]["capability"] = (8, 9)
+    assert NvmlGpuInventory("node-a", nvml=nvml).compute_capabilities() == {
+        H100_UUID: "90",
+        L4_UUID: "89",
+    }
+    assert (nvml.inits, nvml.shutdowns) == (1, 1)
+    absent = FakeNvml([], fail={"nvmlInit": nvml_error(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)})
+    assert NvmlGpuInventory("node-a", nvml=absent).compute_capabilities() == {}
+    lost = two_cards(fail={"nvmlDeviceGetCudaComputeCapability": nvml_error(
+        pynvml.NVML_ERROR_GPU_IS_LOST)})  # fmt: skip
+    with pytest.raises(HardwareError, match=r"^NVML on node-a: cannot read compute capabilities"):
+        NvmlGpuInventory("node-a", nvml=lost).compute_capabilities()
+
+
+@pytest.mark.parametrize("here", [HERE])
+def test_the_real_nvml_library_reads_compute_capabilities_only_where_the_driver_is(
+    here: str,
+) -> None:
+    """What ``nodeau server install --cuda`` builds for: nothing without a driver (id
+    ``no-nvidia-driver``), every card's capability by its UUID with one."""
+    inventory = NvmlGpuInventory("here")
+    found = inventory.compute_capabilities()
+    if here == "no-nvidia-driver":
+        assert found == {}
+    else:
+        assert set(found) == {r.gpu.uuid for r in inventory.read().gpus}
+        assert all(c.isdigit() and int(c) >= 50 for c in found.values())
 
 
 # -- simulated hardware ------------------------------------------------------------------------
