@@ -9,9 +9,9 @@ builds and which model server ``nodeau run`` would start.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from cyclopts import App
+from cyclopts import App, Parameter
 
 from nodeau.apps.cli.render import table, to_json
 
@@ -26,11 +26,11 @@ server_app = App(name="server", help="The model server Nodeau runs: install it, 
 @server_app.command(name="install")
 def install(
     *,
-    cuda: bool = False,
-    cpu: bool = False,
+    cuda: Annotated[bool, Parameter(negative="")] = False,
+    cpu: Annotated[bool, Parameter(negative="")] = False,
     cuda_arch: str | None = None,
     jobs: int | None = None,
-    fetch_only: bool = False,
+    fetch_only: Annotated[bool, Parameter(negative="")] = False,
     json: bool = False,
 ) -> int:
     """Build llama.cpp's llama-server into your cache (reused once built).
