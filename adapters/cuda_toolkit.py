@@ -1,9 +1,8 @@
 """The CUDA toolkit a CUDA build compiles with: one found on the machine, or PyPI's wheels.
 
-Found: ``$CUDA_HOME``, ``$CUDA_PATH``, ``nvcc`` on ``$PATH``, ``/usr/local/cuda``. Else
-NVIDIA's CUDA 13 wheels (the CUDA 12 wheels carry no ``nvcc``), pinned by SHA-256 and
-unpacked into one root in the cache, with the folder and library names CMake and nvcc
-look for. The driver library is the machine's own when it has one (docs/adr/0019).
+Found: ``$CUDA_HOME``, ``$CUDA_PATH``, ``nvcc`` on ``$PATH``, ``/usr/local/cuda``; else
+NVIDIA's CUDA 13 wheels, pinned by SHA-256 and unpacked into one root with the names CMake
+and nvcc look for, and the machine's driver library when it has one (docs/adr/0019).
 """
 
 from __future__ import annotations

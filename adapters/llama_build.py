@@ -1,10 +1,8 @@
 """Building llama.cpp's llama-server from the llama-cpp-python sdist, into the user's cache.
 
-One sdist, pinned by SHA-256, is fetched and unpacked once; each flavour (``cpu``,
-``cuda-90``...) is a CMake build folder beside it, compiled with ccache when there is
-one, and finished only when its record (``nodeau-build.json``) is written, last. A
-second install of a finished flavour builds nothing; an interrupted one goes on from
-what it compiled. The flags come from docs/notes-llamacpp.md and docs/adr/0019.
+The sdist (SHA-256 pinned) is unpacked once; each flavour (``cpu``, ``cuda-90``) is a CMake
+build folder beside it, finished only once its record is written, last: a finished one is
+reused, an interrupted one goes on. Flags and reasons: docs/adr/0019.
 """
 
 from __future__ import annotations

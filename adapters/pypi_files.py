@@ -1,9 +1,8 @@
 """Fetching one file from a Python package index (httpx), pinned by its SHA-256.
 
-The file is found in the index's JSON simple API (PEP 691) under its project and
-name, written beside its destination as it arrives and hashed on the way, and
-moved into place only when its SHA-256 is the pinned one: a mirror is fine, a
-changed or truncated file never counts. ``PIP_INDEX_URL`` names the index as for pip.
+Found in the index's JSON simple API (PEP 691; ``$PIP_INDEX_URL`` names a mirror), hashed
+as it arrives beside its destination, and moved into place only when its SHA-256 is the
+pinned one: a changed or truncated file never counts.
 """
 
 from __future__ import annotations

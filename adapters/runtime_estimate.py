@@ -1,11 +1,8 @@
 """llama.cpp's own memory estimate of a configuration: ``llama-fit-params``, a second opinion.
 
-The fit tool beside a llama-server (our builds have it) loads the model's metadata without
-its weights and says what the configuration would use (``projected to use N MiB of host
-memory`` on the CPU, ``of device memory`` on a card) and its memory breakdown per device.
-Only the flags it knows of the server's command line are passed: the task's
-(``--embeddings``, ``--rerank``) are not, so an embedding model's output buffer is not in it.
-It is labelled the runtime's estimate; admission never uses it.
+The fit tool beside a llama-server projects what a configuration uses from the model's
+metadata alone (``projected to use N MiB of host|device memory``). It takes no task flags,
+so an embedding model's output buffer is not in it; admission never uses it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Asking a llama-server binary what it can use: its version, backends and devices.
 
-``--version`` names the build, ``--list-devices`` the devices its backends see (a backend
-that sees none says why on stderr), and the libraries it links name the backends built in.
-Answers are kept per binary (path, size, modification time) and per set of cards it was
-shown, in one JSON file, so asking again costs a file read.
+``--version``, ``--list-devices`` (and CUDA's reason when it sees no card) and the libraries
+it links; or the same answer as a probe wrote it on a fleet's machine. Kept per binary and
+per cards shown in one JSON file, so asking again costs a file read.
 """
 
 from __future__ import annotations

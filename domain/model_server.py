@@ -1,9 +1,8 @@
 """What a model server can use, and the rule that a real card goes only to one that can.
 
-A model server's abilities are what its binary says of itself: the backends built
-into it and the devices it sees. A card that is not simulated is given only to a
-server with a CUDA backend that sees a CUDA device; otherwise the run is refused
-(``capacity.server-cannot-use-card``) unless it asked for the CPU.
+A server's abilities are what its binary says: its backends and the devices it sees. A
+real card goes only to a CUDA server that sees a CUDA device, else the run is refused
+(``capacity.server-cannot-use-card``) unless it asked for the CPU (docs/adr/0019).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """``nodeau server install|list``: the model server that comes with Nodeau.
 
-``install`` builds llama.cpp's llama-server from the pinned llama-cpp-python sdist into
-the user's cache, for CUDA where this machine has NVIDIA cards (or ``--cuda-arch``), for
-the CPU otherwise, and says what it built; a finished build is reused. ``list`` shows the
-builds and which model server ``nodeau run`` would start.
+``install`` builds llama-server from the pinned llama-cpp-python sdist into the user's
+cache, for CUDA where this machine has NVIDIA cards (or ``--cuda-arch``), else the CPU, and
+says what it built; ``list`` shows the builds and which server ``nodeau run`` starts.
 """
 
 from __future__ import annotations
