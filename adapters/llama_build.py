@@ -75,6 +75,9 @@ def cmake_flags(
             f"-DCMAKE_CUDA_ARCHITECTURES={';'.join(ask.cuda_archs)}",
             f"-DCUDAToolkit_ROOT={toolkit.root}",
             f"-DCMAKE_CUDA_COMPILER={toolkit.nvcc}",
+            # nvcc names the toolkit's library folder as implicit, so CMake leaves it out of
+            # the run path: without it the link of llama-server cannot find libcudart
+            f"-DCMAKE_BUILD_RPATH={toolkit.root / 'lib64'};{toolkit.root / 'lib'}",
         ]
         if driver is not None:
             flags.append(f"-DCUDA_cuda_driver_LIBRARY={driver}")

@@ -47,6 +47,7 @@ def test_a_cuda_build_names_its_toolkit_and_architectures() -> None:
         "-DCUDAToolkit_ROOT=/tk",
         "-DCMAKE_CUDA_COMPILER=/tk/bin/nvcc",
         "-DCUDA_cuda_driver_LIBRARY=/usr/lib/libcuda.so.1",
+        "-DCMAKE_BUILD_RPATH=/tk/lib64;/tk/lib",  # where the binary finds libcudart
     } <= set(flags)
     assert "-DGGML_CUDA_NO_VMM=ON" not in flags
 
