@@ -18,7 +18,7 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 pack="$here/.gpucheck"
 WHEELS="attrs cattrs returns cyclopts docstring-parser rich-rst gguf starlette uvicorn
-httptools python-multipart openai pydantic pydantic-core jiter distro typing-inspection
+httptools openai pydantic pydantic-core jiter distro typing-inspection
 annotated-types cryptography jsonschema jsonschema-specifications referencing rpds-py"
 
 if [ "${1:-}" = --prepare ]; then
@@ -30,10 +30,14 @@ if [ "${1:-}" = --prepare ]; then
   bin=$(printf '%s' "$built" | python -c 'import json, sys; print(json.load(sys.stdin)["binary"])')
   tar -C "$(dirname "$bin")" -cJf "$pack/cuda-bin.tar.xz" .
   src="$(dirname "$(dirname "$(dirname "$bin")")")/src/vendor/llama.cpp"
-  tar -C "$src" --exclude=./models --exclude=./docs --exclude=./media --exclude=./tests \
-    --exclude=./.git -cJf "$pack/llama-src.tar.xz" .
+  # (only what a CUDA build reads: no models, docs, web UI or other backends' sources)
+  skip=(./models ./docs ./media ./tests ./.git ./tools/ui)
+  for backend in cann et hexagon metal opencl openvino sycl virtgpu vulkan webgpu zdnn musa; do
+    skip+=("./ggml/src/ggml-$backend")
+  done
+  tar -C "$src" "${skip[@]/#/--exclude=}" -cJf "$pack/llama-src.tar.xz" .
   for name in $WHEELS; do
-    version=$(python -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p')
+    version=$(python -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
       --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
       --platform manylinux2014_x86_64 --platform any -d "$pack/whl" "$name${version:+==$version}"
