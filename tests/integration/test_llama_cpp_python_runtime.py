@@ -28,7 +28,7 @@ from nodeau.adapters.llama_cpp_python import (
     child_environment,
     server_command,
 )
-from nodeau.adapters.llama_server import LIB_ENV, ModelServer, choose_runtime
+from nodeau.adapters.llama_server import LIB_ENV, ModelServer, choose_runtime, find_llama_server
 from nodeau.domain.memory import CacheType, RuntimeConfig, kv_cells
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerSpec
@@ -37,16 +37,22 @@ from tests.support.tiny_gguf import write_tiny_llama
 READY_S = 60.0  # generous: a tiny model is ready in about a second
 INSTALL_HOW = (
     "llama-cpp-python's server is not usable here: run scripts/build-llama-server (it installs "
-    "llama-cpp-python[server] into this Python, sharing llama-server's build)"
+    "llama-cpp-python[server] into this Python, sharing the build of nodeau server install)"
 )
 
 
 def llama_cpp_python_runtime(
     inventory_memory: Callable[[int], int | None] | None = None,
 ) -> LlamaCppPythonRuntime:
-    """The runtime ``choose_runtime`` picks with no llama-server configured or on PATH."""
+    """The runtime ``choose_runtime`` picks with no llama-server configured, on PATH or
+    installed, on the library of the llama-server build it shares (``LLAMA_CPP_LIB_PATH``,
+    as scripts/build-llama-server installs it)."""
+    built = find_llama_server(os.environ)
     env = {k: v for k, v in os.environ.items() if k != "NODEAU_LLAMA_SERVER"}
     env["PATH"] = str(Path(sys.executable).parent)
+    env["NODEAU_LLAMA_CACHE"] = str(Path(sys.executable).parent / "no-installs-here")
+    if built is not None:
+        env.setdefault(LIB_ENV, str(built.parent))
     chosen = choose_runtime(env)
     if (
         not isinstance(chosen, Success)
