@@ -324,10 +324,17 @@ def serving(
     )
 
 
+class Stopper(Protocol):
+    """Stops a recorded model server (any runtime's: its record names the process)."""
+
+    def stop(self, server: RunningServer, grace_s: float) -> None: ...
+
+
 def stop_workload(
-    name: str, *, state: StateStore, runtime: ModelRuntime, now: Callable[[], datetime]
+    name: str, *, state: StateStore, runtime: Stopper, now: Callable[[], datetime]
 ) -> WorkloadRecord:
-    """Stop the model server and free the card."""
+    """Stop the model server and free the card: the record is all it needs (``runtime``
+    stops the process it names; no model server need be installed)."""
     record = state.snapshot().named(name)
     if record is not None and record.server is not None:
         runtime.stop(record.server, grace_s=10.0)

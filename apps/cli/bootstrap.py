@@ -23,7 +23,7 @@ from nodeau.apps.settings import (
 )
 
 if TYPE_CHECKING:
-    from nodeau.adapters.llama_server import RuntimeChoice
+    from nodeau.adapters.llama_server import LocalServerProcesses, RuntimeChoice
     from nodeau.apps.cli.cluster_plane import PlaneChoice
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
@@ -116,6 +116,12 @@ class LazyMachineParts:
         return LlamaServerRuntime(
             choice.program, inventory_memory=memory, environ=self._settings.environ
         )
+
+    @cached_property
+    def processes(self) -> LocalServerProcesses:
+        from nodeau.adapters.llama_server import LocalServerProcesses
+
+        return LocalServerProcesses(self._settings.environ)
 
     @cached_property
     def endpoints(self) -> Endpoints:

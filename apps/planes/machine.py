@@ -71,7 +71,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.apps.models import Resolved
     from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.plane import Explanation, OrganisationView
-    from nodeau.apps.serving import Rules, RunRequest
+    from nodeau.apps.serving import Rules, RunRequest, Stopper
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
@@ -120,6 +120,12 @@ class MachineParts(Protocol):
     @property
     def server(self) -> ServerAbilities:
         """What that model server can use, as it says (a SettingsError when none is found)."""
+        ...
+
+    @property
+    def processes(self) -> Stopper:
+        """What stops a recorded model server by its process, whichever runtime made it:
+        stopping needs no model server installed."""
         ...
 
     @property
@@ -472,7 +478,7 @@ class MachinePlane:
                 "at once; --workload frees the card)"
             )
         released = stop_workload(
-            name, state=self._parts.state, runtime=self._parts.runtime, now=self._clock
+            name, state=self._parts.state, runtime=self._parts.processes, now=self._clock
         )
         return f"{name}: endpoint and model stopped; {released.workload.gpu_uuid} is free"
 

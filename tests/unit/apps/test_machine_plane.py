@@ -84,6 +84,10 @@ class Parts:
     def server(self) -> ServerAbilities:
         return self.runtime.abilities
 
+    @property
+    def processes(self) -> FakeModelRuntime:
+        return self.runtime  # what stops its servers
+
     @cached_property
     def models(self) -> ModelServices:
         s = self.settings
