@@ -209,7 +209,9 @@ def service_explain(name: str, /, *, json: bool = False) -> int:
         return 0
     simulated = any("SIM-GPU" in c.gpu_uuid for c in admission.admitted.cards)
     print("\n".join(admission_lines(admission, simulated)))
-    print(plane().runtime_estimate(name))
+    second = plane().runtime_estimate(name)
+    if second is not None:
+        print(second)
     return 0
 
 

@@ -614,9 +614,8 @@ class KubernetesPlane:
     def admission(self, name: str) -> Admission:
         return admission_of(self._find(name))
 
-    def runtime_estimate(self, name: str) -> str:
-        self._find(name)
-        return "runtime's own estimate: none (not asked on a fleet: the model server is a Pod's)"
+    def runtime_estimate(self, name: str) -> str | None:
+        return None  # the model server is a Pod's: nothing here to ask
 
     def qualify(
         self, model: str, context_tokens: int | None, seed: int | None = None

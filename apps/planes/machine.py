@@ -489,7 +489,7 @@ class MachinePlane:
             raise UnknownWorkload(f"no workload called {name!r}; nodeau ps lists them")
         return self._parts.state.admission(name)
 
-    def runtime_estimate(self, name: str) -> str:
+    def runtime_estimate(self, name: str) -> str | None:
         from pathlib import Path
 
         from nodeau.adapters.progress import size_text
@@ -514,7 +514,7 @@ class MachinePlane:
         shown = {**self._settings.environ, "CUDA_VISIBLE_DEVICES": w.gpu_uuid if on_card else ""}
         said = fit_estimate(program, spec, shown)
         if not isinstance(said, RuntimeEstimate):
-            return f"runtime's own estimate: none ({said})"
+            return None  # a second opinion only: the admission figure stands alone
         return (
             f"runtime's own estimate: {size_text(said.bytes)} of {said.where} memory "
             f"({Path(said.tool).name}, whole MiB, asked now; the admission figure is above)"

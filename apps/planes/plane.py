@@ -390,9 +390,10 @@ class Plane(Protocol):
         """The recorded admission of a workload (``service/placement explain``)."""
         ...
 
-    def runtime_estimate(self, name: str) -> str:
+    def runtime_estimate(self, name: str) -> str | None:
         """llama.cpp's own memory estimate of the workload's configuration, asked now, as one
-        line labelled the runtime's (never the admission figure); or why there is none."""
+        line labelled the runtime's (never the admission figure); None where this plane
+        cannot ask (a fleet's server is a Pod's) or the runtime gave none."""
         ...
 
     def machines(self) -> FleetListing:

@@ -317,9 +317,11 @@ print(json.dumps({"pid": s.pid, "port": s.port, "at": s.started_at.isoformat(),
     env = dict(os.environ)
     if isinstance(runtime, LlamaServerRuntime):
         env["NODEAU_LLAMA_SERVER"] = runtime.command(spec_for(tmp_path, model), 1)[0]
-    else:
+    else:  # as the embedded server is chosen: nothing of ours installed, its library named
         env.pop("NODEAU_LLAMA_SERVER", None)
         env["PATH"] = str(Path(sys.executable).parent)  # no llama-server on it
+        env["NODEAU_LLAMA_CACHE"] = str(tmp_path / "no-installs")
+        env.setdefault("LLAMA_CPP_LIB_PATH", str(llama_server_binary().parent))
     done = subprocess.run(
         [sys.executable, "-c", starter, str(model), str(tmp_path / "s.log")],
         env=env,
@@ -421,7 +423,9 @@ def test_a_missing_model_is_said_plainly(tmp_path: Path, runtime: ServerProcessR
 
 def test_a_missing_binary_is_said_plainly(tmp_path: Path) -> None:
     nowhere = LlamaServerRuntime(tmp_path / "no-llama-server")
-    with pytest.raises(RuntimeFailure, match="no llama-server executable there; build it"):
+    with pytest.raises(
+        RuntimeFailure, match="no llama-server executable there; build one with `nodeau server"
+    ):
         nowhere.start(spec_for(tmp_path, tiny_model(tmp_path)), READY_S)
 
 

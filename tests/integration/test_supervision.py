@@ -32,6 +32,7 @@ from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.llama_server import LlamaServerRuntime, LocalServerProcesses
 from nodeau.adapters.model_server_process import exit_path, server_alive, server_exit
+from nodeau.adapters.server_abilities import ask_binary
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_marks import SqliteMarks
 from nodeau.adapters.sqlite_state import SqliteStateStore
@@ -46,6 +47,7 @@ from nodeau.apps.planes.plane import BatchAsk, BatchSubmitted, RunAsk, Started
 from nodeau.apps.serving import Supervisor
 from nodeau.apps.settings import settings_from
 from nodeau.domain.batches import BatchRequest
+from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.restarts import RestartPolicy
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import ExitKind, RecoveryMode, ServerExit, WorkloadState
@@ -119,6 +121,13 @@ class Parts:
         self.runtime = LlamaServerRuntime(binary)
         self.endpoints = Endpoints()
         self.inventory = SimulatedGpuInventory("m1", "1 x 24 GiB")
+        self.processes = LocalServerProcesses()  # what stops a recorded server
+        self._binary = binary
+
+    @cached_property
+    def server(self) -> ServerAbilities:
+        """What the real llama-server says it can use (simulated cards: it is shown none)."""
+        return ask_binary(self._binary, {"CUDA_VISIBLE_DEVICES": ""})
 
     @cached_property
     def models(self) -> ModelServices:

@@ -34,8 +34,10 @@ from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.qualifications import MEASUREMENTS_CONFIGMAP, KubeQualificationRecords
 from nodeau.adapters.kube.reports import KubeMachineReports, read_reports
+from nodeau.adapters.kube.resources import CUDA_SERVER_IMAGE
 from nodeau.adapters.nvml_inventory import NvmlGpuInventory
 from nodeau.adapters.pod_cgroup import ProcCgroupPods
+from nodeau.adapters.server_abilities import from_answer
 from nodeau.adapters.sqlite_registry import SqliteRegistry
 from nodeau.apps.agent.agent import Agent, Link
 from nodeau.apps.agent.memory import PodMemoryWatch
@@ -93,6 +95,12 @@ class Machine:
             inventory=inventory, store=store, registry=registry,
             catalog=JsonCatalogFile(catalog), inspector=GgufModelInspector(), clock=now,
             memory=self.watch,
+            # what the CUDA image's probe says on a machine with this card
+            server=lambda: from_answer(
+                "version: 0.5.0-dev (build 1, commit 0c1e570)\n"
+                f"Available devices:\n  CUDA0: {CARD} (24576 MiB, 24000 MiB free)\n",
+                CUDA_SERVER_IMAGE,
+            ),
         )  # fmt: skip
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._rounds, name="m1-agent")
