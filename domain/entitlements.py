@@ -251,7 +251,11 @@ def clock_moved_back(now: datetime, anchor: datetime | None, tolerance: timedelt
 
 
 def grace_end(entitlement: Entitlement, timing: Timing = TIMING) -> datetime:
-    """When new decisions stop using the entitlement's terms: its expiry plus the grace."""
+    """When new decisions stop using the entitlement's terms: its expiry plus the grace, or
+    the last moment a date can name when that sum is beyond it (an expiry of 9999-12-31)."""
+    last = datetime.max.replace(tzinfo=entitlement.not_after.tzinfo)
+    if entitlement.not_after > last - timing.grace:
+        return last
     return entitlement.not_after + timing.grace
 
 

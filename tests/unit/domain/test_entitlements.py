@@ -89,6 +89,15 @@ def test_codes_are_stable() -> None:
     ]
 
 
+def test_an_entitlement_good_until_the_last_day_a_date_can_name_is_accepted() -> None:
+    forever = pro(not_after=datetime(9999, 12, 31, 23, 59, tzinfo=UTC))
+    status = effective_terms(forever, SignatureVerdict.VALID, HERE, INSIDE)
+    assert (status.terms, status.reason) == (PRO, EntitlementReason.ACCEPTED)
+    assert "entitled until 9999-12-31T23:59:00+00:00" in status.sentence
+    late = datetime(9999, 12, 31, 23, 59, 30, tzinfo=UTC)  # past it, inside the grace
+    assert effective_terms(forever, SignatureVerdict.VALID, HERE, late).terms == PRO
+
+
 def test_accepted_entitlement_gives_its_plan() -> None:
     status = effective_terms(pro(), SignatureVerdict.VALID, HERE, INSIDE)
     assert status == EntitlementStatus(
