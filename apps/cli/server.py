@@ -35,8 +35,8 @@ def install(
     """Build llama.cpp's llama-server into your cache (reused once built).
 
     With neither --cuda nor --cpu: CUDA for this machine's NVIDIA cards when it has any,
-    else the CPU. A CPU build takes about 8-15 minutes on 2 cores; a CUDA build for one
-    architecture much longer (docs/adr/0019 has the figures).
+    else the CPU. A CPU build takes about 5-10 minutes on 2 cores, a CUDA build for one
+    architecture about 45 (docs/adr/0019 has the figures).
 
     Parameters
     ----------
