@@ -18,6 +18,7 @@ import uuid
 
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.memory import GIB
+from nodeau.domain.model_server import SIMULATED_UUID_PREFIX
 
 SPEC_FORM = (
     'expected "<count> x <size> GiB", several joined by commas (e.g. "1 x 24 GiB, 1 x 16 GiB")'
@@ -65,7 +66,7 @@ def parse_simulated_spec(text: str) -> tuple[int, ...]:
 
 def simulated_uuid(machine: str, index: int) -> str:
     """The stable UUID of the simulated card at ``index`` on ``machine``."""
-    return f"SIM-GPU-{uuid.uuid5(_NAMESPACE, f'{machine}/{index}')}"
+    return f"{SIMULATED_UUID_PREFIX}{uuid.uuid5(_NAMESPACE, f'{machine}/{index}')}"
 
 
 class SimulatedGpuInventory:

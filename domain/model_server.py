@@ -196,7 +196,7 @@ SERVER_CANNOT = "its model server cannot use its cards"
 SIMULATED_UUID_PREFIX = "SIM-GPU-"  # simulated cards' UUIDs (never an NVIDIA one, GPU-...)
 
 
-def simulated_card(uuid: str) -> bool:
+def _simulated_card(uuid: str) -> bool:
     """Whether a card's UUID is a simulated card's: its model server runs on the CPU."""
     return uuid.startswith(SIMULATED_UUID_PREFIX)
 
@@ -234,5 +234,5 @@ def uses_card(found: tuple[Machine, Gpu] | None, gpu_uuid: str) -> bool:
     """Whether a workload's model server uses its card: a real one, as its machine's report
     names it (a card no report names: a real one unless its UUID is a simulated card's)."""
     if found is None:
-        return not simulated_card(gpu_uuid)
+        return not _simulated_card(gpu_uuid)
     return not found[1].simulated
