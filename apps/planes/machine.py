@@ -502,7 +502,10 @@ class MachinePlane:
         running = record.server.command if record.server is not None else ()
         program = Path(running[0]) if running and "llama_cpp.server" not in running else None
         if program is None:
-            program = Path(self._parts.server.program)
+            try:
+                program = Path(self._parts.server.program)
+            except NodeauError:
+                return None  # no model server here to ask: explaining needs none
         on_card = not (self.simulated or w.on_cpu)
         spec = ServerSpec(
             name=name,
