@@ -117,8 +117,7 @@ def choose_runtime(
     ``llama-server`` on ``$PATH``; the newest build of ``nodeau server install`` (a CUDA one
     first when ``prefer_cuda``: this machine has NVIDIA cards; a CPU one first otherwise);
     llama-cpp-python's server when the ``llama_cpp`` package is installed (with libllama
-    from ``$LLAMA_CPP_LIB_PATH``, the package itself or the newest build). Failure: how to
-    get one.
+    from ``$LLAMA_CPP_LIB_PATH`` or the package itself). Failure: how to get one.
 
     ``has_llama_cpp`` (default: whether this Python finds the package, without importing it)
     and ``python`` (default: this Python) are for tests."""

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.planes.plane import Plane
     from nodeau.domain.catalog import Catalog
+    from nodeau.domain.hardware import MachineReading
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.ports.entitlements import EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
@@ -85,18 +86,22 @@ class LazyMachineParts:
         return SqliteMarks(self._settings.state_path)
 
     @cached_property
+    def _cards(self) -> MachineReading:
+        """The cards as read once for choosing the model server and asking it (NVML)."""
+        return self.inventory.read()
+
+    @cached_property
     def choice(self) -> RuntimeChoice:
         """The model server this machine runs: a CUDA build first where it has real cards."""
         from nodeau.apps.machine import model_server
 
-        real = bool(self.inventory.read().real_cards)
-        return model_server(self._settings.environ, prefer_cuda=real)
+        return model_server(self._settings.environ, prefer_cuda=bool(self._cards.real_cards))
 
     @cached_property
     def server(self) -> ServerAbilities:
         from nodeau.apps.machine import server_abilities
 
-        return server_abilities(self.choice, self.inventory.read(), self._settings.environ)
+        return server_abilities(self.choice, self._cards, self._settings.environ)
 
     @cached_property
     def runtime(self) -> ModelRuntime:

@@ -49,7 +49,8 @@ def test_a_cpu_only_server_is_refused_the_card_and_nothing_is_recorded(tmp_path:
     assert "`nodeau server install --cuda`" in outcome.refusal.sentence
     assert parts.state.snapshot().workloads == ()
     assert parts.state.snapshot().ledger.reservations == ()
-    assert parts.runtime.started == []
+    launched = parts.runtime.started
+    assert launched == []  # no model server was started
     assert plane.workloads() == ()
 
 
