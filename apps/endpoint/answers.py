@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from attrs import frozen
+from attrs import field, frozen
 from starlette.responses import JSONResponse, Response
 
 from nodeau.apps.endpoint.model_server import BadAnswer, NoFreeConnection, UpstreamError
@@ -41,6 +41,7 @@ class Upstream:
     task: Task
     model_name: str
     started_at: datetime | None = None  # the model's "created" in /v1/models when known
+    api_key: str | None = field(default=None, repr=False)  # what the model server asks for
 
 
 @frozen(kw_only=True)

@@ -217,7 +217,15 @@ class ProxiedRoute:
             return
         assert endpoint.connections is not None, "the lifespan sets the connections"
         await exchange(
-            endpoint.connections, found.base_url, self._path, headers, body, scope, receive, send
+            endpoint.connections,
+            found.base_url,
+            self._path,
+            headers,
+            body,
+            scope,
+            receive,
+            send,
+            api_key=found.api_key,
         )
 
 

@@ -71,7 +71,15 @@ _HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
-_NOT_FORWARDED = _HOP_BY_HOP | {b"host", b"origin", b"content-length", b"expect"}
+# the caller's own credentials stay here: upstream, only the model server's key is sent
+_NOT_FORWARDED = _HOP_BY_HOP | {
+    b"host",
+    b"origin",
+    b"content-length",
+    b"expect",
+    b"authorization",
+    b"x-api-key",
+}
 _CORS = b"access-control-"
 
 log = logging.getLogger("nodeau.endpoint")
@@ -182,8 +190,11 @@ async def exchange(
     scope: Scope,
     receive: Receive,
     send: Send,
+    *,
+    api_key: str | None = None,
 ) -> None:
-    """Send the request to ``path`` on the model server at ``base_url`` and relay its answer
+    """Send the request to ``path`` on the model server at ``base_url`` (with its
+    ``api_key``, when it has one) and relay its answer
     to ``send``; a client that leaves (``CLIENT_GONE``, or ``receive``, says so) cancels it
     wherever it waits. A model server not reached, or not answering in HTTP, is a 502
     (``answers.unreachable``)."""
@@ -209,6 +220,8 @@ async def exchange(
     try:
         try:
             target = upstream_target(base_url, path, scope["query_string"])
+            if api_key is not None:
+                headers = [*headers, (b"authorization", b"Bearer " + api_key.encode())]
             answer = await connections.send(target, scope["method"].encode(), headers, body)
         except UpstreamError as exc:
             unwatch()

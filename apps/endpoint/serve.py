@@ -129,6 +129,7 @@ def upstream_from_state(
             task=record.config.task,
             model_name=name,
             started_at=record.server.started_at,
+            api_key=record.server.api_key,
         )
 
     return lookup
