@@ -108,6 +108,7 @@ class LlamaCppPythonRuntime(ServerProcessRuntime):
     server_name = "llama-cpp-python's server"
     ready_path = "/v1/models"  # it listens only once the model is loaded
     bind_failure = "address already in use"
+    key_variable = "API_KEY"
 
     def __init__(
         self,

@@ -43,10 +43,12 @@ from nodeau.adapters.model_server_process import (
     SOURCE_RSS_SIMULATED,
     SOURCE_RSS_UNLISTED,
     ServerProcessRuntime,
+    found_servers,
     free_port,
     log_excerpt,
     server_alive,
     server_exit,
+    servers_under,
     stop_server,
 )
 from nodeau.domain.tasks import Task
@@ -84,6 +86,7 @@ NO_SERVER = (
     "llama-server, or put llama-server on PATH"
 )
 ALL_LAYERS = "999"  # more layers than any model has: every layer on the card
+NO_ORIGIN = "http://nodeau.invalid"  # the only origin the server allows: no page has it
 
 _VERSION_PART = re.compile(r"\d+")
 _LIBLLAMA = "libllama.so"
@@ -255,6 +258,9 @@ def server_command(binary: Path, spec: ServerSpec, port: int) -> tuple[str, ...]
         "--n-gpu-layers", ALL_LAYERS if spec.gpu_uuid is not None else "0",
         "--fit", "off",
         "--no-ui",
+        # no web page may read it: the endpoint is the only way in for a browser
+        "--cors-origins", NO_ORIGIN,
+        "--no-cors-credentials",
         "--offline",
         "--log-colors", "off",
     ]  # fmt: skip
@@ -285,6 +291,7 @@ class LlamaServerRuntime(ServerProcessRuntime):
     server_name = "llama-server"
     ready_path = "/health"  # 503 while loading, 200 when ready
     bind_failure = "couldn't bind"
+    key_variable = "LLAMA_API_KEY"
 
     def __init__(
         self,
@@ -374,3 +381,10 @@ class LocalServerProcesses:
 
     def stop(self, server: RunningServer, grace_s: float) -> None:
         stop_server(server, grace_s)
+
+    def found(self, name: str, model_path: str) -> tuple[RunningServer, ...]:
+        return found_servers(name, model_path)
+
+    def under(self, models_root: Path) -> tuple[tuple[str, RunningServer], ...]:
+        """Every model server of a model under ``models_root``, with its workload's name."""
+        return servers_under(models_root)

@@ -18,6 +18,9 @@ Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
 - How a server ended is kept: its launcher leaves a reaper that writes the exit status
   (code or signal, and when) to ``<log>.exit.json`` (``nodeau.adapters.detached``);
   ``server_exit`` reads it for the server it names, or says there is none.
+- Each start has a key of its own (``RunningServer.api_key``), given to the server in its
+  environment, never on its command line: a request without it is refused (401), so only
+  the endpoint and Nodeau's own clients, which read it from the record, are answered.
 - ``start`` tells ``launched`` about each process it launches before it waits for it, so
   a caller can record it at once: a start interrupted half-way leaves a server someone
   knows about.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shlex
 import socket
 import subprocess
@@ -117,6 +121,59 @@ def server_exit(
     return None
 
 
+def found_servers(name: str, model_path: str) -> tuple[RunningServer, ...]:
+    """The model servers running now for workload ``name`` of ``model_path`` (any
+    runtime's), whether a record names them or not: what an interrupted start left."""
+    return tuple(
+        server
+        for alias, server in _servers(lambda model: model == model_path)
+        if alias == name
+    )
+
+
+def servers_under(models_root: Path) -> tuple[tuple[str, RunningServer], ...]:
+    """Every model server running now of a model file under ``models_root`` (one home's),
+    with the workload name it serves, whether a record names it or not."""
+    root = str(models_root).rstrip("/") + "/"
+    return _servers(lambda model: model.startswith(root))
+
+
+def _servers(
+    model_matches: Callable[[str], bool],
+) -> tuple[tuple[str, RunningServer], ...]:
+    def matches(argv: tuple[str, ...]) -> bool:
+        model = _value_of(argv, "--model")
+        return _alias(argv) is not None and model is not None and model_matches(model)
+
+    return tuple(
+        (
+            _alias(p.command or ()) or "",
+            RunningServer(
+                pid=p.pid,
+                port=_port_of(p.command or ()),
+                started_at=datetime.fromtimestamp(p.created_at or 0, UTC),
+                command=p.command or (),
+                created_at=p.created_at,
+            ),
+        )
+        for p in processes.running_with(matches)
+    )
+
+
+def _port_of(argv: tuple[str, ...]) -> int:
+    port = _value_of(argv, "--port") or ""
+    return int(port) if port.isdigit() else 0
+
+
+def _alias(argv: tuple[str, ...]) -> str | None:
+    return _value_of(argv, "--alias") or _value_of(argv, "--model_alias")
+
+
+def _value_of(args: tuple[str, ...], flag: str) -> str | None:
+    at = args.index(flag) if flag in args else -1
+    return args[at + 1] if 0 <= at < len(args) - 1 else None
+
+
 def server_alive(server: RunningServer) -> bool:
     """Whether ``server``'s process still runs as it was started (any runtime's ``alive``)."""
     return processes.alive(_process(server))
@@ -147,6 +204,8 @@ class ServerProcessRuntime(ABC):
     ready_path: str
     #: what the log says when another process took the port first
     bind_failure: str
+    #: the environment variable the server reads its API key from
+    key_variable: str
 
     def __init__(
         self,
@@ -190,13 +249,15 @@ class ServerProcessRuntime(ABC):
             port = free_port()
             command = self.command(spec, port)
             offset = _begin_log(spec.log_path, command)
-            pid = self._launch(command, spec.log_path, env)
+            key = secrets.token_urlsafe(32)
+            pid = self._launch(command, spec.log_path, env | {self.key_variable: key})
             server = RunningServer(
                 pid=pid,
                 port=port,
                 started_at=datetime.now(UTC),
                 command=command,
                 created_at=processes.started(pid),
+                api_key=key,
             )
             if launched is not None:
                 try:
@@ -224,6 +285,9 @@ class ServerProcessRuntime(ABC):
 
     def alive(self, server: RunningServer) -> bool:
         return server_alive(server)
+
+    def found(self, name: str, model_path: str) -> tuple[RunningServer, ...]:
+        return found_servers(name, model_path)
 
     def stop(self, server: RunningServer, grace_s: float) -> None:
         stop_server(server, grace_s, self.server_name)
@@ -274,7 +338,8 @@ class ServerProcessRuntime(ABC):
                 if left <= 0:
                     return "timeout"
                 try:
-                    if client.get(url, timeout=min(1.0, left)).status_code == 200 and (
+                    answer = client.get(url, headers=server.auth_headers, timeout=min(1.0, left))
+                    if answer.status_code == 200 and (
                         processes.listens(_process(server), HOST, server.port) is not False
                     ):
                         return "ready"  # (a 200 from another process on our port is not)

@@ -10,7 +10,7 @@ The requests go one after another, never in parallel: a server may run a single 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import httpx
 
@@ -23,12 +23,21 @@ __all__ = ["run_probe", "run_probes"]
 
 
 def run_probes(
-    base_url: str, task: Task, model: str, rng: random.Random, *, timeout_s: float = 120.0
+    base_url: str,
+    task: Task,
+    model: str,
+    rng: random.Random,
+    *,
+    headers: Mapping[str, str] | None = None,
+    timeout_s: float = 120.0,
 ) -> tuple[ProbeResult, ...]:
     """Probe every capability a server started for ``task`` can be probed on (in
     ``probes_for`` order), with fresh content drawn from ``rng``; ``base_url`` is the
-    server's root, e.g. ``http://127.0.0.1:8080``, and ``model`` the id it answers to."""
-    return run_capabilities(base_url, probes_for(task), model, rng, timeout_s=timeout_s)
+    server's root, e.g. ``http://127.0.0.1:8080``, ``model`` the id it answers to, and
+    ``headers`` go with every request (its key)."""
+    return run_capabilities(
+        base_url, probes_for(task), model, rng, headers=headers, timeout_s=timeout_s
+    )
 
 
 def run_capabilities(
@@ -37,10 +46,13 @@ def run_capabilities(
     model: str,
     rng: random.Random,
     *,
+    headers: Mapping[str, str] | None = None,
     timeout_s: float = 120.0,
 ) -> tuple[ProbeResult, ...]:
     """Probe each of ``capabilities``, in order, on one server."""
-    with httpx.Client(base_url=base_url, timeout=timeout_s, trust_env=False) as client:
+    with httpx.Client(
+        base_url=base_url, headers=headers, timeout=timeout_s, trust_env=False
+    ) as client:
         return tuple(
             run_probe(client, challenge_for(capability, rng, model), timeout_s)
             for capability in capabilities

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Protocol
 
 from attrs import frozen
 
@@ -60,7 +61,23 @@ SAMPLE_S = 0.25  # how often a card's memory is read while the probes run
 STOP_GRACE_S = 10.0
 NAME_PREFIX = "qualify-"
 
-Probe = Callable[[str, Task, str, random.Random], tuple[ProbeResult, ...]]
+
+
+class Probe(Protocol):
+    """Each probe's result for a server at a base URL, its task, model id and randomness,
+    each request with ``headers`` (the server's key)."""
+
+    def __call__(
+        self,
+        base_url: str,
+        task: Task,
+        model: str,
+        rng: random.Random,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[ProbeResult, ...]: ...
+
+
 ReportedBytes = Callable[[Path], int | None]  # the buffers a server's log reports, if any
 
 
@@ -189,7 +206,9 @@ def _probe_one(
         serving(parts.state, name, server, endpoint_port=0, at=parts.clock())
         watch = _Peak(parts.runtime, server) if not simulated else None
         try:
-            results = parts.probe(server.base_url, task, name, rng)
+            results = parts.probe(
+                server.base_url, task, name, rng, headers=server.auth_headers
+            )
         finally:
             peak = watch.stop() if watch is not None else None
         config_key = admission.record.config.key()

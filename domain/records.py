@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from attrs import frozen
+from attrs import field, frozen
 
 from nodeau.domain.admission import Admitted
 from nodeau.domain.memory import RuntimeConfig
@@ -31,10 +31,28 @@ class RunningServer:
     # the process's start time as the system gives it (seconds since the epoch), which a
     # reused pid cannot share; None in records written before it was kept
     created_at: float | None = None
+    # the key it was started with: every request to it must carry it (None: a server
+    # started before servers had keys); never printed
+    api_key: str | None = field(default=None, repr=False)
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """The headers a request to it needs (none for a server without a key)."""
+        return {} if self.api_key is None else {"Authorization": f"Bearer {self.api_key}"}
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+
+@frozen(kw_only=True)
+class Starter:
+    """The process starting a workload's model server (``nodeau run``): while it runs, the
+    start is under way; once it is gone and the workload still starts, the start was
+    interrupted."""
+
+    pid: int
+    created_at: float | None  # its start time as the system gives it (a reused pid differs)
 
 
 @frozen(kw_only=True)
@@ -48,6 +66,7 @@ class WorkloadRecord:
     server: RunningServer | None = None
     # who asked for it, whose quotas it spends (None: recorded before requesters were)
     requester: Requester | None = None
+    starter: Starter | None = None  # what is starting its model server, while it starts
 
 
 @frozen(kw_only=True)

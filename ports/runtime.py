@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -41,10 +42,17 @@ class MemoryUse:
 class ModelRuntime(Protocol):
     """Starts and stops model servers that outlive the command that started them."""
 
-    def start(self, spec: ServerSpec, ready_timeout_s: float) -> RunningServer:
+    def start(
+        self,
+        spec: ServerSpec,
+        ready_timeout_s: float,
+        *,
+        launched: Callable[[RunningServer], None] | None = None,
+    ) -> RunningServer:
         """Start the server on a free 127.0.0.1 port and wait until it answers, at most
         ``ready_timeout_s``; on failure the process is gone and RuntimeFailure says why
-        (with the last lines of its log)."""
+        (with the last lines of its log). ``launched`` is told of each process launched
+        before its readiness is awaited (an exception out of it ends that process)."""
         ...
 
     def alive(self, server: RunningServer) -> bool:
@@ -53,6 +61,11 @@ class ModelRuntime(Protocol):
 
     def stop(self, server: RunningServer, grace_s: float) -> None:
         """Stop it cleanly: SIGTERM, then SIGKILL after ``grace_s``. A gone server is fine."""
+        ...
+
+    def found(self, name: str, model_path: str) -> tuple[RunningServer, ...]:
+        """The model servers running now for workload ``name`` of ``model_path``, whether a
+        record names them or not (what an interrupted start left)."""
         ...
 
     def memory(self, server: RunningServer) -> MemoryUse | None:

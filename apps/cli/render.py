@@ -23,8 +23,10 @@ def _converter() -> cattrs.Converter:
     from pathlib import Path
 
     import cattrs
+    from cattrs.gen import make_dict_unstructure_fn, override
 
     from nodeau.domain.artifacts import Sha256
+    from nodeau.domain.records import RunningServer
 
     converter = cattrs.Converter()
     converter.register_unstructure_hook(Sha256, lambda s: s.hex)
@@ -32,6 +34,11 @@ def _converter() -> cattrs.Converter:
     converter.register_unstructure_hook(timedelta, lambda d: d.total_seconds())
     converter.register_unstructure_hook(Fraction, lambda f: f"{f.numerator}/{f.denominator}")
     converter.register_unstructure_hook(Path, str)
+    # a model server's key is for the endpoint alone: never in what a command prints
+    converter.register_unstructure_hook(
+        RunningServer,
+        make_dict_unstructure_fn(RunningServer, converter, api_key=override(omit=True)),
+    )
     return converter
 
 

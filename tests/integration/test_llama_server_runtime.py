@@ -97,7 +97,9 @@ def spec_for(tmp_path: Path, model: Path, name: str = "tiny", **config: object) 
 
 
 def client(server: RunningServer) -> httpx.Client:
-    return httpx.Client(base_url=server.base_url, trust_env=False, timeout=30.0)
+    return httpx.Client(
+        base_url=server.base_url, headers=server.auth_headers, trust_env=False, timeout=30.0
+    )
 
 
 def live_servers_of(model: Path) -> list[int]:
@@ -141,6 +143,8 @@ def test_the_command_passes_every_admitted_setting(tmp_path: Path) -> None:
         "--n-gpu-layers", "999",
         "--fit", "off",
         "--no-ui",
+        "--cors-origins", "http://nodeau.invalid",
+        "--no-cors-credentials",
         "--offline",
         "--log-colors", "off",
     )  # fmt: skip
@@ -487,7 +491,8 @@ def test_a_port_held_by_a_ready_foreign_server_is_not_taken_for_ours(
     assert server.port != busy
     assert runtime.bind_failure in (tmp_path / "logs" / "tiny.log").read_text()
     assert runtime.alive(server)
-    assert httpx.get(server.base_url + runtime.ready_path, timeout=5).status_code == 200
+    answer = httpx.get(server.base_url + runtime.ready_path, headers=server.auth_headers, timeout=5)
+    assert answer.status_code == 200
 
 
 def test_stopping_without_grace_still_ends_the_server(

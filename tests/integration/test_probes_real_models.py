@@ -32,7 +32,7 @@ from nodeau.domain.memory import RuntimeConfig
 from nodeau.domain.probes import probes_for
 from nodeau.domain.qualification import Capability, ProbeOutcome, ProbeResult
 from nodeau.domain.tasks import Task
-from nodeau.ports.runtime import ServerSpec
+from nodeau.ports.runtime import RunningServer, ServerSpec
 from tests.support.llama import llama_server_binary
 from tests.support.real_models import SMOLLM2, fetch
 from tests.support.tiny_gguf import write_tiny_llama
@@ -70,7 +70,7 @@ def smollm2() -> Path:
 
 
 @contextmanager
-def served(binary: Path, model: Path, task: Task, logs: Path) -> Iterator[str]:
+def served(binary: Path, model: Path, task: Task, logs: Path) -> Iterator[RunningServer]:
     """A llama-server for ``task`` serving ``model`` on the CPU; stopped whatever happens."""
     runtime = LlamaServerRuntime(binary)
     spec = ServerSpec(
@@ -82,16 +82,23 @@ def served(binary: Path, model: Path, task: Task, logs: Path) -> Iterator[str]:
     )
     server = runtime.start(spec, READY_S)
     try:
-        yield server.base_url
+        yield server
     finally:
         runtime.stop(server, grace_s=2.0)
 
 
-def probe_over_seeds(url: str, task: Task) -> list[ProbeResult]:
+def probe_over_seeds(server: RunningServer, task: Task) -> list[ProbeResult]:
     return [
         result
         for seed in SEEDS
-        for result in run_probes(url, task, MODEL, random.Random(seed), timeout_s=TIMEOUT_S)
+        for result in run_probes(
+            server.base_url,
+            task,
+            MODEL,
+            random.Random(seed),
+            headers=server.auth_headers,
+            timeout_s=TIMEOUT_S,
+        )
     ]
 
 
@@ -99,8 +106,8 @@ def probe_over_seeds(url: str, task: Task) -> list[ProbeResult]:
 def test_the_random_tiny_llama_fails_every_probe(
     binary: Path, tiny_llama: Path, tmp_path: Path, task: Task
 ) -> None:
-    with served(binary, tiny_llama, task, tmp_path) as url:
-        results = probe_over_seeds(url, task)
+    with served(binary, tiny_llama, task, tmp_path) as server:
+        results = probe_over_seeds(server, task)
     assert [r.capability for r in results] == list(probes_for(task)) * len(SEEDS)
     for result in results:
         assert result.outcome is ProbeOutcome.FAILED, result
@@ -110,8 +117,8 @@ def test_the_random_tiny_llama_fails_every_probe(
 def test_smollm2_passes_chat_and_structured_output_and_fails_tools_and_vision(
     binary: Path, smollm2: Path, tmp_path: Path
 ) -> None:
-    with served(binary, smollm2, Task.CHAT, tmp_path) as url:
-        results = probe_over_seeds(url, Task.CHAT)
+    with served(binary, smollm2, Task.CHAT, tmp_path) as server:
+        results = probe_over_seeds(server, Task.CHAT)
     for result in results:
         assert result.outcome is SMOLLM2_PASSES[result.capability], result
     vision = [r for r in results if r.capability is Capability.VISION_INPUT]
@@ -130,8 +137,8 @@ def test_smollm2_passes_chat_and_structured_output_and_fails_tools_and_vision(
 def test_smollm2_fails_embed_and_rerank(
     binary: Path, smollm2: Path, tmp_path: Path, task: Task, evidence: str
 ) -> None:
-    with served(binary, smollm2, task, tmp_path) as url:
-        results = probe_over_seeds(url, task)
+    with served(binary, smollm2, task, tmp_path) as server:
+        results = probe_over_seeds(server, task)
     for result in results:
         assert result.outcome is SMOLLM2_PASSES[result.capability], result
         assert evidence in f"{result.answered} {result.why}"
@@ -141,9 +148,9 @@ def test_minilm_passes_embed_and_fails_rerank(binary: Path, tmp_path: Path) -> N
     from tests.support.real_models import fetch_minilm
 
     minilm = fetch_minilm()
-    with served(binary, minilm, Task.EMBED, tmp_path) as url:
-        embedded = probe_over_seeds(url, Task.EMBED)
-    with served(binary, minilm, Task.RERANK, tmp_path) as url:
-        reranked = probe_over_seeds(url, Task.RERANK)
+    with served(binary, minilm, Task.EMBED, tmp_path) as server:
+        embedded = probe_over_seeds(server, Task.EMBED)
+    with served(binary, minilm, Task.RERANK, tmp_path) as server:
+        reranked = probe_over_seeds(server, Task.RERANK)
     assert [r.outcome for r in embedded] == [ProbeOutcome.PASSED] * len(SEEDS), embedded
     assert [r.outcome for r in reranked] == [ProbeOutcome.FAILED] * len(SEEDS), reranked

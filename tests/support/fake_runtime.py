@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 
 from nodeau.domain.model_server import CUDA, ServerAbilities, ServerDevice
 from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
@@ -36,7 +37,13 @@ class FakeModelRuntime:
         self._alive: dict[int, int] = {}  # pid -> bytes held
         self.started: list[ServerSpec] = []
 
-    def start(self, spec: ServerSpec, ready_timeout_s: float) -> RunningServer:
+    def start(
+        self,
+        spec: ServerSpec,
+        ready_timeout_s: float,
+        *,
+        launched: Callable[[RunningServer], None] | None = None,
+    ) -> RunningServer:
         try:
             size = spec.model_path.stat().st_size
         except OSError as exc:
@@ -44,15 +51,28 @@ class FakeModelRuntime:
         pid, port = next(self._pids), next(self._ports)
         self._alive[pid] = size
         self.started.append(spec)
-        return RunningServer(
+        server = RunningServer(
             pid=pid,
             port=port,
             started_at=self._clock(),
             command=("fake-server", "--model", str(spec.model_path), "--port", str(port)),
         )
+        if launched is not None:
+            try:
+                launched(server)
+            except BaseException:
+                self._alive.pop(pid, None)
+                raise
+        return server
 
     def alive(self, server: RunningServer) -> bool:
         return server.pid in self._alive
+
+    def found(self, name: str, model_path: str) -> tuple[RunningServer, ...]:
+        return ()  # every server it starts is recorded before it could be interrupted
+
+    def under(self, models_root: Path) -> tuple[tuple[str, RunningServer], ...]:
+        return ()  # nor can its records be lost
 
     def stop(self, server: RunningServer, grace_s: float) -> None:
         self._alive.pop(server.pid, None)

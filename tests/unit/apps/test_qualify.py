@@ -10,7 +10,7 @@ are real. The real thing end to end: tests/e2e/test_qualify_cli.py.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -73,10 +73,16 @@ class CardRuntime(FakeModelRuntime):
         self.refuse = refuse
         self.stopped: list[int] = []
 
-    def start(self, spec: ServerSpec, ready_timeout_s: float) -> RunningServer:
+    def start(
+        self,
+        spec: ServerSpec,
+        ready_timeout_s: float,
+        *,
+        launched: Callable[[RunningServer], None] | None = None,
+    ) -> RunningServer:
         if spec.config.task is self.refuse:
             raise RuntimeFailure(f"{spec.name}: the model cannot serve {spec.config.task.value}")
-        return super().start(spec, ready_timeout_s)
+        return super().start(spec, ready_timeout_s, launched=launched)
 
     def stop(self, server: RunningServer, grace_s: float) -> None:
         self.stopped.append(server.pid)
@@ -87,7 +93,12 @@ class CardRuntime(FakeModelRuntime):
 
 
 def passing_chat(
-    base_url: str, task: Task, model: str, rng: random.Random
+    base_url: str,
+    task: Task,
+    model: str,
+    rng: random.Random,
+    *,
+    headers: Mapping[str, str] | None = None,
 ) -> tuple[ProbeResult, ...]:
     """Chat passes, everything else fails (what a probe client answers for such a model)."""
     assert base_url.startswith("http://127.0.0.1:")
