@@ -224,3 +224,21 @@ def _command_line(process: psutil.Process) -> tuple[str, ...]:
     while not (argv := tuple(process.cmdline())) and time.monotonic() < deadline:
         time.sleep(_EXEC_POLL_S)
     return argv
+
+
+def running_with(matches: Callable[[tuple[str, ...]], bool]) -> tuple[OurProcess, ...]:
+    """Every process of this user running now whose command line ``matches``, each as an
+    ``OurProcess`` with its start time and command line."""
+    found: list[OurProcess] = []
+    me = os.getuid()
+    for process in psutil.process_iter(["pid", "uids", "cmdline", "create_time", "status"]):
+        info = process.info
+        uids = info.get("uids")
+        argv = tuple(info.get("cmdline") or ())
+        if uids is None or uids.real != me or info.get("status") == psutil.STATUS_ZOMBIE:
+            continue
+        if argv and matches(argv):
+            found.append(
+                OurProcess(pid=info["pid"], created_at=info.get("create_time"), command=argv)
+            )
+    return tuple(found)

@@ -23,6 +23,7 @@ from nodeau.domain.aliases import AliasBook, append_only_problem
 from nodeau.domain.artifacts import Artifact, ArtifactFile, Origin, Sha256
 from nodeau.domain.memory import MeasuredKey, MeasuredTable, Measurement
 from nodeau.domain.qualification import EvidenceBook, QualificationEvidence, record
+from nodeau.ports.models import ModelError
 
 T = TypeVar("T")
 
@@ -59,13 +60,21 @@ class SqliteRegistry:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self._path, timeout=60, isolation_level=None)
+        """A connection; SQLite's failures in its use become one line naming the file."""
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA foreign_keys=ON")
-            yield db
-        finally:
-            db.close()
+            db = sqlite3.connect(self._path, timeout=60, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA foreign_keys=ON")
+                yield db
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise ModelError(
+                f"{self._path}: cannot read the model registry ({detail}); the model files are"
+                " untouched: move this file aside and import them again (nodeau models import)"
+            ) from exc
 
     def book(self) -> AliasBook:
         with self._connect() as db:

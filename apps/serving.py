@@ -45,7 +45,7 @@ from nodeau.domain.model_info import runtime_config
 from nodeau.domain.model_server import ServerAbilities, card_refusal
 from nodeau.domain.organisation import Organisation, Requester, check_run
 from nodeau.domain.plans import PlanTerms
-from nodeau.domain.records import spending
+from nodeau.domain.records import Starter, spending
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.restarts import KUBELET, RestartPolicy
 from nodeau.domain.scheduling import FleetView, Marks, exclusions, scheduled_admission
@@ -285,11 +285,28 @@ def launch_server(
         log_buffers=log_buffers,
     )
     log_dir.mkdir(parents=True, exist_ok=True)
-    state.update(name, lambda r: with_state(r, WorkloadState.STARTING, now()))
+    starter = this_starter()
+    state.update(
+        name, lambda r: evolve(with_state(r, WorkloadState.STARTING, now()), starter=starter)
+    )
+
+    def launched(server: RunningServer) -> None:
+        state.update(name, lambda r: evolve(r, server=server))
+
     try:
-        return runtime.start(spec, READY_TIMEOUT_S)
+        return runtime.start(spec, READY_TIMEOUT_S, launched=launched)
     except RuntimeFailure:
-        state.release(name, lambda r: with_state(r, WorkloadState.FAILED, now()))
+        state.release(
+            name, lambda r: with_state(evolve(r, server=None), WorkloadState.FAILED, now())
+        )
+        raise
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM, SIGHUP): nothing left on the card
+        record_now = state.snapshot().named(name)
+        if record_now is not None and record_now.server is not None:
+            runtime.stop(record_now.server, grace_s=STOP_GRACE_S)
+        state.release(
+            name, lambda r: with_state(evolve(r, server=None), WorkloadState.FAILED, now())
+        )
         raise
 
 
@@ -318,26 +335,54 @@ def serving(
         lambda r: evolve(
             r,
             server=server,
+            starter=None,
             endpoint_port=r.endpoint_port or endpoint_port,
             workload=evolve(r.workload, state=WorkloadState.SERVING, since=at),
         ),
     )
 
 
+def this_starter() -> Starter:
+    """This process, as the one starting a model server."""
+    import os
+
+    from nodeau.adapters.processes import started
+
+    return Starter(pid=os.getpid(), created_at=started(os.getpid()))
+
+
 class Stopper(Protocol):
-    """Stops a recorded model server (any runtime's: its record names the process)."""
+    """Stops a recorded model server (any runtime's: its record names the process), and
+    finds those a record may not name."""
 
     def stop(self, server: RunningServer, grace_s: float) -> None: ...
+
+    def found(self, name: str, model_path: str) -> tuple[RunningServer, ...]:
+        """The model servers running now for workload ``name`` of ``model_path``."""
+        ...
+
+
+class HomeServers(Stopper, Protocol):
+    """A ``Stopper`` that also finds every model server of one home."""
+
+    def under(self, models_root: Path) -> tuple[tuple[str, RunningServer], ...]:
+        """Every model server running now of a model under ``models_root`` (this home's),
+        with the workload name it serves."""
+        ...
 
 
 def stop_workload(
     name: str, *, state: StateStore, runtime: Stopper, now: Callable[[], datetime]
 ) -> WorkloadRecord:
     """Stop the model server and free the card: the record is all it needs (``runtime``
-    stops the process it names; no model server need be installed)."""
+    stops the process it names, and any other its search by the workload's name and model
+    file finds; no model server need be installed)."""
     record = state.snapshot().named(name)
     if record is not None and record.server is not None:
-        runtime.stop(record.server, grace_s=10.0)
+        runtime.stop(record.server, grace_s=STOP_GRACE_S)
+    if record is not None:  # and whatever an interrupted start left that no record names
+        for stray in runtime.found(name, record.model_path):
+            runtime.stop(stray, grace_s=STOP_GRACE_S)
     return state.release(
         name,
         lambda r: evolve(

@@ -36,7 +36,7 @@ from __future__ import annotations
 import enum
 from datetime import datetime, timedelta
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from nodeau.domain.health import clock_time, require_aware
 
@@ -339,6 +339,21 @@ def next_clause(w: Workload) -> str:
         WorkloadState.RUNNING: "it finishes when its last request is done",
         WorkloadState.RECOVERING: "loading its model there, and its endpoint stays the same",
     }.get(w.state, "its card is free")
+
+
+def start_interrupted(w: Workload, server_pid: int | None) -> Workload:
+    """The workload as ``nodeau ps`` shows it when the command starting its model server
+    ended before the model answered (killed): its card stays held until it is stopped."""
+    left = (
+        f"its model server (pid {server_pid}) may still run"
+        if server_pid is not None
+        else "no model server was recorded for it"
+    )
+    return evolve(
+        w,
+        next_step=f"its start was interrupted (the nodeau run starting it ended); {left}: "
+        f"nodeau stop {w.name} --workload ends it and frees the card",
+    )
 
 
 def _restarting_next(w: Workload) -> str:

@@ -94,6 +94,7 @@ def run(
         Print the result as JSON.
     """
     from nodeau.apps.cli.bootstrap import plane
+    from nodeau.apps.cli.interrupts import signals_interrupt
     from nodeau.apps.planes.plane import RunAsk
     from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
@@ -115,7 +116,17 @@ def run(
         unproved=unproved,
         on_cpu=cpu,
     )
-    return report_run(plane().run(ask), json=json)
+    with signals_interrupt():
+        try:
+            outcome = plane().run(ask)
+        except KeyboardInterrupt:
+            print(
+                f"nodeau: run {model} interrupted (nodeau ps shows whether anything of it"
+                " is left)",
+                file=sys.stderr,
+            )
+            raise
+    return report_run(outcome, json=json)
 
 
 def report_run(outcome: RunOutcome, *, json: bool) -> int:

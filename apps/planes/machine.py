@@ -34,7 +34,7 @@ Decisions recorded here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
@@ -71,7 +71,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.apps.models import Resolved
     from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.plane import Explanation, OrganisationView
-    from nodeau.apps.serving import Rules, RunRequest, Stopper
+    from nodeau.apps.serving import HomeServers, Rules, RunRequest
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
@@ -123,7 +123,7 @@ class MachineParts(Protocol):
         ...
 
     @property
-    def processes(self) -> Stopper:
+    def processes(self) -> HomeServers:
         """What stops a recorded model server by its process, whichever runtime made it:
         stopping needs no model server installed."""
         ...
@@ -157,6 +157,27 @@ def workload_view(
         endpoint=endpoint_url(record),
         sentence=ps_sentence(w, now),
         on_cpu=w.on_cpu,
+    )
+
+
+def unknown_view(name: str, server: RunningServer, machine: str, simulated: bool) -> WorkloadView:
+    """The row of a model server of this home that no record names."""
+    model = next(
+        (server.command[i + 1] for i, a in enumerate(server.command[:-1]) if a == "--model"), ""
+    )
+    return WorkloadView(
+        name=name,
+        kind="unknown",
+        model=model.rsplit("/", 1)[-1],
+        machine=machine,
+        gpu=None,
+        simulated=simulated,
+        state="unknown",
+        since=server.started_at,
+        endpoint=None,
+        sentence=f"a model server of this home (pid {server.pid}, port {server.port}) that the "
+        "state does not name: the state was lost or emptied, so which card it holds is "
+        f"unknown; nodeau stop {name} --workload ends it",
     )
 
 
@@ -242,6 +263,7 @@ class MachinePlane:
                 )
             case Admit():
                 pass
+        self._refuse_unknown_servers()
         if not ask.unproved:
             from nodeau.domain.catalog import catalog_claims
             from nodeau.domain.qualification import task_refusal
@@ -280,7 +302,7 @@ class MachinePlane:
         )
         try:
             how = endpoints.start(name, record.endpoint_port or 0, origins)
-        except NodeauError:
+        except BaseException:  # it failed, or the run was interrupted: nothing left behind
             stop_workload(
                 name, state=self._parts.state, runtime=self._parts.runtime, now=self._clock
             )
@@ -365,14 +387,46 @@ class MachinePlane:
         return explain_run(self._parts, ask, self._rules(), self._clock())
 
     def workloads(self) -> tuple[WorkloadView, ...]:
-        if not self._settings.state_path.exists():
-            return ()  # no database yet: no workloads, and nothing is created to say so
         now = self._clock()
-        records = [r for r in self._parts.state.snapshot().workloads if holds_gpu(r.workload.state)]
+        records = [r for r in self._records() if holds_gpu(r.workload.state)]
         alive = self._alive() if any(_watched(r) for r in records) else None
-        return tuple(
+        known = tuple(
             workload_view(r, now, self.simulated, self._as_seen(r, now, alive)) for r in records
         )
+        return known + tuple(
+            unknown_view(name, server, self._settings.machine, self.simulated)
+            for name, server in self._unknown_servers(records)
+        )
+
+    def _unknown_servers(
+        self, records: Sequence[WorkloadRecord] | None = None
+    ) -> tuple[tuple[str, RunningServer], ...]:
+        """This home's model servers that run although no record holding a card names them:
+        its state file was lost, emptied or replaced."""
+        held = records if records is not None else self._records()
+        named = {
+            r.server.pid for r in held if r.server is not None and holds_gpu(r.workload.state)
+        }
+        return tuple(
+            (name, server)
+            for name, server in self._parts.processes.under(self._settings.models_root)
+            if server.pid not in named
+        )
+
+    def _refuse_unknown_servers(self) -> None:
+        """A StateError while model servers of this home run that the state does not name:
+        which cards they hold cannot be known, so nothing is admitted."""
+        from nodeau.ports.state import StateError
+
+        unknown = self._unknown_servers()
+        if unknown:
+            listed = ", ".join(f"{name} (pid {server.pid})" for name, server in unknown)
+            raise StateError(
+                f"model servers of this home run that {self._settings.state_path} does not "
+                f"name: {listed}; the state was lost or emptied, so which cards they hold is "
+                "unknown and nothing is admitted until each is stopped (nodeau stop NAME "
+                "--workload)"
+            )
 
     def _as_seen(
         self, record: WorkloadRecord, now: datetime, alive: Callable[[RunningServer], bool] | None
@@ -381,6 +435,14 @@ class MachinePlane:
         from nodeau.domain.restarts import as_seen, seen_exited
 
         server = record.server
+        if record.workload.state is WorkloadState.STARTING and record.starter is not None:
+            from nodeau.adapters.processes import OurProcess
+            from nodeau.adapters.processes import alive as running
+            from nodeau.domain.workloads import start_interrupted
+
+            starter = OurProcess(pid=record.starter.pid, created_at=record.starter.created_at)
+            if not running(starter):
+                return start_interrupted(record.workload, server.pid if server else None)
         if alive is None or server is None or not _watched(record) or alive(server):
             return as_seen(record.workload, now)
         from nodeau.adapters.model_server_process import server_exit
@@ -452,12 +514,11 @@ class MachinePlane:
 
     def stop(self, name: str, *, workload: bool) -> str:
         from nodeau.apps.serving import stop_workload
-        from nodeau.ports.state import UnknownWorkload
 
         self._permit("stop")
         record = self._snapshot_record(name)
         if record is None:
-            raise UnknownWorkload(f"no workload called {name!r}; nodeau ps lists them")
+            return self._stop_unknown(name, workload=workload)
         if record.workload.kind is WorkloadKind.BATCH:
             if not workload:
                 return (
@@ -481,6 +542,24 @@ class MachinePlane:
             name, state=self._parts.state, runtime=self._parts.processes, now=self._clock
         )
         return f"{name}: endpoint and model stopped; {released.workload.gpu_uuid} is free"
+
+    def _stop_unknown(self, name: str, *, workload: bool) -> str:
+        """Stop the model servers of this home serving ``name`` that no record names."""
+        from nodeau.ports.state import UnknownWorkload
+
+        found = [s for n, s in self._unknown_servers() if n == name]
+        if not found:
+            raise UnknownWorkload(f"no workload called {name!r}; nodeau ps lists them")
+        pids = ", ".join(str(s.pid) for s in found)
+        if not workload:
+            return (
+                f"{name}: no record names it, and its model server (pid {pids}) runs: "
+                f"nodeau stop {name} --workload ends it"
+            )
+        self._parts.endpoints.stop(name)
+        for server in found:
+            self._parts.processes.stop(server, grace_s=10.0)
+        return f"{name}: no record named it; its model server (pid {pids}) is stopped"
 
     def admission(self, name: str) -> Admission:
         from nodeau.ports.state import UnknownWorkload
@@ -658,6 +737,7 @@ class MachinePlane:
     def _admit_batch(
         self, resolved: Resolved, request: RunRequest
     ) -> tuple[Admission, bool] | Refusal:
+        self._refuse_unknown_servers()
         return self._admit(resolved, request, WorkloadKind.BATCH)
 
     def batches(self, name: str | None) -> tuple[BatchView, ...]:
