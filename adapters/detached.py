@@ -26,6 +26,7 @@ write how it ended to a status file. Decisions:
   seconds since the epoch).
 * If the reaper itself is killed, the command is re-parented to init and no status is
   written: its end is then unknown.
+* The log is created 0600 whatever the umask: a model server's may hold prompts (ADR 0021).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from attrs import frozen
 LAUNCHER = """
 import os, subprocess, sys
 try:
-    with open(sys.argv[1], "ab") as log:
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "ab") as log:
         child = subprocess.Popen(
             sys.argv[2:], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True,
@@ -103,7 +105,8 @@ if os.fork() == 0:
             os.unlink(status_path)
         except OSError:
             pass
-        with open(log_path, "ab") as log:
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(log_fd, "ab") as log:
             child = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True,

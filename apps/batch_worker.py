@@ -28,6 +28,7 @@ from pathlib import Path
 import httpx
 
 from nodeau.adapters.llama_server import LocalServerProcesses
+from nodeau.adapters.private_files import keep_private
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.batches import (
     JobFiles,
@@ -174,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--job", required=True)
     parser.add_argument("--home", required=True, type=Path)
     args = parser.parse_args(argv)
+    keep_private(args.home)  # before it writes: ADR 0021
     return run_job(args.job, args.home, processes=LocalServerProcesses(os.environ))
 
 

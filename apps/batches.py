@@ -32,6 +32,7 @@ from attrs import evolve, frozen
 
 from nodeau.adapters import processes
 from nodeau.adapters.detached import launcher_argv
+from nodeau.adapters.private_files import PRIVATE_FILE, PRIVATE_FOLDER, write_private
 from nodeau.apps.serving import launch_server
 from nodeau.domain.batches import (
     BatchRequest,
@@ -100,20 +101,22 @@ def write_job(
     problems: Iterable[LineProblem],
     meta: dict[str, Any],
 ) -> None:
-    """Write what a submit knows: the requests to run, the bad lines, the counts."""
-    files.folder.mkdir(parents=True, exist_ok=True)
+    """Write what a submit knows: the requests to run, the bad lines, the counts (the
+    user's prompts: 0600 in a folder of 0700, whatever the umask)."""
+    files.folder.parent.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
+    files.folder.mkdir(mode=PRIVATE_FOLDER, exist_ok=True)
     lines = [
         json.dumps({"line_no": r.line_no, "custom_id": r.custom_id, "url": r.url, "body": r.body})
         for r in requests
     ]
-    files.requests.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    files.problems.write_text("".join(f"{p}\n" for p in problems), encoding="utf-8")
+    write_private(files.requests, "".join(line + "\n" for line in lines).encode("utf-8"))
+    write_private(files.problems, "".join(f"{p}\n" for p in problems).encode("utf-8"))
     write_meta(files, meta)
 
 
 def write_meta(files: JobFiles, meta: dict[str, Any]) -> None:
     partial = files.job.with_suffix(".json.partial")
-    partial.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    write_private(partial, (json.dumps(meta, indent=2) + "\n").encode("utf-8"))
     partial.replace(files.job)
 
 
@@ -171,7 +174,7 @@ def append_result(files: JobFiles, result: BatchResult, *, retried: bool = False
     if retried:
         line["retried"] = True
     data = (json.dumps(line) + "\n").encode("utf-8")
-    fd = os.open(files.results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(files.results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
     try:
         size = os.fstat(fd).st_size
         if size and _last_byte(files.results, size) != b"\n":

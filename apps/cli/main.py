@@ -9,6 +9,7 @@ ps`` or ``nodeau ps --json`` (see ``ps_command.FAST_ARGV``) calls the same
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from functools import cache
@@ -116,6 +117,10 @@ def run(argv: Sequence[str] | None = None) -> None:
     ``argv`` defaults to ``sys.argv[1:]``; the process exits with the command's code.
     """
     tokens = list(sys.argv[1:] if argv is None else argv)
+    from nodeau.adapters.private_files import keep_private
+    from nodeau.apps.settings import data_home
+
+    previous_umask = keep_private(data_home(os.environ))  # before anything is written: ADR 0021
     try:
         from nodeau.apps.cli.ps_command import fast_json
 
@@ -139,3 +144,5 @@ def run(argv: Sequence[str] | None = None) -> None:
             sys.exit(2)
         print(f"nodeau: {exc.one_line()}", file=sys.stderr)
         sys.exit(1)
+    finally:
+        os.umask(previous_umask)  # run() is also called in-process (nodeau.apps.cloud, tests)

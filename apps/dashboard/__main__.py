@@ -18,6 +18,7 @@ from pathlib import Path
 
 import uvicorn
 
+from nodeau.adapters.private_files import keep_private
 from nodeau.apps.cli.status_rows import StatusRow, status_rows
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.qualification import ModelQualification, model_qualifications
@@ -37,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", required=True, type=int, help="its port")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
     args = parser.parse_args(argv)
+    keep_private(args.home)  # before it writes: ADR 0021
     saved = read_service(args.home)
     if saved is None:
         print(f"nodeau dashboard: no {folder(args.home)}/service.json: run nodeau dashboard",

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from nodeau.adapters.llama_server import LocalServerProcesses
+from nodeau.adapters.private_files import keep_private
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.endpoint.routes import follow_route
 from nodeau.apps.endpoint.serve import CachedLookup, serve, upstream_from_state
@@ -72,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
     args = parser.parse_args(argv)
+    keep_private(None if args.fleet else args.state.parent)  # before it writes: ADR 0021
     if args.fleet:
         return serve_fleet_workload(args)
     try:
