@@ -25,6 +25,9 @@ Decisions:
 * The local dashboard runs the same way (``DashboardServiceSpec``), as the service
   ``nodeau_dashboard``: a workload's name never has ``_`` in it (Kubernetes' rule for object
   names), so no workload's endpoint can take the dashboard's unit, label or files.
+* Both run under umask 077, and a systemd unit is sandboxed (``SANDBOX``) only as far as a
+  user manager applies it without user namespaces and a CUDA model server the endpoint
+  restarts still runs under it (docs/adr/0021-private-home.md says which and why).
 """
 
 from __future__ import annotations
@@ -52,6 +55,25 @@ STOP_GRACE_S = 10.0
 _COMMAND_TIMEOUT_S = 30.0
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}")
 _SYSTEMD_BARE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+SERVICE_UMASK = 0o077
+# What a unit's processes, and a model server the endpoint starts again, run under: each works
+# in a user manager without user namespaces (no PrivateUsers=, so none of ProtectSystem=,
+# PrivateTmp=...) and nothing here stops CUDA (no MemoryDenyWriteExecute=, PrivateDevices=).
+SANDBOX = (
+    ("NoNewPrivileges", "yes"),
+    ("LockPersonality", "yes"),
+    ("RestrictRealtime", "yes"),
+    ("RestrictSUIDSGID", "yes"),
+    ("RestrictNamespaces", "yes"),
+    ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"),
+    ("SystemCallArchitectures", "native"),
+    (
+        "SystemCallFilter",
+        "~@clock @cpu-emulation @debug @module @mount @obsolete @privileged @raw-io @reboot @swap",
+    ),
+    ("SystemCallErrorNumber", "EPERM"),  # a refused call fails; it does not kill the process
+    ("UMask", f"{SERVICE_UMASK:04o}"),
+)
 
 
 class ServiceError(NodeauError):
@@ -264,6 +286,7 @@ def systemd_unit(spec: ServiceSpec) -> str:
             "Environment=PYTHONUNBUFFERED=1",
             f"StandardOutput=append:{log}",
             "StandardError=inherit",
+            *(f"{key}={value}" for key, value in SANDBOX),
             "",
         ]
     )
@@ -327,6 +350,7 @@ def launchd_plist(spec: ServiceSpec) -> bytes:
             "RunAtLoad": True,
             "KeepAlive": {"SuccessfulExit": False},
             "EnvironmentVariables": {"PYTHONUNBUFFERED": "1"},
+            "Umask": SERVICE_UMASK,
             "StandardOutPath": str(spec.log_path),
             "StandardErrorPath": str(spec.log_path),
             "ExitTimeOut": int(STOP_GRACE_S),

@@ -22,6 +22,7 @@ import pytest
 
 from nodeau.adapters.supervised_process import BackgroundProcess
 from nodeau.adapters.user_service import (
+    SANDBOX,
     EndpointServiceSpec,
     LaunchdAgent,
     Probe,
@@ -135,6 +136,7 @@ def test_the_systemd_unit_runs_the_endpoint_and_restarts_it_boundedly(tmp_path: 
         "Environment": "PYTHONUNBUFFERED=1",
         "StandardOutput": f"append:{spec.log_path}",
         "StandardError": "inherit",
+        **dict(SANDBOX),  # what it proves: tests/integration/test_units_are_hardened.py
     }
     assert "Install" not in unit  # never enabled: nodeau starts it with the model
     assert spec.command[1:] == (
@@ -203,6 +205,7 @@ def test_the_launchd_agent_runs_the_endpoint_and_keeps_it_alive(tmp_path: Path) 
         "StandardOutPath": str(spec.log_path),
         "StandardErrorPath": str(spec.log_path),
         "ExitTimeOut": 10,
+        "Umask": 0o077,  # what it creates is the user's alone (docs/adr/0021-private-home.md)
     }
 
 
