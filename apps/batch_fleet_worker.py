@@ -91,6 +91,7 @@ def run_fleet_job(
 def main(argv: Sequence[str] | None = None) -> int:
     from nodeau.adapters.kube.batch_results import KubeFleetBatches
     from nodeau.adapters.kube.client import connect
+    from nodeau.adapters.kube.server_keys import WORKER_VARIABLE
     from nodeau.adapters.kube.workloads import KubeWorkloadObjects
     from nodeau.domain.workloads import WorkloadKind
 
@@ -105,8 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if found is None or found.ask is None:
             print(f"batch {args.job}: no BatchJob with requests to send", file=sys.stderr)
             return 2
+        key = os.environ.get(WORKER_VARIABLE, "")  # its server's key (the Pod's Secret)
         with httpx.Client(
-            base_url=args.server, trust_env=False, timeout=REQUEST_TIMEOUT_S
+            base_url=args.server,
+            headers={"Authorization": f"Bearer {key}"} if key else None,
+            trust_env=False,
+            timeout=REQUEST_TIMEOUT_S,
         ) as client:
             return run_fleet_job(
                 args.job, found.ask.requests, KubeFleetBatches(api), client,

@@ -104,17 +104,21 @@ class _Watch:
 
 
 class _Clients:
-    """One HTTP client per model server address, closed together."""
+    """One HTTP client per model server address and key, closed together."""
 
     def __init__(self) -> None:
-        self._clients: dict[str, httpx.Client] = {}
+        self._clients: dict[tuple[str, str | None], httpx.Client] = {}
 
     def to(self, server: RunningServer) -> httpx.Client:
-        if server.base_url not in self._clients:
-            self._clients[server.base_url] = httpx.Client(
-                base_url=server.base_url, trust_env=False, timeout=REQUEST_TIMEOUT_S
+        at = (server.base_url, server.api_key)  # a restart has a key of its own
+        if at not in self._clients:
+            self._clients[at] = httpx.Client(
+                base_url=server.base_url,
+                headers=server.auth_headers,
+                trust_env=False,
+                timeout=REQUEST_TIMEOUT_S,
             )
-        return self._clients[server.base_url]
+        return self._clients[at]
 
     def close(self) -> None:
         for client in self._clients.values():

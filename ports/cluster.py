@@ -276,6 +276,7 @@ class Route:
     state: str  # its state ("serving", "held", ...), "" before any decision
     why: str  # what its Ready condition says ("" when it says nothing)
     since: datetime | None = None
+    api_key: str | None = field(default=None, repr=False)  # what its model server asks for
 
 
 @frozen(kw_only=True)
@@ -463,6 +464,11 @@ class ServerPods(Protocol):
     def serves_real_cards(self) -> bool:
         """Whether its servers can run on real NVIDIA cards (a CUDA model-server image is
         configured); without, only the workloads of simulated cards are placed."""
+        ...
+
+    def key(self, kind: WorkloadKind, workload: str) -> str | None:
+        """The key the workload's model server refuses every request without (made with its
+        first server); None when it has none."""
         ...
 
     def delete(self, kind: WorkloadKind, workload: str, *, force: bool = False) -> bool:

@@ -55,6 +55,7 @@ from attrs import field, frozen
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube import server_keys
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none, send_json
 from nodeau.adapters.kube.known import UNKNOWN, KnownObjects, version_of
 from nodeau.adapters.llama_server import HOST, server_command
@@ -164,6 +165,7 @@ def worker_container(job: str, image: str = NODEAU_IMAGE) -> dict[str, Any]:
         "imagePullPolicy": "IfNotPresent",
         "command": ["python", "-m", WORKER_MODULE],
         "args": ["--job", job, "--server", f"http://127.0.0.1:{r.SERVER_PORT}"],
+        "env": [server_keys.key_env(server_keys.WORKER_VARIABLE, "batch", job)],
         "volumeMounts": [{"name": TOKEN_VOLUME, "mountPath": TOKEN_PATH, "readOnly": True}],
     }
 
@@ -232,15 +234,7 @@ def _server_pod(
                 "app.kubernetes.io/part-of": "nodeau",
                 "app.kubernetes.io/managed-by": r.CONTROLLER_COMPONENT,
             },
-            "ownerReferences": [
-                {
-                    "apiVersion": r.API_VERSION,
-                    "kind": _KINDS[kind_label],
-                    "name": w.name,
-                    "uid": owner_uid,
-                    "controller": True,
-                }
-            ],
+            "ownerReferences": [owner_reference(kind_label, w.name, owner_uid)],
         },
         "spec": {
             "nodeName": w.machine,
@@ -250,7 +244,10 @@ def _server_pod(
                     "name": CONTAINER,
                     "image": image,
                     "args": server_args(record, on_card=on_card),
-                    "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": w.gpu_uuid}],
+                    "env": [
+                        {"name": "NVIDIA_VISIBLE_DEVICES", "value": w.gpu_uuid},
+                        server_keys.key_env(server_keys.SERVER_VARIABLE, kind_label, w.name),
+                    ],
                     "ports": [{"name": "http", "containerPort": r.SERVER_PORT}],
                     "readinessProbe": {
                         "httpGet": {"path": "/health", "port": r.SERVER_PORT},
@@ -276,6 +273,17 @@ def _server_pod(
                 }
             ],
         },
+    }
+
+
+def owner_reference(kind_label: str, workload: str, owner_uid: str) -> dict[str, Any]:
+    """What names the workload's object as the owner of its Pod and key."""
+    return {
+        "apiVersion": r.API_VERSION,
+        "kind": _KINDS[kind_label],
+        "name": workload,
+        "uid": owner_uid,
+        "controller": True,
     }
 
 
@@ -538,9 +546,17 @@ class KubeServerPods:
         return tuple(sorted(found, key=lambda s: (s.kind, s.workload)))
 
     def create(self, record: WorkloadRecord, owner: WorkloadObject, *, on_card: bool) -> bool:
-        """Create the Pod the record's admission calls for; False when it exists."""
+        """Create the Pod the record's admission calls for, and its server's key first
+        (kept when it exists); False when the Pod exists."""
+        kind_label, name = record.workload.kind.value, record.workload.name
         manifest = pod_manifest(record, owner.uid, self._images, on_card=on_card)
+        owner_ref = owner_reference(kind_label, name, owner.uid)
+        server_keys.create_key(self._api, server_keys.key_manifest(kind_label, name, owner_ref))
         return create_pod(self._api, manifest, self._known)
+
+    def key(self, kind: WorkloadKind, workload: str) -> str | None:
+        """The key its model server asks for; None when it has none."""
+        return server_keys.read_key(self._api, kind.value, workload)
 
     @property
     def serves_real_cards(self) -> bool:

@@ -11,6 +11,8 @@ the route is the object's own status and not a Service's EndpointSlices). Decisi
   that ends resumes, a 410 Gone lists again, a deletion is ``None``.
 * A failure to reach the cluster keeps the last route (the model server may well still
   answer) and tries again every ``RETRY_S``.
+* A route with an address carries its model server's key, read from its Secret
+  (``server_keys``) when the address is new.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from attrs import evolve
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.server_keys import read_key
 from nodeau.domain.tasks import Task
-from nodeau.ports.cluster import Route
+from nodeau.ports.cluster import ClusterError, Route
 
 WATCH_S = 60
 RETRY_S = 1.0
@@ -57,7 +61,21 @@ class KubeWorkloadRoutes:
     """``ports.cluster.WorkloadRoutes`` on watches of one GPUService each."""
 
     def __init__(self, api: Any) -> None:
+        self._api = api
         self._custom: Any = client.CustomObjectsApi(api)
+        self._keys: dict[tuple[str, str], str | None] = {}  # (workload, address): its key
+
+    def _keyed(self, route: Route | None) -> Route | None:
+        """The route with its model server's key, read once per address."""
+        if route is None or route.base_url is None:
+            return route
+        at = (route.workload, route.base_url)
+        if self._keys.get(at) is None:
+            try:
+                self._keys[at] = read_key(self._api, "service", route.workload)
+            except ClusterError as exc:  # e.g. not allowed to read it: say so, route nothing
+                return evolve(route, base_url=None, why=f"its model server's key: {exc}")
+        return evolve(route, api_key=self._keys[at])
 
     def _list(self, name: str, **kwargs: Any) -> Any:
         return self._custom.list_namespaced_custom_object(
@@ -86,7 +104,7 @@ class KubeWorkloadRoutes:
 
         listed = json.loads(source(_preload_content=False).data)
         items = listed["items"]
-        changed(route_of(items[0]) if items else None)
+        changed(self._keyed(route_of(items[0])) if items else None)
         version = listed["metadata"]["resourceVersion"]
         w = _WATCH()
         try:
@@ -98,7 +116,7 @@ class KubeWorkloadRoutes:
                     if event["type"] == "ERROR":
                         return  # 410 Gone and the like: list again
                     version = obj["metadata"]["resourceVersion"]
-                    changed(None if event["type"] == "DELETED" else route_of(obj))
+                    changed(None if event["type"] == "DELETED" else self._keyed(route_of(obj)))
                     if stop.is_set():
                         w.stop()
                         return

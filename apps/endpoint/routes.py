@@ -62,6 +62,7 @@ class FollowedRoute:
             task=route.task,
             model_name=self.name,
             started_at=route.since,
+            api_key=route.api_key,
         )
 
 

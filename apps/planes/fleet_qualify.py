@@ -191,7 +191,9 @@ def qualify_on_fleet(
                 context = context or decision.record.config.context_tokens
             address, why = _serving_address(objects, name)
             if address is not None:
-                results.extend(probe(address, task, name, rng))
+                key = pods.key(WorkloadKind.SERVICE, name)
+                headers = {"Authorization": f"Bearer {key}"} if key else None
+                results.extend(probe(address, task, name, rng, headers=headers))
                 ended = clock()
                 peak = _pod_peak(pods, reports, decision, ended)
                 if peak is not None and decision.record is not None:

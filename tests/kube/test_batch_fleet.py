@@ -16,6 +16,7 @@ end when the Pod goes.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -57,10 +58,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def container_env(api: Any, container: Any) -> dict[str, str]:
+    """A container's environment as its kubelet gives it: values, and Secrets' keys."""
+    env: dict[str, str] = {}
+    for e in container.env or ():
+        if e.value_from is not None:
+            ref = e.value_from.secret_key_ref
+            secret = client.CoreV1Api(api).read_namespaced_secret(ref.name, r.NAMESPACE)
+            env[e.name] = base64.b64decode(secret.data[ref.key]).decode()
+        else:
+            env[e.name] = e.value or ""
+    return env
+
+
 class Containers:
     """One batch Pod's containers, run here: the model server and the worker."""
 
-    def __init__(self, pod: Any, binary: Path, logs: Path, kubeconfig: Path) -> None:
+    def __init__(self, api: Any, pod: Any, binary: Path, logs: Path, kubeconfig: Path) -> None:
         server, worker = pod.spec.containers
         assert (server.name, worker.name) == ("server", "worker")
         self.name = pod.metadata.name
@@ -72,7 +86,7 @@ class Containers:
         with (logs / f"{self.name}-server.log").open("wb") as log:
             self.server = subprocess.Popen(
                 [str(binary), *args], stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL, env={**os.environ, **container_env(api, server)},
             )  # fmt: skip
         wargs = list(worker.args)
         at = wargs.index("--server") + 1
@@ -81,7 +95,7 @@ class Containers:
         command = list(worker.command)
         assert command[:1] == ["python"]
         self.worker_argv = [sys.executable, *command[1:], *wargs]
-        self.env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        self.env = {**os.environ, **container_env(api, worker), "KUBECONFIG": str(kubeconfig)}
         self.worker_starts = 0
         self.worker = self.start_worker()
 
@@ -128,7 +142,7 @@ def kubelet_stand_in(
                 running.pop(uid).end()
             for uid, pod in now.items():
                 if uid not in running and pod.status.phase == "Running":
-                    running[uid] = Containers(pod, binary, logs, kubeconfig)
+                    running[uid] = Containers(api, pod, binary, logs, kubeconfig)
             for containers in running.values():
                 containers.tend()
             time.sleep(0.1)

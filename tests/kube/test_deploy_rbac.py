@@ -27,6 +27,7 @@ NS = f"/api/v1/namespaces/{r.NAMESPACE}"
 CRS = f"/apis/{r.API_VERSION}/namespaces/{r.NAMESPACE}"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{}/leases"
 POD = {"metadata": {"name": "service-chat"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+SECRET = {"metadata": {"name": "service-chat-key"}, "data": {"api-key": "a2V5"}}
 EVENT_ABOUT = {"kind": r.GPUSERVICE_KIND, "namespace": r.NAMESPACE, "name": "chat"}
 CORE_EVENT = {
     "metadata": {"name": "chat.admitted"}, "involvedObject": EVENT_ABOUT, "reason": "Admitted",
@@ -95,6 +96,12 @@ ROWS: dict[str, tuple[str, bool, str, str, Body]] = {
     "controller cannot delete nodes": (CONTROLLER, False, "DELETE", "/api/v1/nodes/garage", None),
     "controller cannot patch nodes": (CONTROLLER, False, "PATCH", "/api/v1/nodes/garage", {}),
     "controller cannot read secrets": (CONTROLLER, False, "GET", f"{NS}/secrets", None),
+    "controller creates a model server's key": (
+        CONTROLLER, True, "POST", f"{NS}/secrets", SECRET
+    ),
+    "controller cannot read a model server's key": (
+        CONTROLLER, False, "GET", f"{NS}/secrets/service-x-key", None
+    ),
     "controller cannot create pods in default": (
         CONTROLLER, False, "POST", "/api/v1/namespaces/default/pods", POD
     ),

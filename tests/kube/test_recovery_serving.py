@@ -16,15 +16,17 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube import server_keys
 from nodeau.adapters.kube.health_store import read_health
 from nodeau.adapters.kube.report_form import MachineArtifact
 from nodeau.adapters.llama_server import find_llama_server
@@ -54,13 +56,15 @@ def llama_server() -> Path:
 
 
 @contextmanager
-def model_server(binary: Path, model: Path, host: str, log: Path) -> Iterator[None]:
-    """A real llama-server on ``host``:8080 (the port every model-server Pod listens on)."""
+def model_server(binary: Path, model: Path, host: str, log: Path, key: str) -> Iterator[None]:
+    """A real llama-server on ``host``:8080 (the port every model-server Pod listens on),
+    with the key its Pod's container would read from the workload's Secret."""
     with log.open("wb") as out:
         process = subprocess.Popen(
             [str(binary), "-m", str(model), "--host", host, "--port", str(r.SERVER_PORT),
              "-c", "256", "-np", "1"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, server_keys.SERVER_VARIABLE: key},
         )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
@@ -72,6 +76,10 @@ def model_server(binary: Path, model: Path, host: str, log: Path) -> Iterator[No
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def key_of(api: Any) -> str | None:
+    return server_keys.read_key(api, "service", "auto")
 
 
 def served(log: Path) -> int:
@@ -134,7 +142,7 @@ def test_one_loopback_address_answers_before_and_after_a_recovery(
         KUBECONFIG=str(cluster.kubeconfig),
     )  # fmt: skip
     old_log, new_log = tmp_path / "old.log", tmp_path / "new.log"
-    with lossy_machines(cluster, api, "l1") as lossy, model_server(binary, model, OLD, old_log):
+    with lossy_machines(cluster, api, "l1") as lossy, ExitStack() as stack:
         fleet.machine("l1", 1, tiny("l1", model))
         running = nodeau.start(
             "run", "xmodel", "--name", "auto", "--recovery", "automatic", "--after", "5s",
@@ -147,10 +155,19 @@ def test_one_loopback_address_answers_before_and_after_a_recovery(
         assert running.returncode == 0, err
         endpoint = json.loads(out)["workload"]["endpoint"]
         assert endpoint.startswith("http://127.0.0.1:")
+        fleet.until(lambda: key_of(api) is not None, "auto's key", 60)
+        key = key_of(api)
+        assert key is not None
+        pod = client.CoreV1Api(api).read_namespaced_pod("service-auto", r.NAMESPACE)
+        [env] = [e for e in pod.spec.containers[0].env if e.name == "LLAMA_API_KEY"]
+        assert env.value is None and env.value_from.secret_key_ref.name == "service-auto-key"
+        stack.enter_context(model_server(binary, model, OLD, old_log, key))
         give_address(api, fleet, "l1", OLD)
+        refused = httpx.post(f"http://{OLD}:{r.SERVER_PORT}/v1/chat/completions", json={})
+        assert refused.status_code == 401, "the Pod's server answers only with its key"
 
         chat = openai.OpenAI(base_url=endpoint, api_key="unused", max_retries=0, timeout=60)
-        assert ask(chat) == "length"
+        assert ask(chat) == "length"  # the endpoint sends the key
         assert served(old_log) == 1
 
         # where it could go; then l1 goes off the network (its model server still runs)
@@ -165,7 +182,7 @@ def test_one_loopback_address_answers_before_and_after_a_recovery(
         assert refused.value.status_code == 503
         assert "no model server to route to now" in str(refused.value.body)
 
-        with model_server(binary, model, NEW, new_log):
+        with model_server(binary, model, NEW, new_log, key):
             fleet.until(lambda: record(api, "auto").workload.machine == "c", "auto moved", 60)
             give_address(api, fleet, "c", NEW)
             assert ask(chat) == "length"  # the same address, answered from c

@@ -500,6 +500,9 @@ class FakeServerPods:
     def serves_real_cards(self) -> bool:
         return self._real_cards
 
+    def key(self, kind: WorkloadKind, workload: str) -> str | None:
+        return f"key-of-{kind.value}-{workload}" if (kind, workload) in self.pods else None
+
     def read(self, kind: WorkloadKind, workload: str) -> ServerPod | None:
         return self.pods.get((kind, workload))
 

@@ -272,7 +272,13 @@ def test_the_pod_is_pinned_to_the_machine_and_card_and_runs_the_admitted_config(
     assert pod["metadata"]["labels"][r.KIND_LABEL] == "service"
     assert pod["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
     assert spec["nodeName"] == "m1" and spec["restartPolicy"] == "Always"
-    assert container["env"] == [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "GPU-m1-0"}]
+    assert container["env"] == [
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "GPU-m1-0"},
+        {  # the key it refuses every request without: the workload's Secret, never a value
+            "name": "LLAMA_API_KEY",
+            "valueFrom": {"secretKeyRef": {"name": "service-chat-key", "key": "api-key"}},
+        },
+    ]
     assert container["image"] == r.SERVER_IMAGE
     assert args[args.index("--model") + 1] == "/models/m1/qwen.gguf"
     assert args[args.index("--ctx-size") + 1] == "2048"
@@ -303,6 +309,11 @@ def test_a_batch_jobs_pod_restarts_only_a_container_that_failed() -> None:
     assert pod["metadata"]["ownerReferences"][0]["kind"] == r.BATCHJOB_KIND
     assert pod["spec"]["restartPolicy"] == "OnFailure"
     assert [c["name"] for c in pod["spec"]["containers"]] == ["server", "worker"]
+    # both containers read the server's key from the job's Secret
+    key = {"secretKeyRef": {"name": "batch-nightly-key", "key": "api-key"}}
+    server, worker = pod["spec"]["containers"]
+    assert {"name": "LLAMA_API_KEY", "valueFrom": key} in server["env"]
+    assert worker["env"] == [{"name": "NODEAU_SERVER_KEY", "valueFrom": key}]
     # the images are the controller's --server-image and --worker-image
     images = PodImages(server="registry.example/llama-server:cuda", nodeau="registry.example/n:1")
     pod = pod_manifest(admitted(decide(EMPTY)).record, owner_uid="u", images=images)
