@@ -37,23 +37,19 @@ from pathlib import Path
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
+from nodeau.adapters import server_search
 from nodeau.adapters.model_server_process import (
     HOST,
     SOURCE_NVML,
     SOURCE_RSS_SIMULATED,
     SOURCE_RSS_UNLISTED,
+    LocalServerProcesses,
     ServerProcessRuntime,
-    found_servers,
     free_port,
     log_excerpt,
-    server_alive,
-    server_exit,
-    servers_under,
-    stop_server,
 )
 from nodeau.domain.tasks import Task
-from nodeau.domain.workloads import ServerExit
-from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerSpec
+from nodeau.ports.runtime import RuntimeFailure, ServerSpec
 
 __all__ = [
     "HOST",
@@ -340,51 +336,12 @@ def relaunch_for(
         runtime: ServerProcessRuntime = LlamaCppPythonRuntime(
             Path(args[0]), library=library if usable else None, environ=environ
         )
-        layers = _value_of(args, "--n_gpu_layers")
+        layers = server_search.value_of(args, "--n_gpu_layers")
     elif args and "--model" in args and "--alias" in args:
         runtime = LlamaServerRuntime(Path(args[0]), environ=environ)
-        layers = _value_of(args, "--n-gpu-layers")
+        layers = server_search.value_of(args, "--n-gpu-layers")
     else:
         return None
     if layers is None:
         return None
     return Relaunch(runtime=runtime, on_card=layers != "0")
-
-
-def _value_of(args: tuple[str, ...], flag: str) -> str | None:
-    at = args.index(flag) if flag in args else -1
-    return args[at + 1] if 0 <= at < len(args) - 1 else None
-
-
-class LocalServerProcesses:
-    """What a supervisor asks of the model server processes on this machine: whether one
-    runs, how it ended, how to start it again and how to stop it (any runtime's)."""
-
-    def __init__(
-        self, environ: Mapping[str, str] | None = None, status_wait_s: float = 0.5
-    ) -> None:
-        """``environ``: the environment a restarted server starts from (default: this
-        process's); ``status_wait_s``: how long to wait for a reaper's status."""
-        self._environ = environ
-        self._status_wait_s = status_wait_s
-
-    def alive(self, server: RunningServer) -> bool:
-        return server_alive(server)
-
-    def exit_of(
-        self, server: RunningServer, log_path: Path, *, starting: bool = False
-    ) -> ServerExit | None:
-        return server_exit(server, log_path, starting=starting, wait_s=self._status_wait_s)
-
-    def relaunch(self, server: RunningServer) -> Relaunch | None:
-        return relaunch_for(server.command, self._environ)
-
-    def stop(self, server: RunningServer, grace_s: float) -> None:
-        stop_server(server, grace_s)
-
-    def found(self, name: str, model_path: str) -> tuple[RunningServer, ...]:
-        return found_servers(name, model_path)
-
-    def under(self, models_root: Path) -> tuple[tuple[str, RunningServer], ...]:
-        """Every model server of a model under ``models_root``, with its workload's name."""
-        return servers_under(models_root)

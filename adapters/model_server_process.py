@@ -39,11 +39,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nodeau.adapters import processes
+from nodeau.adapters import processes, server_search
 from nodeau.adapters.detached import read_status, reaped_launcher_argv
 from nodeau.domain.workloads import ServerExit
 from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
+
+if TYPE_CHECKING:
+    from nodeau.adapters.llama_server import Relaunch
 
 HOST = "127.0.0.1"
 SOURCE_NVML = "nvml"
@@ -124,54 +128,25 @@ def server_exit(
 def found_servers(name: str, model_path: str) -> tuple[RunningServer, ...]:
     """The model servers running now for workload ``name`` of ``model_path`` (any
     runtime's), whether a record names them or not: what an interrupted start left."""
-    return tuple(
-        server
-        for alias, server in _servers(lambda model: model == model_path)
-        if alias == name
-    )
+    found = server_search.serving(lambda model: model == model_path)
+    return tuple(_as_server(p) for alias, p in found if alias == name)
 
 
 def servers_under(models_root: Path) -> tuple[tuple[str, RunningServer], ...]:
     """Every model server running now of a model file under ``models_root`` (one home's),
     with the workload name it serves, whether a record names it or not."""
-    root = str(models_root).rstrip("/") + "/"
-    return _servers(lambda model: model.startswith(root))
+    return tuple((alias, _as_server(p)) for alias, p in server_search.under(models_root))
 
 
-def _servers(
-    model_matches: Callable[[str], bool],
-) -> tuple[tuple[str, RunningServer], ...]:
-    def matches(argv: tuple[str, ...]) -> bool:
-        model = _value_of(argv, "--model")
-        return _alias(argv) is not None and model is not None and model_matches(model)
-
-    return tuple(
-        (
-            _alias(p.command or ()) or "",
-            RunningServer(
-                pid=p.pid,
-                port=_port_of(p.command or ()),
-                started_at=datetime.fromtimestamp(p.created_at or 0, UTC),
-                command=p.command or (),
-                created_at=p.created_at,
-            ),
-        )
-        for p in processes.running_with(matches)
+def _as_server(found: processes.OurProcess) -> RunningServer:
+    command = found.command or ()
+    return RunningServer(
+        pid=found.pid,
+        port=server_search.port_of(command),
+        started_at=datetime.fromtimestamp(found.created_at or 0, UTC),
+        command=command,
+        created_at=found.created_at,
     )
-
-
-def _port_of(argv: tuple[str, ...]) -> int:
-    port = _value_of(argv, "--port") or ""
-    return int(port) if port.isdigit() else 0
-
-
-def _alias(argv: tuple[str, ...]) -> str | None:
-    return _value_of(argv, "--alias") or _value_of(argv, "--model_alias")
-
-
-def _value_of(args: tuple[str, ...], flag: str) -> str | None:
-    at = args.index(flag) if flag in args else -1
-    return args[at + 1] if 0 <= at < len(args) - 1 else None
 
 
 def server_alive(server: RunningServer) -> bool:
@@ -390,3 +365,39 @@ def _begin_log(path: Path, command: tuple[str, ...]) -> int:
             return offset
     except OSError as exc:
         raise RuntimeFailure(f"{path}: cannot write the server log: {exc.strerror or exc}") from exc
+
+
+class LocalServerProcesses:
+    """What a supervisor asks of the model server processes on this machine: whether one
+    runs, how it ended, how to start it again and how to stop it (any runtime's)."""
+
+    def __init__(
+        self, environ: Mapping[str, str] | None = None, status_wait_s: float = 0.5
+    ) -> None:
+        """``environ``: the environment a restarted server starts from (default: this
+        process's); ``status_wait_s``: how long to wait for a reaper's status."""
+        self._environ = environ
+        self._status_wait_s = status_wait_s
+
+    def alive(self, server: RunningServer) -> bool:
+        return server_alive(server)
+
+    def exit_of(
+        self, server: RunningServer, log_path: Path, *, starting: bool = False
+    ) -> ServerExit | None:
+        return server_exit(server, log_path, starting=starting, wait_s=self._status_wait_s)
+
+    def relaunch(self, server: RunningServer) -> Relaunch | None:
+        from nodeau.adapters.llama_server import relaunch_for  # the runtimes' own choice
+
+        return relaunch_for(server.command, self._environ)
+
+    def stop(self, server: RunningServer, grace_s: float) -> None:
+        stop_server(server, grace_s)
+
+    def found(self, name: str, model_path: str) -> tuple[RunningServer, ...]:
+        return found_servers(name, model_path)
+
+    def under(self, models_root: Path) -> tuple[tuple[str, RunningServer], ...]:
+        """Every model server of a model under ``models_root``, with its workload's name."""
+        return servers_under(models_root)

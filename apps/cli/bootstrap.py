@@ -124,7 +124,7 @@ class LazyMachineParts:
 
     @cached_property
     def processes(self) -> LocalServerProcesses:
-        from nodeau.adapters.llama_server import LocalServerProcesses
+        from nodeau.adapters.model_server_process import LocalServerProcesses
 
         return LocalServerProcesses(self._settings.environ)
 

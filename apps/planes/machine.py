@@ -403,6 +403,10 @@ class MachinePlane:
     ) -> tuple[tuple[str, RunningServer], ...]:
         """This home's model servers that run although no record holding a card names them:
         its state file was lost, emptied or replaced."""
+        from nodeau.adapters import server_search
+
+        if not server_search.under(self._settings.models_root):
+            return ()  # none runs here (asked without loading any runtime's adapter)
         held = records if records is not None else self._records()
         named = {
             r.server.pid for r in held if r.server is not None and holds_gpu(r.workload.state)

@@ -1,0 +1,47 @@
+"""Finding model servers by their command lines, whether a record names them or not.
+
+Each model server Nodeau starts names its workload (``--alias``, or ``--model_alias`` for
+llama-cpp-python's) and its model file (``--model``), which lies under one home's models
+folder: that is how a home's servers are found when its state is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from nodeau.adapters import processes
+
+
+def serving(model_matches: Callable[[str], bool]) -> tuple[tuple[str, processes.OurProcess], ...]:
+    """Every model server of this user running now whose model file ``model_matches``,
+    with the workload name it serves."""
+
+    def matches(argv: tuple[str, ...]) -> bool:
+        model = value_of(argv, "--model")
+        return alias_of(argv) is not None and model is not None and model_matches(model)
+
+    return tuple((alias_of(p.command or ()) or "", p) for p in processes.running_with(matches))
+
+
+def under(models_root: Path) -> tuple[tuple[str, processes.OurProcess], ...]:
+    """Every model server running now of a model under ``models_root`` (one home's)."""
+    root = str(models_root).rstrip("/") + "/"
+    return serving(lambda model: model.startswith(root))
+
+
+def value_of(args: tuple[str, ...], flag: str) -> str | None:
+    """The value after ``flag`` in a command line, if any."""
+    at = args.index(flag) if flag in args else -1
+    return args[at + 1] if 0 <= at < len(args) - 1 else None
+
+
+def alias_of(argv: tuple[str, ...]) -> str | None:
+    """The workload name a model server's command line serves."""
+    return value_of(argv, "--alias") or value_of(argv, "--model_alias")
+
+
+def port_of(argv: tuple[str, ...]) -> int:
+    """The port a model server's command line listens on (0 when it names none)."""
+    port = value_of(argv, "--port") or ""
+    return int(port) if port.isdigit() else 0
