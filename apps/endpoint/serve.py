@@ -7,11 +7,17 @@ Decisions:
   serves besides loopback pages is the one thing set per endpoint (``--allow-origin``;
   ``callers`` has the rules).
 * uvicorn runs on uvloop with httptools (``request_head.BoundedHeadProtocol``: a request's
-  head is bounded), both named explicitly, so the endpoint behaves the same whatever else is
-  installed: with h11 and asyncio's own loop, the server's share of the endpoint's CPU per
-  request was about three times as large (bench/proxy.py). WebSockets are off (no route
-  takes them). Its own Server and Date headers are off (the upstream's are relayed), and so
-  is the access log (one line per request would grow the log without bound).
+  head, its time and the connections are bounded, ``limits``), both named explicitly, so
+  the endpoint behaves the same whatever else is installed: with h11 and asyncio's own
+  loop, the server's share of the endpoint's CPU per request was about three times as large
+  (bench/proxy.py). WebSockets are off (no route takes them). Its own Server and Date
+  headers are off (the upstream's are relayed), and so is the access log (one line per
+  request would grow the log without bound); what it logs is bounded by rate
+  (``log_bound``).
+* Its descriptors fit its connections: the soft limit on open files is raised, up to the
+  hard one, to what ``limits.max_connections`` and the model server's connections need;
+  where the hard limit is lower, the cap is lowered to fit (and says so once), so the
+  endpoint never runs out of descriptors, which left every client an empty reply.
 * The model server is found through the state store, cached for ``LOOKUP_TTL_S`` (1 s) so
   a request does not open SQLite; a model server restarted on a new port is found within
   that second, without restarting the endpoint. A workload that is gone, finished or has no
@@ -25,15 +31,26 @@ Decisions:
 from __future__ import annotations
 
 import logging
+import resource
 import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import uvicorn
+from attrs import evolve
 
-from nodeau.apps.endpoint.app import Lookup, Unavailable, Upstream, create_app
-from nodeau.apps.endpoint.request_head import BoundedHeadProtocol
+from nodeau.apps.endpoint.app import (
+    MAX_CONNECTIONS,
+    MAX_KEEPALIVE,
+    Lookup,
+    Unavailable,
+    Upstream,
+    create_app,
+)
+from nodeau.apps.endpoint.limits import Limits, connections_that_fit, descriptors_needed
+from nodeau.apps.endpoint.log_bound import Server, log_config
+from nodeau.apps.endpoint.request_head import within
 from nodeau.domain.restarts import restart_notice, retry_after_s
 from nodeau.domain.workloads import WorkloadState, holds_gpu
 from nodeau.ports.state import StateStore
@@ -43,16 +60,19 @@ log = logging.getLogger("nodeau.endpoint")
 HOST = "127.0.0.1"
 WATCH_S = 0.5
 LOOKUP_TTL_S = 1.0
-KEEP_ALIVE_S = 75  # longer than common clients' idle pools, so they rarely meet a closed socket
+LIMITS = Limits()
 
 
-def endpoint_config(app: object, port: int, *, log_level: str = "info") -> uvicorn.Config:
-    """uvicorn's configuration for the endpoint on ``127.0.0.1:port`` (host fixed)."""
+def endpoint_config(
+    app: object, port: int, *, log_level: str = "info", limits: Limits = LIMITS
+) -> uvicorn.Config:
+    """uvicorn's configuration for the endpoint on ``127.0.0.1:port`` (host fixed), its
+    connections within ``limits``."""
     return uvicorn.Config(
         app,  # type: ignore[arg-type]  # any ASGI app
         host=HOST,
         port=port,
-        http=BoundedHeadProtocol,
+        http=within(limits),
         loop="uvloop",
         ws="none",
         proxy_headers=False,  # nothing reads the client's address; no X-Forwarded-* rewriting
@@ -61,8 +81,34 @@ def endpoint_config(app: object, port: int, *, log_level: str = "info") -> uvico
         server_header=False,
         date_header=False,
         log_level=log_level,
-        timeout_keep_alive=KEEP_ALIVE_S,
+        log_config=log_config(),
+        timeout_keep_alive=limits.keep_alive_s,
     )
+
+
+def fit_descriptors(limits: Limits, upstream_in_flight: int, upstream_idle: int) -> Limits:
+    """``limits`` with a cap on connections this process's descriptors can hold: the soft
+    limit on open files raised (up to the hard one) to what they need, else the cap lowered
+    (``limits.descriptors_needed``: ``upstream_*`` are the most connections it opens)."""
+    needed = descriptors_needed(limits.max_connections, upstream_in_flight, upstream_idle)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return limits
+    raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+    except (OSError, ValueError):
+        raised = soft
+    if raised >= needed:
+        return limits
+    fits = connections_that_fit(raised, upstream_in_flight, upstream_idle)
+    log.warning(
+        "%d open files are allowed (the hard limit): at most %d connections, not %d",
+        raised,
+        fits,
+        limits.max_connections,
+    )
+    return evolve(limits, max_connections=fits)
 
 
 def serve(
@@ -73,11 +119,15 @@ def serve(
     log_level: str = "info",
     watch: Callable[[], object] | None = None,
     watch_every_s: float = WATCH_S,
+    limits: Limits = LIMITS,
 ) -> None:
     """Serve the endpoint on 127.0.0.1:``port`` until SIGINT/SIGTERM (graceful shutdown),
     serving requests from the web origins ``allowed_origins`` besides loopback pages, and
-    calling ``watch`` every ``watch_every_s`` meanwhile (on a thread of its own)."""
+    calling ``watch`` every ``watch_every_s`` meanwhile (on a thread of its own); its
+    connections within ``limits`` (the cap lowered if its descriptors cannot hold it)."""
     app = create_app(upstream, allowed_origins=allowed_origins)
+    config = endpoint_config(app, port, log_level=log_level, limits=limits)
+    config.http = within(fit_descriptors(limits, MAX_CONNECTIONS, MAX_KEEPALIVE))
     stop = threading.Event()
     watcher = None
     if watch is not None:
@@ -86,7 +136,7 @@ def serve(
         )
         watcher.start()
     try:
-        uvicorn.Server(endpoint_config(app, port, log_level=log_level)).run()
+        Server(config).run()
     finally:
         stop.set()
         if watcher is not None:

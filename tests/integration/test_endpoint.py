@@ -455,8 +455,15 @@ def test_a_body_over_the_limit_is_a_413_and_the_endpoint_keeps_serving(
 
 def test_a_garbage_request_line_is_a_400_and_the_endpoint_keeps_serving(chat: str) -> None:
     answer = raw_exchange(chat, b"\x16\x03\x01 GARBAGE \xff\xfe\r\n\r\n")
-    assert answer.startswith(b"HTTP/1.1 400 ")
-    assert answer.endswith(b"Invalid HTTP request received.")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert b"\r\ncontent-type: application/json\r\n" in head
+    assert json.loads(body)["error"] == {
+        "message": "the request is not valid HTTP/1.1 (Invalid method encountered); "
+        "send a request line, headers and a blank line",
+        "type": "invalid_request",
+        "code": 400,
+    }
     still_serves(chat)
 
 
