@@ -4,8 +4,8 @@
 It takes the environment ``nodeau dashboard`` was run with from ``HOME/dashboard/
 service.json`` (``service.carried``), then builds the plane exactly as the CLI does
 (``nodeau.apps.cli.bootstrap.plane``) and this machine's model files as ``nodeau model
-status`` reads them, and serves until SIGTERM or SIGINT. uvicorn's access log is off: a
-request line could carry the token. The host is ``HOST`` and nothing can change it.
+status`` reads them, and serves until SIGTERM or SIGINT (``server``: on 127.0.0.1 only,
+within the endpoint's bounds on requests, connections and the log).
 """
 
 from __future__ import annotations
@@ -16,17 +16,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import uvicorn
-
 from nodeau.adapters.private_files import keep_private
 from nodeau.apps.cli.status_rows import StatusRow, status_rows
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.qualification import ModelQualification, model_qualifications
+from nodeau.apps.dashboard.server import serve
 from nodeau.apps.dashboard.service import CARRIED, CARRIED_PREFIXES, folder, read_service
 from nodeau.apps.dashboard.session import TOKEN_FILE, TokenFile
 from nodeau.apps.settings import utc_now
-
-HOST = "127.0.0.1"  # loopback only: not a setting (concepts: "that is not a setting")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,17 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         token=TokenFile(folder(args.home) / TOKEN_FILE),
         clock=utc_now,
     )
-    uvicorn.run(
-        app,
-        host=HOST,
-        port=args.port,
-        ws="none",
-        proxy_headers=False,
-        lifespan="on",
-        access_log=False,
-        server_header=False,
-        log_level=args.log_level,
-    )
+    serve(app, args.port, log_level=args.log_level)
     return 0
 
 

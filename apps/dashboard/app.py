@@ -26,7 +26,8 @@ Decisions:
 * The one action is ``POST /api/batches/NAME/stop`` (``plane.stop_batch``); the
   Playground's calls go to the workload's loopback endpoint (``playground``). Expected
   failures are a JSON error with the one line (400 bad input, 409 the plane said no, 502
-  the endpoint could not be reached); nothing else changes anything.
+  the endpoint could not be reached); nothing else changes anything. ``GET /health`` says
+  only that it answers, without the token.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from nodeau.apps.cli.status_rows import StatusRow
 from nodeau.apps.dashboard import playground
 from nodeau.apps.dashboard.board import read_views
 from nodeau.apps.dashboard.encoded import EncodedBoard
-from nodeau.apps.dashboard.guard import Guard
+from nodeau.apps.dashboard.guard import HEALTH_PATH, Guard
 from nodeau.apps.dashboard.kept import KeptBoard
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.session import TokenFile, csrf_value
@@ -128,6 +129,9 @@ class Dashboard:
                 return call()
 
         return await run_in_threadpool(locked)
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
 
     async def index(self, request: Request) -> Response:
         return FileResponse(static_folder() / "index.html", media_type="text/html")
@@ -257,6 +261,7 @@ def create_app(
 
     routes = [
         Route("/", dashboard.index, methods=["GET"]),
+        Route(HEALTH_PATH, dashboard.health, methods=["GET"]),
         Route("/api/session", dashboard.session, methods=["GET"]),
         Route("/api/board", dashboard.board, methods=["GET"]),
         Route("/api/batches/{name}/stop", dashboard.stop_batch, methods=["POST"]),

@@ -8,7 +8,8 @@
 3. the token (``session``): the printed address's ``?token=`` is exchanged for the session
    cookie by a redirect to the same path without it; otherwise the cookie or
    ``Authorization: Bearer TOKEN`` must match; else 401 (on the page, assets, data and
-   actions alike);
+   actions alike); only ``GET /health`` is answered without it (``{"status": "ok"}``, which
+   a 401 would say as well: something answers);
 4. a POST also needs the CSRF token (``X-Nodeau-CSRF``); 403 without it.
 
 Every answer gets a Content-Security-Policy that lets the page load and fetch from its own
@@ -37,6 +38,7 @@ from nodeau.apps.dashboard.session import (
 
 POST_PATHS = re.compile(r"/api/batches/[^/]+/stop|/api/playground/[^/]+/(?:chat|embed|rerank)")
 READ_METHODS = frozenset({"GET", "HEAD"})
+HEALTH_PATH = "/health"
 SECURITY_HEADERS = {
     "content-security-policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -95,6 +97,8 @@ class Guard:
                 path,
                 allow=allow,
             )
+        if path == HEALTH_PATH:
+            return None
         token = self.token.current()
         request = HTTPConnection(scope)
         port = scope["server"][1] if scope.get("server") else 0
