@@ -115,7 +115,7 @@ def ask_of(kind: WorkloadKind, body: Mapping[str, Any]) -> WorkloadAsk:
         else Requester(
             user=str(asker["user"]), groups=frozenset(map(str, asker.get("groups", ())))
         ),
-        unproved=service and spec.get("unproved") is True,
+        unproved=spec.get("unproved") is True,
     )
 
 

@@ -57,8 +57,8 @@ def spec_of_ask(ask: WorkloadAsk) -> dict[str, Any]:
         spec["recovery"] = ask.recovery.value
         spec["recoveryAfterSeconds"] = int(ask.recovery_after.total_seconds())
         spec["endpoint"] = "stopped" if ask.endpoint_stopped else "serving"
-        if ask.unproved:
-            spec["unproved"] = True
+    if ask.unproved:
+        spec["unproved"] = True
     if ask.kind is WorkloadKind.BATCH and ask.requests:
         spec["requests"] = [
             {"custom_id": q.custom_id, "method": "POST", "url": q.url, "body": dict(q.body)}

@@ -32,6 +32,7 @@ def submit(
     name: str | None = None,
     task: Literal["chat", "embed"] = "chat",
     context: int | None = None,
+    unproved: bool = False,
     json: bool = False,
 ) -> int:
     """Admit, place and run every request of an OpenAI batch file; returns at once.
@@ -48,6 +49,9 @@ def submit(
         What the requests ask for: chat or embed.
     context
         Context size in tokens (default: the model's own, at most 4096).
+    unproved
+        Run an imported model for a task its qualification has not proved (nodeau model
+        qualify proves it); without it, such a job is refused, as nodeau run refuses it.
     json
         Print the result as JSON.
     """
@@ -79,6 +83,7 @@ def submit(
         requests=requests,
         problems=problems,
         source=str(file.resolve()),
+        unproved=unproved,
     )
     return report_submit(plane().submit_batch(ask), json=json)
 

@@ -20,7 +20,8 @@ same ``schedule`` the one-machine plane runs. Decisions recorded here:
   ConfigMap nodeau-measurements, read with the rest of the fleet): where the artifact,
   the card model and the runtime configuration match one, the figure is that peak and
   the decision is labelled measured, as on one machine; elsewhere it is estimated.
-* A service runs only for a task its model claims, as ``nodeau run`` checks on either
+* A service or batch job runs only for a task its model claims, as ``nodeau run`` and
+  ``nodeau batch submit`` check on either
   plane (the domain's ``task_refusal``): the capabilities the curated catalog entry
   listing its bytes claims (``Proved.catalog``: the catalog shipped with the controller),
   or those its newest qualification on the fleet proved (``Proved.evidence``: ConfigMap
@@ -29,8 +30,8 @@ same ``schedule`` the one-machine plane runs. Decisions recorded here:
   unless its spec says it is served unproved on purpose (``unproved: true``, what
   ``nodeau run --unproved`` writes). The check follows the resolution (a model no machine
   holds is ``no-verified-copy`` first) and comes before the organisation's limits, in the
-  CLI's order. A batch job is not checked (nor on one machine), and neither is a recovery
-  or a copy: they plan for a service already admitted. ``proved`` None (a fake fleet
+  CLI's order. A recovery and a copy are not checked: they plan for a workload already
+  admitted. ``proved`` None (a fake fleet
   given no evidence) checks nothing.
 * The organisation's quotas count what the workloads holding a card spend, per requester.
   A cluster's store gives ``decide`` the ledger and no records (it never lists every object
@@ -147,9 +148,9 @@ def unproved_refusal(
     ask: WorkloadAsk, resolution: Resolution, proved: Proved | None
 ) -> Refusal | None:
     """Why ``ask`` may not be served for its task (the domain's ``task_refusal`` over the
-    artifact resolved), or None: a batch job, a service served unproved on purpose, or
+    artifact resolved), or None: a service or batch job served unproved on purpose, or
     nothing to check against (``proved`` None)."""
-    if proved is None or ask.unproved or ask.kind is not WorkloadKind.SERVICE:
+    if proved is None or ask.unproved:
         return None
     artifact = resolution.artifact_id.lower()
     return task_refusal(

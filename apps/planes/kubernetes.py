@@ -759,6 +759,7 @@ class KubernetesPlane:
             requests=ask.requests,
             bad_lines=len(ask.problems),
             requester=self._requester(),
+            unproved=ask.unproved,
         )
         if not self._objects.create(wanted):
             raise StateError(

@@ -80,6 +80,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.domain.records import Admission, WorkloadRecord
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.reservations import Ledger
+    from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
     from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
@@ -264,18 +265,9 @@ class MachinePlane:
             case Admit():
                 pass
         self._refuse_unknown_servers()
-        if not ask.unproved:
-            from nodeau.domain.catalog import catalog_claims
-            from nodeau.domain.qualification import task_refusal
-
-            unproved = task_refusal(
-                catalog=catalog_claims(models.catalog(), artifact_id),
-                evidence=models.registry.evidence().for_artifact(resolved.artifact.id),
-                task=ask.task,
-                model=resolved.display_name,
-            )
-            if unproved is not None:
-                return Refused(name=name, refusal=unproved)
+        unproved = None if ask.unproved else self._unproved(resolved, ask.task)
+        if unproved is not None:
+            return Refused(name=name, refusal=unproved)
         request = RunRequest(
             name=name,
             task=ask.task,
@@ -308,6 +300,20 @@ class MachinePlane:
             )
             raise
         return started(admission, record, self._clock(), simulated, how)
+
+    def _unproved(self, resolved: Resolved, task: Task) -> Refusal | None:
+        """Why ``resolved`` may not be served for ``task`` until its qualification proves
+        it (the same gate for a service and a batch job), or None."""
+        from nodeau.domain.catalog import catalog_claims
+        from nodeau.domain.qualification import task_refusal
+
+        models = self._parts.models
+        return task_refusal(
+            catalog=catalog_claims(models.catalog(), resolved.artifact.id.hex),
+            evidence=models.registry.evidence().for_artifact(resolved.artifact.id),
+            task=task,
+            model=resolved.display_name,
+        )
 
     def _admit(
         self, resolved: Resolved, request: RunRequest, kind: WorkloadKind
@@ -736,6 +742,9 @@ class MachinePlane:
         resolved = resolve_model(ask.model, models.registry.book(), models.catalog())
         if (problem := name_problem(ask.name)) is not None:
             raise SettingsError(f"--name {problem}")
+        unproved = None if ask.unproved else self._unproved(resolved, ask.task)
+        if unproved is not None:
+            return Refused(name=ask.name, refusal=unproved)
         return machine_batches.submit(self._parts, resolved, ask, self._admit_batch, self._clock)
 
     def _admit_batch(

@@ -141,6 +141,7 @@ class BatchAsk:
     requests: tuple[BatchRequest, ...]  # the lines that can run
     problems: tuple[LineProblem, ...]  # the lines that cannot, each naming its line
     source: str  # the file's path, for messages
+    unproved: bool = False  # run an imported model for a task it has not proved
 
 
 @frozen(kw_only=True)

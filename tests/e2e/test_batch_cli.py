@@ -94,7 +94,7 @@ def test_a_batch_runs_its_good_lines_reports_its_bad_one_and_frees_the_card(
     file = tmp_path / "jobs.jsonl"
     file.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    done = cli("batch", "submit", str(file), "--model", "tiny", "--name", "job1")
+    done = cli("batch", "submit", str(file), "--model", "tiny", "--unproved", "--name", "job1")
     assert done.returncode == 0, done.stderr
     assert "line 3: method must be POST" in done.stderr
     assert "running 4 requests (1 bad lines skipped)" in done.stdout
@@ -122,7 +122,7 @@ def test_a_batch_runs_its_good_lines_reports_its_bad_one_and_frees_the_card(
 def test_a_file_with_no_good_line_is_refused_before_admission(cli: Cli, tmp_path: Path) -> None:
     file = tmp_path / "bad.jsonl"
     file.write_text("{oops\n" + request("a").replace("POST", "PUT") + "\n", encoding="utf-8")
-    done = cli("batch", "submit", str(file), "--model", "tiny")
+    done = cli("batch", "submit", str(file), "--model", "tiny", "--unproved")
     assert done.returncode == 1
     assert "line 1: not valid JSON" in done.stderr
     assert "line 2: method must be POST, not 'PUT'" in done.stderr
@@ -141,7 +141,7 @@ def test_stop_keeps_what_is_done_and_a_second_run_does_nothing_twice(
     ids = [f"q{n}" for n in range(1000)]  # long enough that ps and stop come before its end
     file = tmp_path / "long.jsonl"
     file.write_text("".join(request(i, tokens=32) + "\n" for i in ids), encoding="utf-8")
-    done = cli("batch", "submit", str(file), "--model", "tiny", "--name", "long")
+    done = cli("batch", "submit", str(file), "--model", "tiny", "--unproved", "--name", "long")
     assert done.returncode == 0, done.stderr
     running = cli.wait_for("long", lambda s: s["done"] >= 1)
     assert running["state"] == "running"
@@ -161,7 +161,7 @@ def test_stop_keeps_what_is_done_and_a_second_run_does_nothing_twice(
     assert result_ids(cli, "long") == kept  # nothing runs on after a stop
 
     # submitted again, the job runs only what has no result yet
-    again = cli("batch", "submit", str(file), "--model", "tiny", "--name", "long")
+    again = cli("batch", "submit", str(file), "--model", "tiny", "--unproved", "--name", "long")
     assert again.returncode == 0, again.stderr
     cli.wait_for("long", lambda s: s["state"] == "succeeded")
     final = result_ids(cli, "long")
@@ -178,7 +178,7 @@ def test_a_job_whose_model_server_is_killed_mid_run_resumes_and_answers_each_req
     ids = [f"k{n}" for n in range(600)]
     file = tmp_path / "killed.jsonl"
     file.write_text("".join(request(i, tokens=32) + "\n" for i in ids), encoding="utf-8")
-    done = cli("batch", "submit", str(file), "--model", "tiny", "--name", "killed")
+    done = cli("batch", "submit", str(file), "--model", "tiny", "--unproved", "--name", "killed")
     assert done.returncode == 0, done.stderr
     cli.wait_for("killed", lambda s: s["done"] >= 5)
     state = SqliteStateStore(tmp_path / "home" / "state.sqlite3", lambda: datetime.now(UTC))
@@ -204,3 +204,18 @@ def test_a_job_whose_model_server_is_killed_mid_run_resumes_and_answers_each_req
     assert len([r for r in results if r.get("retried")]) <= 1  # the one in flight, if any
     assert status["sentence"].startswith("succeeded on testbox")
     assert json.loads(cli("ps", "--json").stdout) == []  # the card is free
+
+
+def test_a_model_that_never_proved_chat_is_refused_a_batch_job_as_run_refuses_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    file = tmp_path / "jobs.jsonl"
+    file.write_text(request("r1") + "\n", encoding="utf-8")
+    refused = cli("batch", "submit", str(file), "--model", "tiny", "--name", "unproved")
+    served = cli("run", "tiny", "--name", "unproved")
+    assert (refused.returncode, served.returncode) == (2, 2)
+    said = "qualification.task-not-proved: tiny has not proved it can chat"
+    assert said in refused.stderr and said in served.stderr
+    assert refused.stderr == served.stderr, "the same refusal, word for word"
+    assert json.loads(cli("batch", "status", "--json").stdout) == [], "nothing was admitted"
+    assert json.loads(cli("ps", "--json").stdout) == []

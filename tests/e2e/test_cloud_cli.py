@@ -152,7 +152,7 @@ def test_what_you_compute_never_leaves_and_an_outage_changes_nothing(
         ]
         jobs = tmp_path / "jobs.jsonl"
         jobs.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        cli.ok("batch", "submit", str(jobs), "--model", "tiny", "--name", "job1")
+        cli.ok("batch", "submit", str(jobs), "--model", "tiny", "--unproved", "--name", "job1")
         wait_for(
             "the batch job",
             lambda: json.loads(cli.ok("batch", "status", "job1", "--json"))["state"] == "succeeded",

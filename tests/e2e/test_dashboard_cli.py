@@ -248,7 +248,7 @@ def serve_and_submit(cli: Cli, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     jobs = tmp_path / "long.jsonl"
     jobs.write_text("".join(batch_request(n) + "\n" for n in range(1000)), encoding="utf-8")
-    submitted = cli("batch", "submit", str(jobs), "--model", "tiny", "--name", "long")
+    submitted = cli("batch", "submit", str(jobs), "--model", "tiny", "--unproved", "--name", "long")
     assert submitted.returncode == 0, submitted.stderr
     wait_for(
         "the batch job running",

@@ -113,7 +113,7 @@ def test_a_batch_run_under_umask_022_keeps_its_prompts_results_ledger_and_logs_p
     batch = tmp_path / "jobs.jsonl"
     batch.write_text(f"{request('r1')}\n{request('r2')}\nnot json\n", encoding="utf-8")
     try:
-        done = cli("batch", "submit", str(batch), "--model", "tiny", "--name", "job1")
+        done = cli("batch", "submit", str(batch), "--model", "tiny", "--unproved", "--name", "job1")
         assert done.returncode == 0, done.stderr
         wait_until_succeeded(cli, "job1")
     finally:

@@ -520,7 +520,7 @@ def test_a_batch_job_whose_server_dies_mid_run_resumes_and_answers_each_request_
     outcome = plane.submit_batch(
         BatchAsk(
             model="tiny", name="job", task=Task.CHAT, context_tokens=256, requests=requests,
-            problems=(), source="jobs.jsonl",
+            problems=(), source="jobs.jsonl", unproved=True,
         )
     )  # fmt: skip
     assert isinstance(outcome, BatchSubmitted)

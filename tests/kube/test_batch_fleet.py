@@ -205,7 +205,7 @@ def submit(
 ) -> subprocess.CompletedProcess[str]:
     file = tmp_path / f"{name}.jsonl"
     file.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return cli("batch", "submit", str(file), "--model", "tiny", "--name", name)
+    return cli("batch", "submit", str(file), "--model", "tiny", "--unproved", "--name", name)
 
 
 def status(cli: Cli, name: str) -> dict[str, Any]:

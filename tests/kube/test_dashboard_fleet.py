@@ -39,7 +39,7 @@ def test_the_dashboard_reads_the_fleet_and_stops_a_batch_job_there(
     file = tmp_path / "job.jsonl"
     file.write_text(json.dumps(line) + "\n", encoding="utf-8")
     running = started(
-        fleet, "batch", "submit", str(file), "--model", "m", "--name", "job", "--json"
+        fleet, "batch", "submit", str(file), "--model", "m", "--unproved", "--name", "job", "--json"
     )
     wait_for(lambda: the_object(fresh_fleet, WorkloadKind.BATCH, "job") is not None, "a BatchJob")
     decide_as_the_controller(fresh_fleet, WorkloadKind.BATCH, "job")

@@ -129,16 +129,16 @@ def test_a_model_no_machine_holds_is_no_verified_copy_first() -> None:
     assert refusal is not None and refusal.code is ReasonCode.NO_VERIFIED_COPY
 
 
-@pytest.mark.parametrize(
-    "wanted",
-    [
-        pytest.param(ask(model="qwen", kind=WorkloadKind.BATCH), id="a batch job"),
-        pytest.param(service("qwen"), id="nothing to check against"),
-    ],
-)
-def test_what_is_not_checked(wanted: WorkloadAsk) -> None:
-    proved = None if wanted.kind is WorkloadKind.SERVICE else NO_EVIDENCE
-    assert decided(wanted, proved) is None
+def test_nothing_is_checked_without_evidence_to_check_against() -> None:
+    assert decided(service("qwen"), None) is None
+
+
+def test_a_batch_job_meets_the_same_gate_as_a_service() -> None:
+    job = ask(model="qwen", kind=WorkloadKind.BATCH)
+    refusal = decided(job, NO_EVIDENCE)
+    assert refusal is not None and refusal.code is ReasonCode.TASK_NOT_PROVED
+    assert refusal == decided(service("qwen"), NO_EVIDENCE), "the same code and sentence"
+    assert decided(evolve(job, unproved=True), NO_EVIDENCE) is None
 
 
 def body(kind: str, **spec: Any) -> dict[str, Any]:
@@ -149,7 +149,9 @@ def test_the_spec_field_reads_and_writes_as_kubectl_and_the_cli_see_it() -> None
     assert ask_of(WorkloadKind.SERVICE, body("GPUService", unproved=True)).unproved
     assert not ask_of(WorkloadKind.SERVICE, body("GPUService")).unproved
     assert not ask_of(WorkloadKind.SERVICE, body("GPUService", unproved=False)).unproved
-    assert not ask_of(WorkloadKind.BATCH, body("BatchJob", unproved=True)).unproved
+    assert ask_of(WorkloadKind.BATCH, body("BatchJob", unproved=True)).unproved
+    batch = spec_of_ask(evolve(ask(model="qwen", kind=WorkloadKind.BATCH), unproved=True))
+    assert batch["unproved"] is True
     written = spec_of_ask(service("qwen", unproved=True))
     assert written["unproved"] is True
     assert ask_of(WorkloadKind.SERVICE, {"metadata": {"name": "c"}, "spec": written}).unproved
