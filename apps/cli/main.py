@@ -13,12 +13,13 @@ import os
 import sys
 from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from cyclopts import App
 
 HELP = "Run LLM inference on your own GPU machines, admitted by predicted peak VRAM."
+STDOUT_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for `ls | head`
 
 
 def installed_version() -> str:
@@ -130,6 +131,8 @@ def run(argv: Sequence[str] | None = None) -> None:
 
             sys.exit(ps(json=json))
         build_app()(tokens)
+    except BrokenPipeError:
+        stdout_closed()
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
@@ -146,3 +149,16 @@ def run(argv: Sequence[str] | None = None) -> None:
         sys.exit(1)
     finally:
         os.umask(previous_umask)  # run() is also called in-process (nodeau.apps.cloud, tests)
+        try:
+            sys.stdout.flush()  # output still buffered meets a closed pipe here, not at exit
+        except BrokenPipeError:
+            stdout_closed()
+
+
+def stdout_closed() -> NoReturn:
+    """End quietly, as ``ls | head`` does, when whoever reads stdout stopped reading: no
+    traceback and no message; stdout is pointed at /dev/null so that nothing flushed at
+    exit fails again (the recipe of Python's ``signal`` documentation)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(STDOUT_CLOSED)
