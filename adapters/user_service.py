@@ -459,21 +459,28 @@ def choose_service_manager(env: Mapping[str, str], platform: str, run_dir: Path)
 # -- plumbing
 
 
-def wait_until_listening(port: int, timeout_s: float, log: Path) -> None:
+def listening(port: int, timeout_s: float = 1.0) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port`` now (a closed loopback
+    port refuses at once)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def wait_until_listening(port: int, timeout_s: float, log: Path, service: str = "") -> None:
     """Return once something accepts connections on 127.0.0.1:``port``; ServiceError
-    naming ``log`` after ``timeout_s``."""
+    naming ``log`` (and ``service``, how it runs, when given) after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1.0):
-                return
-        except OSError:
-            if time.monotonic() >= deadline:
-                raise ServiceError(
-                    f"the endpoint did not answer on 127.0.0.1:{port} within {timeout_s:g} s "
-                    f"(its log: {log})"
-                ) from None
-            time.sleep(0.1)
+    while not listening(port):
+        if time.monotonic() >= deadline:
+            runs = f"; it runs as {service}" if service else ""
+            raise ServiceError(
+                f"the endpoint did not answer on 127.0.0.1:{port} within {timeout_s:g} s "
+                f"(its log: {log}{runs})"
+            )
+        time.sleep(0.1)
 
 
 def _probe(command: Sequence[str], env: Mapping[str, str]) -> Probe:

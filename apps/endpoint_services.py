@@ -1,5 +1,8 @@
 """Each workload's loopback endpoint, run as a user service (systemd --user, launchd, or a
-supervised background process where neither exists, which it says)."""
+supervised background process where neither exists, which it says).
+
+Starting one returns once its port accepts connections (a bounded wait, then an error
+naming its log), so an address ``run`` prints answers at once."""
 
 from __future__ import annotations
 
@@ -21,36 +24,41 @@ from nodeau.adapters.user_service import (
 )
 from nodeau.apps.settings import Settings
 
+LISTEN_TIMEOUT_S = 30.0  # a loopback endpoint answers within a second or two
+
 
 @frozen(kw_only=True)
 class Endpoints:
     settings: Settings
     manager: UserService
+    listen_timeout_s: float = LISTEN_TIMEOUT_S
 
     def free_port(self) -> int:
         return any_free_port()
 
     def start(self, name: str, port: int, allowed_origins: tuple[str, ...] = ()) -> str:
         """Install and start the endpoint of ``name`` on 127.0.0.1:``port`` (also answering
-        pages from ``allowed_origins``); say how it runs."""
+        pages from ``allowed_origins``) and wait until it listens; say how it runs."""
+        log = (self.settings.log_dir / f"{name}.endpoint.log").resolve()
         self.manager.install(
             EndpointServiceSpec(
                 workload=name,
                 port=port,
                 state_path=self.settings.state_path.resolve(),
-                log_path=(self.settings.log_dir / f"{name}.endpoint.log").resolve(),
+                log_path=log,
                 python=Path(sys.executable),
                 allowed_origins=allowed_origins,
             )
         )
         self.manager.start(name)
-        return self.manager.describe()
+        how = self.manager.describe()
+        wait_until_listening(port, self.listen_timeout_s, log, how)
+        return how
 
     def stop(self, name: str) -> None:
         self.manager.stop(name)
 
 
-LISTEN_TIMEOUT_S = 30.0  # a loopback endpoint answers within a second or two
 FLEET_PORTS = "fleet-endpoints.json"  # in the run folder: each fleet workload's loopback port
 
 

@@ -9,9 +9,11 @@ Decisions recorded here:
   the name is free or already serves this artifact (``domain.runs``), and the
   admission runs inside one state transaction with the drained mark and the
   policy applied. A refusal records nothing.
-* A model server that started but whose endpoint cannot be set up is stopped
-  and its card freed before the error goes on: nothing serves without its
-  endpoint, and no card stays held by a workload nobody can reach.
+* A model server that started but whose endpoint cannot be set up (or never listens) is
+  stopped, with that endpoint, and its card freed before the error goes on: nothing
+  serves without its endpoint, and no card stays held by a workload nobody can reach.
+  ``run`` answers only once the endpoint's port accepts connections, the first time and
+  when it brings an endpoint back.
 * Drain, undrain and policy work on a fleet of one too, as the concepts say:
   draining this machine refuses new work (``capacity.no-eligible-machine``)
   and touches nothing running.
@@ -35,6 +37,7 @@ Decisions recorded here:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
@@ -295,6 +298,8 @@ class MachinePlane:
         try:
             how = endpoints.start(name, record.endpoint_port or 0, origins)
         except BaseException:  # it failed, or the run was interrupted: nothing left behind
+            with suppress(NodeauError):
+                endpoints.stop(name)  # one that never listened is not left retrying
             stop_workload(
                 name, state=self._parts.state, runtime=self._parts.runtime, now=self._clock
             )
