@@ -394,28 +394,11 @@ def stop_workload(
 # -- supervision
 
 
-class Restarter(Protocol):
-    """Starts a model server again (a ``ModelRuntime`` that says what it launched)."""
-
-    def start(
-        self,
-        spec: ServerSpec,
-        ready_timeout_s: float,
-        *,
-        launched: Callable[[RunningServer], None] | None = None,
-    ) -> RunningServer:
-        """``ModelRuntime.start``, telling ``launched`` of each process it launches before
-        waiting for it to answer."""
-        ...
-
-    def stop(self, server: RunningServer, grace_s: float) -> None: ...
-
-
 class Relaunch(Protocol):
     """How a recorded server is started again."""
 
     @property
-    def runtime(self) -> Restarter: ...
+    def runtime(self) -> ModelRuntime: ...
 
     @property
     def on_card(self) -> bool:
