@@ -181,7 +181,10 @@ def test_every_command_prints_one_json_shape_on_both_planes(
         "body": {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
     }
     file.write_text(json.dumps(line) + "\n", encoding="utf-8")
-    submit = ("batch", "submit", str(file), "--model", "qwen-race", "--unproved", "--name", "job", "--json")
+    submit = (
+        "batch", "submit", str(file), "--model", "qwen-race", "--unproved", "--name", "job",
+        "--json",
+    )  # fmt: skip
     here = finished(started(machine, *submit))
     running = started(fleet, *submit)
     wait_for(lambda: the_object(api, WorkloadKind.BATCH, "job") is not None, "a BatchJob")

@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
 from attrs import evolve
 from returns.pipeline import is_successful
 
