@@ -36,7 +36,6 @@ import os
 import plistlib
 import re
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -45,6 +44,7 @@ from typing import Protocol
 
 from attrs import frozen
 
+from nodeau.adapters.loopback_port import listening
 from nodeau.ports.errors import NodeauError
 
 UNIT_PREFIX = "nodeau-endpoint-"
@@ -457,16 +457,6 @@ def choose_service_manager(env: Mapping[str, str], platform: str, run_dir: Path)
 
 
 # -- plumbing
-
-
-def listening(port: int, timeout_s: float = 1.0) -> bool:
-    """Whether something accepts connections on 127.0.0.1:``port`` now (a closed loopback
-    port refuses at once)."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
 
 
 def wait_until_listening(port: int, timeout_s: float, log: Path, service: str = "") -> None:

@@ -29,6 +29,10 @@ Decisions recorded here:
 * A server's end is one of: an exit code, a signal, gone without a known status, not
   ready by its deadline (stopped), or not started at all (``ServerExit``).
 * A serving (or running) workload that was restarted says how often and after what.
+* A service whose endpoint is stopped (``nodeau stop NAME``, or one that gave up) keeps its
+  state: its model stays loaded. Its sentence says the endpoint is stopped and that
+  ``nodeau run NAME`` brings it back; one restarting, or found exited, says too that
+  nothing restarts it meanwhile (its endpoint is what does).
 """
 
 from __future__ import annotations
@@ -354,6 +358,22 @@ def start_interrupted(w: Workload, server_pid: int | None) -> Workload:
         next_step=f"its start was interrupted (the nodeau run starting it ended); {left}: "
         f"nodeau stop {w.name} --workload ends it and frees the card",
     )
+
+
+def endpoint_stopped(w: Workload) -> Workload:
+    """The workload as ``nodeau ps`` shows it when its endpoint does not listen: a service
+    loaded (or being restarted) with nothing in front of it; any other is shown as it is."""
+    if w.kind is not WorkloadKind.SERVICE:
+        return w
+    if w.state is WorkloadState.SERVING:
+        return evolve(w, next_step=f"loaded, endpoint stopped; nodeau run {w.name} brings it back")
+    if w.state in (WorkloadState.RESTARTING, WorkloadState.EXITED):
+        return evolve(
+            w,
+            next_step=f"its endpoint is stopped, so nothing restarts it; nodeau run {w.name} "
+            "brings the endpoint back, which starts the model server again",
+        )
+    return w
 
 
 def _restarting_next(w: Workload) -> str:

@@ -134,6 +134,11 @@ class LazyMachineParts:
 
         return endpoint_manager(self._settings)
 
+    def endpoint_listens(self, port: int) -> bool:
+        from nodeau.adapters.loopback_port import listening
+
+        return listening(port)
+
 
 def plane_choice() -> PlaneChoice:
     """Which plane this command acts on: NODEAU_PLANE, else plane.json, else this machine."""

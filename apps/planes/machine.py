@@ -25,6 +25,11 @@ Decisions recorded here:
   (``domain.restarts.as_seen``). ``ps`` records nothing.
 * Running a restarting service again brings its endpoint back, as for a serving one:
   the endpoint is what restarts it.
+* ``ps`` (and the dashboard, which shows its rows) asks whether each serving or restarting
+  service's endpoint port accepts connections (``MachineParts.endpoint_listens``: one
+  loopback connect, no service manager asked). One that does not is shown with no
+  address and a sentence saying its endpoint is stopped and ``nodeau run NAME`` brings it
+  back; its state stays, for its model stays loaded.
 * ``logs`` is the last lines of the model server's log, ``<home>/logs/NAME.log``.
 * ``recovery set`` and ``recovery status``: ``apps.planes.recovery``.
 * Copies (``models copy``, ``models copies``) are kept between the machines of a
@@ -135,6 +140,11 @@ class MachineParts(Protocol):
     @property
     def endpoints(self) -> Endpoints: ...
 
+    def endpoint_listens(self, port: int) -> bool:
+        """Whether the loopback endpoint on ``port`` accepts connections now; cheap, for
+        ``ps`` asks it of every service it lists (no service manager is asked)."""
+        ...
+
 
 def endpoint_url(record: WorkloadRecord) -> str | None:
     """The address a client uses: the loopback endpoint of a service."""
@@ -143,12 +153,29 @@ def endpoint_url(record: WorkloadRecord) -> str | None:
     return f"http://127.0.0.1:{record.endpoint_port}/v1"
 
 
+def fronted(record: WorkloadRecord) -> bool:
+    """Whether a service in this state has an endpoint in front of it, once one is started:
+    loaded or being restarted (its endpoint is what restarts it)."""
+    up = (WorkloadState.SERVING, WorkloadState.RESTARTING)
+    return endpoint_url(record) is not None and record.workload.state in up
+
+
 def workload_view(
-    record: WorkloadRecord, now: datetime, simulated: bool, shown: Workload | None = None
+    record: WorkloadRecord,
+    now: datetime,
+    simulated: bool,
+    shown: Workload | None = None,
+    *,
+    endpoint_up: bool = True,
 ) -> WorkloadView:
     """The row of ``record``; ``shown``: the workload as ``ps`` found it, when that differs
-    from the record (a server found gone)."""
+    from the record (a server found gone); ``endpoint_up``: False when its endpoint is
+    found not listening (then no address is shown, and its sentence says so)."""
+    from nodeau.domain.workloads import endpoint_stopped
+
     w = record.workload if shown is None else shown
+    if not endpoint_up:
+        w = endpoint_stopped(w)
     return WorkloadView(
         name=w.name,
         kind=w.kind.value,
@@ -158,7 +185,7 @@ def workload_view(
         simulated=simulated,
         state=w.state.value,
         since=w.since,
-        endpoint=endpoint_url(record),
+        endpoint=endpoint_url(record) if endpoint_up else None,
         sentence=ps_sentence(w, now),
         on_cpu=w.on_cpu,
     )
@@ -402,12 +429,22 @@ class MachinePlane:
         records = [r for r in self._records() if holds_gpu(r.workload.state)]
         alive = self._alive() if any(_watched(r) for r in records) else None
         known = tuple(
-            workload_view(r, now, self.simulated, self._as_seen(r, now, alive)) for r in records
+            workload_view(
+                r, now, self.simulated, self._as_seen(r, now, alive), endpoint_up=self._up(r)
+            )
+            for r in records
         )
         return known + tuple(
             unknown_view(name, server, self._settings.machine, self.simulated)
             for name, server in self._unknown_servers(records)
         )
+
+    def _up(self, record: WorkloadRecord) -> bool:
+        """False for a service whose endpoint should front it and does not listen (stopped,
+        or given up); True for every other."""
+        if not fronted(record) or record.endpoint_port is None:
+            return True
+        return self._parts.endpoint_listens(record.endpoint_port)
 
     def _unknown_servers(
         self, records: Sequence[WorkloadRecord] | None = None

@@ -106,6 +106,9 @@ class Endpoints:
     def stop(self, name: str) -> None:
         self.running.pop(name, None)
 
+    def listens(self, port: int) -> bool:
+        return port in self.running.values()
+
 
 class Parts:
     def __init__(self, home: Path, binary: Path, clock: Clock) -> None:
@@ -128,6 +131,9 @@ class Parts:
     def server(self) -> ServerAbilities:
         """What the real llama-server says it can use (simulated cards: it is shown none)."""
         return ask_binary(self._binary, {"CUDA_VISIBLE_DEVICES": ""})
+
+    def endpoint_listens(self, port: int) -> bool:
+        return self.endpoints.listens(port)
 
     @cached_property
     def models(self) -> ModelServices:

@@ -65,6 +65,9 @@ class FakeEndpoints:
     def stop(self, name: str) -> None:
         self.running.pop(name, None)
 
+    def listens(self, port: int) -> bool:
+        return port in self.running.values()
+
 
 class FailedService(NodeauError):
     pass
@@ -87,6 +90,9 @@ class Parts:
     @property
     def processes(self) -> FakeModelRuntime:
         return self.runtime  # what stops its servers
+
+    def endpoint_listens(self, port: int) -> bool:
+        return self.endpoints.listens(port)
 
     @cached_property
     def models(self) -> ModelServices:
@@ -304,3 +310,24 @@ def test_an_origin_that_cannot_be_allowed_is_refused_before_anything_starts(
     with pytest.raises(SettingsError, match=r"^--allow-origin "):
         plane.run(evolve(ask(), allowed_origins=(origin,)))
     assert parts.runtime.started == [] and plane.workloads() == ()
+
+
+def test_ps_says_a_stopped_endpoint_with_no_address_and_how_to_bring_it_back(
+    tmp_path: Path,
+) -> None:
+    plane, parts = plane_with(tmp_path)
+    plane.run(ask())
+    [up] = plane.workloads()
+    assert (up.state, up.endpoint) == ("serving", "http://127.0.0.1:18001/v1")
+    assert up.sentence.endswith("; nothing to do")
+    plane.stop("tiny", workload=False)
+    assert parts.endpoints.running == {}  # nothing listens on its port
+    [stopped] = plane.workloads()
+    assert (stopped.state, stopped.endpoint) == ("serving", None)
+    assert stopped.sentence == (
+        "serving on m1 (SIM-GPU-…) since 09:30:05 (0s); "
+        "loaded, endpoint stopped; nodeau run tiny brings it back"
+    )
+    plane.run(ask())
+    [back] = plane.workloads()
+    assert back == up

@@ -2,7 +2,7 @@
 
 ``main.run`` calls ``ps`` directly for ``ps`` and ``ps --json`` only; these
 tests run both ways over an empty home and over a real state database holding
-workloads in every shape ``ps`` prints (serving with an endpoint, held,
+workloads in every shape ``ps`` prints (serving with an endpoint that listens, held,
 recovering, a batch job, one finished and so not listed), and check that any
 other argument list is cyclopts' to answer.
 """
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import socket
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -39,8 +40,12 @@ NOW = SINCE + timedelta(minutes=4, seconds=10)
 HEADER = ["NAME", "KIND", "MODEL", "MACHINE", "GPU", "STATE", "ENDPOINT", "NOW"]
 
 
-def served(r: WorkloadRecord) -> WorkloadRecord:
-    return evolve(r, workload=evolve(r.workload, state=WorkloadState.SERVING), endpoint_port=8123)
+def served(port: int) -> Callable[[WorkloadRecord], WorkloadRecord]:
+    def change(r: WorkloadRecord) -> WorkloadRecord:
+        w = evolve(r.workload, state=WorkloadState.SERVING)
+        return evolve(r, workload=w, endpoint_port=port)
+
+    return change
 
 
 def held(r: WorkloadRecord) -> WorkloadRecord:
@@ -78,28 +83,40 @@ def stopped(r: WorkloadRecord) -> WorkloadRecord:
     return evolve(r, workload=evolve(r.workload, state=WorkloadState.STOPPED))
 
 
-def fill(state_path: Path) -> None:
+def fill(state_path: Path, port: int) -> None:
     """Six workloads in the shapes ``ps`` prints; one stopped, so five are listed."""
     store = SqliteStateStore(state_path, lambda: SINCE)
     fleet = fleet_of(6)
     for name in ("chat", "held", "moving", "batch", "pulling", "gone"):
         store.admit(name, decider(name, fleet, SINCE)).unwrap()
-    store.update("chat", served)
+    store.update("chat", served(port))
     store.update("held", held)
     store.update("moving", recovering)
     store.update("batch", batch_running)
     store.release("gone", stopped)
 
 
+@pytest.fixture
+def endpoint_port() -> Iterator[int]:
+    """The port of a serving workload's endpoint: a real listening socket, as ``ps`` asks."""
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        yield listening.getsockname()[1]
+
+
 @pytest.fixture(params=["empty", "filled"])
-def home(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def home(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    endpoint_port: int,
+) -> Path:
     """A Nodeau home with no database, or with a real one; simulated cards; a pinned clock."""
     monkeypatch.setenv("NODEAU_HOME", str(tmp_path))
     monkeypatch.setenv("NODEAU_MACHINE", MACHINE)
     monkeypatch.setenv("NODEAU_SIMULATED_GPUS", "6 x 24 GiB")
     monkeypatch.setattr(bootstrap, "utc_now", lambda: NOW)
     if request.param == "filled":
-        fill(tmp_path / "state.sqlite3")
+        fill(tmp_path / "state.sqlite3", endpoint_port)
     return tmp_path
 
 
@@ -121,7 +138,9 @@ def both_ways(argv: Sequence[str], capsys: pytest.CaptureFixture[str]) -> tuple[
     return fast, through_cyclopts
 
 
-def test_the_table_is_the_same_both_ways(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_table_is_the_same_both_ways(
+    home: Path, endpoint_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     fast, through_cyclopts = both_ways(["ps"], capsys)
     assert fast == through_cyclopts
     code, out, err = fast
@@ -134,7 +153,7 @@ def test_the_table_is_the_same_both_ways(home: Path, capsys: pytest.CaptureFixtu
     by_name = {line.split()[0]: line for line in lines[1:]}
     assert sorted(by_name) == ["batch", "chat", "held", "moving", "pulling"]
     assert all("(simulated)" in line for line in by_name.values())
-    assert "http://127.0.0.1:8123/v1" in by_name["chat"]
+    assert f"http://127.0.0.1:{endpoint_port}/v1" in by_name["chat"]
     assert "serving on m1 (GPU-0000…) since 09:30:05 (4m); nothing to do" in by_name["chat"]
     assert "held since 09:30:05 (4m): m1 stopped answering" in by_name["held"]
     assert f"recovering on {MACHINE} (" in by_name["moving"]
@@ -143,7 +162,9 @@ def test_the_table_is_the_same_both_ways(home: Path, capsys: pytest.CaptureFixtu
     assert "admitted on m1" in by_name["pulling"]
 
 
-def test_the_json_is_the_same_both_ways(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_json_is_the_same_both_ways(
+    home: Path, endpoint_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     fast, through_cyclopts = both_ways(["ps", "--json"], capsys)
     assert fast == through_cyclopts
     code, out, err = fast
@@ -152,7 +173,7 @@ def test_the_json_is_the_same_both_ways(home: Path, capsys: pytest.CaptureFixtur
     names = [r["name"] for r in rows]
     if (home / "state.sqlite3").exists():
         assert names == ["chat", "held", "moving", "batch", "pulling"]
-        assert rows[0]["endpoint"] == "http://127.0.0.1:8123/v1"
+        assert rows[0]["endpoint"] == f"http://127.0.0.1:{endpoint_port}/v1"
         assert rows[0]["sentence"].startswith("serving on m1 (GPU-0000…) since 09:30:05 (4m)")
     else:
         assert rows == []

@@ -286,3 +286,6 @@ class _PlaneParts:
 
         self.marks = SqliteMarks(world.settings.state_path)
         self.endpoints = FakeEndpoints(fail=False)
+
+    def endpoint_listens(self, port: int) -> bool:
+        return self.endpoints.listens(port)
