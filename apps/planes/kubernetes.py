@@ -15,7 +15,8 @@ Decisions recorded here:
   (``pending``), and a person should see it.
 * ``stop NAME`` sets ``spec.endpoint: stopped``; ``--workload`` deletes the
   object, and the controller, through its finalizer, stops the model server and
-  releases the card.
+  releases the card. ``ps`` shows a service whose endpoint is stopped with no address
+  and says so (``domain.workloads.endpoint_stopped``), as on one machine.
 * Health is the controller's last assessment, never re-assessed here: two
   commands must not disagree about a machine because their clocks did. Which
   card a workload holds comes from the reservation ledger.
@@ -106,7 +107,13 @@ from nodeau.domain.recovery_choice import recovery_change
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.runs import name_from_model, name_problem
-from nodeau.domain.workloads import RecoveryMode, WorkloadKind, holds_gpu, ps_sentence
+from nodeau.domain.workloads import (
+    RecoveryMode,
+    WorkloadKind,
+    endpoint_stopped,
+    holds_gpu,
+    ps_sentence,
+)
 from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
     BootstrapTokens,
@@ -223,7 +230,8 @@ def workload_view(obj: WorkloadObject, now: datetime) -> WorkloadView:
     held = obj.status
     refusal = refusal_of(obj)
     if obj.record is not None:
-        sentence = ps_sentence(obj.record.workload, now)
+        w = obj.record.workload
+        sentence = ps_sentence(endpoint_stopped(w) if endpoint_off(obj) else w, now)
     elif refusal is not None:
         sentence = f"refused ({refusal.kind.value}): {refusal.code.value}: {refusal.sentence}"
     else:
@@ -238,9 +246,14 @@ def workload_view(obj: WorkloadObject, now: datetime) -> WorkloadView:
         simulated=gpu is not None and gpu.startswith("SIM-GPU"),
         state=str(held.get("state") or PENDING),
         since=None if obj.record is None else obj.record.workload.since,
-        endpoint=obj.endpoint or None,
+        endpoint=None if endpoint_off(obj) else obj.endpoint or None,
         sentence=sentence,
     )
+
+
+def endpoint_off(obj: WorkloadObject) -> bool:
+    """Whether a person stopped the service's endpoint (``spec.endpoint: stopped``)."""
+    return obj.ask is not None and obj.ask.endpoint_stopped
 
 
 def admission_of(obj: WorkloadObject) -> Admission:
@@ -566,15 +579,17 @@ class KubernetesPlane:
         the fleet its object is there until someone deletes it, and ps says why)."""
         now = self._clock()
         return tuple(
-            self._local(workload_view(o, now))
+            self._local(o, workload_view(o, now))
             for o in self._objects.list_all()
             if o.record is None or holds_gpu(o.record.workload.state)
         )
 
-    def _local(self, view: WorkloadView) -> WorkloadView:
-        """The view with this machine's loopback endpoint for it, when it has one: the
-        address a client keeps, wherever the model serves."""
-        port = None if self._endpoints is None else self._endpoints.port(view.name)
+    def _local(self, obj: WorkloadObject, view: WorkloadView) -> WorkloadView:
+        """The view with this machine's loopback endpoint for it, when it has one and its
+        endpoint is not stopped: the address a client keeps, wherever the model serves."""
+        if self._endpoints is None or endpoint_off(obj):
+            return view
+        port = self._endpoints.port(view.name)
         return view if port is None else evolve(view, endpoint=loopback_url(port))
 
     def _find(self, name: str) -> WorkloadObject:
