@@ -193,7 +193,10 @@ def test_the_openai_client_chats_and_embeds(
     pooled = write_tiny_llama(tmp_path / "e.gguf", quant="q8_0", override_keys=pooling)
     embed = runtime.start(spec_for(tmp_path, pooled, name="embed", task=Task.EMBED), READY_S)
     servers.append(embed)
-    with openai.OpenAI(base_url=f"{chat.base_url}/v1", api_key="local") as client:
+    refused = openai.OpenAI(base_url=f"{chat.base_url}/v1", api_key="local", max_retries=0)
+    with refused, pytest.raises(openai.AuthenticationError):  # only its own key is answered
+        refused.models.list()
+    with openai.OpenAI(base_url=f"{chat.base_url}/v1", api_key=chat.api_key) as client:
         reply = client.chat.completions.create(
             model="chat", messages=[{"role": "user", "content": "Say hello."}], max_tokens=4
         )
@@ -201,7 +204,7 @@ def test_the_openai_client_chats_and_embeds(
         assert isinstance(reply.choices[0].message.content, str)
         assert reply.usage is not None and reply.usage.completion_tokens >= 1
         assert [m.id for m in client.models.list()] == ["chat"]
-    with openai.OpenAI(base_url=f"{embed.base_url}/v1", api_key="local") as client:
+    with openai.OpenAI(base_url=f"{embed.base_url}/v1", api_key=embed.api_key) as client:
         vectors = client.embeddings.create(model="embed", input=["hello", "world"])
         assert [len(d.embedding) for d in vectors.data] == [64, 64]  # the tiny model's n_embd
 

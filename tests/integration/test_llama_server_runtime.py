@@ -316,7 +316,7 @@ rt = (LlamaCppPythonRuntime(c.program, library=c.library)
       if c.server is ModelServer.LLAMA_CPP_PYTHON else LlamaServerRuntime(c.program))
 s = rt.start(spec, 60)
 print(json.dumps({"pid": s.pid, "port": s.port, "at": s.started_at.isoformat(),
-                  "command": s.command, "server": c.server.value}))
+                  "command": s.command, "server": c.server.value, "key": s.api_key}))
 """
     env = dict(os.environ)
     if isinstance(runtime, LlamaServerRuntime):
@@ -343,6 +343,7 @@ print(json.dumps({"pid": s.pid, "port": s.port, "at": s.started_at.isoformat(),
         port=said["port"],
         started_at=datetime.fromisoformat(said["at"]),
         command=tuple(said["command"]),
+        api_key=said["key"],
     )
     servers.append(server)
     assert runtime.alive(server)  # its starter has exited; the model keeps serving
