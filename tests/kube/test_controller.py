@@ -63,7 +63,12 @@ def test_a_service_is_admitted_pinned_to_its_card_and_recorded_serving_at_its_po
     pod = client.CoreV1Api(api).read_namespaced_pod("service-chat", r.NAMESPACE)
     (container,) = pod.spec.containers
     assert pod.spec.node_name == "m1"
-    assert {e.name: e.value for e in container.env} == {"NVIDIA_VISIBLE_DEVICES": gpu_uuid("m1", 0)}
+    assert {e.name: e.value for e in container.env} == {
+        "NVIDIA_VISIBLE_DEVICES": gpu_uuid("m1", 0),
+        "LLAMA_API_KEY": None,  # from the workload's Secret, never in the Pod's spec
+    }
+    [key] = [e for e in container.env if e.name == "LLAMA_API_KEY"]
+    assert key.value_from.secret_key_ref.name == "service-chat-key"
     assert container.args[container.args.index("--model") + 1] == model_path("m1", "qwen")
     assert container.args[container.args.index("--ctx-size") + 1] == "128"
     assert pod.metadata.labels[r.WORKLOAD_LABEL] == "chat"
