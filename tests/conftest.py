@@ -1,0 +1,12 @@
+"""Settings every test shares: Hypothesis judges what a property does, never how long it takes.
+
+Hypothesis's default deadline (200 ms an example) fails a property on a loaded machine; a
+timing is a benchmark's business (bench/), so no test has one.
+"""
+
+from __future__ import annotations
+
+from hypothesis import settings
+
+settings.register_profile("nodeau", deadline=None)
+settings.load_profile("nodeau")
