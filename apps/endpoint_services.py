@@ -2,7 +2,9 @@
 supervised background process where neither exists, which it says).
 
 Starting one returns once its port accepts connections (a bounded wait, then an error
-naming its log), so an address ``run`` prints answers at once."""
+naming its log), so an address ``run`` prints answers at once. The web origins each was
+started with are kept in the run folder (``ORIGINS``), so that a later ``run`` knows what
+a running endpoint answers and one started again keeps them unless others are asked."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 from attrs import frozen
 
 from nodeau.adapters.llama_server import free_port as any_free_port
+from nodeau.adapters.loopback_port import listening
 from nodeau.adapters.user_service import (
     EndpointServiceSpec,
     FleetSource,
@@ -25,6 +28,31 @@ from nodeau.adapters.user_service import (
 from nodeau.apps.settings import Settings
 
 LISTEN_TIMEOUT_S = 30.0  # a loopback endpoint answers within a second or two
+ORIGINS = "endpoint-origins.json"  # in the run folder: each endpoint service's web origins
+
+
+def kept_origins(settings: Settings, service: str) -> tuple[str, ...] | None:
+    """The web origins the endpoint service ``service`` was last started with (None: none
+    kept, as for one started before they were)."""
+    try:
+        found = json.loads((settings.home / "run" / ORIGINS).read_text())
+    except (OSError, ValueError):
+        return None
+    origins = found.get(service) if isinstance(found, dict) else None
+    if not isinstance(origins, list) or not all(isinstance(o, str) for o in origins):
+        return None
+    return tuple(origins)
+
+
+def keep_origins(settings: Settings, service: str, origins: tuple[str, ...]) -> None:
+    path = settings.home / "run" / ORIGINS
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        found = {}
+    kept = found if isinstance(found, dict) else {}
+    kept[service] = list(origins)
+    write_atomically(path, json.dumps(kept, sort_keys=True).encode())
 
 
 @frozen(kw_only=True)
@@ -50,10 +78,15 @@ class Endpoints:
                 allowed_origins=allowed_origins,
             )
         )
+        keep_origins(self.settings, name, allowed_origins)
         self.manager.start(name)
         how = self.manager.describe()
         wait_until_listening(port, self.listen_timeout_s, log, how)
         return how
+
+    def allowed_origins(self, name: str) -> tuple[str, ...] | None:
+        """The web origins ``name``'s endpoint was last started with (None: none kept)."""
+        return kept_origins(self.settings, name)
 
     def stop(self, name: str) -> None:
         self.manager.stop(name)
@@ -105,9 +138,23 @@ class FleetEndpoints:
                 fleet=self.source,
             )
         )
+        keep_origins(self.settings, fleet_service(name), allowed_origins)
         self.manager.start(fleet_service(name))
-        wait_until_listening(port, LISTEN_TIMEOUT_S, log)
-        return port, self.manager.describe()
+        how = self.manager.describe()
+        wait_until_listening(port, LISTEN_TIMEOUT_S, log, how)
+        return port, how
+
+    def running_origins(self, name: str) -> tuple[str, ...] | None:
+        """The web origins ``name``'s loopback endpoint answers while it listens (() when
+        none were kept); None when it does not listen here."""
+        port = self.port(name)
+        if port is None or not listening(port):
+            return None
+        return kept_origins(self.settings, fleet_service(name)) or ()
+
+    def origins(self, name: str) -> tuple[str, ...]:
+        """The web origins ``name``'s loopback endpoint was last started with (() if none)."""
+        return kept_origins(self.settings, fleet_service(name)) or ()
 
     def stop(self, name: str, *, forget: bool = False) -> None:
         """Stop ``name``'s loopback endpoint; ``forget``: uninstall it and free its port."""

@@ -36,6 +36,7 @@ fleet_app.command(
 
 REFUSED = 2
 UNDECIDED = 1
+DEFAULT_AFTER = "3m"  # the recovery delay of a new workload when --after is not given
 
 
 def parse_after(text: str) -> timedelta:
@@ -53,17 +54,20 @@ def run(
     /,
     *,
     name: str | None = None,
-    task: Literal["chat", "embed", "rerank"] = "chat",
+    task: Literal["chat", "embed", "rerank"] | None = None,
     context: int | None = None,
-    recovery: Literal["never", "automatic"] = "never",
-    after: str = "3m",
+    recovery: Literal["never", "automatic"] | None = None,
+    after: str | None = None,
     wait: float = 60,
     allow_origin: tuple[str, ...] = (),
     unproved: bool = False,
-    cpu: bool = False,
+    cpu: Annotated[bool | None, Parameter(negative="")] = None,
     json: bool = False,
 ) -> int:
     """Admit, place and serve a model, behind a loopback endpoint.
+
+    A name that already serves gets its endpoint back, as it is: a flag left out keeps
+    what it runs with, and one that differs is refused, saying how to change it.
 
     Parameters
     ----------
@@ -72,13 +76,14 @@ def run(
     name
         The workload's name (default: made from the model's name).
     task
-        What the workload serves: chat, embed or rerank.
+        What the workload serves: chat, embed or rerank (default: chat).
     context
         Context size in tokens (default: the model's own, at most 4096).
     recovery
-        What happens when its machine stops answering: never (wait) or automatic.
+        What happens when its machine stops answering: never (wait, the default) or
+        automatic.
     after
-        The recovery delay, e.g. 3m.
+        The recovery delay, e.g. 3m (the default).
     wait
         On Kubernetes: seconds to wait for the controller's decision.
     allow_origin
@@ -96,6 +101,7 @@ def run(
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.interrupts import signals_interrupt
     from nodeau.apps.planes.plane import RunAsk
+    from nodeau.domain.runs import Asked
     from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
     from nodeau.ports.errors import SettingsError
@@ -104,17 +110,25 @@ def run(
         raise SettingsError("--wait must be zero or more seconds")
     if context is not None and context <= 0:
         raise SettingsError("--context must be a positive number of tokens")
+    asked = Asked(
+        context_tokens=context,
+        task=None if task is None else Task(task),
+        recovery=None if recovery is None else RecoveryMode(recovery),
+        recovery_after=None if after is None else parse_after(after),
+        on_cpu=cpu,
+    )
     ask = RunAsk(
         model=model,
         name=name,
-        task=Task(task),
+        task=asked.task or Task.CHAT,
         context_tokens=context,
-        recovery=RecoveryMode(recovery),
-        recovery_after=parse_after(after),
+        recovery=asked.recovery or RecoveryMode.NEVER,
+        recovery_after=asked.recovery_after or parse_after(DEFAULT_AFTER),
         wait_s=wait,
         allowed_origins=allow_origin,
         unproved=unproved,
-        on_cpu=cpu,
+        on_cpu=bool(cpu),
+        asked=asked,
     )
     with signals_interrupt():
         try:

@@ -17,6 +17,10 @@ Decisions recorded here:
   object, and the controller, through its finalizer, stops the model server and
   releases the card. ``ps`` shows a service whose endpoint is stopped with no address
   and says so (``domain.workloads.endpoint_stopped``), as on one machine.
+* ``run`` on a name that exists with the same model brings its endpoint back as it is:
+  a flag given that differs from its spec (the context its record runs, once decided)
+  or from the origins its loopback endpoint here answers is refused, as on one machine
+  (``domain.runs.differences``); a flag left out keeps what it has.
 * Health is the controller's last assessment, never re-assessed here: two
   commands must not disagree about a machine because their clocks did. Which
   card a workload holds comes from the reservation ledger.
@@ -106,7 +110,7 @@ from nodeau.domain.records import Admission
 from nodeau.domain.recovery_choice import recovery_change
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.runs import name_from_model, name_problem
+from nodeau.domain.runs import Asked, RunsWith, differences, name_from_model, name_problem
 from nodeau.domain.workloads import (
     RecoveryMode,
     WorkloadKind,
@@ -332,6 +336,14 @@ class LoopbackEndpoints(Protocol):
 
     def stop(self, name: str, *, forget: bool = False) -> None: ...
 
+    def origins(self, name: str) -> tuple[str, ...]:
+        """The web origins ``name``'s endpoint was last started with (() if none)."""
+        ...
+
+    def running_origins(self, name: str) -> tuple[str, ...] | None:
+        """The web origins ``name``'s endpoint answers while it listens; None if it does not."""
+        ...
+
 
 def loopback_url(port: int) -> str:
     return f"http://127.0.0.1:{port}/v1"
@@ -397,7 +409,7 @@ class KubernetesPlane:
             requester=requester,
             unproved=ask.unproved,
         )
-        self._ask(wanted)
+        created = self._ask(wanted, ask.asked or Asked(), ask.allowed_origins)
         decision = self._decision(WorkloadKind.SERVICE, name, ask.wait_s)
         if not isinstance(decision, WorkloadObject):
             return decision
@@ -405,7 +417,8 @@ class KubernetesPlane:
         view = workload_view(decision, self._clock())
         how = None
         if self._endpoints is not None:
-            port, how = self._endpoints.start(name, ask.allowed_origins)
+            kept = () if created else self._endpoints.origins(name)  # not given: as it is
+            port, how = self._endpoints.start(name, ask.allowed_origins or kept)
             view = evolve(view, endpoint=loopback_url(port))
         return Started(
             workload=view,
@@ -539,10 +552,11 @@ class KubernetesPlane:
             reports=self._cluster.reports.read().reports,
         )
 
-    def _ask(self, wanted: WorkloadAsk) -> None:
-        """Create the object; an existing one with the same model gets its endpoint back."""
+    def _ask(self, wanted: WorkloadAsk, asked: Asked, origins: tuple[str, ...]) -> bool:
+        """Create the object (True); an existing one with the same model gets its endpoint
+        back (False), when every flag given is as it is (``domain.runs.differences``)."""
         if self._objects.create(wanted):
-            return
+            return True
         existing = self._objects.get(wanted.kind, wanted.name)
         if existing is None or existing.deleting:
             raise StateError(f"{wanted.name} is being deleted; try again in a moment")
@@ -551,8 +565,32 @@ class KubernetesPlane:
                 f"{wanted.name} already exists, serving {existing.spec.get('model')!r}; "
                 f"give another --name or remove it with nodeau stop {wanted.name} --workload"
             )
+        now = self._runs_with(existing)
+        differs = None if now is None else differences(wanted.name, asked, origins, now)
+        if differs is not None:
+            raise StateError(differs)
         if existing.spec.get("endpoint") == "stopped":
             self._objects.want_endpoint(wanted.kind, wanted.name, serving=True)
+        return False
+
+    def _runs_with(self, obj: WorkloadObject) -> RunsWith | None:
+        """What ``obj`` runs with: its spec, the context its record runs once decided, and
+        its loopback endpoint's origins while that listens here; None: its spec does not
+        read."""
+        if obj.ask is None:
+            return None
+        context = obj.ask.context_tokens
+        if obj.record is not None:
+            context = obj.record.config.context_tokens
+        mode, after = choice_of(obj)
+        here = self._endpoints
+        return RunsWith(
+            context_tokens=context,
+            task=obj.ask.task,
+            recovery=mode,
+            recovery_after=after,
+            allowed_origins=None if here is None else here.running_origins(obj.name),
+        )
 
     def _decision(
         self, kind: WorkloadKind, name: str, wait_s: float

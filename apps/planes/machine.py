@@ -9,6 +9,10 @@ Decisions recorded here:
   the name is free or already serves this artifact (``domain.runs``), and the
   admission runs inside one state transaction with the drained mark and the
   policy applied. A refusal records nothing.
+* ``run`` on a name that serves brings its endpoint back as it is: a flag given that
+  differs from what it runs with (its record; its endpoint's origins while it listens,
+  as ``apps.endpoint_services`` keeps them) is refused and nothing changes; a flag left
+  out keeps what it has, the origins included.
 * A model server that started but whose endpoint cannot be set up (or never listens) is
   stopped, with that endpoint, and its card freed before the error goes on: nothing
   serves without its endpoint, and no card stays held by a workload nobody can reach.
@@ -88,6 +92,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.domain.records import Admission, WorkloadRecord
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.reservations import Ledger
+    from nodeau.domain.runs import RunsWith
     from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
     from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
@@ -269,7 +274,7 @@ class MachinePlane:
         from nodeau.apps.models import resolve_model
         from nodeau.apps.serving import RunRequest, start_server, stop_workload
         from nodeau.domain.refusals import Refusal
-        from nodeau.domain.runs import Admit, EndpointBack, NameTaken, run_step
+        from nodeau.domain.runs import Admit, Asked, EndpointBack, NameTaken, NotAsAsked, run_step
         from nodeau.ports.state import StateError
 
         models = self._parts.models
@@ -278,13 +283,21 @@ class MachinePlane:
         origins = allowed_origins(ask.allowed_origins)
         existing = self._snapshot_record(name)
         artifact_id = resolved.artifact.id.hex
-        step = run_step(None if existing is None else existing.workload, artifact_id=artifact_id)
+        step = run_step(
+            None if existing is None else existing.workload,
+            artifact_id=artifact_id,
+            asked=ask.asked or Asked(),
+            origins=origins,
+            runs_with=None if existing is None else self._runs_with(existing),
+        )
         match step:
-            case NameTaken(sentence=sentence):
+            case NameTaken(sentence=sentence) | NotAsAsked(sentence=sentence):
                 raise StateError(sentence)
             case EndpointBack():
                 assert existing is not None and existing.endpoint_port is not None
-                how = self._parts.endpoints.start(name, existing.endpoint_port, origins)
+                endpoints = self._parts.endpoints
+                kept = origins or endpoints.allowed_origins(name) or ()  # not given: as it is
+                how = endpoints.start(name, existing.endpoint_port, kept)
                 return Started(
                     workload=workload_view(existing, self._clock(), self.simulated),
                     reserved_bytes=None,
@@ -332,6 +345,16 @@ class MachinePlane:
             )
             raise
         return started(admission, record, self._clock(), simulated, how)
+
+    def _runs_with(self, record: WorkloadRecord) -> RunsWith:
+        """What ``record``'s workload runs with, its endpoint's origins while it listens
+        (none kept: none)."""
+        from nodeau.domain.runs import runs_with
+
+        port = record.endpoint_port
+        if port is None or not self._parts.endpoint_listens(port):
+            return runs_with(record, None)
+        return runs_with(record, self._parts.endpoints.allowed_origins(record.workload.name) or ())
 
     def _unproved(self, resolved: Resolved, task: Task) -> Refusal | None:
         """Why ``resolved`` may not be served for ``task`` until its qualification proves

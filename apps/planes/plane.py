@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays ligh
     from nodeau.domain.placement import Policy
     from nodeau.domain.records import Admission
     from nodeau.domain.refusals import Refusal
+    from nodeau.domain.runs import Asked
     from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
 
@@ -98,6 +99,9 @@ class RunAsk:
     allowed_origins: tuple[str, ...] = ()  # web origins its endpoint also answers
     unproved: bool = False  # serve an imported model for a task it has not proved
     on_cpu: bool = False  # the card is held, the model runs on the CPU (--cpu)
+    # the flags the person gave (None: none named, as for a program's ask): a workload
+    # that exists is compared on these only, a flag not given meaning "as it is"
+    asked: Asked | None = None
 
 
 @frozen(kw_only=True)

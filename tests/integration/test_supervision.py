@@ -109,6 +109,9 @@ class Endpoints:
     def listens(self, port: int) -> bool:
         return port in self.running.values()
 
+    def allowed_origins(self, name: str) -> tuple[str, ...] | None:
+        return () if name in self.running else None
+
 
 class Parts:
     def __init__(self, home: Path, binary: Path, clock: Clock) -> None:

@@ -68,6 +68,9 @@ class FakeEndpoints:
     def listens(self, port: int) -> bool:
         return port in self.running.values()
 
+    def allowed_origins(self, name: str) -> tuple[str, ...] | None:
+        return self.origins.get(name)
+
 
 class FailedService(NodeauError):
     pass
