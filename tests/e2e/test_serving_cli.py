@@ -289,10 +289,11 @@ def test_a_model_server_killed_while_its_endpoint_is_stopped_is_shown_exited(
     assert row["state"] == "exited"
     assert matches(
         f"exited on testbox (SIM-GPU-…) since {hms(at)} ({{age}}): its model server was killed"
-        f" by signal 9 (SIGKILL) at {hms(at)}; its endpoint restarts it if it runs; if not,"
-        " nodeau run tiny starts the endpoint again",
+        f" by signal 9 (SIGKILL) at {hms(at)}; its endpoint is stopped, so nothing restarts"
+        " it; nodeau run tiny brings the endpoint back, which starts the model server again",
         row["sentence"],
     ), row["sentence"]
+    assert row["endpoint"] is None  # stopped: its address refuses connections
     assert recorded(home, "tiny").workload.state.value == "serving"  # ps records nothing
 
     # running it again brings the endpoint back, which restarts it
