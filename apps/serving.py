@@ -127,6 +127,7 @@ def decide_run(
         model=resolved.display_name,
         artifact_id=resolved.artifact.id.hex,
         config=config,
+        names=resolved.names,
     )
     excluded = exclusions(
         machines=(reading.machine,),

@@ -35,6 +35,7 @@ class AdmissionRequest:
     model: str
     artifact_id: str
     config: RuntimeConfig
+    names: tuple[str, ...] = ()  # every name the artifact goes by (aliases, catalog names)
 
 
 @frozen(kw_only=True)

@@ -14,6 +14,8 @@ the controller among what the fleet's machines report verified. Both ask
   by its SHA-256 prefix.
 * The name a person reads (``ps``, ``explain``) is what they typed when it is
   one of the artifact's names, else its first name, else its short id.
+* A served workload answers a request's ``model`` by the same rule: any of its
+  artifact's names (as admitted), its own name, its id or an id prefix.
 """
 
 from __future__ import annotations
@@ -108,3 +110,13 @@ def display_name(asked: str | None, names: tuple[str, ...], artifact_id: str) ->
     if asked is not None and asked in names:
         return asked
     return names[0] if names else artifact_id[:SHORT_ID]
+
+
+def names_served(asked: str, names: Iterable[str], artifact_id: str) -> bool:
+    """Whether a request's ``model`` text names the artifact served: one of ``names`` (the
+    workload's own, its model's, its artifact's aliases and catalog names), or its id or
+    an id prefix as ``resolve_name`` takes one."""
+    if asked in names:
+        return True
+    prefix = id_prefix(asked)
+    return prefix is not None and artifact_id.lower().startswith(prefix)

@@ -299,6 +299,7 @@ def scheduled_admission(
         kind=kind,
         model=request.model,
         artifact_id=request.artifact_id,
+        names=request.names,
         machine=both.placement.machine,
         gpu_uuid=both.placement.gpu_uuid,
         state=WorkloadState.ADMITTED,

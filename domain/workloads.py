@@ -259,6 +259,9 @@ class Workload:
     crash_streak: int = 0
     # asked with --cpu: its card is held for it, and its model runs on the CPU all the same
     on_cpu: bool = False
+    # every name its artifact went by when it was admitted (aliases, catalog names): what
+    # its endpoint answers a request's "model" to besides the workload's name and model
+    names: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         workload_invariants(self)

@@ -277,6 +277,8 @@ class Route:
     why: str  # what its Ready condition says ("" when it says nothing)
     since: datetime | None = None
     api_key: str | None = field(default=None, repr=False)  # what its model server asks for
+    names: tuple[str, ...] = ()  # its model's names (as asked, as admitted)
+    artifact_id: str = ""  # its artifact's SHA-256 once admitted
 
 
 @frozen(kw_only=True)

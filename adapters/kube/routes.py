@@ -6,7 +6,8 @@ the route is the object's own status and not a Service's EndpointSlices). Decisi
 * The route is read from the GPUService the controller writes: ``status.endpoint`` (the
   model server's address while requests may go to it: empty while its machine is
   unreachable, while it is held, recovering, starting or restarting), its state, and
-  its Ready condition's message (why not). The task is the spec's.
+  its Ready condition's message (why not). The task is the spec's; the model's names are
+  the spec's model and the admitted record's (``status.record``), with its artifact id.
 * One object is listed by name, then watched from the list's resourceVersion; a watch
   that ends resumes, a 410 Gone lists again, a deletion is ``None``.
 * A failure to reach the cluster keeps the last route (the model server may well still
@@ -47,6 +48,13 @@ def route_of(body: Mapping[str, Any]) -> Route:
     endpoint = str(status.get("endpoint") or "")
     ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
     created = meta.get("creationTimestamp")
+    record = status.get("record")
+    admitted = record.get("workload") if isinstance(record, Mapping) else None
+    workload: Mapping[str, Any] = admitted if isinstance(admitted, Mapping) else {}
+    recorded = workload.get("names")
+    listed = recorded if isinstance(recorded, list) else []
+    names = (spec.get("model"), workload.get("model"), *listed)
+    artifact = workload.get("artifact_id")
     return Route(
         workload=str(meta["name"]),
         task=Task(spec.get("task", Task.CHAT.value)),
@@ -54,6 +62,8 @@ def route_of(body: Mapping[str, Any]) -> Route:
         state=str(status.get("state") or ""),
         why="" if ready is None else str(ready.get("message") or ""),
         since=None if not created else datetime.fromisoformat(str(created)),
+        names=tuple(dict.fromkeys(n for n in names if isinstance(n, str) and n)),
+        artifact_id=artifact if isinstance(artifact, str) else "",
     )
 
 

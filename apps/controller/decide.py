@@ -281,6 +281,7 @@ def planning(
         model=resolution.display_name(ask.model),
         artifact_id=resolution.artifact_id,
         config=config,
+        names=resolution.names,
     )
     return Success(
         Planning(

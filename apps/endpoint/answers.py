@@ -25,6 +25,7 @@ from attrs import field, frozen
 from starlette.responses import JSONResponse, Response
 
 from nodeau.apps.endpoint.model_server import BadAnswer, NoFreeConnection, UpstreamError
+from nodeau.domain.resolution import names_served
 from nodeau.domain.tasks import Task, routes_for
 
 CONNECT_TIMEOUT_S = 5.0
@@ -42,6 +43,14 @@ class Upstream:
     model_name: str
     started_at: datetime | None = None  # the model's "created" in /v1/models when known
     api_key: str | None = field(default=None, repr=False)  # what the model server asks for
+    # what else a request's "model" may say: the model's names (alias, catalog name) and
+    # its artifact id (or a prefix), as admitted; "" when not known
+    names: tuple[str, ...] = ()
+    artifact_id: str = ""
+
+    def serves(self, asked: str) -> bool:
+        """Whether a request's ``model`` names this model (``domain.resolution``)."""
+        return names_served(asked, (self.model_name, *self.names), self.artifact_id)
 
 
 @frozen(kw_only=True)
@@ -53,13 +62,22 @@ class Unavailable:
     model_server: str  # its state, for /health ("restarting")
 
 
-def error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> Response:
-    """An OpenAI-style error: ``{"error": {"message": ..., "type": ..., "code": ...}}``."""
-    return JSONResponse(
-        {"error": {"message": message, "type": kind, "code": status}},
-        status_code=status,
-        headers=headers,
-    )
+def error(
+    status: int,
+    message: str,
+    kind: str,
+    headers: dict[str, str] | None = None,
+    *,
+    code: str | None = None,
+    param: str | None = None,
+) -> Response:
+    """An OpenAI-style error: ``{"error": {"message": ..., "type": ..., "code": ...}}``; its
+    code is the status unless OpenAI names one (``model_not_found``), with the ``param``
+    at fault when there is one."""
+    body: dict[str, object] = {"message": message, "type": kind, "code": code or status}
+    if param is not None:
+        body["param"] = param
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
 
 
 def one_line(exc: BaseException) -> str:
@@ -97,6 +115,37 @@ def wrong_task(path: str, upstream: Upstream) -> Response:
         f"which answers {routes} (and /v1/models)",
         "not_found",
     )
+
+
+def model_not_found(asked: object, upstream: Upstream) -> Response:
+    """The 404 of a request whose ``model`` names another model than the one served (or a
+    400 when it is not text), as OpenAI answers a model it does not have."""
+    if not isinstance(asked, str):
+        return error(
+            400,
+            f"the request's model must be text naming {upstream.model_name!r}",
+            "invalid_request_error",
+            param="model",
+        )
+    return error(
+        404,
+        f"the model {_shown(asked)} is not served here: this endpoint serves "
+        f"{upstream.model_name!r}{_also(upstream)}; send one of those names as model, "
+        "or leave model out",
+        "invalid_request_error",
+        code="model_not_found",
+        param="model",
+    )
+
+
+def _also(upstream: Upstream) -> str:
+    parts = [repr(n) for n in upstream.names if n != upstream.model_name]
+    if upstream.artifact_id:
+        parts.append(f"its artifact id {upstream.artifact_id[:12]}… or a prefix of it")
+    if not parts:
+        return ""
+    listed = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    return f" (it also answers to {listed})"
 
 
 def too_large(limit: int) -> Response:

@@ -30,6 +30,9 @@ Decisions:
 * Proxied routes take POST only (any other method, OPTIONS preflights included, is a 405
   answered here), and a JSON object sent as ``application/json``: anything else is a 400
   answered here (``bodies``), after the size check (413), never a model server's 500.
+* A request's ``model``, when given, must name the model served (its workload's name, its
+  model's names as admitted, its artifact id or a prefix): another is a 404
+  ``model_not_found`` answered here, as OpenAI answers, never another model's answer.
 * Every failure is an OpenAI-style JSON error (``answers``): 400, 403, 404, 405, 413, 502
   (upstream unreachable), 503 (not running), 500 (anything unexpected; the server logs the
   traceback and keeps serving).
@@ -57,6 +60,7 @@ from nodeau.apps.endpoint.answers import (
     Upstream,
     client_left,
     error,
+    model_not_found,
     model_object,
     not_running,
     one_line,
@@ -64,7 +68,7 @@ from nodeau.apps.endpoint.answers import (
     unavailable,
     wrong_task,
 )
-from nodeau.apps.endpoint.bodies import malformed
+from nodeau.apps.endpoint.bodies import request_object
 from nodeau.apps.endpoint.callers import CallerRules
 from nodeau.apps.endpoint.connections import ModelServerConnections
 from nodeau.apps.endpoint.exchange import (
@@ -175,13 +179,8 @@ class _Endpoint:
         found = self.lookup()
         if not isinstance(found, Upstream):
             return found
-        asked = request.path_params["model"]
-        if asked != found.model_name:
-            return error(
-                404,
-                f"no model {asked!r} here; this endpoint serves {found.model_name!r}",
-                "not_found",
-            )
+        if not found.serves(request.path_params["model"]):
+            return model_not_found(request.path_params["model"], found)
         return JSONResponse(model_object(found))
 
 
@@ -211,9 +210,13 @@ class ProxiedRoute:
         if body is None:
             await too_large(endpoint.max_body_bytes)(scope, receive, send)
             return
-        refused = malformed(self._path, scope["headers"], body)
-        if refused is not None:
-            await refused(scope, receive, send)
+        asked = request_object(self._path, scope["headers"], body)
+        if isinstance(asked, Response):
+            await asked(scope, receive, send)
+            return
+        model = asked.get("model")
+        if model is not None and not (isinstance(model, str) and found.serves(model)):
+            await model_not_found(model, found)(scope, receive, send)
             return
         assert endpoint.connections is not None, "the lifespan sets the connections"
         await exchange(

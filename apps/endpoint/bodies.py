@@ -14,10 +14,11 @@ Decisions:
   parser (nlohmann/json) refuses, is refused here too: ``NaN``, ``Infinity``, ``-Infinity``,
   and a ``\\uD800``-``\\uDFFF`` escape that is not half of a surrogate pair. Nesting deeper
   than Python's parser goes is a 400 as well.
-* The body is parsed once, on these routes only, and the parsed value dropped: the body's
-  bytes go upstream as they came. Parsing costs microseconds for a chat request and about
-  2 ms per MB of body (30 MB: 60 ms). The value is walked for unpaired surrogates only when
-  the body holds such an escape at all (an escaped emoji, say).
+* The body is parsed once, on these routes only; the parsed value is read for its
+  ``model`` only (``app``), and the body's bytes go upstream as they came. Parsing costs
+  microseconds for a chat request and about 2 ms per MB of body (30 MB: 60 ms). The value
+  is walked for unpaired surrogates only when the body holds such an escape at all (an
+  escaped emoji, say).
 * The body's size is checked before this (``exchange.read_body``): over the limit is a 413.
 """
 
@@ -42,9 +43,9 @@ def _no_constant(name: str) -> object:
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
-def malformed(path: str, headers: Headers, body: bytes) -> Response | None:
-    """The 400 of a request to the JSON route ``path`` that is not a JSON object sent as
-    ``application/json``; None when it is one."""
+def request_object(path: str, headers: Headers, body: bytes) -> dict[str, object] | Response:
+    """The JSON object a request to the route ``path`` sent as ``application/json``, or the
+    400 of one that is not such a request."""
     types = [value for name, value in headers if name == b"content-type"]
     if len(types) != 1 or types[0].partition(b";")[0].strip().lower() != b"application/json":
         return not_a_json_request(path, [t.decode("latin-1") for t in types])
@@ -64,7 +65,7 @@ def malformed(path: str, headers: Headers, body: bytes) -> Response | None:
         return not_an_object(path, _kind(value))
     if b"\\u" in body and _SURROGATE_ESCAPE.search(body) and _unpaired_surrogate(value):
         return not_json(path, "a string holds half of a UTF-16 surrogate pair")
-    return None
+    return value
 
 
 def _kind(value: object) -> str:

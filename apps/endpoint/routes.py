@@ -63,6 +63,8 @@ class FollowedRoute:
             model_name=self.name,
             started_at=route.since,
             api_key=route.api_key,
+            names=route.names,
+            artifact_id=route.artifact_id,
         )
 
 

@@ -180,6 +180,8 @@ def upstream_from_state(
             model_name=name,
             started_at=record.server.started_at,
             api_key=record.server.api_key,
+            names=(w.model, *w.names),
+            artifact_id=w.artifact_id,
         )
 
     return lookup

@@ -235,7 +235,7 @@ def test_models_lists_the_workload_model(chat: str) -> None:
     with openai_client(chat) as client:
         listed = [m.id for m in client.models.list()]
         one = client.models.retrieve(MODEL)
-        with pytest.raises(openai.NotFoundError, match="no model 'other' here"):
+        with pytest.raises(openai.NotFoundError, match="the model 'other' is not served here"):
             client.models.retrieve("other")
     assert listed == [MODEL]
     assert (one.id, one.owned_by) == (MODEL, "nodeau")

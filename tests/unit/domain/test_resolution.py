@@ -13,6 +13,7 @@ from nodeau.domain.resolution import (
     Unresolved,
     display_name,
     id_prefix,
+    names_served,
     resolve_name,
 )
 
@@ -92,3 +93,18 @@ def test_id_prefix_is_hex_of_six_or_more_or_nothing(text: str) -> None:
         assert prefix == stripped
         assert len(prefix) >= 6
         assert set(prefix) <= set("0123456789abcdef")
+
+
+@pytest.mark.parametrize("asked", ["tiny", "chatbot", A, A.upper(), "sha256:" + A, A[:6]])
+def test_a_served_model_answers_to_its_names_its_id_and_an_id_prefix(asked: str) -> None:
+    assert names_served(asked, ("chatbot", "tiny"), A)
+
+
+@pytest.mark.parametrize("asked", ["gpt-4o", "TINY", "", A[:5], A[1:8], B, "sha256:"])
+def test_a_served_model_refuses_any_other_name(asked: str) -> None:
+    assert not names_served(asked, ("chatbot", "tiny"), A)
+
+
+def test_a_served_model_with_no_known_id_answers_to_its_names_only() -> None:
+    assert names_served("tiny", ("tiny",), "")
+    assert not names_served("abcdef", ("tiny",), "")
