@@ -34,16 +34,13 @@ from nodeau.apps.cli.errors import SettingsError
 from nodeau.ports.cluster import BootstrapToken, MachineReports
 
 DEFAULT_API_PORT = 6443
-TTL_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def parse_ttl(text: str) -> timedelta:
     """A token lifetime such as 30m, 24h or 7d."""
-    if len(text) >= 2 and text[-1] in TTL_UNITS and text[:-1].isdigit() and int(text[:-1]) > 0:
-        return timedelta(seconds=int(text[:-1]) * TTL_UNITS[text[-1]])
-    raise SettingsError(
-        f"--ttl {text!r}: give a positive whole number with s, m, h or d (e.g. 24h)"
-    )
+    from nodeau.apps.cli.durations import duration_option
+
+    return duration_option("--ttl", text)
 
 
 def api_endpoint(server: str) -> str:

@@ -41,7 +41,7 @@ def set_choice(
         never: it waits for its machine (the default). automatic: it starts on another
         machine once its machine has been unreachable for the delay.
     after
-        With automatic: the delay, e.g. 90s, 10m or 1h (default 3m).
+        With automatic: the delay, e.g. 90s, 10m, 1h30m or 2d (default 3m).
     """
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.serving import parse_after

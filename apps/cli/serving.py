@@ -40,13 +40,10 @@ DEFAULT_AFTER = "3m"  # the recovery delay of a new workload when --after is not
 
 
 def parse_after(text: str) -> timedelta:
-    """A recovery delay such as 90s, 3m or 1h."""
-    units = {"s": 1, "m": 60, "h": 3600}
-    if len(text) >= 2 and text[-1] in units and text[:-1].isdigit() and int(text[:-1]) > 0:
-        return timedelta(seconds=int(text[:-1]) * units[text[-1]])
-    from nodeau.ports.errors import SettingsError
+    """A recovery delay such as 90s, 3m or 1h30m."""
+    from nodeau.apps.cli.durations import duration_option
 
-    raise SettingsError(f"--after {text!r}: give a positive whole number with s, m or h (e.g. 3m)")
+    return duration_option("--after", text)
 
 
 def run(
@@ -83,7 +80,7 @@ def run(
         What happens when its machine stops answering: never (wait, the default) or
         automatic.
     after
-        The recovery delay, e.g. 3m (the default).
+        The recovery delay: 3m (the default), 90s, 1h30m, 2d.
     wait
         On Kubernetes: seconds to wait for the controller's decision.
     allow_origin
@@ -135,8 +132,7 @@ def run(
             outcome = plane().run(ask)
         except KeyboardInterrupt:
             print(
-                f"nodeau: run {model} interrupted (nodeau ps shows whether anything of it"
-                " is left)",
+                f"nodeau: run {model} interrupted (nodeau ps shows whether anything of it is left)",
                 file=sys.stderr,
             )
             raise
