@@ -26,10 +26,12 @@ Decisions:
   ``[::1]:PORT`` (403 otherwise; a missing ``Host`` only from HTTP/1.0, a repeated one is a
   400), and an ``Origin``, when sent, a loopback page (``http://127.0.0.1``, ``localhost``,
   ``[::1]``, any port) or one allowed at start (``allowed_origins``, the endpoint's
-  ``--allow-origin``); 403 otherwise. No CORS header is ever sent.
-* Proxied routes take POST only (any other method, OPTIONS preflights included, is a 405
-  answered here), and a JSON object sent as ``application/json``: anything else is a 400
-  answered here (``bodies``), after the size check (413), never a model server's 500.
+  ``--allow-origin``); 403 otherwise. A page of an allowed origin gets the CORS answers
+  that let it read the endpoint (``callers``); no other origin does.
+* Proxied routes take POST only (any other method is a 405 answered here; a CORS
+  preflight from an allowed origin is answered by the caller rules), and a JSON object
+  sent as ``application/json``: anything else is a 400 answered here (``bodies``), after
+  the size check (413), never a model server's 500.
 * A request's ``model``, when given, must name the model served (its workload's name, its
   model's names as admitted, its artifact id or a prefix): another is a 404
   ``model_not_found`` answered here, as OpenAI answers, never another model's answer.
@@ -69,7 +71,7 @@ from nodeau.apps.endpoint.answers import (
     wrong_task,
 )
 from nodeau.apps.endpoint.bodies import request_object
-from nodeau.apps.endpoint.callers import CallerRules
+from nodeau.apps.endpoint.callers import CallerRules, origin_of, with_cors
 from nodeau.apps.endpoint.connections import ModelServerConnections
 from nodeau.apps.endpoint.exchange import (
     ClientLeft,
@@ -255,6 +257,9 @@ class _Front:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
+        origin = origin_of(scope)
+        if origin is not None:  # a page's request, of an allowed origin: it may read the answer
+            send = with_cors(send, origin)
         started = False
 
         async def sending(message: Message) -> None:

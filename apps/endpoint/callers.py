@@ -22,11 +22,14 @@ So every request passes these rules first, before its body is read or anything i
   (``--allow-origin ORIGIN``, repeatable); otherwise 403, whatever the method or route. A
   request without ``Origin`` is a program's (the ``openai`` client, curl), not a page's.
   ``null`` (sandboxed frames, ``file:`` pages) and ``*`` cannot be allowed.
-* No CORS header is ever sent, to an allowed origin either (``exchange`` drops any the
-  model server adds; llama-server adds ``Access-Control-Allow-Origin: *``), and an OPTIONS
-  preflight is not answered with one (405, or 403 first). So an allowed origin suits a
-  client that sends an ``Origin`` but does not enforce CORS (a browser extension, a desktop
-  app on a web engine); a page in a browser cannot read the answers.
+* A page of an allowed origin (loopback, or ``--allow-origin``) may read the answers: each
+  answer to a request with such an ``Origin`` carries ``Access-Control-Allow-Origin``
+  echoing it (never ``*``, never ``Access-Control-Allow-Credentials``: the endpoint has no
+  cookies or sessions to lend), with ``Vary: Origin``; a CORS preflight (``OPTIONS`` with
+  ``Access-Control-Request-Method``) from one is a 204 allowing GET and POST and the
+  headers it asks for (header names only; the OpenAI SDKs send ``x-stainless-*``). Any
+  other origin is still a 403, its preflight too, with no CORS header. Whatever CORS
+  headers the model server adds are dropped (``exchange``; llama-server adds ``*``).
 * 403 rather than 421 (Misdirected Request): both rules refuse the same way, and neither
   the ``openai`` client nor a browser retries a 403; 421 asks a client to try again on
   another connection, which is no answer to a rebound host name.
@@ -41,13 +44,19 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nodeau.apps.endpoint.answers import host_missing, host_refused, origin_refused, two_hosts
 from nodeau.domain.origins import parse_origin
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _LOOPBACK_ORIGIN = re.compile(rb"http://(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?")
+_HEADER_NAMES = re.compile(
+    rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*,[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+)*"
+)
+MAX_ASKED_HEADERS = 4096  # bytes of Access-Control-Request-Headers a preflight may name
+PREFLIGHT_MAX_AGE_S = 600
+EXPOSED = b"Retry-After"  # what an answer carries that a page's script may read besides
 
 
 @lru_cache(maxsize=16)
@@ -74,6 +83,14 @@ class CallerRules:
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return
+            origin = origin_of(scope)
+            if origin is not None:
+                if scope["method"] == "OPTIONS" and _header(
+                    scope, b"access-control-request-method"
+                ):
+                    await preflight(origin, scope)(scope, receive, send)
+                    return
+                send = with_cors(send, origin)
         await self.app(scope, receive, send)
 
     def refusal(self, scope: Scope) -> Response | None:
@@ -104,3 +121,59 @@ class CallerRules:
         """Whether a request from ``origin`` (an ``Origin`` header's value) is served."""
         lowered = origin.lower()
         return _LOOPBACK_ORIGIN.fullmatch(lowered) is not None or lowered in self.allowed
+
+
+def origin_of(scope: Scope) -> bytes | None:
+    """The request's ``Origin`` (the first, as sent), or None for a program's request."""
+    return _header(scope, b"origin")
+
+
+def is_preflight(scope: Scope) -> bool:
+    """Whether the request is a CORS preflight (``OPTIONS`` asking for a method)."""
+    return (
+        scope["method"] == "OPTIONS"
+        and _header(scope, b"access-control-request-method") is not None
+    )
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    return next((value for key, value in scope["headers"] if key == name), None)
+
+
+def cors_headers(origin: bytes) -> list[tuple[bytes, bytes]]:
+    """What an answer to a request from the allowed ``origin`` carries so its page may
+    read it."""
+    return [
+        (b"access-control-allow-origin", origin),
+        (b"access-control-expose-headers", EXPOSED),
+        (b"vary", b"Origin"),
+    ]
+
+
+def with_cors(send: Send, origin: bytes) -> Send:
+    """``send``, adding ``cors_headers(origin)`` to the answer's head."""
+    added = cors_headers(origin)
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *added]}
+        await send(message)
+
+    return sending
+
+
+def preflight(origin: bytes, scope: Scope) -> Response:
+    """The 204 answering a CORS preflight from the allowed ``origin``: GET and POST, and the
+    request headers it names when they are header names (none otherwise)."""
+    headers = {
+        "Access-Control-Allow-Origin": origin.decode("latin-1"),
+        "Access-Control-Allow-Methods": "GET, POST",
+        "Access-Control-Max-Age": str(PREFLIGHT_MAX_AGE_S),
+        "Vary": "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
+    }
+    asked = (_header(scope, b"access-control-request-headers") or b"").strip()
+    if asked and len(asked) <= MAX_ASKED_HEADERS and _HEADER_NAMES.fullmatch(asked):
+        headers["Access-Control-Allow-Headers"] = asked.decode("latin-1")
+    if _header(scope, b"access-control-request-private-network") == b"true":
+        headers["Access-Control-Allow-Private-Network"] = "true"  # a public page, allowed
+    return Response(status_code=204, headers=headers)

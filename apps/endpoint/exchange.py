@@ -32,10 +32,10 @@ Decisions:
   its body, up to ``WHOLE_BYTES``, before its head is relayed, so that head and body reach
   the client in one write (``request_head``) and wake it once. Its upstream answer is
   closed whatever happens. Its hop-by-hop headers are dropped, and so is any CORS header
-  (``Access-Control-*``): llama-server sends ``Access-Control-Allow-Origin: *`` by default,
-  and the endpoint grants no web page access. An upstream that breaks off mid-answer
-  leaves the client's response incomplete (uvicorn closes its connection) rather than
-  ending it as if whole.
+  (``Access-Control-*``): llama-server sends ``Access-Control-Allow-Origin: *`` by default;
+  the endpoint grants a page access itself, to allowed origins only (``callers``). An
+  upstream that breaks off mid-answer leaves the client's response incomplete (uvicorn
+  closes its connection) rather than ending it as if whole.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Who the endpoint answers (``nodeau.apps.endpoint.callers``), under real uvicorn on
 127.0.0.1 in front of the minimal upstream: the Host and Origin rules, allowed and refused
 rows, each request written byte for byte on a raw socket. A refused request never reaches
-the upstream (``arrived`` stays empty), and no answer carries a CORS header, though the
+the upstream (``arrived`` stays empty). A page of an allowed origin gets CORS answers
+echoing its origin, its preflight too; no other answer carries a CORS header, though the
 upstream adds one to each of its own, as llama-server does. Then ``--allow-origin`` as the
 endpoint process takes it.
 """
@@ -58,6 +59,18 @@ class Answer:
 
     def cors_headers(self) -> list[str]:
         return [name for name, _ in self.headers if name.startswith("access-control-")]
+
+    def header(self, name: str) -> list[str]:
+        return [value for key, value in self.headers if key == name]
+
+    def readable_by(self, origin: str) -> bool:
+        """Whether a page of ``origin`` may read this answer: its origin echoed, once, and
+        nothing granted beyond (no ``*``, no credentials)."""
+        return (
+            self.header("access-control-allow-origin") == [origin]
+            and self.header("access-control-allow-credentials") == []
+            and "Origin" in ", ".join(self.header("vary"))
+        )
 
 
 def send(
@@ -228,13 +241,18 @@ def test_a_request_with_two_hosts_is_a_400(endpoint: Served) -> None:
         "chrome-extension://abcdefghijklmnop",  # allowed at start
     ],
 )
-def test_a_request_from_a_loopback_or_allowed_origin_is_served_without_cors_headers(
+def test_a_request_from_a_loopback_or_allowed_origin_is_served_and_readable_by_its_page(
     endpoint: Served, origin: str
 ) -> None:
     port = endpoint.port
-    headers = [("Host", f"localhost:{port}"), ("Origin", origin.format(port=port)), JSON]
+    page = origin.format(port=port)
+    headers = [("Host", f"localhost:{port}"), ("Origin", page), JSON]
     answer = send(port, "POST", CHAT, headers, ASKED)
-    assert_chat_answered(answer, endpoint.upstream)
+    assert answer.status == 200
+    assert json.loads(answer.body)["choices"][0]["message"]["content"] == "echo: hi"
+    assert answer.readable_by(page), answer.headers  # the upstream's "*" replaced by the page
+    assert answer.header("access-control-expose-headers") == ["Retry-After"]
+    assert endpoint.upstream.arrived == ["POST /v1/chat/completions"]
     assert endpoint.upstream.seen[0].header("origin") == []  # not sent on upstream
 
 
@@ -311,55 +329,91 @@ def test_a_rebound_page_is_refused_for_its_host_first(endpoint: Served) -> None:
     assert endpoint.upstream.arrived == []
 
 
-@pytest.mark.parametrize(
-    ("origin", "status", "message"),
-    [
-        (
-            "http://evil.example",
-            403,
-            "requests from the web origin 'http://evil.example' are refused: this endpoint "
-            "serves programs on this machine and pages from http://127.0.0.1, http://localhost "
-            "or http://[::1] (any port); another origin is served only by an endpoint started "
-            "with --allow-origin ORIGIN",
-        ),
-        (
-            "http://localhost:3000",
-            405,
-            "OPTIONS is not answered on /v1/chat/completions; it takes POST",
-        ),
-        (
-            "https://app.example",
-            405,
-            "OPTIONS is not answered on /v1/chat/completions; it takes POST",
-        ),
-    ],
-)
-def test_a_cors_preflight_gets_no_cors_allowance(
-    endpoint: Served, origin: str, status: int, message: str
-) -> None:
-    headers = [
-        ("Host", f"127.0.0.1:{endpoint.port}"),
+def preflight_headers(port: int, origin: str, asked: str = "content-type") -> list[tuple[str, str]]:
+    return [
+        ("Host", f"127.0.0.1:{port}"),
         ("Origin", origin),
         ("Access-Control-Request-Method", "POST"),
-        ("Access-Control-Request-Headers", "content-type"),
+        ("Access-Control-Request-Headers", asked),
     ]
-    answer = send(endpoint.port, "OPTIONS", CHAT, headers)
-    assert answer.status == status
-    assert answer.error() == {
-        "message": message,
-        "type": "forbidden" if status == 403 else "method_not_allowed",
-        "code": status,
-    }
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "https://localhost:3000", "null"])
+def test_a_preflight_from_another_origin_is_a_403_with_no_cors_allowance(
+    endpoint: Served, origin: str
+) -> None:
+    answer = send(endpoint.port, "OPTIONS", CHAT, preflight_headers(endpoint.port, origin))
+    assert answer.status == 403
+    assert answer.error()["type"] == "forbidden"
     assert answer.cors_headers() == []
     assert endpoint.upstream.arrived == []
 
 
+SDK_HEADERS = (
+    "authorization,content-type,x-stainless-arch,x-stainless-lang,x-stainless-os,"
+    "x-stainless-package-version,x-stainless-retry-count,x-stainless-runtime,"
+    "x-stainless-runtime-version,x-stainless-timeout"
+)  # what the openai JavaScript SDK asks for, as chromium sends it
+
+
+@pytest.mark.parametrize("origin", ["http://localhost:3000", "http://[::1]:8080", *ALLOWED])
+@pytest.mark.parametrize("path", [CHAT, "/v1/embeddings", "/v1/models", "/health"])
+def test_a_preflight_from_an_allowed_origin_allows_get_post_and_the_headers_asked(
+    endpoint: Served, origin: str, path: str
+) -> None:
+    headers = preflight_headers(endpoint.port, origin, SDK_HEADERS)
+    answer = send(endpoint.port, "OPTIONS", path, headers)
+    assert answer.status == 204
+    assert answer.readable_by(origin)
+    assert answer.header("access-control-allow-methods") == ["GET, POST"]
+    assert answer.header("access-control-allow-headers") == [SDK_HEADERS]
+    assert answer.header("access-control-max-age") == ["600"]
+    assert answer.body == b""
+    assert endpoint.upstream.arrived == [], "a preflight is answered by the endpoint itself"
+
+
+@pytest.mark.parametrize("asked", ["content-type, x-a;b", "a b", "x" * 5000, ",", "a,,b"])
+def test_a_preflight_asking_for_what_is_not_header_names_is_allowed_none(
+    endpoint: Served, asked: str
+) -> None:
+    headers = preflight_headers(endpoint.port, "http://localhost:3000", asked)
+    answer = send(endpoint.port, "OPTIONS", CHAT, headers)
+    assert answer.status == 204
+    assert answer.header("access-control-allow-headers") == []
+
+
+def test_a_preflight_from_an_allowed_public_page_may_reach_this_private_address(
+    endpoint: Served,
+) -> None:
+    headers = preflight_headers(endpoint.port, "https://app.example")
+    headers.append(("Access-Control-Request-Private-Network", "true"))
+    answer = send(endpoint.port, "OPTIONS", CHAT, headers)
+    assert answer.status == 204
+    assert answer.header("access-control-allow-private-network") == ["true"]
+
+
+@pytest.mark.parametrize("origin", ["http://localhost:3000", "https://app.example"])
+def test_options_that_is_no_preflight_is_still_a_405(endpoint: Served, origin: str) -> None:
+    headers = [("Host", f"127.0.0.1:{endpoint.port}"), ("Origin", origin)]
+    answer = send(endpoint.port, "OPTIONS", CHAT, headers)
+    assert answer.status == 405
+    message = answer.error()["message"]
+    assert message == "OPTIONS is not answered on /v1/chat/completions; it takes POST"
+    assert answer.readable_by(origin), "the page may read why"
+
+
 @pytest.mark.parametrize("path", ["/health", "/v1/models", f"/v1/models/{MODEL}"])
-def test_the_endpoint_own_answers_carry_no_cors_headers(endpoint: Served, path: str) -> None:
-    headers = [("Host", f"localhost:{endpoint.port}"), ("Origin", "http://localhost:3000")]
-    answer = send(endpoint.port, "GET", path, headers)
+def test_the_endpoint_own_answers_are_readable_by_an_allowed_page(
+    endpoint: Served, path: str
+) -> None:
+    page = "http://localhost:3000"
+    host = ("Host", f"localhost:{endpoint.port}")
+    answer = send(endpoint.port, "GET", path, [host, ("Origin", page)])
     assert answer.status == 200
-    assert answer.cors_headers() == []
+    assert answer.readable_by(page)
+    program = send(endpoint.port, "GET", path, [host])
+    assert program.status == 200
+    assert program.cors_headers() == [], "a program's request (no Origin) gets no CORS header"
 
 
 # -- the allowed origins, as the endpoint process takes them
@@ -462,5 +516,9 @@ def test_the_endpoint_process_serves_the_origins_it_was_started_to_allow(tmp_pat
         "app://obsidian.md": 200,
         "https://evil.example": 403,
     }
-    assert all("access-control-allow-origin" not in a.headers for a in answers.values())
+    assert {o: a.headers.get("access-control-allow-origin") for o, a in answers.items()} == {
+        "https://app.example": "https://app.example",
+        "app://obsidian.md": "app://obsidian.md",
+        "https://evil.example": None,
+    }
     assert upstream.arrived == ["POST /v1/chat/completions"] * 2

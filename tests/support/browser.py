@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -151,8 +151,11 @@ def off_loopback(urls: list[str]) -> list[str]:
 
 
 @contextmanager
-def chromium(width: int = 1400, height: int = 1000) -> Iterator[Callable[[], Page]]:
-    """A headless Chromium of its own (a fresh profile); yields a maker of new tabs."""
+def chromium(
+    width: int = 1400, height: int = 1000, extra_args: Sequence[str] = ()
+) -> Iterator[Callable[[], Page]]:
+    """A headless Chromium of its own (a fresh profile), started with ``extra_args`` too
+    (``--host-resolver-rules=...``); yields a maker of new tabs."""
     binary = chromium_binary()
     profile = Path(tempfile.mkdtemp(prefix="nodeau-chromium-"))
     args = [
@@ -170,6 +173,7 @@ def chromium(width: int = 1400, height: int = 1000) -> Iterator[Callable[[], Pag
         f"--window-size={width},{height}",
         f"--user-data-dir={profile}",
         "--remote-debugging-port=0",
+        *extra_args,
         "about:blank",
     ]
     log = (profile / "chromium.log").open("wb")  # a file, never a pipe nobody reads
