@@ -13,6 +13,7 @@ from returns.result import Failure, Result, Success
 
 from nodeau.domain.artifacts import CuratedEntry
 from nodeau.domain.qualification import Capability, capability_of
+from nodeau.domain.resolution import did_you_mean
 from nodeau.domain.tasks import Task
 
 
@@ -63,8 +64,7 @@ def find_entry(catalog: Catalog, name: str) -> Result[CatalogEntry, str]:
     for entry in catalog.entries:
         if entry.name == name:
             return Success(entry)
-    close = sorted(e.name for e in catalog.entries if name.lower() in e.name.lower())
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    hint = did_you_mean(name, (e.name for e in catalog.entries))
     return Failure(f"no model called {name!r} in the catalog{hint}")
 
 

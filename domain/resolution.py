@@ -16,10 +16,14 @@ the controller among what the fleet's machines report verified. Both ask
   one of the artifact's names, else its first name, else its short id.
 * A served workload answers a request's ``model`` by the same rule: any of its
   artifact's names (as admitted), its own name, its id or an id prefix.
+* A name that matches nothing is answered with the names close to it
+  (:func:`did_you_mean`): those containing it in any case, else those difflib
+  finds alike, so a typo and a fragment both get a suggestion.
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
 import string
 from collections.abc import Iterable
@@ -28,6 +32,7 @@ from attrs import frozen
 
 MIN_PREFIX = 6
 SHORT_ID = 12
+CLOSE_NAMES = 3  # at most this many names are suggested for a typo
 
 
 @frozen(kw_only=True)
@@ -83,7 +88,8 @@ def resolve_name(text: str, known: Iterable[Known]) -> Resolution | Unresolved:
         return Unresolved(
             miss=Miss.UNKNOWN,
             sentence=f"{text}: no alias, catalog model or artifact id "
-            f"(at least {MIN_PREFIX} hex digits) matches",
+            f"(at least {MIN_PREFIX} hex digits) matches"
+            + did_you_mean(text, (n for k in candidates for n in k.names)),
         )
     if len(ids) > 1:
         listed = "; ".join(_artifact_where(i, found) for i in ids)
@@ -98,6 +104,27 @@ def resolve_name(text: str, known: Iterable[Known]) -> Resolution | Unresolved:
         names=tuple(sorted({n for k in same for n in k.names})),
         where=tuple(sorted({k.where for k in same if k.where})),
     )
+
+
+def close_names(text: str, names: Iterable[str]) -> tuple[str, ...]:
+    """The names a person who typed ``text`` may have meant: every name containing it (in
+    any case), else up to ``CLOSE_NAMES`` that difflib finds alike; sorted, each once."""
+    lowered = text.lower()
+    if not lowered:
+        return ()
+    known = sorted(set(names))
+    containing = tuple(n for n in known if lowered in n.lower())
+    if containing:
+        return containing
+    by_lower = {n.lower(): n for n in known}
+    alike = difflib.get_close_matches(lowered, list(by_lower), n=CLOSE_NAMES)
+    return tuple(sorted(by_lower[a] for a in alike))
+
+
+def did_you_mean(text: str, names: Iterable[str]) -> str:
+    """``"; did you mean a, b?"`` naming :func:`close_names`, or ``""`` when none is close."""
+    close = close_names(text, names)
+    return f"; did you mean {', '.join(close)}?" if close else ""
 
 
 def _artifact_where(artifact_id: str, found: list[Known]) -> str:
