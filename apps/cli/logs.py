@@ -1,16 +1,29 @@
-"""``nodeau logs NAME [--lines N]``: the last lines of a workload's model server log.
+"""``nodeau logs NAME [--lines N] [-f] [--json]``: a workload's model server log.
 
 What a model server wrote, its start lines (``--- nodeau: ...``) included: where to look
-when ``nodeau ps`` says it failed to start or keeps restarting. On a fleet on Kubernetes
-it is not available yet (the plane says so).
+when ``nodeau ps`` says it failed to start or keeps restarting. ``--follow`` keeps
+printing lines as they are written until Ctrl-C, which ends it quietly with exit 0.
+On a fleet on Kubernetes the plane shows the Pod's last lines and cannot follow yet.
 """
 
 from __future__ import annotations
 
+import json as json_module
+from typing import Annotated
+
+from cyclopts import Parameter
+
 from nodeau.apps.planes.machine import LOG_LINES
 
 
-def logs(name: str, /, *, lines: int = LOG_LINES) -> int:
+def logs(
+    name: str,
+    /,
+    *,
+    lines: int = LOG_LINES,
+    follow: Annotated[bool, Parameter(name=["--follow", "-f"], negative="")] = False,
+    json: bool = False,
+) -> int:
     """Print the last lines of a workload's model server log.
 
     Parameters
@@ -19,12 +32,36 @@ def logs(name: str, /, *, lines: int = LOG_LINES) -> int:
         The workload's name (nodeau ps lists them).
     lines
         How many lines, from the end.
+    follow
+        Then print each line as it is written, as tail -f does, until Ctrl-C (exit 0).
+    json
+        Print {"name": NAME, "lines": [LINE, ...]}; with --follow, one
+        {"name": NAME, "line": LINE} object a line (JSON Lines), as each is written.
     """
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.ports.errors import SettingsError
 
     if lines < 1:
         raise SettingsError(f"--lines {lines}: give a positive number of lines")
-    for line in plane().logs(name, lines):
+    if follow:
+        return _follow(name, lines, json=json)
+    found = plane().logs(name, lines)
+    if json:
+        print(json_module.dumps({"name": name, "lines": list(found)}, indent=2))
+        return 0
+    for line in found:
         print(line)
     return 0
+
+
+def _follow(name: str, lines: int, *, json: bool) -> int:
+    """Print the log's lines as they come until Ctrl-C, which is the way to end it."""
+    from nodeau.apps.cli.bootstrap import plane
+
+    try:
+        for line in plane().follow_logs(name, lines):
+            shown = json_module.dumps({"name": name, "line": line}) if json else line
+            print(shown, flush=True)  # a reader of a pipe sees each line as it is written
+    except KeyboardInterrupt:
+        return 0  # Ctrl-C is how a follow ends: no traceback, no message
+    return 0  # pragma: no cover - a followed log never ends by itself

@@ -730,6 +730,14 @@ class KubernetesPlane:
             )
         return found
 
+    def follow_logs(self, name: str, lines: int) -> Iterator[str]:
+        self._find(name)
+        raise LogsUnavailable(
+            f"following {name}'s log is not available on a fleet on Kubernetes yet: "
+            f"nodeau logs {name} shows its last lines (kubectl logs -f -n nodeau-system "
+            "follows its Pod's)"
+        )
+
     # -- recovery
 
     def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:

@@ -78,6 +78,8 @@ from nodeau.domain.workloads import Workload, WorkloadKind, WorkloadState, holds
 from nodeau.ports.errors import NodeauError, SettingsError
 
 if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
+    from pathlib import Path
+
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.models import Resolved
@@ -479,9 +481,7 @@ class MachinePlane:
         if not server_search.under(self._settings.models_root):
             return ()  # none runs here (asked without loading any runtime's adapter)
         held = records if records is not None else self._records()
-        named = {
-            r.server.pid for r in held if r.server is not None and holds_gpu(r.workload.state)
-        }
+        named = {r.server.pid for r in held if r.server is not None and holds_gpu(r.workload.state)}
         return tuple(
             (name, server)
             for name, server in self._parts.processes.under(self._settings.models_root)
@@ -576,6 +576,17 @@ class MachinePlane:
     def logs(self, name: str, lines: int = LOG_LINES) -> tuple[str, ...]:
         """The last ``lines`` lines of workload ``name``'s model server log."""
         from nodeau.adapters.model_server_process import log_tail
+
+        return log_tail(self._log_of(name), lines)
+
+    def follow_logs(self, name: str, lines: int = LOG_LINES) -> Iterator[str]:
+        """The last ``lines`` lines of ``name``'s model server log, then each new one."""
+        from nodeau.adapters.log_follow import follow_log
+
+        return follow_log(self._log_of(name), lines)
+
+    def _log_of(self, name: str) -> Path:
+        """Where ``name``'s model server logs; ``UnknownWorkload`` when nothing names it."""
         from nodeau.domain.runs import name_problem
         from nodeau.ports.state import UnknownWorkload
 
@@ -585,7 +596,7 @@ class MachinePlane:
             raise unknown
         if self._snapshot_record(name) is None and not path.is_file():
             raise unknown
-        return log_tail(path, lines)
+        return path
 
     def stop(self, name: str, *, workload: bool) -> str:
         from nodeau.apps.serving import stop_workload

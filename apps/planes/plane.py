@@ -461,6 +461,11 @@ class Plane(Protocol):
         show them raises ``LogsUnavailable``)."""
         ...
 
+    def follow_logs(self, name: str, lines: int) -> Iterator[str]:
+        """The last ``lines`` lines of a workload's model server log, then each line as it
+        is written, until the reader stops (a plane that cannot raises ``LogsUnavailable``)."""
+        ...
+
     def request_copy(self, model: str, machine: str, catalog: Catalog) -> CopyAsked:
         """Ask ``machine`` to keep a verified copy of ``model`` (a name the fleet's reports
         or ``catalog`` know, an artifact id or prefix); its agent fetches and verifies it.
