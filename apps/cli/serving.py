@@ -22,7 +22,15 @@ from nodeau.domain.hardware import MachineReading
 from nodeau.domain.model_server import ServerAbilities
 
 if TYPE_CHECKING:
-    from nodeau.apps.planes.plane import FleetListing, MachineView, RunOutcome, Started
+    from collections.abc import Sequence
+
+    from nodeau.apps.planes.plane import (
+        FleetListing,
+        MachineView,
+        RunOutcome,
+        Started,
+        WorkloadView,
+    )
     from nodeau.domain.refusals import Refusal
 
 service_app = App(name="service", help="Explain a service's admission.")
@@ -194,6 +202,7 @@ def stop(
     /,
     *,
     workload: Annotated[bool, Parameter(negative="")] = False,
+    json: bool = False,
 ) -> int:
     """Stop a workload's endpoint; the model stays loaded, so starting again is instant.
 
@@ -203,11 +212,51 @@ def stop(
         The workload.
     workload
         Stop the model too and free its card.
+    json
+        Print what was done as JSON, keys: name; workload (whether --workload was given);
+        kind (service or batch, null when no record named it); gpu (the card it held
+        before); holds_gpu, state and endpoint (what nodeau ps says of it afterwards:
+        false, null and null once it is gone); sentence (what is printed without --json).
     """
     from nodeau.apps.cli.bootstrap import plane
 
-    print(plane().stop(name, workload=workload))
+    on = plane()
+    if not json:
+        print(on.stop(name, workload=workload))
+        return 0
+    before = _row(on.workloads(), name)
+    sentence = on.stop(name, workload=workload)
+    after = _row(on.workloads(), name)
+    stopped = Stopped(
+        name=name,
+        workload=workload,
+        kind=None if before is None else before.kind,
+        gpu=None if before is None else before.gpu,
+        holds_gpu=after is not None,
+        state=None if after is None else after.state,
+        endpoint=None if after is None else after.endpoint,
+        sentence=sentence,
+    )
+    print(to_json(stopped))
     return 0
+
+
+@frozen(kw_only=True)
+class Stopped:
+    """What ``nodeau stop --json`` prints: what was asked, said, and what ``ps`` says now."""
+
+    name: str
+    workload: bool
+    kind: str | None
+    gpu: str | None
+    holds_gpu: bool
+    state: str | None
+    endpoint: str | None
+    sentence: str
+
+
+def _row(views: Sequence[WorkloadView], name: str) -> WorkloadView | None:
+    return next((v for v in views if v.name == name), None)
 
 
 @service_app.command(name="explain")
