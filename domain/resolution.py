@@ -147,3 +147,24 @@ def names_served(asked: str, names: Iterable[str], artifact_id: str) -> bool:
         return True
     prefix = id_prefix(asked)
     return prefix is not None and artifact_id.lower().startswith(prefix)
+
+
+@frozen(kw_only=True)
+class Candidate:
+    """A workload that serves here, and what its model goes by (as ``names_served`` takes)."""
+
+    workload: str
+    names: tuple[str, ...] = ()
+    artifact_id: str = ""
+
+
+def chosen_workloads(asked: str, candidates: Iterable[Candidate]) -> frozenset[str]:
+    """The workloads a request's ``model`` names among ``candidates``: the one of that name
+    when there is one, else every one whose model it names (several: ambiguous)."""
+    listed = tuple(candidates)
+    exact = frozenset(c.workload for c in listed if c.workload == asked)
+    if exact:
+        return exact
+    return frozenset(
+        c.workload for c in listed if names_served(asked, (c.workload, *c.names), c.artifact_id)
+    )

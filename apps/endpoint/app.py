@@ -43,8 +43,9 @@ Decisions:
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from typing import Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -62,16 +63,14 @@ from nodeau.apps.endpoint.answers import (
     Upstream,
     client_left,
     error,
-    model_not_found,
     model_object,
-    not_running,
     one_line,
     too_large,
-    unavailable,
     wrong_task,
 )
 from nodeau.apps.endpoint.bodies import request_object
 from nodeau.apps.endpoint.callers import CallerRules, origin_of, with_cors
+from nodeau.apps.endpoint.choice import Lookup, OneModel
 from nodeau.apps.endpoint.connections import ModelServerConnections
 from nodeau.apps.endpoint.exchange import (
     ClientLeft,
@@ -105,8 +104,6 @@ _ANSWERED = {task: frozenset(routes_for(task)) for task in Task}
 
 log = logging.getLogger("nodeau.endpoint")
 
-Lookup = Callable[[], Upstream | Unavailable | None]
-
 
 def new_connections() -> ModelServerConnections:
     """How the endpoint reaches model servers: kept-alive HTTP/1.1 connections, at most
@@ -121,74 +118,58 @@ def new_connections() -> ModelServerConnections:
     )
 
 
+class Choice(Protocol):
+    """Which model server a request goes to (``choice``: one workload's, or the gateway's
+    pick by the request's ``model``)."""
+
+    def early(self) -> Upstream | Response | None:
+        """Before the body is read: the upstream, an answer instead, or None (the body's
+        ``model`` decides)."""
+        ...
+
+    def chosen(self, early: Upstream | None, model: object) -> Upstream | Response:
+        """The upstream the body's ``model`` (None when absent) goes to, or the answer."""
+        ...
+
+    def listed(self) -> list[Upstream] | Response: ...
+
+    def named(self, model: str) -> Upstream | Response: ...
+
+    def health(self) -> dict[str, object]: ...
+
+
 class _Endpoint:
-    """The request handlers, sharing the upstream lookup and the connections."""
+    """The request handlers, sharing the choice of upstream and the connections."""
 
     def __init__(
         self,
-        upstream: Lookup,
+        choice: Choice,
         connections: UpstreamConnections | None,
         max_body_bytes: int,
     ) -> None:
-        self._upstream = upstream
+        self.choice = choice
         self.connections = connections
         self.max_body_bytes = max_body_bytes
 
-    def find(self) -> Upstream | Unavailable | Response | None:
-        """What ``upstream()`` says now, or the error response of a lookup that failed."""
-        try:
-            return self._upstream()
-        except Exception as exc:
-            log.warning("cannot look up the model server: %s", one_line(exc))
-            return error(
-                503, f"cannot find this endpoint's model server: {one_line(exc)}", "unavailable"
-            )
-
-    def lookup(self) -> Upstream | Response:
-        """The upstream now, or the error response that says why there is none."""
-        found = self.find()
-        if found is None:
-            return not_running()
-        if isinstance(found, Unavailable):
-            return unavailable(found)
-        return found
-
     async def health(self, request: Request) -> Response:
-        found = self.find()
-        up = found if isinstance(found, Upstream) else None
-        if up is not None:
-            server = "running"
-        elif isinstance(found, Unavailable):
-            server = found.model_server
-        else:
-            server = "not running"
-        return JSONResponse(
-            {
-                "status": "ok",
-                "model": up.model_name if up is not None else None,
-                "task": up.task.value if up is not None else None,
-                "model_server": server,
-            }
-        )
+        return JSONResponse(self.choice.health())
 
     async def models(self, request: Request) -> Response:
-        found = self.lookup()
-        if not isinstance(found, Upstream):
+        found = self.choice.listed()
+        if isinstance(found, Response):
             return found
-        return JSONResponse({"object": "list", "data": [model_object(found)]})
+        return JSONResponse({"object": "list", "data": [model_object(u) for u in found]})
 
     async def model(self, request: Request) -> Response:
-        found = self.lookup()
+        found = self.choice.named(request.path_params["model"])
         if not isinstance(found, Upstream):
             return found
-        if not found.serves(request.path_params["model"]):
-            return model_not_found(request.path_params["model"], found)
         return JSONResponse(model_object(found))
 
 
 class ProxiedRoute:
-    """One proxied route (``path``), as an ASGI app: looked up, checked against the
-    workload's task, its body read, then sent upstream and answered (``exchange``)."""
+    """One proxied route (``path``), as an ASGI app: its upstream chosen, checked against
+    the workload's task, its body read, then sent upstream and answered (``exchange``)."""
 
     def __init__(self, endpoint: _Endpoint, path: str) -> None:
         self._endpoint = endpoint
@@ -196,12 +177,12 @@ class ProxiedRoute:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = self._endpoint
-        found = endpoint.lookup()
-        if not isinstance(found, Upstream):
-            await found(scope, receive, send)
+        early = endpoint.choice.early()
+        if isinstance(early, Response):
+            await early(scope, receive, send)
             return
-        if self._path not in _ANSWERED[found.task]:
-            await wrong_task(self._path, found)(scope, receive, send)
+        if early is not None and self._path not in _ANSWERED[early.task]:
+            await wrong_task(self._path, early)(scope, receive, send)
             return
         headers, declared = forwarded_headers(scope["headers"])
         try:
@@ -216,9 +197,12 @@ class ProxiedRoute:
         if isinstance(asked, Response):
             await asked(scope, receive, send)
             return
-        model = asked.get("model")
-        if model is not None and not (isinstance(model, str) and found.serves(model)):
-            await model_not_found(model, found)(scope, receive, send)
+        found = endpoint.choice.chosen(early, asked.get("model"))
+        if isinstance(found, Response):
+            await found(scope, receive, send)
+            return
+        if early is None and self._path not in _ANSWERED[found.task]:
+            await wrong_task(self._path, found)(scope, receive, send)
             return
         assert endpoint.connections is not None, "the lifespan sets the connections"
         await exchange(
@@ -320,7 +304,24 @@ def create_app(
     lifespan makes them: ``new_connections``); the lifespan closes them at its end.
     ``allowed_origins``: web origins served besides loopback pages
     (``domain.origins.parse_origin`` forms; ValueError for one that is not)."""
-    endpoint = _Endpoint(upstream, connections, max_body_bytes)
+    return proxy_app(
+        OneModel(upstream),
+        connections=connections,
+        max_body_bytes=max_body_bytes,
+        allowed_origins=allowed_origins,
+    )
+
+
+def proxy_app(
+    choice: Choice,
+    *,
+    connections: UpstreamConnections | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    allowed_origins: Iterable[str] = (),
+) -> ASGIApp:
+    """The proxy, its upstream for each request chosen by ``choice`` (an endpoint's one
+    model, or the gateway's pick); the rest as ``create_app`` says."""
+    endpoint = _Endpoint(choice, connections, max_body_bytes)
     origins = tuple(parse_origin(origin) for origin in allowed_origins)  # checked now
 
     @asynccontextmanager

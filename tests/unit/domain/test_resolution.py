@@ -7,10 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeau.domain.resolution import (
+    Candidate,
     Known,
     Miss,
     Resolution,
     Unresolved,
+    chosen_workloads,
     display_name,
     id_prefix,
     names_served,
@@ -108,3 +110,32 @@ def test_a_served_model_refuses_any_other_name(asked: str) -> None:
 def test_a_served_model_with_no_known_id_answers_to_its_names_only() -> None:
     assert names_served("tiny", ("tiny",), "")
     assert not names_served("abcdef", ("tiny",), "")
+
+
+GATEWAY = [
+    Candidate(workload="chat", names=("tiny", "smol"), artifact_id=A),
+    Candidate(workload="chat-b", names=("tiny",), artifact_id=A),
+    Candidate(workload="embed", names=("minilm",), artifact_id=C),
+]
+
+
+@pytest.mark.parametrize(
+    ("asked", "chosen"),
+    [
+        ("chat", {"chat"}),  # a workload's own name first, though its model is "tiny" too
+        ("smol", {"chat"}),
+        ("minilm", {"embed"}),
+        (C[:8], {"embed"}),
+        ("tiny", {"chat", "chat-b"}),  # ambiguous: the caller names one
+        (A[:6], {"chat", "chat-b"}),
+        ("gpt-4o", set()),
+    ],
+)
+def test_the_gateway_chooses_the_workload_a_model_names(asked: str, chosen: set[str]) -> None:
+    assert chosen_workloads(asked, GATEWAY) == chosen
+
+
+@given(st.text(max_size=12))
+def test_a_workload_named_exactly_is_always_the_only_choice(asked: str) -> None:
+    candidates = [*GATEWAY, Candidate(workload=asked, names=("tiny",), artifact_id=A)]
+    assert chosen_workloads(asked, candidates) == {asked}
