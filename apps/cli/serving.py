@@ -313,7 +313,9 @@ def environment(*, json: bool = False) -> int:
     Parameters
     ----------
     json
-        Print the reading as JSON.
+        Print the reading as JSON; its "server" says the model server line as fields:
+        line, found, name, version, uses ("CPU only", "CUDA (...)"), cpu_only, backends,
+        program, reason, and abilities (what the binary said, devices included).
     """
     import json as json_module
 
@@ -348,6 +350,12 @@ class ServerReading:
     program and why it was chosen; or, with no program, why there is none."""
 
     line: str
+    found: bool = False  # whether there is a model server to start
+    name: str | None = None  # "llama-server"
+    version: str | None = None  # as the binary names itself
+    uses: str | None = None  # the line's end: "CPU only", "CUDA (CUDA0 ...)", ...
+    cpu_only: bool | None = None  # None: it could not be asked, or there is none
+    backends: tuple[str, ...] = ()  # besides the CPU's, e.g. ("CUDA",)
     program: str | None = None
     reason: str | None = None
     abilities: ServerAbilities | None = None
@@ -369,8 +377,15 @@ def server_reading(reading: MachineReading | None = None) -> ServerReading:
         abilities = server_abilities(choice, reading, s.environ)
     except NodeauError as exc:
         return ServerReading(line=exc.one_line())
+    line = abilities_text(abilities)
     return ServerReading(
-        line=abilities_text(abilities),
+        line=line,
+        found=True,
+        name=abilities.server,
+        version=abilities.version,
+        uses=line.removeprefix(f"{abilities.server} {abilities.version}: "),
+        cpu_only=abilities.cpu_only if abilities.known else None,
+        backends=abilities.backends,
         program=str(choice.program),
         reason=choice.reason,
         abilities=abilities,
