@@ -137,16 +137,12 @@ class EndpointServiceSpec:
         if not 1 <= self.port <= 65535:
             raise ValueError(f"{self.port} is not a TCP port")
         kubeconfig = None if self.fleet is None else self.fleet.kubeconfig
-        for what, path in (
+        check_paths(
             ("state", self.state_path),
             ("log", self.log_path),
             ("python", self.python),
             *((("kubeconfig", kubeconfig),) if kubeconfig is not None else ()),
-        ):
-            if not path.is_absolute():
-                raise ValueError(f"the {what} path must be absolute, not {path}")
-            if any(ord(c) < 32 or ord(c) == 127 for c in str(path)):
-                raise ValueError(f"the {what} path has a control character: {str(path)!r}")
+        )
 
     @property
     def command(self) -> tuple[str, ...]:
@@ -186,11 +182,7 @@ class DashboardServiceSpec:
     def __attrs_post_init__(self) -> None:
         if not 1 <= self.port <= 65535:
             raise ValueError(f"{self.port} is not a TCP port")
-        for what, path in (("home", self.home), ("log", self.log_path), ("python", self.python)):
-            if not path.is_absolute():
-                raise ValueError(f"the {what} path must be absolute, not {path}")
-            if any(ord(c) < 32 or ord(c) == 127 for c in str(path)):
-                raise ValueError(f"the {what} path has a control character: {str(path)!r}")
+        check_paths(("home", self.home), ("log", self.log_path), ("python", self.python))
 
     @property
     def description(self) -> str:
@@ -203,6 +195,52 @@ class DashboardServiceSpec:
             "--home", str(self.home),
             "--port", str(self.port),
         )  # fmt: skip
+
+
+GATEWAY_SERVICE = "nodeau_gateway"
+GATEWAY_PORT = 11435  # the gateway's default: beside Ollama's 11434, one address for all
+
+
+@frozen(kw_only=True)
+class GatewayServiceSpec:
+    """The gateway as a user service: ``python -m nodeau.apps.endpoint.gateway --port P
+    --state PATH [--allow-origin ORIGIN ...]``: every model of this machine on one port."""
+
+    port: int
+    state_path: Path
+    log_path: Path
+    python: Path
+    allowed_origins: tuple[str, ...] = ()
+
+    service = GATEWAY_SERVICE
+
+    def __attrs_post_init__(self) -> None:
+        if not 1 <= self.port <= 65535:
+            raise ValueError(f"{self.port} is not a TCP port")
+        check_paths(("state", self.state_path), ("log", self.log_path), ("python", self.python))
+
+    @property
+    def description(self) -> str:
+        return f"Nodeau gateway (every model served here) on 127.0.0.1:{self.port}"
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        return (
+            str(self.python), "-m", "nodeau.apps.endpoint.gateway",
+            "--port", str(self.port),
+            "--state", str(self.state_path),
+            *(arg for origin in self.allowed_origins for arg in ("--allow-origin", origin)),
+        )  # fmt: skip
+
+
+def check_paths(*named: tuple[str, Path]) -> None:
+    """ValueError for a path of a service's command that is relative or holds a control
+    character (a unit file or plist could not say it)."""
+    for what, path in named:
+        if not path.is_absolute():
+            raise ValueError(f"the {what} path must be absolute, not {path}")
+        if any(ord(c) < 32 or ord(c) == 127 for c in str(path)):
+            raise ValueError(f"the {what} path has a control character: {str(path)!r}")
 
 
 def fleet_service(workload: str) -> str:

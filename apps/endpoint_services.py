@@ -181,3 +181,87 @@ def endpoint_manager(settings: Settings) -> Endpoints:
     return Endpoints(
         settings=settings, manager=choose_service_manager(settings.environ, sys.platform, run_dir)
     )
+
+
+GATEWAY = "gateway.json"  # in the run folder: the gateway's port and web origins
+
+
+@frozen(kw_only=True)
+class Gateway:
+    """The gateway as it runs: its address, and how."""
+
+    url: str  # its OpenAI base URL
+    port: int
+    allowed_origins: tuple[str, ...]
+    started: bool  # False: it was running already, as asked
+    service: str  # what runs it, for a person
+
+
+def kept_gateway(settings: Settings) -> tuple[int, tuple[str, ...]] | None:
+    """The port and web origins the gateway was last started with, if any."""
+    try:
+        found = json.loads((settings.home / "run" / GATEWAY).read_text())
+        port = int(found["port"])
+        origins = tuple(str(o) for o in found["allowed_origins"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return port, origins
+
+
+def open_gateway(
+    settings: Settings,
+    port: int | None = None,
+    allowed_origins: tuple[str, ...] | None = None,
+    endpoints: Endpoints | None = None,
+) -> Gateway:
+    """Start the gateway on ``port`` (else the one it had, else ``DEFAULT_PORT``), or find
+    it running so; ServiceError when that port is another program's."""
+    from nodeau.adapters.user_service import (
+        GATEWAY_PORT,
+        GATEWAY_SERVICE,
+        GatewayServiceSpec,
+        ServiceError,
+    )
+
+    local = endpoints if endpoints is not None else endpoint_manager(settings)
+    manager = local.manager
+    kept = kept_gateway(settings)
+    chosen = port or (kept[0] if kept is not None else GATEWAY_PORT)
+    origins = allowed_origins if allowed_origins is not None else kept[1] if kept else ()
+    url = f"http://127.0.0.1:{chosen}/v1"
+    if kept == (chosen, origins) and manager.running(GATEWAY_SERVICE) and listening(chosen):
+        return Gateway(
+            url=url, port=chosen, allowed_origins=origins, started=False, service=manager.describe()
+        )
+    manager.stop(GATEWAY_SERVICE)
+    if listening(chosen):
+        raise ServiceError(
+            f"port {chosen} on 127.0.0.1 is taken by another program; "
+            "choose another with nodeau gateway --port PORT"
+        )
+    log = (settings.log_dir / "gateway.log").resolve()
+    manager.install(
+        GatewayServiceSpec(
+            port=chosen,
+            state_path=settings.state_path.resolve(),
+            log_path=log,
+            python=Path(sys.executable),
+            allowed_origins=origins,
+        )
+    )
+    record = {"port": chosen, "allowed_origins": list(origins)}
+    write_atomically(settings.home / "run" / GATEWAY, json.dumps(record).encode())
+    manager.start(GATEWAY_SERVICE)
+    how = manager.describe()
+    wait_until_listening(chosen, local.listen_timeout_s, log, how)
+    return Gateway(url=url, port=chosen, allowed_origins=origins, started=True, service=how)
+
+
+def close_gateway(settings: Settings) -> bool:
+    """Stop the gateway; whether it was running. The workloads are not touched."""
+    from nodeau.adapters.user_service import GATEWAY_SERVICE
+
+    manager = endpoint_manager(settings).manager
+    running = manager.running(GATEWAY_SERVICE)
+    manager.stop(GATEWAY_SERVICE)
+    return running

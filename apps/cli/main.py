@@ -94,6 +94,11 @@ def build_app() -> App:
         help="Start (or find) the local dashboard on 127.0.0.1; its address with a fresh token.",
     )
     app.command(
+        "nodeau.apps.cli.gateway:gateway",
+        name="gateway",
+        help="One loopback address for every model served here, routed by the request's model.",
+    )
+    app.command(
         "nodeau.apps.cli.cloud:cloud_app",
         name="cloud",
         help="Nodeau Cloud, optional and off by default: connect, see every call, disconnect.",

@@ -93,7 +93,7 @@ def run(
         On Kubernetes: seconds to wait for the controller's decision.
     allow_origin
         A web origin (scheme://host[:port]) whose pages the endpoint also answers, beyond
-        loopback pages; repeatable. Its answers carry no CORS headers.
+        loopback pages, with CORS answers its pages can read; repeatable.
     unproved
         Serve an imported model for a task its qualification has not proved (nodeau model
         qualify proves it); without it, such a run is refused.

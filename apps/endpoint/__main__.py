@@ -32,14 +32,14 @@ from nodeau.ports.state import StateError
 LOG_FOLDER = "logs"  # beside the state database, as the CLI's settings keep it (home/logs)
 
 
-def _port(text: str) -> int:
+def port_arg(text: str) -> int:
     port = int(text)
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text} is not a TCP port (1-65535)")
     return port
 
 
-def _origin(text: str) -> str:
+def origin_arg(text: str) -> str:
     try:
         return parse_origin(text)
     except ValueError as exc:
@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Serve one workload's OpenAI-compatible endpoint on 127.0.0.1 (only).",
     )
     parser.add_argument("--workload", required=True, help="the workload's name")
-    parser.add_argument("--port", required=True, type=_port, help="its fixed endpoint port")
+    parser.add_argument("--port", required=True, type=port_arg, help="its fixed endpoint port")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--state", type=Path, help="the plane's state database")
     source.add_argument(
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dest="allowed_origins",
         action="append",
         default=[],
-        type=_origin,
+        type=origin_arg,
         metavar="ORIGIN",
         help="also serve requests whose Origin is ORIGIN (scheme://host[:port]; repeatable); "
         "loopback pages are always served, other web origins refused (403); no CORS headers "

@@ -51,6 +51,7 @@ from nodeau.apps.endpoint.app import (
 from nodeau.apps.endpoint.limits import Limits, connections_that_fit, descriptors_needed
 from nodeau.apps.endpoint.log_bound import Server, log_config
 from nodeau.apps.endpoint.request_head import within
+from nodeau.domain.records import WorkloadRecord
 from nodeau.domain.restarts import restart_notice, retry_after_s
 from nodeau.domain.workloads import WorkloadState, holds_gpu
 from nodeau.ports.state import StateStore
@@ -126,6 +127,21 @@ def serve(
     calling ``watch`` every ``watch_every_s`` meanwhile (on a thread of its own); its
     connections within ``limits`` (the cap lowered if its descriptors cannot hold it)."""
     app = create_app(upstream, allowed_origins=allowed_origins)
+    serve_app(
+        port, app, log_level=log_level, watch=watch, watch_every_s=watch_every_s, limits=limits
+    )
+
+
+def serve_app(
+    port: int,
+    app: object,
+    *,
+    log_level: str = "info",
+    watch: Callable[[], object] | None = None,
+    watch_every_s: float = WATCH_S,
+    limits: Limits = LIMITS,
+) -> None:
+    """Serve ``app`` (the endpoint's, or the gateway's) as ``serve`` says."""
     config = endpoint_config(app, port, log_level=log_level, limits=limits)
     config.http = within(fit_descriptors(limits, MAX_CONNECTIONS, MAX_KEEPALIVE))
     stop = threading.Event()
@@ -162,29 +178,37 @@ def upstream_from_state(
 
     def lookup() -> Upstream | Unavailable | None:
         record = store.snapshot().named(name)
-        if record is None or not holds_gpu(record.workload.state):
-            return None
-        w = record.workload
-        if w.state is WorkloadState.RESTARTING:
-            now = clock() if clock is not None else w.since
-            return Unavailable(
-                message=restart_notice(w),
-                retry_after_s=retry_after_s(w, now),
-                model_server=w.state.value,
-            )
-        if record.server is None:
-            return None
-        return Upstream(
-            base_url=record.server.base_url,
-            task=record.config.task,
-            model_name=name,
-            started_at=record.server.started_at,
-            api_key=record.server.api_key,
-            names=(w.model, *w.names),
-            artifact_id=w.artifact_id,
-        )
+        return None if record is None else upstream_of(record, clock)
 
     return lookup
+
+
+def upstream_of(
+    record: WorkloadRecord, clock: Callable[[], datetime] | None = None
+) -> Upstream | Unavailable | None:
+    """Where a workload's model server is by its record: None when it holds no card or
+    has no server recorded; ``Unavailable`` while it restarts."""
+    w = record.workload
+    if not holds_gpu(w.state):
+        return None
+    if w.state is WorkloadState.RESTARTING:
+        now = clock() if clock is not None else w.since
+        return Unavailable(
+            message=restart_notice(w),
+            retry_after_s=retry_after_s(w, now),
+            model_server=w.state.value,
+        )
+    if record.server is None:
+        return None
+    return Upstream(
+        base_url=record.server.base_url,
+        task=record.config.task,
+        model_name=w.name,
+        started_at=record.server.started_at,
+        api_key=record.server.api_key,
+        names=(w.model, *w.names),
+        artifact_id=w.artifact_id,
+    )
 
 
 class CachedLookup:

@@ -1,0 +1,72 @@
+"""``nodeau gateway [--port P] [--allow-origin ORIGIN] [--stop] [--json]``: one loopback
+address for every model served on this machine, each request routed by its ``model``.
+
+A user service like each endpoint; its port (11435 unless chosen) and origins are kept.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from cyclopts import Parameter
+
+from nodeau.ports.errors import NodeauError
+
+
+class GatewayError(NodeauError):
+    """The gateway cannot run as asked (its port taken, a fleet plane, a bad origin)."""
+
+
+def gateway(
+    *,
+    port: int | None = None,
+    allow_origin: tuple[str, ...] | None = None,
+    stop: Annotated[bool, Parameter(negative="")] = False,
+    json: bool = False,
+) -> int:
+    """Start (or find) the gateway: every model served on this machine at one address,
+    http://127.0.0.1:11435/v1, a request going to the workload its model names.
+
+    Parameters
+    ----------
+    port
+        Its port on 127.0.0.1 (11435 unless chosen; kept for the next start).
+    allow_origin
+        A web origin (scheme://host[:port]) whose pages it also answers, beyond loopback
+        pages, with CORS answers they can read; repeatable; kept for the next start.
+    stop
+        Stop the gateway instead; the workloads and their endpoints keep serving.
+    json
+        Print its address, port, origins and how it runs as JSON.
+    """
+    from nodeau.apps.cli.bootstrap import plane_choice, settings
+    from nodeau.apps.cli.render import to_json
+    from nodeau.apps.endpoint_services import close_gateway, open_gateway
+    from nodeau.domain.origins import parse_origin
+
+    if port is not None and not 1 <= port <= 65535:
+        raise GatewayError(f"--port {port} is not a TCP port (1-65535)")
+    if plane_choice().kubernetes:
+        raise GatewayError(
+            "the gateway serves this machine's workloads; on a fleet, each workload's "
+            "endpoint is its address (nodeau ps shows it)"
+        )
+    if stop:
+        was = close_gateway(settings())
+        print("the gateway was stopped" if was else "the gateway was not running")
+        return 0
+    try:
+        origins = None if allow_origin is None else tuple(parse_origin(o) for o in allow_origin)
+    except ValueError as exc:
+        raise GatewayError(f"--allow-origin: {exc}") from exc
+    opened = open_gateway(settings(), port, origins)
+    if json:
+        print(to_json(opened))
+        return 0
+    how = "started" if opened.started else "already running"
+    print(f"gateway {how} at {opened.url} ({opened.service})")
+    print(
+        "every model served here answers there by its name (GET /v1/models lists them); "
+        "nodeau gateway --stop stops it"
+    )
+    return 0
