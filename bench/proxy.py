@@ -1,7 +1,7 @@
 """Benchmark: the endpoint against the model server directly, in the same run.
 
     python bench/proxy.py [--requests 500] [--streams 200] [--concurrency 32] [--seconds 5]
-                          [--fleet] [--runs 1]
+                          [--fleet | --gateway] [--runs 1]
 
 The model server is the minimal upstream of the tests (tests/support/upstream.py: a
 Starlette app under uvicorn that answers at once), so what the endpoint itself costs is
@@ -9,7 +9,9 @@ visible rather than hidden behind a model's compute. The endpoint is the real on
 ``python -m nodeau.apps.endpoint``, reading the upstream's address from a state database,
 as a user service runs it; with ``--fleet``, following a GPUService's route through a
 real API server started for the run (``--fleet``: the fleet's loopback endpoint, whose
-route is held in memory, so a request costs no call to the cluster). Each runs in its own
+route is held in memory, so a request costs no call to the cluster); with ``--gateway``,
+the gateway (``python -m nodeau.apps.endpoint.gateway``), choosing the workload by the
+request's ``model`` among those of the state database. Each runs in its own
 process; this process is the client
 (httpx.AsyncClient: one per side for the sequential parts, one per concurrent client for
 the throughput part).
@@ -330,6 +332,12 @@ def main() -> None:
         "real API server (started here) instead of reading a state database",
     )
     parser.add_argument(
+        "--gateway",
+        action="store_true",
+        help="the gateway (nodeau gateway: every model at one address, chosen by model) "
+        "instead of the workload's own endpoint",
+    )
+    parser.add_argument(
         "--runs",
         type=int,
         default=1,
@@ -375,16 +383,22 @@ def measure(args: argparse.Namespace) -> Outcome:
                 started_at=datetime.now(UTC),
                 command=("tests.support.upstream",),
             )
-            store.update(WORKLOAD, lambda r: evolve(r, server=server))
+            # the gateway routes to a workload whose endpoint listens: here the upstream's
+            # port stands for it (the gateway only asks whether it accepts connections)
+            listens = upstream_port if args.gateway else None
+            store.update(WORKLOAD, lambda r: evolve(r, server=server, endpoint_port=listens))
             port = free_port()
             proxied = f"http://127.0.0.1:{port}"
             source = ["--state", str(state)]
             if args.fleet:
                 plane = stack.enter_context(fleet_route(Path(tmp), direct))
                 source = ["--fleet", "--kubeconfig", str(plane)]
+            proxy = ["nodeau.apps.endpoint", "--workload", WORKLOAD]
+            if args.gateway:
+                proxy = ["nodeau.apps.endpoint.gateway"]
             endpoint = start(
                 [
-                    sys.executable, "-m", "nodeau.apps.endpoint", "--workload", WORKLOAD,
+                    sys.executable, "-m", *proxy,
                     "--port", str(port), *source, "--log-level", "warning",
                 ]
             )  # fmt: skip
