@@ -35,6 +35,8 @@ Decisions:
 * A request's ``model``, when given, must name the model served (its workload's name, its
   model's names as admitted, its artifact id or a prefix): another is a 404
   ``model_not_found`` answered here, as OpenAI answers, never another model's answer.
+* ``GET /metrics``: the proxied requests' counters (``metrics``), in Prometheus' format,
+  under the same caller rules.
 * Every failure is an OpenAI-style JSON error (``answers``): 400, 403, 404, 405, 413, 502
   (upstream unreachable), 503 (not running), 500 (anything unexpected; the server logs the
   traceback and keeps serving).
@@ -47,6 +49,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Protocol
 
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -79,6 +82,7 @@ from nodeau.apps.endpoint.exchange import (
     forwarded_headers,
     read_body,
 )
+from nodeau.apps.endpoint.metrics import WORKLOAD, Metrics
 from nodeau.domain.origins import parse_origin
 from nodeau.domain.tasks import Task, routes_for
 
@@ -150,6 +154,10 @@ class _Endpoint:
         self.choice = choice
         self.connections = connections
         self.max_body_bytes = max_body_bytes
+        self.metrics = Metrics()
+
+    async def exposition(self, request: Request) -> Response:
+        return Response(self.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     async def health(self, request: Request) -> Response:
         return JSONResponse(self.choice.health())
@@ -181,9 +189,11 @@ class ProxiedRoute:
         if isinstance(early, Response):
             await early(scope, receive, send)
             return
-        if early is not None and self._path not in _ANSWERED[early.task]:
-            await wrong_task(self._path, early)(scope, receive, send)
-            return
+        if early is not None:
+            scope[WORKLOAD] = early.model_name
+            if self._path not in _ANSWERED[early.task]:
+                await wrong_task(self._path, early)(scope, receive, send)
+                return
         headers, declared = forwarded_headers(scope["headers"])
         try:
             body = await read_body(receive, declared, endpoint.max_body_bytes)
@@ -201,9 +211,11 @@ class ProxiedRoute:
         if isinstance(found, Response):
             await found(scope, receive, send)
             return
-        if early is None and self._path not in _ANSWERED[found.task]:
-            await wrong_task(self._path, found)(scope, receive, send)
-            return
+        if early is None:
+            scope[WORKLOAD] = found.model_name
+            if self._path not in _ANSWERED[found.task]:
+                await wrong_task(self._path, found)(scope, receive, send)
+                return
         assert endpoint.connections is not None, "the lifespan sets the connections"
         await exchange(
             endpoint.connections,
@@ -226,11 +238,16 @@ class _Front:
     again, so uvicorn logs it and keeps serving."""
 
     def __init__(
-        self, app: Starlette, rules: CallerRules, proxied: dict[str, ProxiedRoute]
+        self,
+        app: Starlette,
+        rules: CallerRules,
+        proxied: dict[str, ProxiedRoute],
+        metrics: Metrics,
     ) -> None:
         self.app = app
         self._rules = rules
         self._proxied = proxied
+        self._metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         route = self._proxied.get(scope["path"]) if scope["type"] == "http" else None
@@ -244,6 +261,7 @@ class _Front:
         origin = origin_of(scope)
         if origin is not None:  # a page's request, of an allowed origin: it may read the answer
             send = with_cors(send, origin)
+        send = self._metrics.watching(scope, send)
         started = False
 
         async def sending(message: Message) -> None:
@@ -264,8 +282,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         return error(
             404,
-            f"no route {request.url.path}: this endpoint answers /v1/models, /health and the "
-            f"routes of its workload's task ({', '.join(PROXIED_PATHS)})",
+            f"no route {request.url.path}: this endpoint answers /v1/models, /health, /metrics "
+            f"and the routes of its workload's task ({', '.join(PROXIED_PATHS)})",
             "not_found",
         )
     if exc.status_code == 405 and exc.headers is not None:
@@ -339,6 +357,7 @@ def proxy_app(
         Route("/health", endpoint.health, methods=["GET"]),
         Route("/v1/models", endpoint.models, methods=["GET"]),
         Route("/v1/models/{model:path}", endpoint.model, methods=["GET"]),
+        Route("/metrics", endpoint.exposition, methods=["GET"]),
     ]
     app = Starlette(
         routes=routes,
@@ -346,4 +365,4 @@ def proxy_app(
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )
-    return _Front(app, CallerRules(app, allowed_origins=origins), proxied)
+    return _Front(app, CallerRules(app, allowed_origins=origins), proxied, endpoint.metrics)

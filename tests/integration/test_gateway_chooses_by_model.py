@@ -64,6 +64,9 @@ def test_each_request_goes_to_the_workload_its_model_names(
     assert (len(one.seen), len(two.seen)) == (before[0] + 1, before[1] + 2)
     assert one.seen[-1].path == "/v1/chat/completions"
     assert two.seen[-1].path == "/v1/embeddings"
+    counted = httpx.get(f"{url}/metrics", timeout=BOUND_S).text
+    assert 'nodeau_requests_total{code="200",route="/v1/embeddings",workload="beta"} 2.0' in counted
+    assert 'route="/v1/chat/completions",workload="alpha"' in counted
 
 
 def test_a_name_two_workloads_share_is_a_400_naming_both(

@@ -1,0 +1,118 @@
+"""The endpoint's and the gateway's own counters, served at ``GET /metrics`` in
+Prometheus' text format (``prometheus_client``, a registry of this process alone).
+
+Per workload and route: requests by status code, time to the answer's first byte and to
+its end, and the tokens the model server's ``usage`` reports (non-streamed answers, and
+streams whose last event carries it). Labels never hold what a client typed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from starlette.types import Message, Scope, Send
+
+WORKLOAD = "nodeau.workload"  # the scope key a proxied route sets once its upstream is chosen
+NONE = "-"  # the workload label of a request no workload took (refused before the choice)
+SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+USAGE_BYTES = 1 << 20  # an answer body larger than this is not read for its usage
+
+
+class Metrics:
+    """The counters of one endpoint (or the gateway) process."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        labels = ("workload", "route")
+        self.requests = Counter(
+            "nodeau_requests",
+            "Requests to the proxied routes, by the status code answered.",
+            (*labels, "code"),
+            registry=self.registry,
+        )
+        self.first_byte = Histogram(
+            "nodeau_time_to_first_byte_seconds",
+            "From a request's arrival to its answer's head.",
+            labels,
+            buckets=SECONDS,
+            registry=self.registry,
+        )
+        self.duration = Histogram(
+            "nodeau_request_duration_seconds",
+            "From a request's arrival to its answer's last byte.",
+            labels,
+            buckets=SECONDS,
+            registry=self.registry,
+        )
+        self.tokens = Counter(
+            "nodeau_tokens",
+            "Tokens the model server reported in usage (prompt, completion).",
+            ("workload", "kind"),
+            registry=self.registry,
+        )
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def watching(self, scope: Scope, send: Send) -> Send:
+        """``send``, recording the answer's status, its timing and its usage at its end."""
+        began = time.perf_counter()
+        route: str = scope["path"]
+        status = 0
+        streamed = False
+        usage: bytes = b""
+
+        async def sending(message: Message) -> None:
+            nonlocal status, streamed, usage
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                workload = scope.get(WORKLOAD, NONE)
+                self.first_byte.labels(workload, route).observe(time.perf_counter() - began)
+                streamed = any(
+                    name == b"content-type" and value.startswith(b"text/event-stream")
+                    for name, value in message.get("headers", ())
+                )
+            elif message["type"] == "http.response.body":
+                part: bytes = message.get("body", b"")
+                if b'"usage"' in part and len(part) <= USAGE_BYTES:
+                    usage = part
+                if not message.get("more_body", False):
+                    await send(message)
+                    self._ended(scope, route, status, began, usage, streamed)
+                    return
+            await send(message)
+
+        return sending
+
+    def _ended(
+        self, scope: Scope, route: str, status: int, began: float, usage: bytes, streamed: bool
+    ) -> None:
+        workload = scope.get(WORKLOAD, NONE)
+        self.requests.labels(workload, route, str(status)).inc()
+        self.duration.labels(workload, route).observe(time.perf_counter() - began)
+        if usage and 200 <= status < 300:
+            for kind, count in reported_usage(usage, streamed).items():
+                self.tokens.labels(workload, kind).inc(count)
+
+
+def reported_usage(body: bytes, streamed: bool) -> dict[str, int]:
+    """The prompt and completion tokens an answer's ``usage`` reports (a stream's: its last
+    event that has one); {} when none reads."""
+    if streamed:
+        events = [line[5:].strip() for line in body.splitlines() if line.startswith(b"data:")]
+        found = [e for e in events if b'"usage"' in e]
+        if not found:
+            return {}
+        body = found[-1]
+    try:
+        usage = json.loads(body).get("usage")
+    except (ValueError, AttributeError, RecursionError):
+        return {}
+    if not isinstance(usage, dict):
+        return {}
+    counts = {kind: usage.get(f"{kind}_tokens") for kind in ("prompt", "completion")}
+    return {
+        k: v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    }
