@@ -10,7 +10,9 @@ best candidates:
   card, the machine's name and the card's UUID;
 * per GPU model and size, how many cards there are and how many are held, which gives
   how many cards are too small and how many are held for any predicted peak;
-* the plan's scope over the fleet, worked out once.
+* the plan's scope over the fleet, worked out once without a plan's bounds, and per
+  decision with them (what a bounded plan covers follows what holds work and what is
+  excluded, ``plans.coverage_order``).
 
 A reservation made with ``reserve`` is recorded in the index, which then answers for the
 ledger with it recorded: the machine's free cards are keyed again under its new score,
@@ -86,7 +88,8 @@ def _sort_score(policy: Policy, held: int, cards: int) -> float:
 
 # What one request shape asks of the index: (GPU model, predicted peak) for each model,
 # the machines with a verified copy, the machines that are not candidates.
-_Needs = tuple[tuple[tuple[str, int], ...], frozenset[str], frozenset[str]]
+# (each GPU model's need, machines with a verified copy, machines left out, cards covered)
+_Needs = tuple[tuple[tuple[str, int], ...], frozenset[str], frozenset[str], frozenset[str]]
 
 
 class FreeCards:
@@ -160,7 +163,9 @@ class FreeCards:
             plan=plan,
             ledger=ledger,
             scope=plan_scope(
-                plan, ((m.name, tuple(g.uuid for g in m.gpus)) for m in fleet.machines)
+                plan,
+                on_machine.items(),
+                holding=frozenset(name for name, held in held_on.items() if held),
             ),
             models=tuple(models),
             cards=cards,
@@ -207,7 +212,7 @@ class FreeCards:
         count, held = self.groups[group]
         self.groups[group] = (count, held + 1)
         for needs, tally in self._tallies.items():
-            self._tallies[needs] = _after_one(needs, self.scope, card, reservation.gpu_uuid, tally)
+            self._tallies[needs] = _after_one(needs, card, reservation.gpu_uuid, tally)
         self.ledger = ledger
         return Success(self)
 
@@ -254,11 +259,17 @@ class FreeCards:
         refusal when every card large enough is held (a full fleet's refusal, the common
         one); None for any other refusal (the caller weighs every card to say why).
         ``excluded``: the machines that are not candidates, with why (the plan's scope
-        adds its own)."""
-        left_out = {**dict(self.scope.left_out), **dict(excluded)}
+        adds its own, counted with ``excluded`` as ``plans.coverage_order`` says)."""
+        scope = self._scope_with(excluded)
+        left_out = {**dict(scope.left_out), **dict(excluded)}
         predictions = tuple((model, predict(model)) for model in self.models)
         needed = {model: p.total_bytes for model, p in predictions}
-        needs: _Needs = (tuple(needed.items()), verified_on, frozenset(left_out))
+        needs: _Needs = (
+            tuple(needed.items()),
+            verified_on,
+            frozenset(left_out),
+            scope.covered_gpus,
+        )
         accepted, eligible = self._tally(needs)
         if eligible == 0:
             return self._all_held(request, needed, dict(predictions)) if accepted == 0 else None
@@ -269,7 +280,7 @@ class FreeCards:
                 card.total_bytes >= needed[card.model]
                 and card.machine in verified_on
                 and card.machine not in left_out
-                and key[3] in self.scope.covered_gpus
+                and key[3] in scope.covered_gpus
             ):
                 best.append((key, card))
                 if len(best) == SHOWN:
@@ -323,6 +334,20 @@ class FreeCards:
             candidates=eligible,
             excluded=tuple(sorted(left_out.items())),
             why=explain_choice(ranked[0], chosen.needed_bytes, eligible - 1),
+        )
+
+    def _scope_with(self, excluded: tuple[tuple[str, str], ...]) -> PlanScope:
+        """What the plan covers over this index's ledger once the ``excluded`` machines
+        count after those that take new work (the index's own scope under a plan without
+        bounds, where the order changes nothing)."""
+        if self.plan.max_machines is None and self.plan.max_gpus is None:
+            return self.scope
+        out = frozenset(name for name, _why in excluded)
+        return plan_scope(
+            self.plan,
+            self.on_machine.items(),
+            holding=frozenset(name for name, held in self.held_on.items() if held),
+            taking_work=frozenset(name for name in self.on_machine if name not in out),
         )
 
     def _all_held(
@@ -385,26 +410,22 @@ class FreeCards:
         tally = self._tallies.get(needs)
         if tally is None:
             accepted = eligible = 0
-            needed, covered = dict(needs[0]), self.scope.covered_gpus
+            needed = dict(needs[0])
             for key in self.order:
-                fits, may = _counted(needs, needed, covered, self.cards[key[3]], key[3])
+                fits, may = _counted(needs, needed, self.cards[key[3]], key[3])
                 accepted += fits
                 eligible += may
             tally = self._tallies[needs] = (accepted, eligible)
         return tally
 
 
-def _counted(
-    needs: _Needs, needed: Mapping[str, int], covered: frozenset[str], card: _Card, uuid: str
-) -> tuple[bool, bool]:
+def _counted(needs: _Needs, needed: Mapping[str, int], card: _Card, uuid: str) -> tuple[bool, bool]:
     """Whether a free card is accepted for ``needs``, and whether placement may choose it."""
-    _needed, verified_on, excluded = needs
+    _needed, verified_on, excluded, covered = needs
     fits = card.total_bytes >= needed[card.model] and card.machine in verified_on
     return fits, fits and card.machine not in excluded and uuid in covered
 
 
-def _after_one(
-    needs: _Needs, scope: PlanScope, card: _Card, uuid: str, tally: tuple[int, int]
-) -> tuple[int, int]:
-    fits, may = _counted(needs, dict(needs[0]), scope.covered_gpus, card, uuid)
+def _after_one(needs: _Needs, card: _Card, uuid: str, tally: tuple[int, int]) -> tuple[int, int]:
+    fits, may = _counted(needs, dict(needs[0]), card, uuid)
     return tally[0] - fits, tally[1] - may

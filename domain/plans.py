@@ -17,7 +17,7 @@ Decisions recorded here:
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from types import MappingProxyType
 
 from attrs import field, frozen
@@ -162,10 +162,13 @@ def plan_allows_fleet_size(terms: PlanTerms, machines: int, gpus: int) -> Result
 class PlanScope:
     """The cards a plan's bounds cover in a fleet, and the machines it leaves out, with why.
 
-    Machines are counted in name order, each machine's cards in the order it reports them;
-    a machine is covered while the machines before it leave room under ``max_machines``,
-    and a card while the cards before it leave room under ``max_gpus``. So a fleet larger
-    than its plan keeps working on the part the plan covers; nothing running is touched.
+    Machines are counted by what they do now (``coverage_order``): those holding work
+    first, then those that report and take new work, then the rest, name order breaking
+    ties; each machine's cards in the order it reports them. A machine is covered while
+    the machines before it leave room under ``max_machines``, and a card while the cards
+    before it leave room under ``max_gpus``. So a fleet larger than its plan keeps working
+    on the part the plan covers, nothing running is touched, and when a covered machine
+    stops answering its slot goes to one that reports, where its work can recover.
     """
 
     covered_gpus: frozenset[str]
@@ -173,13 +176,46 @@ class PlanScope:
     gpus_left_out: int  # cards of covered machines beyond ``max_gpus``
 
 
-def plan_scope(terms: PlanTerms, machines: Iterable[tuple[str, tuple[str, ...]]]) -> PlanScope:
-    """What ``terms`` cover of ``machines`` (each its name and its cards' UUIDs)."""
+def coverage_order(
+    machines: Iterable[str],
+    *,
+    holding: Collection[str] = (),
+    taking_work: Collection[str] | None = None,
+) -> tuple[str, ...]:
+    """The order a plan's bounds count ``machines`` in: machines holding work first, then
+    machines in ``taking_work`` (they report and are candidates for new work; ``None``:
+    every machine), then the rest; name order only breaks ties.
+
+    A machine that holds nothing and stopped answering so comes after one that reports,
+    and its slot under ``max_machines`` goes to a machine work can move to.
+    """
+    held = frozenset(holding)
+    open_ = None if taking_work is None else frozenset(taking_work)
+    return tuple(
+        sorted(
+            set(machines),
+            key=lambda m: (m not in held, open_ is not None and m not in open_, m),
+        )
+    )
+
+
+def plan_scope(
+    terms: PlanTerms,
+    machines: Iterable[tuple[str, tuple[str, ...]]],
+    *,
+    holding: Collection[str] = (),
+    taking_work: Collection[str] | None = None,
+) -> PlanScope:
+    """What ``terms`` cover of ``machines`` (each its name and its cards' UUIDs), counted
+    in ``coverage_order``: ``holding`` the machines with a reservation, ``taking_work`` the
+    machines that report and take new work (``None``: every machine)."""
     title = plan_title(terms.name)
     covered: set[str] = set()
     left_out: list[tuple[str, str]] = []
     beyond = 0
-    for count, (machine, gpus) in enumerate(sorted(machines), start=1):
+    cards = dict(machines)
+    order = coverage_order(cards, holding=holding, taking_work=taking_work)
+    for count, (machine, gpus) in enumerate(((m, cards[m]) for m in order), start=1):
         if not within(terms.max_machines, count):
             left_out.append((machine, f"beyond the {title} plan's {terms.max_machines} machines"))
             continue

@@ -24,11 +24,12 @@ from returns.result import Failure, Success
 
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.copies import RECOVERY_PREFIX, CopyRequest, recovery_asker
+from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import Health, MachineHealth, unreachable_for
 from nodeau.domain.placement import Placement
 from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
-from nodeau.domain.reservations import Ledger
+from nodeau.domain.reservations import Ledger, release
 from nodeau.domain.scheduling import FleetView, admit_and_place, files_target
 from nodeau.domain.workloads import (
     HELD_REASON_FITS,
@@ -152,13 +153,15 @@ def decide_recovery(
     """What to do now for workload ``w``, whose machine's health is ``health``.
 
     ``view`` is the fleet as new placements see it; the workload's own machine
-    must be among its exclusions while it is unreachable.
+    must be among its exclusions while it is unreachable. Its placement is decided on
+    the view ``leaving`` gives.
     """
     gate = before_placing(w, health, now, control_plane)
     if gate is not None:
         return gate
     if w.machine not in dict(view.excluded):
         raise ValueError(f"{w.machine} is unreachable but still a candidate in the view")
+    view = leaving(view, w.name)
     match admit_and_place(request, view):
         case Failure(Refusal() as refusal):
             return nowhere_to_go(w, request, view, refusal)
@@ -172,6 +175,20 @@ def decide_recovery(
             f"{w.machine} has been unreachable for {w.recovery_after}; {w.name} starts on "
             f"{placement.machine} ({placement.gpu_uuid}); its endpoint stays the same"
         ),
+    )
+
+
+def leaving(view: FleetView, workload: str) -> FleetView:
+    """The view a recovery of ``workload`` decides on. Where the workload is all its
+    machine holds, that machine is left out with its reservation, as the move leaves it:
+    the plan's bounds then count it after the machines that report, and its card is never
+    a candidate that hides a limit's refusal. Where it holds more, nothing changes."""
+    own = view.ledger.of_workload(workload)
+    if own is None or any(r.workload != workload for r in view.ledger.on_machine(own.machine)):
+        return view
+    machines = tuple(m for m in view.fleet.machines if m.name != own.machine)
+    return evolve(
+        view, fleet=Fleet(machines=machines), ledger=release(view.ledger, workload), cards=None
     )
 
 

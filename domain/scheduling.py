@@ -124,9 +124,7 @@ def schedule(request: AdmissionRequest, view: FleetView) -> Result[Scheduled, Re
             return Failure(refusal)
         case Success(Admitted() as accepted):
             pass
-    scope = plan_scope(
-        view.plan, ((m.name, tuple(g.uuid for g in m.gpus)) for m in view.fleet.machines)
-    )
+    scope = scope_of(view)
     excluded = {**dict(scope.left_out), **dict(view.excluded)}
     limited = limit_refusal(accepted, excluded, scope, view.plan)
     if limited is not None:
@@ -139,6 +137,19 @@ def schedule(request: AdmissionRequest, view: FleetView) -> Result[Scheduled, Re
         case Success(Placement() as placement):
             return Success(Scheduled(admitted=accepted, placement=placement))
     raise AssertionError("place answers a Result")
+
+
+def scope_of(view: FleetView) -> PlanScope:
+    """What the view's plan covers of its fleet, counted by what each machine does now:
+    those holding a reservation, then those not excluded from new work, then the rest."""
+    machines = tuple((m.name, tuple(g.uuid for g in m.gpus)) for m in view.fleet.machines)
+    out = frozenset(name for name, _why in view.excluded)
+    return plan_scope(
+        view.plan,
+        machines,
+        holding=frozenset(r.machine for r in view.ledger.reservations),
+        taking_work=frozenset(name for name, _gpus in machines if name not in out),
+    )
 
 
 def limit_refusal(

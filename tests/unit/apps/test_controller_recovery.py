@@ -223,6 +223,21 @@ def test_a_workload_on_the_control_plane_machine_waits_for_it() -> None:
     assert (w.machine, w.held_reason) == ("m1", HeldReason.ON_CONTROL_PLANE_MACHINE)
 
 
+def test_the_free_plans_two_machines_follow_the_work_so_a_service_can_move() -> None:
+    # Home covers 2 machines: m1 and m2 hold work; when m1 stops answering, its slot goes
+    # to a machine that reports (m3), never kept for m1 by name order
+    story = Story("m1", "m2", "m3", "m4")
+    story.cluster.entitlement.document = None  # no entitlement: the free Home plan
+    story.serve("chat")
+    story.serve("other")
+    assert {story.machine_of("chat"), story.machine_of("other")} == {"m1", "m2"}
+    gone = story.machine_of("chat")
+    story.off_the_network(gone)
+    seconds_until_moved(story)
+    assert story.machine_of("chat") == "m3"
+    assert story.machine_of("other") != gone
+
+
 def test_a_drained_machine_is_never_a_target() -> None:
     story = Story("m1", "m2", "m3")
     story.serve()

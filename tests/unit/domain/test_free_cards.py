@@ -58,7 +58,13 @@ def weighed(
             return refused
         case Success(Admitted() as admitted):
             pass
-    scope = plan_scope(plan, ((m.name, tuple(g.uuid for g in m.gpus)) for m in fleet_.machines))
+    out = {name for name, _why in excluded}
+    scope = plan_scope(
+        plan,
+        ((m.name, tuple(g.uuid for g in m.gpus)) for m in fleet_.machines),
+        holding={r.machine for r in ledger.reservations},
+        taking_work={m.name for m in fleet_.machines if m.name not in out},
+    )
     left_out = {**dict(scope.left_out), **dict(excluded)}
     limited = limit_refusal(admitted, left_out, scope, plan)
     if limited is not None:
