@@ -16,7 +16,7 @@ from tests.support.cli import Cli
 ROWS: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
     # (arguments, extra settings, exit code, start of stderr)
     (("run", "nope"), {}, 1, "nodeau: nope: no alias, catalog model or artifact id"),
-    (("run", "nope", "--after", "0m"), {}, 1, "nodeau: --after '0m': give a positive"),
+    (("run", "nope", "--after", "0m"), {}, 1, "nodeau: --after '0m' is no time at all"),
     (("run", "nope", "--context", "-5"), {}, 1, "nodeau: --context must be a positive"),
     (("run", "nope", "--wait", "-1"), {}, 1, "nodeau: --wait must be zero or more"),
     (("stop", "nope"), {}, 1, "nodeau: no workload called 'nope'; nodeau ps lists them"),

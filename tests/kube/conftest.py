@@ -72,8 +72,8 @@ def kube(cluster: Cluster) -> Iterator[client.ApiClient]:
 
 
 def empty_fleet(api: client.ApiClient) -> None:
-    """Remove every node, Nodeau object (cards' Reservations too), Pod, Lease, ConfigMap and
-    Event a test left."""
+    """Remove every node, Nodeau object (cards' Reservations too), Pod, Lease, ConfigMap,
+    Secret (a model server's key: no garbage collector runs here) and Event a test left."""
     core = client.CoreV1Api(api)
     custom = client.CustomObjectsApi(api)
     coordination = client.CoordinationV1Api(api)
@@ -96,6 +96,7 @@ def empty_fleet(api: client.ApiClient) -> None:
                     raise
     core.delete_collection_namespaced_pod(r.NAMESPACE, grace_period_seconds=0)
     core.delete_collection_namespaced_config_map(r.NAMESPACE)
+    core.delete_collection_namespaced_secret(r.NAMESPACE)
     core.delete_collection_namespaced_event(r.NAMESPACE)
     coordination.delete_collection_namespaced_lease(r.NAMESPACE)
     coordination.delete_collection_namespaced_lease(r.NODE_LEASE_NAMESPACE)

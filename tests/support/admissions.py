@@ -85,6 +85,7 @@ def decider(
         model="qwen-race",
         artifact_id=ARTIFACT,
         config=RuntimeConfig(context_tokens=4096),
+        names=("qwen-race",),  # the model's names as admitted, as run and the controller give
     )
 
     def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
