@@ -41,6 +41,7 @@ from nodeau.ports.models import (
     ChecksumMismatch,
     DiskReserveError,
     ImportedFile,
+    ImportProgress,
     ModelFileError,
     PartialFile,
 )
@@ -92,8 +93,14 @@ def _regular_stat(path: Path) -> os.stat_result | None:
     return st if stat.S_ISREG(st.st_mode) else None
 
 
-def _pump(fd: int, hasher: hashlib._Hash, sink: int | None = None) -> int:
-    """Hash everything readable from ``fd`` (writing it to ``sink`` too); returns the count."""
+def _pump(
+    fd: int,
+    hasher: hashlib._Hash,
+    sink: int | None = None,
+    read: Callable[[int], None] | None = None,
+) -> int:
+    """Hash everything readable from ``fd`` (writing it to ``sink`` too, telling ``read``
+    the count so far); returns the count."""
     view = memoryview(bytearray(BUFFER_BYTES))
     total = 0
     with open(fd, "rb", buffering=0, closefd=False) as source:
@@ -103,15 +110,26 @@ def _pump(fd: int, hasher: hashlib._Hash, sink: int | None = None) -> int:
             while sink is not None and chunk:
                 chunk = chunk[os.write(sink, chunk) :]
             total += count
+            if read is not None:
+                read(total)
     return total
 
 
-def _hash_open_file(fd: int) -> tuple[Sha256, os.stat_result, os.stat_result]:
+def _hash_open_file(
+    fd: int, read: Callable[[int], None] | None = None
+) -> tuple[Sha256, os.stat_result, os.stat_result]:
     """The SHA-256 of an open file, with its stat from before and after the read."""
     before = os.fstat(fd)
     hasher = hashlib.sha256()
-    _pump(fd, hasher)
+    _pump(fd, hasher, read=read)
     return Sha256(hex=hasher.hexdigest()), before, os.fstat(fd)
+
+
+def _step(progress: ImportProgress | None, step: str, size: int) -> Callable[[int], None] | None:
+    """``progress`` for one step of an import of ``size`` bytes (None: nothing to tell)."""
+    if progress is None:
+        return None
+    return lambda done: progress(step, done, size)
 
 
 def _fsync(path: Path, flags: int = 0) -> None:
@@ -215,12 +233,14 @@ class FilesystemModelStore:
 
     # -- the port ----------------------------------------------------------
 
-    def import_file(self, source: Path) -> ImportedFile:
+    def import_file(self, source: Path, progress: ImportProgress | None = None) -> ImportedFile:
         # shared: imports run side by side, and an opening store cleans tmp/ only while none runs
         with self._held("import.lock", fcntl.LOCK_SH, on_wait=None):
-            fd, _ = _open_source(source)
+            fd, opened = _open_source(source)
             try:
-                digest, before, after = _hash_open_file(fd)
+                digest, before, after = _hash_open_file(
+                    fd, _step(progress, "hashing", opened.st_size)
+                )
             except OSError as exc:
                 raise ModelFileError(source, f"cannot be read ({_problem(exc)})") from exc
             finally:
@@ -229,7 +249,9 @@ class FilesystemModelStore:
                 raise ModelFileError(source, "changed while it was read; nothing was imported")
             blob = self._blob(digest)
             if self.verified_path(digest) is None:
-                linked = self._store(source, digest, before)
+                linked = self._store(
+                    source, digest, before, _step(progress, "copying", before.st_size)
+                )
             else:  # the same bytes are held and verified already: nothing to do
                 held = os.stat(blob)
                 linked = (held.st_dev, held.st_ino) == (before.st_dev, before.st_ino)
@@ -309,6 +331,22 @@ class FilesystemModelStore:
         self._record(expected.sha256, expected.size_bytes, computed, stored)
         return self._observe(expected.sha256)
 
+    def remove(self, sha256: Sha256) -> int:
+        freed = 0
+        for path in (self._blob(sha256), self._partial(sha256)):
+            held = _regular_stat(path)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise ModelFileError(path, f"cannot be deleted ({_problem(exc)})") from exc
+            freed += 0 if held is None else held.st_size
+        with self._transaction() as db:
+            db.execute("DELETE FROM files WHERE sha256 = ?", (sha256.hex,))
+        _fsync(self._blobs, os.O_DIRECTORY)
+        return freed
+
     def free_bytes(self) -> int:
         return shutil.disk_usage(self._root).free - self._reserve
 
@@ -323,14 +361,20 @@ class FilesystemModelStore:
     def _partial(self, sha256: Sha256) -> Path:
         return self._partials / f"{sha256.hex}.part"
 
-    def _store(self, source: Path, digest: Sha256, hashed: os.stat_result) -> bool:
+    def _store(
+        self,
+        source: Path,
+        digest: Sha256,
+        hashed: os.stat_result,
+        copied: Callable[[int], None] | None = None,
+    ) -> bool:
         """Link or copy the user's file under its final name and record it verified."""
         blob = self._blob(digest)
         tmp = self._tmp / f"{digest.hex}.{uuid.uuid4().hex}"
         try:
             linked = self._link(source, tmp, hashed)
             if not linked:
-                self._copy(source, tmp, digest, hashed.st_size)
+                self._copy(source, tmp, digest, hashed.st_size, copied)
             stored = fingerprint(os.stat(tmp))
             _rename_durably(tmp, blob)
         except OSError as exc:
@@ -353,7 +397,14 @@ class FilesystemModelStore:
         _fsync(tmp)
         return True
 
-    def _copy(self, source: Path, tmp: Path, digest: Sha256, size: int) -> None:
+    def _copy(
+        self,
+        source: Path,
+        tmp: Path,
+        digest: Sha256,
+        size: int,
+        copied: Callable[[int], None] | None = None,
+    ) -> None:
         """Copy the user's file into tmp/ (read-only), hashing the bytes as they are written."""
         free = self.free_bytes()
         if size > free:
@@ -366,14 +417,14 @@ class FilesystemModelStore:
             out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
                 hasher = hashlib.sha256()
-                copied = _pump(fd, hasher, sink=out)
+                count = _pump(fd, hasher, sink=out, read=copied)
                 os.fsync(out)
                 os.fchmod(out, 0o444)
             finally:
                 os.close(out)
         finally:
             os.close(fd)
-        if copied != size or hasher.hexdigest() != digest.hex:
+        if count != size or hasher.hexdigest() != digest.hex:
             raise ModelFileError(source, "changed while it was copied; nothing was imported")
 
     @contextmanager

@@ -37,6 +37,7 @@ from nodeau.ports.models import (
     DiskReserveError,
     FetchProgress,
     ImportedFile,
+    ImportProgress,
     ModelError,
     ModelInspector,
     ModelStore,
@@ -73,13 +74,15 @@ def import_model(
     inspector: ModelInspector,
     store: ModelStore,
     registry: ArtifactRegistry,
+    progress: ImportProgress | None = None,
 ) -> ImportReport:
-    """Check the file is a GGUF model, store it verified, and (unless told not to) register it."""
+    """Check the file is a GGUF model, store it verified, and (unless told not to) register
+    it; ``progress`` is told each step of the store's read."""
     if alias is not None and (problem := alias_problem(alias)) is not None:
         raise ModelError(f"--alias {alias!r}: {problem}")
     name = alias if alias is not None else (default_alias(path) if register else None)
     summary = inspector.inspect(path)
-    imported = store.import_file(path)
+    imported = store.import_file(path, progress)
     if not register:
         return ImportReport(imported=imported, summary=summary, outcome=None)
     artifact = Artifact.imported(

@@ -142,14 +142,21 @@ class ModelStore(Protocol):
     @property
     def machine(self) -> str: ...
 
-    def import_file(self, source: Path) -> ImportedFile:
+    def import_file(self, source: Path, progress: ImportProgress | None = None) -> ImportedFile:
         """Hash ``source`` and store it (hard link where possible, else a copy).
 
         The user's file is never moved or changed. The stored copy is verified
         when its hash is recorded. Raises ModelFileError for a path that is not
         a readable regular file, DiskReserveError when a copy would eat into the
-        reserve.
+        reserve. ``progress`` is told each step (``hashing``, then ``copying`` when
+        a copy is made) as its bytes are read.
         """
+        ...
+
+    def remove(self, sha256: Sha256) -> int:
+        """Delete this machine's stored copy of a file, any fetch of it in progress, and
+        its facts; the bytes freed (0 when it held none). Where an import hard-linked the
+        user's file, only the cache's link goes: the user's file stays."""
         ...
 
     def files(self) -> tuple[CachedFile, ...]:
@@ -198,6 +205,9 @@ class ModelStore(Protocol):
 
 FetchProgress = Callable[[int, int], None]
 """Called with (bytes present, bytes expected) as a fetch advances; may raise to abort it."""
+
+ImportProgress = Callable[[str, int, int], None]
+"""Called with (step, bytes done, bytes in all) as an import reads its file."""
 
 
 class Publisher(Protocol):

@@ -34,10 +34,11 @@ def build_app() -> App:
     from cyclopts import App
 
     app = App(name="nodeau", help=HELP, version=installed_version)
-    app.command(
+    app.command(  # one group, either spelling (the help shows "models (model)")
         "nodeau.apps.cli.models:models_app",
         name="models",
-        help="Fetch catalog models and import your own GGUF files.",
+        alias="model",
+        help="Model files on this machine: fetch, import, list, verify, describe, qualify, delete.",
     )
     for command, words in (
         ("run", "Admit, place and serve a model on this machine, behind a loopback endpoint."),
@@ -67,11 +68,6 @@ def build_app() -> App:
         "nodeau.apps.cli.batch:batch_app",
         name="batch",
         help="Run a finite set of requests (OpenAI batch JSONL), then free the card.",
-    )
-    app.command(
-        "nodeau.apps.cli.models:model_app",
-        name="model",
-        help="What this machine holds: status, verification, details.",
     )
     app.command(
         "nodeau.apps.cli.scheduling:scheduling_app",

@@ -1,10 +1,9 @@
-"""``nodeau models ...`` and ``nodeau model ...``: model files on this machine, copies on a fleet.
+"""``nodeau models ...``, also spelled ``nodeau model ...``: model files on this machine.
 
-``models`` fetches and imports; ``model`` reports on, verifies and describes
-what this machine holds. ``models copy`` asks a machine of the fleet to keep a
-verified copy, and ``models copies`` shows every copy (their printing and waiting:
-``apps.cli.copies``). Every listing has ``--json``. Exit codes: 0 when the
-command did what was asked, 1 with a one-line reason otherwise.
+One group under both spellings, so every subcommand answers to either: pull, import,
+list, status, verify, info, qualify, rm here, and copy, copies on a fleet (their printing
+and waiting: ``apps.cli.copies``; list and rm: ``apps.cli.model_files``). Every listing has
+``--json``. Exit codes: 0 when the command did what was asked, 1 with a one-line reason.
 """
 
 from __future__ import annotations
@@ -20,12 +19,15 @@ from nodeau.apps.cli.bootstrap import settings
 from nodeau.apps.cli.render import size, table, to_json
 
 if TYPE_CHECKING:
-    from nodeau.domain.catalog import Catalog
+    from collections.abc import Callable
 
-models_app = App(name="models", help="Fetch catalog models and import your own GGUF files.")
-model_app = App(
-    name="model", help="What this machine holds: status, verification, details, qualification."
-)
+    from nodeau.domain.catalog import Catalog
+    from nodeau.ports.models import ImportProgress
+
+GROUP_HELP = "Model files on this machine: fetch, import, list, verify, describe, qualify, delete."
+models_app = App(name="models", help=GROUP_HELP)
+models_app.command("nodeau.apps.cli.model_files:list_", name="list")
+models_app.command("nodeau.apps.cli.model_files:rm", name="rm")
 
 
 @models_app.command
@@ -176,17 +178,20 @@ def import_(
     json
         Print the result as JSON.
     """
+    from nodeau.adapters.progress import build_progress
     from nodeau.apps.models import import_model
 
     s = services.build(settings())
-    report = import_model(
-        path,
-        alias=alias,
-        register=register,
-        inspector=s.inspector,
-        store=s.store,
-        registry=s.registry,
-    )
+    with build_progress() as shown:
+        report = import_model(
+            path,
+            alias=alias,
+            register=register,
+            inspector=s.inspector,
+            store=s.store,
+            registry=s.registry,
+            progress=_for_a_large_file(path, shown),
+        )
     if json:
         print(to_json(report))
         return 0
@@ -201,7 +206,27 @@ def import_(
     return 0
 
 
-@model_app.command
+# a file this large shows its import's progress (hashing, then copying where no hard link
+# can be made): a 4 GiB GGUF takes seconds to hash, and a silent terminal looks stuck
+LARGE_IMPORT_BYTES = 128 * 1024**2
+
+
+def _for_a_large_file(
+    path: Path, shown: Callable[[str, float, float | None], None]
+) -> ImportProgress | None:
+    """``shown`` for the import of ``path`` when the file is large, naming the file in each
+    step; None for a small one (nothing worth a bar) or one that cannot be read (the
+    import says why)."""
+    try:
+        large = path.stat().st_size >= LARGE_IMPORT_BYTES
+    except OSError:
+        return None
+    if not large:
+        return None
+    return lambda step, done, total: shown(f"{step} {path.name}", done, total)
+
+
+@models_app.command
 def status(*, json: bool = False) -> int:
     """Which models this machine holds: downloaded and verified are separate columns.
 
@@ -236,7 +261,7 @@ def status(*, json: bool = False) -> int:
     return 0
 
 
-@model_app.command
+@models_app.command
 def verify(model: str, /, *, json: bool = False) -> int:
     """Re-read this machine's copy of a model and recompute every SHA-256.
 
@@ -260,7 +285,7 @@ def verify(model: str, /, *, json: bool = False) -> int:
     return 0 if all(r.verified for r in results) else 1
 
 
-@model_app.command
+@models_app.command
 def qualify(
     model: str, /, *, context: int | None = None, seed: int | None = None, json: bool = False
 ) -> int:
@@ -296,7 +321,7 @@ def qualify(
     return 0
 
 
-@model_app.command
+@models_app.command
 def info(model: str, /, *, json: bool = False) -> int:
     """Architecture values, size, predicted peak VRAM (estimated), measured configurations
     and each capability's state; on a fleet, what the cluster knows of it.

@@ -105,12 +105,14 @@ def run(
     """
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.interrupts import signals_interrupt
+    from nodeau.apps.cli.model_files import refuse_a_file
     from nodeau.apps.planes.plane import RunAsk
     from nodeau.domain.runs import Asked
     from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
     from nodeau.ports.errors import SettingsError
 
+    refuse_a_file(model)
     if wait < 0:
         raise SettingsError("--wait must be zero or more seconds")
     if context is not None and context <= 0:

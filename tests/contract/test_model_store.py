@@ -366,6 +366,38 @@ def test_a_second_fetch_waits_and_says_so(harness: Harness) -> None:
         assert said == [WAIT_MESSAGE]
 
 
+def test_a_removed_file_is_gone_from_every_listing(harness: Harness, tmp_path: Path) -> None:
+    kept, gone = model_bytes("kept"), model_bytes("gone")
+    store = harness.open()
+    store.import_file(source(tmp_path, "kept.gguf", kept))
+    sha = store.import_file(source(tmp_path, "gone.gguf", gone)).sha256
+    assert store.remove(sha) == len(gone)
+    assert store.verified_path(sha) is None
+    assert [f.sha256 for f in store.files()] == [Sha256.of_bytes(kept)]
+    assert [f.sha256 for f in harness.open().files()] == [Sha256.of_bytes(kept)]
+    assert store.remove(sha) == 0  # nothing held: nothing freed, no error
+
+
+def test_removing_a_fetch_in_progress_forgets_its_bytes(harness: Harness) -> None:
+    data = model_bytes("fetched")
+    expected = expecting(data)
+    store = harness.open()
+    with store.partial(expected).path.open("ab") as file:
+        file.write(data[:1000])
+    assert store.remove(expected.sha256) == 1000
+    assert store.files() == ()
+    assert store.partial(expected).bytes_present == 0
+
+
+def test_an_import_tells_its_progress_to_the_last_byte(harness: Harness, tmp_path: Path) -> None:
+    data = model_bytes("a")
+    told: list[tuple[str, int, int]] = []
+    harness.open().import_file(source(tmp_path, "a.gguf", data), lambda *step: told.append(step))
+    assert told[-1][1:] == (len(data), len(data))
+    assert told[0][0] == "hashing"
+    assert all(0 < done <= total == len(data) for _, done, total in told)
+
+
 # -- the file-system store only --------------------------------------------
 
 
@@ -431,6 +463,32 @@ def test_import_copies_when_linking_fails(
     )
     assert store.files() == (verified_entry(data, timedelta(0), fs.clock),)
     assert list((fs.root / "tmp").iterdir()) == []
+
+
+def test_removing_a_linked_import_leaves_the_users_file(
+    fs: FilesystemHarness, tmp_path: Path
+) -> None:
+    data = model_bytes("a")
+    path = source(tmp_path, "a.gguf", data)
+    store = fs.open()
+    imported = store.import_file(path)
+    assert imported.linked
+    store.remove(imported.sha256)
+    assert not imported.path.exists()
+    assert path.read_bytes() == data
+
+
+def test_an_import_that_copies_tells_both_steps(
+    fs: FilesystemHarness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "link", cross_device)
+    data = model_bytes("a")
+    told: list[tuple[str, int, int]] = []
+    fs.open().import_file(source(tmp_path, "a.gguf", data), lambda *step: told.append(step))
+    assert [t for t in told if t[1] == len(data)] == [
+        ("hashing", len(data), len(data)),
+        ("copying", len(data), len(data)),
+    ]
 
 
 def test_a_copy_that_would_eat_into_the_reserve_is_refused(

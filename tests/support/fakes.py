@@ -23,6 +23,7 @@ from nodeau.ports.models import (
     ChecksumMismatch,
     DiskReserveError,
     ImportedFile,
+    ImportProgress,
     ModelFileError,
     PartialFile,
 )
@@ -103,9 +104,20 @@ class FakeModelStore:
     def machine(self) -> str:
         return self._machine
 
-    def import_file(self, source: Path) -> ImportedFile:
+    def import_file(self, source: Path, progress: ImportProgress | None = None) -> ImportedFile:
         with self._disk.lock:
-            return self._import_file_unlocked(source)
+            imported = self._import_file_unlocked(source)
+        if progress is not None:
+            progress("hashing", imported.size_bytes, imported.size_bytes)
+        return imported
+
+    def remove(self, sha256: Sha256) -> int:
+        with self._disk.lock:
+            entry = self._disk.entries.pop(sha256, None)
+            part = self._partial(sha256)
+            freed = part.stat().st_size if part.exists() else 0
+            part.unlink(missing_ok=True)
+        return freed + (0 if entry is None or entry.data is None else len(entry.data))
 
     def files(self) -> tuple[CachedFile, ...]:
         with self._disk.lock:
