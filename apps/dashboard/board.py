@@ -38,8 +38,10 @@ from nodeau.apps.cli import batch, copies, ps_command, recovery
 from nodeau.apps.cli.plan import plan_lines
 from nodeau.apps.cli.render import size, to_json
 from nodeau.apps.cli.status_rows import StatusRow
+from nodeau.apps.dashboard import traffic
 from nodeau.apps.dashboard.alerts import Alert, alerts
 from nodeau.apps.dashboard.qualification import ModelQualification
+from nodeau.apps.dashboard.traffic import Traffic, read_traffic
 from nodeau.apps.planes.plane import (
     BatchView,
     CopyListing,
@@ -184,6 +186,7 @@ class Views:
     recovering: RecoveryListing | None
     qualified: Sequence[ModelQualification] | None
     plan: PlanView | None
+    traffic: tuple[Traffic, ...] | None = None
 
 
 def read_views(
@@ -202,6 +205,7 @@ def read_views(
     recovering: RecoveryListing | None = r.read("recovery", plane.recovery)
     qualified: Sequence[ModelQualification] | None = r.read("qualification", qualifications)
     plan: PlanView | None = r.read("plan", lambda: plane.plan(advance=False))
+    served: tuple[Traffic, ...] | None = r.read("traffic", lambda: read_traffic(workloads or ()))
     found = alerts(
         machines=machines, workloads=workloads, copies=copy_listing, files=files, plan=plan
     )
@@ -218,6 +222,7 @@ def read_views(
         recovering=recovering,
         qualified=qualified,
         plan=plan,
+        traffic=served,
     )
 
 
@@ -278,6 +283,9 @@ def page_board(v: Views) -> Json:
             "lines": recovery.status_lines(recovering)[RECOVERY_TABLE_LINE + 1 :],
         },
         "plan": None if plan is None else {"lines": plan_lines(plan), "plan": plan.plan},
+        "traffic": None
+        if v.traffic is None
+        else {"headers": traffic.HEADERS, "rows": [traffic.row(t) for t in v.traffic]},
     }
 
 

@@ -22,11 +22,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+import httpx
 import pytest
 import uvicorn
 
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.session import TokenFile, write_owner_only
+from nodeau.apps.dashboard.traffic import totals
 from nodeau.apps.planes.plane import CopyListing, Plane, RecoveryListing
 from nodeau.ports.errors import NodeauError
 from tests.e2e.test_dashboard_cli import (
@@ -186,6 +188,16 @@ def test_the_page_says_what_ps_says_stops_a_batch_job_and_streams_an_answer(
     )
     page.evaluate("document.querySelector('#pg-code').open = true; true")
     screenshot_of(page, "playground", folder / "dashboard-playground-answered.png")
+
+    # the Traffic table says what the endpoint's own /metrics counted: the Playground's ask
+    page.evaluate("refresh(true)")
+    shown = page.wait_for(
+        "(td => td && td.textContent !== '0' && td.textContent)(document.querySelector("
+        '\'#traffic tr[data-name="tiny"] td[data-column="REQUESTS"]\'))'
+    )
+    endpoint = next(row["endpoint"] for row in cli.json("ps") if row["name"] == "tiny")
+    counted = totals("tiny", httpx.get(endpoint.removesuffix("/v1") + "/metrics").text)
+    assert counted.requests is not None and int(shown) == counted.requests >= 1
 
     # nothing asked of any other host, not even the workload's endpoint: its own origin only
     urls = page.requested_urls()

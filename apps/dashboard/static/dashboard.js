@@ -137,6 +137,10 @@ function renderWorkloads(board, notes) {
   note(section, notes.workloads);
   const w = board.workloads;
   fill($(":scope > .table", section), w ? table(w.headers, w.rows, (tr, row) => { tr.dataset.name = row[0]; }) : el("span"));
+  const traffic = $("#traffic");
+  note(traffic, notes.traffic);
+  const served = board.traffic;
+  fill($(".table", traffic), served ? table(served.headers, served.rows, (tr, row) => { tr.dataset.name = row[0]; }) : el("span"));
   const b = board.batches;
   const box = $("#batches");
   note(box, notes.batches);
