@@ -227,9 +227,12 @@ def admit_on_this_machine(
     rules: Rules,
     server: ServerAbilities,
     now: datetime,
+    starter: Starter | None = None,
 ) -> tuple[Admission, bool] | Refusal:
     """Admission and placement on this machine, recorded in one state transaction; the
-    admission and whether the cards are simulated, or the refusal (nothing recorded)."""
+    admission and whether the cards are simulated, or the refusal (nothing recorded).
+    ``starter``: the process that goes on to start its model server, recorded with the
+    admission, so a start killed before the server exists is said, never awaited."""
     decision = run_decision(
         resolved,
         request,
@@ -244,12 +247,27 @@ def admit_on_this_machine(
     if isinstance(decision, Refusal):
         return decision
     decide, simulated = decision
+    if starter is not None:
+        decide = _started_by(decide, starter)
     match state.admit(request.name, decide):
         case Success(Admission() as admission):
             return admission, simulated
         case Failure(Refusal() as refusal):
             return refusal
     raise AssertionError("admit answers a Result")
+
+
+def _started_by(
+    decide: Callable[[Snapshot], Result[Admission, Refusal]], starter: Starter
+) -> Callable[[Snapshot], Result[Admission, Refusal]]:
+    """``decide``, its admitted record naming ``starter``."""
+
+    def deciding(snapshot: Snapshot) -> Result[Admission, Refusal]:
+        return decide(snapshot).map(
+            lambda a: evolve(a, record=evolve(a.record, starter=starter))
+        )
+
+    return deciding
 
 
 def no_verified_copy(name: str, machine: str) -> Refusal:
@@ -287,14 +305,14 @@ def launch_server(
     )
     log_dir.mkdir(parents=True, exist_ok=True)
     starter = this_starter()
-    state.update(
-        name, lambda r: evolve(with_state(r, WorkloadState.STARTING, now()), starter=starter)
-    )
 
     def launched(server: RunningServer) -> None:
         state.update(name, lambda r: evolve(r, server=server))
 
     try:
+        state.update(
+            name, lambda r: evolve(with_state(r, WorkloadState.STARTING, now()), starter=starter)
+        )
         return runtime.start(spec, READY_TIMEOUT_S, launched=launched)
     except RuntimeFailure:
         state.release(

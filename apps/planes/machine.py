@@ -375,7 +375,7 @@ class MachinePlane:
     def _admit(
         self, resolved: Resolved, request: RunRequest, kind: WorkloadKind
     ) -> tuple[Admission, bool] | Refusal:
-        from nodeau.apps.serving import admit_on_this_machine
+        from nodeau.apps.serving import admit_on_this_machine, this_starter
 
         marks = self._parts.marks.read()
         return admit_on_this_machine(
@@ -389,6 +389,9 @@ class MachinePlane:
             rules=self._rules(),
             server=self._parts.server,
             now=self._clock(),
+            # a service's start is this command's from its admission on; a batch job's
+            # worker names itself once it starts the server
+            starter=this_starter() if kind is WorkloadKind.SERVICE else None,
         )
 
     # -- who asks, the organisation's policy, the plan's terms (apps.planes.organisation)
@@ -510,7 +513,8 @@ class MachinePlane:
         from nodeau.domain.restarts import as_seen, seen_exited
 
         server = record.server
-        if record.workload.state is WorkloadState.STARTING and record.starter is not None:
+        starting = record.workload.state in (WorkloadState.ADMITTED, WorkloadState.STARTING)
+        if starting and record.starter is not None:
             from nodeau.adapters.processes import OurProcess
             from nodeau.adapters.processes import alive as running
             from nodeau.domain.workloads import start_interrupted
