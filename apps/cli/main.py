@@ -46,8 +46,7 @@ def build_app() -> App:
         ("stop", "Stop a workload's endpoint (--workload: the model too, freeing its card)."),
         ("environment", "What this machine has, read-only."),
     ):
-        module = "ps_command" if command == "ps" else "serving"
-        app.command(f"nodeau.apps.cli.{module}:{command}", name=command, help=words)
+        app.command(f"nodeau.apps.cli.serving:{command}", name=command, help=words)
     for group, words in (
         ("service", "Explain a service's admission."),
         ("placement", "Explain a workload's placement."),

@@ -1,31 +1,22 @@
 """``nodeau ps``: every workload holding a GPU, with its state and what happens next.
 
-Decisions recorded here:
-
-* ``ps`` is the command people run most, so it starts light: this module
-  imports neither cyclopts nor the state adapter at import time. It asks the
-  plane (``bootstrap.plane``) for its workloads; the one-machine plane opens
-  its state only when a database exists, so a home without one lists nothing
-  and creates nothing.
-* On a fleet on Kubernetes the plane lists the cluster's objects instead,
-  whichever way ``ps`` is reached, with the same columns and JSON keys.
-* ``main.run`` calls :func:`ps` directly, without building the cyclopts app,
-  for exactly the argument lists in :data:`FAST_ARGV`; anything else (``--help``,
-  other flags, stray words) goes through cyclopts, which calls the same
-  :func:`ps`. There is one ``ps``, whichever way it is reached.
+It starts light (no cyclopts, no state adapter at import): ``main.run`` calls :func:`ps`
+for :data:`FAST_ARGV`, cyclopts calls ``serving.ps``, which calls it. The table fits 100
+columns, each row's endpoint and sentence beneath it; ``-o wide``: one line a workload.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from nodeau.apps.cli.render import table, to_json
 
 if TYPE_CHECKING:
     from nodeau.apps.planes.plane import WorkloadView
 
-HEADERS = ("NAME", "KIND", "MODEL", "MACHINE", "GPU", "STATE", "ENDPOINT", "NOW")
+HEADERS = ("NAME", "KIND", "MODEL", "MACHINE", "GPU", "STATE", "ENDPOINT", "NOW")  # -o wide
+NARROW = ("NAME", "KIND", "MODEL", "MACHINE", "GPU", "STATE")
 
 # The argument lists main.run answers without cyclopts, with the --json they mean:
 # those cyclopts itself reads as ps(json=False) and ps(json=True).
@@ -37,24 +28,56 @@ def fast_json(argv: Sequence[str]) -> bool | None:
     return FAST_ARGV.get(tuple(argv))
 
 
-def ps(*, json: bool = False) -> int:
-    """Every workload holding a GPU, both kinds, with its state and what happens next.
-
-    On a fleet on Kubernetes: every GPUService and BatchJob, decided or not.
-
-    Parameters
-    ----------
-    json
-        Print the rows as JSON.
-    """
+def ps(*, json: bool = False, output: Literal["wide"] | None = None) -> int:
+    """What ``nodeau ps`` prints, however it is reached (its options: ``serving.ps``)."""
     from nodeau.apps.cli.bootstrap import plane
 
     views = plane().workloads()
     if json:
         print(to_json(views))
         return 0
-    print(table(HEADERS, [row(v) for v in views]))
+    print(table(HEADERS, [row(v) for v in views]) if output == "wide" else narrow(views))
     return 0
+
+
+def narrow(views: Sequence[WorkloadView]) -> str:
+    """The default table: short GPU ids, and beneath each row its endpoint's address (the
+    URL a client uses, where it has one) and its sentence, each on its own line."""
+    lines = table(NARROW, [short_row(v) for v in views]).splitlines()
+    out = lines[:1]
+    for line, view in zip(lines[1:], views, strict=True):
+        out.append(line)
+        if view.endpoint:
+            out.append(f"  {view.endpoint}")
+        out.append(f"  {view.sentence}")  # whole: a terminal wraps it, a copied command stays
+    return "\n".join(out)
+
+
+def short_gpu(uuid: str) -> str:
+    """A card's UUID up to its first group (``GPU-092fee4d``, ``SIM-GPU-092fee4d``): enough
+    to tell the cards of a machine apart; ``-o wide`` and ``--json`` give it whole."""
+    prefix, found, rest = uuid.rpartition("GPU-")
+    return f"{prefix}GPU-{rest.split('-')[0]}" if found and rest else uuid
+
+
+def short_row(view: WorkloadView) -> tuple[str, ...]:
+    """One line of the default table; a simulated card says so, by its UUID's prefix or in
+    words."""
+    from nodeau.domain.model_server import SIMULATED_UUID_PREFIX
+
+    gpu = "-" if not view.gpu else short_gpu(view.gpu)
+    if view.simulated and view.gpu and not view.gpu.startswith(SIMULATED_UUID_PREFIX):
+        gpu += " (simulated)"
+    if view.on_cpu and not view.simulated and view.gpu:
+        gpu += " (model on CPU)"
+    return (
+        view.name,
+        view.kind,
+        view.model,
+        view.machine or "-",
+        gpu,
+        view.state,
+    )
 
 
 def row(view: WorkloadView) -> tuple[str, ...]:

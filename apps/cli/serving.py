@@ -149,6 +149,29 @@ def run(
     return report_run(outcome, json=json)
 
 
+def ps(
+    *,
+    json: bool = False,
+    output: Annotated[Literal["wide"] | None, Parameter(name=["--output", "-o"])] = None,
+) -> int:
+    """Every workload holding a GPU, both kinds, with its state and what happens next.
+
+    On a fleet on Kubernetes: every GPUService and BatchJob, decided or not. The table
+    fits 100 columns: GPU ids are shortened, and each workload's endpoint (the URL a
+    client uses) and sentence are on their own lines beneath it.
+
+    Parameters
+    ----------
+    json
+        Print the rows as JSON.
+    output
+        ``wide``: one line a workload, full GPU UUIDs, the sentence last.
+    """
+    from nodeau.apps.cli.ps_command import ps as listed
+
+    return listed(json=json, output=output)
+
+
 def report_run(outcome: RunOutcome, *, json: bool) -> int:
     """Print what ``run`` did; its exit code (0, 1 undecided, 2 refused)."""
     from nodeau.apps.planes.plane import Refused, Started, Undecided

@@ -59,8 +59,10 @@ def test_ps_and_the_dashboard_say_a_stopped_endpoint_and_show_no_address(
     row = ps_row(cli)
     assert (row["state"], row["endpoint"]) == ("serving", None)
     assert str(row["sentence"]).endswith(f"; {STOPPED}")
-    [line] = cli("ps").stdout.splitlines()[1:]
+    [line] = cli("ps", "-o", "wide").stdout.splitlines()[1:]
     assert url not in line and line.endswith(STOPPED)
+    [_row, sentence] = cli("ps").stdout.splitlines()[1:]  # no address line: none listens
+    assert sentence == f"  {row['sentence']}"
 
     opened = cli.json("dashboard")
     assert isinstance(opened, dict)

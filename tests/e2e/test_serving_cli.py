@@ -80,7 +80,7 @@ def test_run_serve_explain_and_stop(cli: Cli, tmp_path: Path) -> None:
     assert len(chunks) >= 2
 
     ps = cli("ps")
-    assert "tiny" in ps.stdout and "serving" in ps.stdout and "(simulated)" in ps.stdout
+    assert "tiny" in ps.stdout and "serving" in ps.stdout and " SIM-GPU-" in ps.stdout
     explain = cli("service", "explain", "tiny")
     assert explain.returncode == 0, explain.stderr
     for term in ("weights", "kv cache", "compute buffer", "margin", "estimated", "SIMULATED"):

@@ -30,6 +30,7 @@ from nodeau.adapters.kube.reports import publish_report, read_reports
 from nodeau.adapters.record_json import pack, to_plain
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_state import SqliteStateStore
+from nodeau.apps.cli.ps_command import short_gpu
 from nodeau.domain.health import Health
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.ports.state import Admission, Snapshot, WorkloadRecord
@@ -416,8 +417,9 @@ def test_run_prints_a_status_written_as_the_controller_writes_it_then_ps_explain
     assert rows[0]["endpoint"] == loopback.group(1)
     table = cli("ps")
     assert table.stdout.splitlines()[1].split()[:6] == [
-        "chat-1", "service", "qwen-race", "m1", record.workload.gpu_uuid, "admitted",
+        "chat-1", "service", "qwen-race", "m1", short_gpu(record.workload.gpu_uuid), "admitted",
     ]  # fmt: skip
+    assert table.stdout.splitlines()[2:] == [f"  {rows[0]['endpoint']}", f"  {rows[0]['sentence']}"]
 
     # the same admission recorded by the one-machine plane prints the same explanation
     machine_home = tmp_path / "machine"

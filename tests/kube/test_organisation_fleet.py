@@ -207,7 +207,7 @@ def test_the_controller_holds_a_quota_for_services_applied_by_hand(
         "quota.workloads-exhausted",
         said,
     )
-    shown = cli("ps")
+    shown = cli("ps", "-o", "wide")
     assert shown.returncode == 0, shown.stderr
     line = next(row for row in shown.stdout.splitlines() if row.startswith("second"))
     assert said in line
