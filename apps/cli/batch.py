@@ -101,7 +101,7 @@ def report_submit(outcome: BatchOutcome, *, json: bool) -> int:
     hardware = " (SIMULATED card: the model runs on the CPU)" if w.simulated else ""
     print(
         f"{w.name}: admitted on {w.machine}, {w.gpu}{hardware}, "
-        f"reserving {size(outcome.reserved_bytes)}"
+        f"reserving {size(outcome.reserved_bytes)} ({outcome.source})"
     )
     bad = f" ({job.bad_lines} bad lines skipped)" if job.bad_lines else ""
     print(f"{w.name}: running {job.total} requests{bad}; nodeau batch status {w.name}")

@@ -835,6 +835,7 @@ class KubernetesPlane:
             job=self._batch_view(decision),
             workload=workload_view(decision, self._clock()),
             reserved_bytes=int(reserved) if isinstance(reserved, int) else 0,
+            source=str(decision.status.get("source", "estimated")),
         )
 
     def _fleet_batches(self) -> FleetBatches:

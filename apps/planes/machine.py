@@ -888,12 +888,16 @@ def started(
     admission: Admission, record: WorkloadRecord, now: datetime, simulated: bool, how: str | None
 ) -> Started:
     """What ``run`` reports for a workload it admitted and started."""
-    gpu_model = next(
-        c.gpu_model for c in admission.admitted.cards if c.gpu_uuid == record.workload.gpu_uuid
-    )
     return Started(
         workload=workload_view(record, now, simulated),
         reserved_bytes=admission.placement.reservation.bytes,
-        source=admission.admitted.prediction_for(gpu_model).source.value,
+        source=reservation_source(admission),
         endpoint_service=how,
     )
+
+
+def reservation_source(admission: Admission) -> str:
+    """Whether the reserved figure was estimated or measured, on the card it holds."""
+    uuid = admission.placement.gpu_uuid
+    gpu_model = next(c.gpu_model for c in admission.admitted.cards if c.gpu_uuid == uuid)
+    return admission.admitted.prediction_for(gpu_model).source.value

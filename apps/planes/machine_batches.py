@@ -88,13 +88,14 @@ def submit(
         finish(parts.state, ask.name, WorkloadState.FAILED, clock())
         raise
     write_meta(files, {**read_meta(files), "worker_pid": pid})
-    from nodeau.apps.planes.machine import workload_view
+    from nodeau.apps.planes.machine import reservation_source, workload_view
 
     now = clock()
     return BatchSubmitted(
         job=status_of(settings, record, ask.name, now),
         workload=workload_view(record, now, simulated),
         reserved_bytes=admission.placement.reservation.bytes,
+        source=reservation_source(admission),
     )
 
 

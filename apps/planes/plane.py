@@ -171,6 +171,7 @@ class BatchSubmitted:
     job: BatchView
     workload: WorkloadView
     reserved_bytes: int
+    source: str  # the reservation's figure: "estimated" or "measured"
 
 
 BatchOutcome = BatchSubmitted | Refused | Undecided

@@ -255,6 +255,7 @@ def test_a_batch_job_on_the_fleet_answers_every_request_and_frees_its_card(
     assert done.returncode == 0, done.stderr
     assert "line 3: method must be POST" in done.stderr
     assert "job1: admitted on m1" in done.stdout
+    assert done.stdout.splitlines()[0].endswith(" (estimated)")  # as on one machine
     assert "running 4 requests (1 bad lines skipped)" in done.stdout
 
     wait_for(lambda: status(cli, "job1")["state"] == "succeeded", "job1 succeeded", 180)
