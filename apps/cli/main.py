@@ -54,6 +54,11 @@ def build_app() -> App:
     ):
         app.command(f"nodeau.apps.cli.serving:{group}_app", name=group, help=words)
     app.command(
+        "nodeau.apps.cli.completion:completion",
+        name="completion",
+        help="Shell completion for nodeau: print the script (bash, zsh, fish) or install it.",
+    )
+    app.command(
         "nodeau.apps.cli.server:server_app",
         name="server",
         help="The model server Nodeau runs: build it for this machine, list builds.",
