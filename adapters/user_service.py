@@ -146,20 +146,11 @@ class EndpointServiceSpec:
 
     @property
     def command(self) -> tuple[str, ...]:
-        if self.fleet is None:
-            source: tuple[str, ...] = ("--state", str(self.state_path))
-        else:
-            kubeconfig = self.fleet.kubeconfig
-            source = (
-                "--fleet",
-                *(("--kubeconfig", str(kubeconfig)) if kubeconfig is not None else ()),
-                *(("--context", self.fleet.context) if self.fleet.context else ()),
-            )
         return (
             str(self.python), "-m", "nodeau.apps.endpoint",
             "--workload", self.workload,
             "--port", str(self.port),
-            *source,
+            *source_args(self.state_path, self.fleet),
             *(arg for origin in self.allowed_origins for arg in ("--allow-origin", origin)),
         )  # fmt: skip
 
@@ -204,13 +195,15 @@ GATEWAY_PORT = 11435  # the gateway's default: beside Ollama's 11434, one addres
 @frozen(kw_only=True)
 class GatewayServiceSpec:
     """The gateway as a user service: ``python -m nodeau.apps.endpoint.gateway --port P
-    --state PATH [--allow-origin ORIGIN ...]``: every model of this machine on one port."""
+    --state PATH [--allow-origin ORIGIN ...]``: every model of this machine on one port;
+    with ``fleet``, every service of the fleet, their routes followed (``--fleet``)."""
 
     port: int
     state_path: Path
     log_path: Path
     python: Path
     allowed_origins: tuple[str, ...] = ()
+    fleet: FleetSource | None = None
 
     service = GATEWAY_SERVICE
 
@@ -221,16 +214,29 @@ class GatewayServiceSpec:
 
     @property
     def description(self) -> str:
-        return f"Nodeau gateway (every model served here) on 127.0.0.1:{self.port}"
+        where = "here" if self.fleet is None else "on the fleet"
+        return f"Nodeau gateway (every model served {where}) on 127.0.0.1:{self.port}"
 
     @property
     def command(self) -> tuple[str, ...]:
         return (
             str(self.python), "-m", "nodeau.apps.endpoint.gateway",
             "--port", str(self.port),
-            "--state", str(self.state_path),
+            *source_args(self.state_path, self.fleet),
             *(arg for origin in self.allowed_origins for arg in ("--allow-origin", origin)),
         )  # fmt: skip
+
+
+def source_args(state_path: Path, fleet: FleetSource | None) -> tuple[str, ...]:
+    """Where an endpoint or the gateway finds its model servers: this machine's state, or
+    the fleet's cluster as its kubeconfig and context say."""
+    if fleet is None:
+        return ("--state", str(state_path))
+    return (
+        "--fleet",
+        *(("--kubeconfig", str(fleet.kubeconfig)) if fleet.kubeconfig is not None else ()),
+        *(("--context", fleet.context) if fleet.context else ()),
+    )
 
 
 def check_paths(*named: tuple[str, Path]) -> None:

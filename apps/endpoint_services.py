@@ -199,13 +199,20 @@ class Gateway:
 
 def kept_gateway(settings: Settings) -> tuple[int, tuple[str, ...]] | None:
     """The port and web origins the gateway was last started with, if any."""
+    found = _kept_gateway(settings)
+    return None if found is None else (found[0], found[1])
+
+
+def _kept_gateway(settings: Settings) -> tuple[int, tuple[str, ...], object] | None:
+    """The port, web origins and model servers' source (this machine: None; a fleet: its
+    kubeconfig and context) the gateway was last started with."""
     try:
         found = json.loads((settings.home / "run" / GATEWAY).read_text())
         port = int(found["port"])
         origins = tuple(str(o) for o in found["allowed_origins"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return port, origins
+    return port, origins, found.get("fleet")
 
 
 def open_gateway(
@@ -213,9 +220,11 @@ def open_gateway(
     port: int | None = None,
     allowed_origins: tuple[str, ...] | None = None,
     endpoints: Endpoints | None = None,
+    fleet: FleetSource | None = None,
 ) -> Gateway:
     """Start the gateway on ``port`` (else the one it had, else ``DEFAULT_PORT``), or find
-    it running so; ServiceError when that port is another program's."""
+    it running so; ServiceError when that port is another program's. ``fleet``: it routes
+    to every service of that fleet instead of this machine's workloads."""
     from nodeau.adapters.user_service import (
         GATEWAY_PORT,
         GATEWAY_SERVICE,
@@ -225,11 +234,13 @@ def open_gateway(
 
     local = endpoints if endpoints is not None else endpoint_manager(settings)
     manager = local.manager
-    kept = kept_gateway(settings)
+    kept = _kept_gateway(settings)
     chosen = port or (kept[0] if kept is not None else GATEWAY_PORT)
     origins = allowed_origins if allowed_origins is not None else kept[1] if kept else ()
     url = f"http://127.0.0.1:{chosen}/v1"
-    if kept == (chosen, origins) and manager.running(GATEWAY_SERVICE) and listening(chosen):
+    source = None if fleet is None else fleet_record(fleet)
+    as_asked = kept == (chosen, origins, source)
+    if as_asked and manager.running(GATEWAY_SERVICE) and listening(chosen):
         return Gateway(
             url=url, port=chosen, allowed_origins=origins, started=False, service=manager.describe()
         )
@@ -247,14 +258,21 @@ def open_gateway(
             log_path=log,
             python=Path(sys.executable),
             allowed_origins=origins,
+            fleet=fleet,
         )
     )
-    record = {"port": chosen, "allowed_origins": list(origins)}
+    record = {"port": chosen, "allowed_origins": list(origins), "fleet": source}
     write_atomically(settings.home / "run" / GATEWAY, json.dumps(record).encode())
     manager.start(GATEWAY_SERVICE)
     how = manager.describe()
     wait_until_listening(chosen, local.listen_timeout_s, log, how)
     return Gateway(url=url, port=chosen, allowed_origins=origins, started=True, service=how)
+
+
+def fleet_record(fleet: FleetSource) -> dict[str, str | None]:
+    """How the gateway's record keeps the fleet it routes to."""
+    kubeconfig = None if fleet.kubeconfig is None else str(fleet.kubeconfig)
+    return {"kubeconfig": kubeconfig, "context": fleet.context}
 
 
 def close_gateway(settings: Settings) -> bool:

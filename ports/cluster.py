@@ -279,6 +279,7 @@ class Route:
     api_key: str | None = field(default=None, repr=False)  # what its model server asks for
     names: tuple[str, ...] = ()  # its model's names (as asked, as admitted)
     artifact_id: str = ""  # its artifact's SHA-256 once admitted
+    endpoint_stopped: bool = False  # nodeau stop NAME: loaded, but not to be routed to
 
 
 @frozen(kw_only=True)
@@ -496,6 +497,14 @@ class WorkloadRoutes(Protocol):
         """Call ``changed`` with the service's route now (None: no such service), then at
         every change, until ``stop`` is set; a failure to reach the cluster keeps the last
         route and tries again."""
+        ...
+
+    def follow_all(
+        self, changed: Callable[[Mapping[str, Route]], None], stop: threading.Event
+    ) -> None:
+        """Call ``changed`` with every service's route now, by name, then at every change of
+        any, until ``stop`` is set; a failure to reach the cluster keeps the last routes and
+        tries again."""
         ...
 
 

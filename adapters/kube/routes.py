@@ -64,6 +64,7 @@ def route_of(body: Mapping[str, Any]) -> Route:
         since=None if not created else datetime.fromisoformat(str(created)),
         names=tuple(dict.fromkeys(n for n in names if isinstance(n, str) and n)),
         artifact_id=artifact if isinstance(artifact, str) else "",
+        endpoint_stopped=spec.get("endpoint", "serving") == "stopped",
     )
 
 
@@ -87,14 +88,11 @@ class KubeWorkloadRoutes:
                 return evolve(route, base_url=None, why=f"its model server's key: {exc}")
         return evolve(route, api_key=self._keys[at])
 
-    def _list(self, name: str, **kwargs: Any) -> Any:
+    def _list(self, name: str | None, **kwargs: Any) -> Any:
+        """One GPUService by ``name``, or every one (None)."""
+        selected = {} if name is None else {"field_selector": f"metadata.name={name}"}
         return self._custom.list_namespaced_custom_object(
-            r.GROUP,
-            r.VERSION,
-            r.NAMESPACE,
-            r.GPUSERVICES,
-            field_selector=f"metadata.name={name}",
-            **kwargs,
+            r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, **selected, **kwargs
         )
 
     def follow(
@@ -106,16 +104,56 @@ class KubeWorkloadRoutes:
             except (ApiException, HTTPError, OSError, ValueError, KeyError):
                 stop.wait(RETRY_S)
 
+    def follow_all(
+        self, changed: Callable[[Mapping[str, Route]], None], stop: threading.Event
+    ) -> None:
+        routes: dict[str, Route] = {}
+
+        def one(name: str, route: Route | None) -> None:
+            if route is None:
+                routes.pop(name, None)
+            else:
+                routes[name] = route
+            changed(dict(routes))
+
+        def listed(items: list[Mapping[str, Any]]) -> None:
+            routes.clear()
+            for item in items:
+                keyed = self._keyed(route_of(item))
+                assert keyed is not None
+                routes[keyed.workload] = keyed
+            changed(dict(routes))
+
+        while not stop.is_set():
+            try:
+                self._watch(None, listed, one, stop)
+            except (ApiException, HTTPError, OSError, ValueError, KeyError):
+                stop.wait(RETRY_S)
+
     def _follow_once(
         self, name: str, changed: Callable[[Route | None], None], stop: threading.Event
     ) -> None:
+        def listed(items: list[Mapping[str, Any]]) -> None:
+            changed(self._keyed(route_of(items[0])) if items else None)
+
+        self._watch(name, listed, lambda _name, route: changed(route), stop)
+
+    def _watch(
+        self,
+        name: str | None,
+        listed: Callable[[list[Mapping[str, Any]]], None],
+        one: Callable[[str, Route | None], None],
+        stop: threading.Event,
+    ) -> None:
+        """List ``name`` (None: every service) and tell ``listed``, then watch from that list
+        and tell ``one`` of each change (None: deleted), until ``stop`` or the watch fails."""
+
         def source(**kwargs: Any) -> Any:
             return self._list(name, **kwargs)
 
-        listed = json.loads(source(_preload_content=False).data)
-        items = listed["items"]
-        changed(self._keyed(route_of(items[0])) if items else None)
-        version = listed["metadata"]["resourceVersion"]
+        found = json.loads(source(_preload_content=False).data)
+        listed(found["items"])
+        version = found["metadata"]["resourceVersion"]
         w = _WATCH()
         try:
             while not stop.is_set():
@@ -126,7 +164,8 @@ class KubeWorkloadRoutes:
                     if event["type"] == "ERROR":
                         return  # 410 Gone and the like: list again
                     version = obj["metadata"]["resourceVersion"]
-                    changed(None if event["type"] == "DELETED" else self._keyed(route_of(obj)))
+                    gone = event["type"] == "DELETED"
+                    one(obj["metadata"]["name"], None if gone else self._keyed(route_of(obj)))
                     if stop.is_set():
                         w.stop()
                         return

@@ -1,16 +1,20 @@
 """``nodeau gateway [--port P] [--allow-origin ORIGIN] [--stop] [--json]``: one loopback
-address for every model served on this machine, each request routed by its ``model``.
+address for every model served on this machine, or on the fleet, routed by ``model``.
 
 A user service like each endpoint; its port (11435 unless chosen) and origins are kept.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import Parameter
 
 from nodeau.ports.errors import NodeauError
+
+if TYPE_CHECKING:
+    from nodeau.adapters.user_service import FleetSource
+    from nodeau.apps.cli.cluster_plane import PlaneChoice
 
 
 class GatewayError(NodeauError):
@@ -24,8 +28,9 @@ def gateway(
     stop: Annotated[bool, Parameter(negative="")] = False,
     json: bool = False,
 ) -> int:
-    """Start (or find) the gateway: every model served on this machine at one address,
-    http://127.0.0.1:11435/v1, a request going to the workload its model names.
+    """Start (or find) the gateway: every model served on this machine (on a fleet: every
+    service of the fleet) at one address, http://127.0.0.1:11435/v1, a request going to
+    the workload its model names.
 
     Parameters
     ----------
@@ -46,11 +51,6 @@ def gateway(
 
     if port is not None and not 1 <= port <= 65535:
         raise GatewayError(f"--port {port} is not a TCP port (1-65535)")
-    if plane_choice().kubernetes:
-        raise GatewayError(
-            "the gateway serves this machine's workloads; on a fleet, each workload's "
-            "endpoint is its address (nodeau ps shows it)"
-        )
     if stop:
         was = close_gateway(settings())
         print("the gateway was stopped" if was else "the gateway was not running")
@@ -59,14 +59,27 @@ def gateway(
         origins = None if allow_origin is None else tuple(parse_origin(o) for o in allow_origin)
     except ValueError as exc:
         raise GatewayError(f"--allow-origin: {exc}") from exc
-    opened = open_gateway(settings(), port, origins)
+    opened = open_gateway(settings(), port, origins, fleet=fleet_source(plane_choice()))
     if json:
         print(to_json(opened))
         return 0
     how = "started" if opened.started else "already running"
     print(f"gateway {how} at {opened.url} ({opened.service})")
+    where = "on the fleet" if plane_choice().kubernetes else "here"
     print(
-        "every model served here answers there by its name (GET /v1/models lists them); "
+        f"every model served {where} answers there by its name (GET /v1/models lists them); "
         "nodeau gateway --stop stops it"
     )
     return 0
+
+
+def fleet_source(choice: PlaneChoice) -> FleetSource | None:
+    """The fleet the gateway routes to, as this command reaches it (None: this machine)."""
+    if not choice.kubernetes:
+        return None
+    from nodeau.adapters.user_service import FleetSource
+    from nodeau.apps.cli.bootstrap import settings
+    from nodeau.apps.cli.cluster_plane import kubeconfig_of, open_cluster
+
+    context = open_cluster(choice).context
+    return FleetSource(kubeconfig=kubeconfig_of(choice, settings().environ), context=context)

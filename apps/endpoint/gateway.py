@@ -1,13 +1,15 @@
-"""``python -m nodeau.apps.endpoint.gateway --port P --state PATH [--allow-origin ORIGIN]``:
-one loopback address for every model served on this machine, each request routed by its
-``model`` to the workload serving it (``choice.EveryModel``), under the endpoint's rules.
-A workload is routed to while its own endpoint listens: ``nodeau stop NAME`` stops both.
+"""``python -m nodeau.apps.endpoint.gateway --port P --state PATH | --fleet [...]``: one
+loopback address for every model served on this machine (or fleet), each request routed by
+its ``model`` to the workload serving it (``choice.EveryModel``), under the endpoint's rules.
+``nodeau stop NAME`` takes a workload off its own endpoint and off the gateway at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -21,8 +23,10 @@ from nodeau.apps.endpoint.__main__ import origin_arg, port_arg
 from nodeau.apps.endpoint.answers import Unavailable, Upstream
 from nodeau.apps.endpoint.app import proxy_app
 from nodeau.apps.endpoint.choice import EveryModel, Served
+from nodeau.apps.endpoint.routes import follow_routes
 from nodeau.apps.endpoint.serve import LOOKUP_TTL_S, serve_app, upstream_of
 from nodeau.domain.workloads import WorkloadKind
+from nodeau.ports.errors import NodeauError
 from nodeau.ports.state import StateError, StateStore
 
 DEFAULT_PORT = GATEWAY_PORT
@@ -76,7 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Serve every model of this machine on one address, 127.0.0.1 (only).",
     )
     parser.add_argument("--port", type=port_arg, default=DEFAULT_PORT, help="its port")
-    parser.add_argument("--state", type=Path, required=True, help="the plane's state database")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--state", type=Path, help="the plane's state database")
+    source.add_argument(
+        "--fleet", action="store_true", help="every service of a fleet: follow their routes"
+    )
+    parser.add_argument("--kubeconfig", type=Path, help="with --fleet: the cluster's kubeconfig")
+    parser.add_argument("--context", help="with --fleet: the kubeconfig context")
     parser.add_argument(
         "--allow-origin",
         dest="allowed_origins",
@@ -88,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
     args = parser.parse_args(argv)
+    if args.fleet:
+        return serve_fleet(args)
     keep_private(args.state.parent)
     try:
         store = SqliteStateStore(args.state, clock=utc_now)
@@ -97,6 +109,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     choice = EveryModel(CachedServed(served_from_state(store, utc_now)))
     app = proxy_app(choice, allowed_origins=args.allowed_origins)
     serve_app(args.port, app, log_level=args.log_level)
+    return 0
+
+
+def serve_fleet(args: argparse.Namespace) -> int:
+    """The gateway of a fleet: every service's route followed through the cluster's API,
+    kept in memory (a request costs no call to the cluster)."""
+    from nodeau.adapters.kube.client import connect
+    from nodeau.adapters.kube.routes import KubeWorkloadRoutes
+
+    try:
+        connection = connect(args.kubeconfig, args.context, os.environ)
+    except NodeauError as exc:
+        print(f"nodeau gateway: {exc.one_line()}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    served = follow_routes(KubeWorkloadRoutes(connection.api), stop)
+    try:
+        app = proxy_app(EveryModel(served), allowed_origins=args.allowed_origins)
+        serve_app(args.port, app, log_level=args.log_level)
+    finally:
+        stop.set()
     return 0
 
 
