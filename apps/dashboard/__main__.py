@@ -3,9 +3,10 @@
 
 It takes the environment ``nodeau dashboard`` was run with from ``HOME/dashboard/
 service.json`` (``service.carried``), then builds the plane exactly as the CLI does
-(``nodeau.apps.cli.bootstrap.plane``) and this machine's model files as ``nodeau model
-status`` reads them, and serves until SIGTERM or SIGINT (``server``: on 127.0.0.1 only,
-within the endpoint's bounds on requests, connections and the log).
+(``nodeau.apps.cli.bootstrap.plane``), this machine's model files as ``nodeau model
+status`` reads them and its cards as ``nodeau machine`` reads them, and serves until
+SIGTERM or SIGINT (``server``: on 127.0.0.1 only, within the endpoint's bounds on
+requests, connections and the log).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from nodeau.apps.dashboard.server import serve
 from nodeau.apps.dashboard.service import CARRIED, CARRIED_PREFIXES, folder, read_service
 from nodeau.apps.dashboard.session import TOKEN_FILE, TokenFile
 from nodeau.apps.settings import utc_now
+from nodeau.domain.hardware import MachineReading
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,10 +60,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             s.store.files(), s.registry.book(), s.catalog(), s.registry.evidence()
         )
 
+    def cards() -> MachineReading:
+        from nodeau.apps.machine import inventory_for
+
+        s = settings()  # as nodeau machine reads them: simulated, else NVML
+        return inventory_for(s.machine, s.simulated_gpus).read()
+
     app = create_app(
         plane(),
         model_rows=model_rows,
         qualifications=qualifications,
+        cards=cards,
         token=TokenFile(folder(args.home) / TOKEN_FILE),
         clock=utc_now,
     )

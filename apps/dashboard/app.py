@@ -3,7 +3,8 @@
 Decisions:
 
 * Built by ``create_app`` (a factory; nothing wires itself at import) from the plane, a
-  reader of this machine's model files, the token file and a clock; the composition root
+  reader of this machine's model files and of its cards, the token file and a clock; the
+  composition root
   (``__main__``) builds those as the CLI does. Every request passes ``guard.Guard`` first.
 * The page and its assets are package data (``static/``): no CDN, no font or script from
   anywhere else; it works with no network at all.
@@ -52,13 +53,14 @@ from starlette.staticfiles import StaticFiles
 
 from nodeau.apps.cli.status_rows import StatusRow
 from nodeau.apps.dashboard import playground
-from nodeau.apps.dashboard.board import read_views
+from nodeau.apps.dashboard.board import no_reading, read_views
 from nodeau.apps.dashboard.encoded import EncodedBoard
 from nodeau.apps.dashboard.guard import HEALTH_PATH, Guard
 from nodeau.apps.dashboard.kept import KeptBoard
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.session import TokenFile, csrf_value
 from nodeau.apps.planes.plane import Plane
+from nodeau.domain.hardware import MachineReading
 from nodeau.ports.errors import NodeauError
 
 REFRESH_S = 2.0
@@ -99,10 +101,12 @@ class Dashboard:
         clock: Callable[[], datetime],
         transport: httpx.AsyncBaseTransport | None,
         qualifications: Callable[[], Sequence[ModelQualification]],
+        cards: Callable[[], MachineReading | None],
     ) -> None:
         self.plane = plane
         self.model_rows = model_rows
         self.qualifications = qualifications
+        self.cards = cards
         self.token = token
         self.clock = clock
         self.transport = transport
@@ -114,7 +118,9 @@ class Dashboard:
     async def read_board(self) -> EncodedBoard:
         # the plane's reads hold the lock; encoding the document needs only the views
         views = await self.on_plane(
-            lambda: read_views(self.plane, self.model_rows, self.clock(), self.qualifications)
+            lambda: read_views(
+                self.plane, self.model_rows, self.clock(), self.qualifications, self.cards
+            )
         )
         return await run_in_threadpool(EncodedBoard, views)
 
@@ -243,11 +249,12 @@ def create_app(
     clock: Callable[[], datetime],
     transport: httpx.AsyncBaseTransport | None = None,
     qualifications: Callable[[], Sequence[ModelQualification]] = tuple,
+    cards: Callable[[], MachineReading | None] = no_reading,
 ) -> Starlette:
     """The dashboard app over ``plane``; ``transport`` reaches the workloads' endpoints
     (None: httpx's own); ``qualifications``: each model's, as ``nodeau model info`` says
-    them (none by default)."""
-    dashboard = Dashboard(plane, model_rows, token, clock, transport, qualifications)
+    them (none by default); ``cards``: this machine's cards as read now (none by default)."""
+    dashboard = Dashboard(plane, model_rows, token, clock, transport, qualifications, cards)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -22,6 +22,10 @@ Decisions:
   decision that reads the plan does not.
 * Models also carry each model's qualification per capability, in ``nodeau model info``'s
   words (``qualification``), with that command's JSON of it under ``cli.model_info``.
+* Each card also carries the figures of its memory bar (``gpus.memory``: the ledger's
+  reservation, its total, and what this machine's cards report in use) and each machine the
+  line saying where that reading comes from or why there is none (``reading``:
+  ``apps/dashboard/cards.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from attrs import frozen
+from attrs import field, frozen
 
 from nodeau.apps.cli import batch, copies, ps_command, recovery
 from nodeau.apps.cli.plan import plan_lines
@@ -40,6 +44,7 @@ from nodeau.apps.cli.render import size, to_json
 from nodeau.apps.cli.status_rows import StatusRow
 from nodeau.apps.dashboard import traffic
 from nodeau.apps.dashboard.alerts import Alert, alerts
+from nodeau.apps.dashboard.cards import CardReadings, card_memory, card_readings, reading_line
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.traffic import Traffic, read_traffic
 from nodeau.apps.planes.plane import (
@@ -52,6 +57,7 @@ from nodeau.apps.planes.plane import (
     RecoveryListing,
     WorkloadView,
 )
+from nodeau.domain.hardware import MachineReading
 from nodeau.ports.errors import NodeauError
 
 log = logging.getLogger("nodeau.dashboard")
@@ -83,8 +89,10 @@ def cli_json(value: object) -> Any:
     return json.loads(to_json(value))
 
 
-def machine_card(m: MachineView) -> Json:
-    """One machine: its facts, its health sentence and a row per GPU."""
+def machine_card(m: MachineView, readings: CardReadings | None = None) -> Json:
+    """One machine: its facts, its health sentence, a row per GPU and the figures of each
+    GPU's memory bar, with the line saying where its in-use reading comes from."""
+    readings = readings or CardReadings()
     policy = m.policy + (" (own)" if m.policy_from == "its own override" else "")
     return {
         "machine": m.machine,
@@ -111,7 +119,9 @@ def machine_card(m: MachineView) -> Json:
                 ]
                 for g in m.gpus
             ],
+            "memory": card_memory(m, readings),
         },
+        "reading": reading_line(m, readings),
     }
 
 
@@ -187,6 +197,12 @@ class Views:
     qualified: Sequence[ModelQualification] | None
     plan: PlanView | None
     traffic: tuple[Traffic, ...] | None = None
+    cards: CardReadings = field(factory=CardReadings)  # what this machine's cards report
+
+
+def no_reading() -> MachineReading | None:
+    """No card of this machine is read (a board made without a reader of them)."""
+    return None
 
 
 def read_views(
@@ -194,9 +210,14 @@ def read_views(
     model_rows: Callable[[], Sequence[StatusRow]],
     now: datetime,
     qualifications: Callable[[], Sequence[ModelQualification]] = tuple,
+    cards: Callable[[], MachineReading | None] = no_reading,
 ) -> Views:
-    """Every view the page shows, each read once; the alerts derived from them."""
+    """Every view the page shows, each read once; the alerts derived from them; ``cards``
+    reads this machine's cards (what each reports in use)."""
     r = Reading()
+    # a reading that fails is said on each card it leaves without a figure, not as a section
+    cards_read = Reading()
+    reading: MachineReading | None = cards_read.read("cards", cards)
     machines: FleetListing | None = r.read("hardware", plane.machines)
     workloads: tuple[WorkloadView, ...] | None = r.read("workloads", plane.workloads)
     batches: tuple[BatchView, ...] | None = r.read("batches", lambda: plane.batches(None))
@@ -223,6 +244,7 @@ def read_views(
         qualified=qualified,
         plan=plan,
         traffic=served,
+        cards=card_readings(reading, cards_read.notes.get("cards")),
     )
 
 
@@ -247,7 +269,7 @@ def page_board(v: Views) -> Json:
         else {
             "plane": machines.plane,
             "fleet_policy": machines.fleet_policy,
-            "machines": [machine_card(m) for m in machines.machines],
+            "machines": [machine_card(m, v.cards) for m in machines.machines],
         },
         "workloads": None
         if workloads is None
@@ -308,8 +330,9 @@ def read_board(
     model_rows: Callable[[], Sequence[StatusRow]],
     now: datetime,
     qualifications: Callable[[], Sequence[ModelQualification]] = tuple,
+    cards: Callable[[], MachineReading | None] = no_reading,
 ) -> Json:
     """The whole document: what the page shows, and under ``cli`` the CLI's JSON of each
     view, from one read."""
-    views = read_views(plane, model_rows, now, qualifications)
+    views = read_views(plane, model_rows, now, qualifications, cards)
     return {**page_board(views), "cli": cli_views(views)}

@@ -10,6 +10,10 @@ Decisions:
 * A request is made from a few fields the page sends (``chat_body``, ``embed_body``,
   ``rerank_body``: checked here, a clear one-line 400 otherwise); the model named is the
   workload, as the endpoint's ``/v1/models`` lists it. Chat is always streamed.
+* Chat keeps no conversation on the server: the page sends the whole of it with each new
+  message (its system message, every turn so far, the new one) and its temperature, as an
+  OpenAI client does, so the ``curl`` and ``openai`` equivalents are that one request. An
+  answer can be empty (a model may say nothing), so an assistant turn may be too.
 * What answered is said with every answer: the workload, its model, the artifact (the
   recorded admission's), the machine and the card, read when the request is made. With it
   come the same request as ``curl`` and as Python with the official ``openai`` client
@@ -28,6 +32,7 @@ from nodeau.apps.planes.plane import Plane
 from nodeau.ports.errors import NodeauError
 
 MAX_TOKENS = 4096
+MAX_TEMPERATURE = 2.0  # the OpenAI API's range, which llama-server takes as it is
 MAX_ITEMS = 64
 MAX_TEXT = 32_000
 ROLES = ("system", "user", "assistant")
@@ -80,9 +85,9 @@ def find_target(plane: Plane, name: str) -> Target:
     )
 
 
-def _text(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise PlaygroundError(f"{what} must be a non-empty string")
+def _text(value: object, what: str, *, empty: bool = False) -> str:
+    if not isinstance(value, str) or not (empty or value.strip()):
+        raise PlaygroundError(f"{what} must be a {'' if empty else 'non-empty '}string")
     if len(value) > MAX_TEXT:
         raise PlaygroundError(f"{what} is longer than {MAX_TEXT} characters")
     return value
@@ -104,8 +109,9 @@ def _fields(asked: object, allowed: set[str]) -> dict[str, Any]:
 
 
 def chat_body(target: Target, asked: object) -> dict[str, Any]:
-    """The chat completion request for ``asked`` (``messages``, optional ``max_tokens``)."""
-    fields = _fields(asked, {"messages", "max_tokens"})
+    """The chat completion request for ``asked`` (``messages``: the conversation so far and
+    the new message; optional ``max_tokens`` and ``temperature``)."""
+    fields = _fields(asked, {"messages", "max_tokens", "temperature"})
     messages = fields.get("messages")
     if not isinstance(messages, list) or not messages or len(messages) > MAX_ITEMS:
         raise PlaygroundError(f"messages must be a list of 1 to {MAX_ITEMS} messages")
@@ -115,13 +121,23 @@ def chat_body(target: Target, asked: object) -> dict[str, Any]:
             raise PlaygroundError(
                 'each message is {"role": system|user|assistant, "content": text}'
             )
-        checked.append({"role": m["role"], "content": _text(m["content"], "a message")})
+        said = _text(m["content"], "a message", empty=m["role"] == "assistant")
+        checked.append({"role": m["role"], "content": said})
     body: dict[str, Any] = {"model": target.name, "messages": checked, "stream": True}
     tokens = fields.get("max_tokens")
     if tokens is not None:
         if not isinstance(tokens, int) or isinstance(tokens, bool) or not 1 <= tokens <= MAX_TOKENS:
             raise PlaygroundError(f"max_tokens must be a whole number from 1 to {MAX_TOKENS}")
         body["max_tokens"] = tokens
+    temperature = fields.get("temperature")
+    if temperature is not None:
+        if (
+            not isinstance(temperature, int | float)
+            or isinstance(temperature, bool)
+            or not 0 <= temperature <= MAX_TEMPERATURE
+        ):
+            raise PlaygroundError(f"temperature must be a number from 0 to {MAX_TEMPERATURE:g}")
+        body["temperature"] = temperature
     return body
 
 
@@ -177,7 +193,7 @@ def snippets(target: Target, body: dict[str, Any]) -> dict[str, str]:
     if target.task == "chat":
         call = [
             "stream = client.chat.completions.create(",
-            *(f"    {k}={_py(v)}," for k, v in args.items()),
+            *(line for k, v in args.items() for line in _argument(k, v)),
             "    stream=True,",
             ")",
             "for chunk in stream:",
@@ -207,3 +223,10 @@ def snippets(target: Target, body: dict[str, Any]) -> dict[str, str]:
 def _py(value: object) -> str:
     """A JSON value as a Python literal (JSON's true/false/null spelt as Python's)."""
     return repr(value)
+
+
+def _argument(name: str, value: object) -> list[str]:
+    """``name=value,`` in a call; a list of several (a conversation's turns) one per line."""
+    if isinstance(value, list) and len(value) > 1:
+        return [f"    {name}=[", *(f"        {_py(v)}," for v in value), "    ],"]
+    return [f"    {name}={_py(value)},"]

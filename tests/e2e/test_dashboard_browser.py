@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,9 +28,11 @@ import pytest
 import uvicorn
 
 from nodeau.apps.dashboard.app import create_app
+from nodeau.apps.dashboard.board import no_reading
 from nodeau.apps.dashboard.session import TokenFile, write_owner_only
 from nodeau.apps.dashboard.traffic import totals
 from nodeau.apps.planes.plane import CopyListing, Plane, RecoveryListing
+from nodeau.domain.hardware import MachineReading
 from nodeau.ports.errors import NodeauError
 from tests.e2e.test_dashboard_cli import (
     Cli,
@@ -173,8 +176,13 @@ def test_the_page_says_what_ps_says_stops_a_batch_job_and_streams_an_answer(
         " document.querySelector('#pg-chat-tokens').value = '8';"
         " document.querySelector('#pg-chat button').click(); true"
     )
-    page.wait_for("document.querySelector('#pg-answer').dataset.done === 'yes'")
-    assert page.evaluate("document.querySelector('#pg-answer').textContent")
+    page.wait_for("document.querySelector('#pg-turns').dataset.done === 'yes'")
+    turns = page.evaluate(
+        "Array.from(document.querySelectorAll('#pg-turns .turn')).map(li =>"
+        " [li.dataset.role, li.querySelector('.content').textContent])"
+    )
+    assert [role for role, _ in turns] == ["user", "assistant"] and turns[0][1] == "hello"
+    assert turns[1][1]  # the streamed answer, shown as the model's turn
     fields = page.evaluate(
         "Object.fromEntries(Array.from(document.querySelectorAll('#pg-answered dd'))"
         ".map(dd => [dd.dataset.field, dd.textContent]))"
@@ -213,13 +221,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(plane: FakePlane, tmp_path: Path) -> Iterator[str]:
-    """The dashboard app over ``plane`` on 127.0.0.1 (token ``t0ken``); its address."""
+def served(
+    plane: FakePlane,
+    tmp_path: Path,
+    cards: Callable[[], MachineReading | None] = no_reading,
+    now: datetime = NOW,
+) -> Iterator[str]:
+    """The dashboard app over ``plane`` on 127.0.0.1 (token ``t0ken``), this machine's cards
+    read by ``cards``, its clock at ``now``; its address."""
     token = tmp_path / "token"
     write_owner_only(token, b"t0ken")
     app = create_app(
-        cast(Plane, plane), model_rows=lambda: (), token=TokenFile(token), clock=lambda: NOW
-    )
+        cast(Plane, plane), model_rows=lambda: (), token=TokenFile(token), clock=lambda: now,
+        cards=cards,
+    )  # fmt: skip
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, access_log=False, log_level="warning")

@@ -2,10 +2,12 @@
 // sentence helpers as the CLI) every few seconds and shows it (a new read only: the same
 // read twice is not built again); it writes every text with
 // textContent (names and sentences come from users' files); a figure that is missing is
-// shown as "unknown", never an error. It talks to its own origin only.
+// shown as "unknown", never an error; a moment the board gives as ISO text is shown in the
+// reader's own locale and time zone, the ISO text kept in its <time>. It talks to its own
+// origin only.
 "use strict";
 
-const page = { csrf: null, refreshMs: 2000, timer: null, board: null, shown: false };
+const page = { csrf: null, refreshMs: 2000, timer: null, board: null, shown: false, turns: [] };
 
 function $(selector, root) { return (root || document).querySelector(selector); }
 
@@ -18,6 +20,29 @@ function el(tag, text, attrs) {
 
 function shown(value) {
   return value === null || value === undefined || value === "" ? "unknown" : String(value);
+}
+
+// An ISO moment with its offset, as Python's isoformat() writes one (microseconds too).
+const ISO_MOMENT = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})/g;
+
+// ``text`` appended to ``node``, each ISO moment in it as a <time> in the reader's locale
+// and time zone: the board's moments are UTC, with microseconds, which nobody reads.
+function withTimes(node, text) {
+  let at = 0;
+  for (const found of text.matchAll(ISO_MOMENT)) {
+    // Date reads milliseconds at most: the digits after them change nothing shown
+    const when = new Date(found[0].replace(/(\.\d{3})\d+/, "$1"));
+    if (Number.isNaN(when.getTime())) continue;
+    node.append(text.slice(at, found.index));
+    node.appendChild(el("time", when.toLocaleString(), { datetime: found[0], title: found[0] }));
+    at = found.index + found[0].length;
+  }
+  node.append(text.slice(at));
+  return node;
+}
+
+function timed(tag, text, attrs) {
+  return withTimes(el(tag, null, attrs), String(text));
 }
 
 function live(state, text) {
@@ -60,7 +85,7 @@ function table(headers, rows, decorate) {
     const tr = el("tr");
     (headers || []).forEach((h, j) => {
       const value = row ? row[j] : undefined;
-      const td = el("td", shown(value), { "data-column": h });
+      const td = timed("td", shown(value), { "data-column": h });
       if (value === null || value === undefined || value === "") td.className = "unknown";
       tr.appendChild(td);
     });
@@ -94,7 +119,7 @@ function fill(container, node) {
 }
 
 function lines(list, texts) {
-  list.replaceChildren(...(texts || []).map((t) => el("li", t)));
+  list.replaceChildren(...(texts || []).map((t) => timed("li", t)));
 }
 
 function renderAlerts(board) {
@@ -107,7 +132,7 @@ function renderAlerts(board) {
   list.replaceChildren(...alerts.map((a) => {
     const li = el("li", null, { "data-severity": shown(a.severity), "data-kind": shown(a.kind) });
     li.appendChild(el("strong", shown(a.subject) + ": "));
-    li.appendChild(document.createTextNode(shown(a.sentence)));
+    withTimes(li, shown(a.sentence));
     return li;
   }));
 }
@@ -123,13 +148,45 @@ function renderHardware(board, notes) {
     const card = el("div", null, { class: "machine", "data-machine": shown(m.machine) });
     card.appendChild(el("h3", shown(m.machine)));
     const facts = el("dl");
-    for (const [k, v] of m.facts || []) { facts.appendChild(el("dt", k)); facts.appendChild(el("dd", shown(v))); }
+    for (const [k, v] of m.facts || []) { facts.appendChild(el("dt", k)); facts.appendChild(timed("dd", shown(v))); }
     card.appendChild(facts);
-    if (m.sentence) card.appendChild(el("p", m.sentence, { class: "health" }));
+    if (m.sentence) card.appendChild(timed("p", m.sentence, { class: "health" }));
     const gpus = m.gpus || {};
-    card.appendChild((gpus.rows || []).length ? table(gpus.headers, gpus.rows) : el("p", "no GPUs reported", { class: "note" }));
+    if (!(gpus.rows || []).length) { card.appendChild(el("p", "no GPUs reported", { class: "note" })); return card; }
+    const memory = gpus.memory || [];
+    const t = table(gpus.headers, gpus.rows, (tr, row, i) => { tr.appendChild(memoryCell(memory[i])); });
+    $("thead tr", t).appendChild(el("th", "MEMORY"));
+    card.appendChild(t);
+    if (m.reading) card.appendChild(el("p", m.reading, { class: "reading muted" }));
     return card;
   }));
+}
+
+function percent(part, whole) {
+  return Math.min(100, Math.max(0, (100 * part) / whole)).toFixed(2) + "%";
+}
+
+// A card's memory: a bar of what Nodeau's ledger reserves there against its total, and on
+// it what the card itself reports in use, only where it reports something (a simulated
+// card reports nothing: no figure is drawn for it, and the machine's line says why).
+function memoryCell(mem) {
+  const td = el("td", null, { "data-column": "MEMORY", class: "memory" });
+  if (!mem) return td;
+  const known = typeof mem.total_bytes === "number" && mem.total_bytes > 0;
+  const read = typeof mem.used_bytes === "number";
+  if (known) {
+    const bar = el("div", null, { class: "bar", role: "img" });
+    const reserved = bar.appendChild(el("span", null, { class: "reserved" }));
+    reserved.style.width = percent(mem.reserved_bytes, mem.total_bytes); // CSSOM: the CSP allows it
+    if (read) bar.appendChild(el("span", null, { class: "used" })).style.width = percent(mem.used_bytes, mem.total_bytes);
+    bar.setAttribute("aria-label", "reserved " + mem.reserved + " of " + mem.total + (read ? ", in use " + mem.used : ""));
+    td.appendChild(bar);
+  }
+  td.appendChild(el("div", "reserved " + mem.reserved + " of " + shown(mem.total) + " (Nodeau's ledger)", { "data-figure": "reserved" }));
+  td.appendChild(read
+    ? el("div", "in use " + mem.used + " (the card's own reading)", { "data-figure": "used" })
+    : el("div", "in use: no reading", { "data-figure": "used", class: "unknown" }));
+  return td;
 }
 
 function renderWorkloads(board, notes) {
@@ -232,6 +289,7 @@ function nextFrame() {
 
 async function render(board) {
   live("live", "live, read " + new Date(board.read_at).toLocaleTimeString());
+  $("#live").title = "read at " + board.read_at;
   if (page.board && page.board.read_at === board.read_at) return; // the same read again
   page.board = expanded(board);
   $("#plane").textContent = shown(board.plane);
@@ -303,11 +361,56 @@ async function pgPost(task, body) {
   });
 }
 
+// The conversation is the page's: each message is sent with the system prompt and every
+// turn before it (the server keeps none), and a turn is kept once its answer has come.
+function pgTurn(role, content) {
+  const li = el("li", null, { class: "turn", "data-role": role });
+  li.appendChild(el("span", role === "user" ? "you" : "model", { class: "who" }));
+  li.appendChild(el("div", content, { class: "content" }));
+  return li;
+}
+
+function pgTurns() {
+  $("#pg-turns").replaceChildren(...page.turns.map((t) => pgTurn(t.role, t.content)));
+  $("#pg-chat-reset").disabled = !page.turns.length;
+}
+
+function pgStartOver() {
+  page.turns = [];
+  pgTurns();
+  pgError("");
+}
+
+function pgMessages(text) {
+  const system = $("#pg-chat-system").value;
+  return [
+    ...(system.trim() ? [{ role: "system", content: system }] : []),
+    ...page.turns,
+    { role: "user", content: text },
+  ];
+}
+
 async function pgChat(event) {
   event.preventDefault();
-  const text = $("#pg-chat-text").value;
+  const form = $("#pg-chat");
+  if (form.dataset.busy === "yes") return; // one message at a time: each carries the turns before it
+  form.dataset.busy = "yes";
+  $("#pg-turns").dataset.done = "no";
+  $("#pg-chat button[type=submit]").disabled = true;
+  try {
+    await pgConverse($("#pg-chat-text").value);
+  } finally {
+    form.dataset.busy = "no";
+    $("#pg-chat button[type=submit]").disabled = false;
+    $("#pg-turns").dataset.done = "yes";
+  }
+}
+
+async function pgConverse(text) {
   const tokens = parseInt($("#pg-chat-tokens").value, 10);
-  const response = await pgPost("chat", { messages: [{ role: "user", content: text }], max_tokens: tokens });
+  const temperature = parseFloat($("#pg-chat-temperature").value);
+  const asked = { messages: pgMessages(text), max_tokens: tokens, temperature };
+  const response = await pgPost("chat", asked);
   const type = response.headers.get("content-type") || "";
   if (!type.startsWith("text/event-stream")) {
     const body = await response.json();
@@ -315,8 +418,12 @@ async function pgChat(event) {
     pgError(body.error ? body.error.message : "the endpoint answered " + body.status + ": " + JSON.stringify(body.response));
     return;
   }
-  const answer = $("#pg-answer");
-  answer.dataset.done = "no";
+  // the new turn is shown as it streams, and kept only once it answered without an error
+  const list = $("#pg-turns");
+  list.appendChild(pgTurn("user", text));
+  const turn = list.appendChild(pgTurn("assistant", ""));
+  const answer = $(".content", turn);
+  let failed = false;
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
@@ -339,12 +446,16 @@ async function pgChat(event) {
       if (kind === "nodeau") { pgAnswered(JSON.parse(text)); continue; }
       if (text === "[DONE]") continue;
       const chunk = JSON.parse(text);
-      if (chunk.error) { pgError(chunk.error.message || JSON.stringify(chunk.error)); continue; }
+      if (chunk.error) { failed = true; pgError(chunk.error.message || JSON.stringify(chunk.error)); continue; }
       const delta = chunk.choices && chunk.choices[0] && chunk.choices[0].delta;
       if (delta && delta.content) answer.textContent += delta.content;
     }
   }
-  answer.dataset.done = "yes";
+  if (!failed) {
+    page.turns.push({ role: "user", content: text }, { role: "assistant", content: answer.textContent });
+    $("#pg-chat-text").value = "";
+  }
+  pgTurns();
 }
 
 async function pgJson(task, body, show) {
@@ -374,6 +485,7 @@ function pgRerank(event) {
 
 async function pgChoose() {
   const name = $("#pg-target").value;
+  pgStartOver(); // a conversation is with one service
   pgShow(null);
   $("#pg-task").textContent = "";
   if (!name) return;
@@ -388,6 +500,8 @@ async function pgChoose() {
 async function start() {
   $("#pg-target").addEventListener("change", pgChoose);
   $("#pg-chat").addEventListener("submit", pgChat);
+  $("#pg-chat-reset").addEventListener("click", pgStartOver);
+  $("#pg-chat-temperature").addEventListener("input", (e) => { $("#pg-chat-temperature-shown").textContent = e.target.value; });
   $("#pg-embed").addEventListener("submit", pgEmbed);
   $("#pg-rerank").addEventListener("submit", pgRerank);
   document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
