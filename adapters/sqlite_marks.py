@@ -28,6 +28,7 @@ def marks_json(marks: Marks) -> str:
             "drained": sorted(marks.drained),
             "fleet_policy": marks.settings.fleet_policy.value,
             "overrides": [[m, p.value] for m, p in marks.settings.overrides],
+            "upgrading": sorted(marks.upgrading),
         },
         sort_keys=True,
     )
@@ -41,6 +42,8 @@ def marks_from_json(text: str) -> Marks:
             fleet_policy=Policy(raw["fleet_policy"]),
             overrides=tuple((str(m), Policy(p)) for m, p in raw["overrides"]),
         ),
+        # marks written before the upgrading mark existed have none
+        upgrading=frozenset(str(m) for m in raw.get("upgrading", ())),
     )
 
 

@@ -53,6 +53,7 @@ class Action(str, enum.Enum):
     INVITE_MACHINE = "invite-machine"
     INSTALL_PLAN = "install-plan"
     SET_ORGANISATION = "set-organisation"
+    MARK_UPGRADING = "mark-upgrading"  # a machine mark, as drain is: admins only
 
 
 _OPERATOR_ACTIONS = frozenset(

@@ -2,8 +2,8 @@
 
 New placements and recoveries go through the same ``admit_and_place``, so a
 recovered workload meets the same admission, policy and exclusions as a new
-one. Changing the policy and draining a machine are marks: they change what
-happens to new placements and never stop, move or restart anything.
+one. Changing the policy, draining a machine and marking it upgrading are marks: they
+change what happens to new placements and never stop, move or restart anything.
 """
 
 from __future__ import annotations
@@ -281,11 +281,53 @@ def undrain(drained: frozenset[str], machine: str) -> DrainChange:
 
 
 @frozen(kw_only=True)
+class UpgradeChange:
+    """The machines marked upgrading after a mark or its clearing, and what it did (nothing
+    to workloads)."""
+
+    upgrading: frozenset[str]
+    sentence: str
+
+
+def mark_upgrading(
+    upgrading: frozenset[str], machine: str, running: int, *, alone: bool
+) -> UpgradeChange:
+    """Mark a machine upgrading: on a fleet nothing on it moves and nothing new is placed
+    there while the mark holds; on one machine (``alone``) nothing moves anyway. Marking
+    stops, moves and restarts nothing."""
+    kept = f"its {running} running workload(s) are not stopped, moved or restarted"
+    if alone:
+        sentence = f"{machine} is marked upgrading; on one machine nothing moves anyway, and {kept}"
+    else:
+        sentence = (
+            f"{machine} is marked upgrading: nothing on it moves and nothing new is placed there "
+            f"until nodeau fleet upgrade --node {machine} --done; {kept}"
+        )
+    return UpgradeChange(upgrading=upgrading | {machine}, sentence=sentence)
+
+
+def clear_upgrading(upgrading: frozenset[str], machine: str, *, alone: bool) -> UpgradeChange:
+    """Take the upgrading mark off a machine; nothing moves because of it."""
+    if machine not in upgrading:
+        sentence = f"{machine} was not marked upgrading; nothing changed"
+    elif alone:
+        sentence = f"{machine} is no longer marked upgrading; on one machine nothing moves anyway"
+    else:
+        sentence = (
+            f"{machine} is no longer marked upgrading: it takes new placements again, and its "
+            "workloads' recovery choices apply again if it stops answering; nothing moves now"
+        )
+    return UpgradeChange(upgrading=upgrading - {machine}, sentence=sentence)
+
+
+@frozen(kw_only=True)
 class Marks:
-    """A person's marks on the fleet: drained machines and the scheduling settings."""
+    """A person's marks on the fleet: drained and upgrading machines and the scheduling
+    settings."""
 
     drained: frozenset[str] = frozenset()
     settings: SchedulingSettings = field(factory=SchedulingSettings)
+    upgrading: frozenset[str] = frozenset()
 
 
 def scheduled_admission(

@@ -35,7 +35,7 @@ from nodeau.domain.qualification import EvidenceBook, QualificationEvidence
 from nodeau.domain.records import WorkloadRecord
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.scheduling import DrainChange, SettingsChange
+from nodeau.domain.scheduling import DrainChange, SettingsChange, UpgradeChange
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from nodeau.ports.errors import NodeauError
@@ -323,8 +323,9 @@ class MachineReports(Protocol):
 
 
 class FleetMarks(Protocol):
-    """A person's marks: drained machines and the scheduling policy. Marks change what
-    happens to new placements only; writing one never touches a running workload."""
+    """A person's marks: drained and upgrading machines and the scheduling policy. Marks
+    change what happens to new placements (and, upgrading, that nothing on the machine
+    moves); writing one never touches a running workload."""
 
     def read(self) -> MarkedFleet:
         """The machines and their marks now (a policy no one set is the domain's default)."""
@@ -340,6 +341,15 @@ class FleetMarks(Protocol):
 
     def set_policy(self, policy: Policy, machine: str | None = None) -> SettingsChange:
         """Set the fleet-wide policy, or one machine's override (UnknownMachine if none)."""
+        ...
+
+    def mark_upgrading(self, machine: str) -> UpgradeChange:
+        """Mark the machine upgrading (the controller then moves nothing on it and places
+        nothing new there); UnknownMachine when there is none."""
+        ...
+
+    def clear_upgrading(self, machine: str) -> UpgradeChange:
+        """Take the upgrading mark off; UnknownMachine when there is no such machine."""
         ...
 
 

@@ -5,10 +5,12 @@ Decisions recorded here:
 * A mark is a label (and, for drain, an annotation saying when) on the Node, or
   the fleet-wide policy in ConfigMap ``nodeau-scheduling``; see ADR 0004. What a
   change means, and the sentence that says so, is the domain's
-  (``scheduling.drain``, ``undrain``, ``change_fleet_policy``,
-  ``set_machine_policy``); this module only reads and writes the marks.
+  (``scheduling.drain``, ``undrain``, ``mark_upgrading``, ``clear_upgrading``,
+  ``change_fleet_policy``, ``set_machine_policy``); this module only reads and writes
+  the marks.
 * Marking never touches a Pod, a GPUService or a BatchJob: a drain stops new
-  placements and stops, moves and restarts nothing.
+  placements and stops, moves and restarts nothing; the upgrading label is read by
+  the controller (nothing on the machine moves) and changes nothing by being written.
 * "Running workloads" in the sentences are the reservations in the ledger
   ConfigMap (the authority for what each card holds).
 * A policy label or ConfigMap value that is neither ``pack`` nor ``spread``
@@ -33,10 +35,13 @@ from nodeau.domain.reservations import Ledger
 from nodeau.domain.scheduling import (
     DrainChange,
     SettingsChange,
+    UpgradeChange,
     change_fleet_policy,
     set_machine_policy,
 )
+from nodeau.domain.scheduling import clear_upgrading as clear_upgrading_change
 from nodeau.domain.scheduling import drain as drain_change
+from nodeau.domain.scheduling import mark_upgrading as mark_upgrading_change
 from nodeau.domain.scheduling import undrain as undrain_change
 from nodeau.ports.cluster import MarkedFleet, UnknownMachine
 
@@ -126,6 +131,25 @@ def undrain(api: Any, node: str) -> DrainChange:
     return change
 
 
+def mark_upgrading(api: Any, node: str) -> UpgradeChange:
+    """Label a Node upgrading; the controller moves nothing on it while the label holds."""
+    marks = read_marks(api)
+    _known(marks, node)
+    running = len(read_ledger(api).on_machine(node))
+    change = mark_upgrading_change(marks.upgrading, node, running, alone=False)
+    _patch_node(api, node, {r.UPGRADING_LABEL: TRUE}, {})
+    return change
+
+
+def clear_upgrading(api: Any, node: str) -> UpgradeChange:
+    """Remove a Node's upgrading label; nothing moves because of it."""
+    marks = read_marks(api)
+    _known(marks, node)
+    change = clear_upgrading_change(marks.upgrading, node, alone=False)
+    _patch_node(api, node, {r.UPGRADING_LABEL: None}, {})
+    return change
+
+
 def set_policy(api: Any, policy: Policy, node: str | None = None) -> SettingsChange:
     """Set the fleet-wide policy (ConfigMap, created when absent) or one Node's override."""
     marks = read_marks(api)
@@ -196,3 +220,9 @@ class KubeFleetMarks:
 
     def set_policy(self, policy: Policy, machine: str | None = None) -> SettingsChange:
         return set_policy(self._api, policy, machine)
+
+    def mark_upgrading(self, machine: str) -> UpgradeChange:
+        return mark_upgrading(self._api, machine)
+
+    def clear_upgrading(self, machine: str) -> UpgradeChange:
+        return clear_upgrading(self._api, machine)

@@ -8,6 +8,7 @@ uses it, so ``nodeau --help`` and ``nodeau ps`` on an empty home import little.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -46,6 +47,7 @@ __all__ = [
     "settings",
     "settings_from",
     "shipped_catalog",
+    "this_platform",
     "utc_now",
 ]
 
@@ -53,6 +55,13 @@ __all__ = [
 def settings() -> Settings:
     """The settings of this command, read from the environment."""
     return settings_from(os.environ)
+
+
+def this_platform() -> str:
+    """The operating system this command runs on (``sys.platform``), read here only: what
+    depends on it (``join``, ``environment``) takes it as a value, so a test on Linux can
+    give "darwin"."""
+    return sys.platform
 
 
 class LazyMachineParts:

@@ -5,15 +5,13 @@ Decisions recorded here:
 * ``invite`` creates a standard bootstrap token through the API and prints, on
   stdout and alone, the command to run on the new machine, with the cluster CA's
   pin as kubeadm computes it; what was created and when it expires go to stderr.
-* ``join`` checks the token's and the pin's shape first (one line each), then
-  performs the node-join step with ``kubeadm`` when it is on PATH, or prints
-  the step exactly and says it did not run it (always so with ``--dry-run``).
-  A kubeadm that fails stops the join: nothing is registered.
-* Registering writes ``$NODEAU_HOME/plane.json`` (this machine's ``nodeau`` now
-  acts on the fleet, with the kubeconfig given or the default one), then
-  publishes this machine's first agent report once, unless ``--dry-run``. A
-  cluster that cannot take the report yet is a warning: the agent reports when
-  it starts.
+* ``join`` refuses on a Mac (never a fleet node), then checks the token's and pin's
+  shape; then, before anything runs, the kubeconfig must reach the cluster and trust
+  the CA the pin names, so kubeadm never joins a machine nodeau could not then use.
+* The node-join step runs with ``kubeadm`` on PATH (skipped for a machine already a
+  Node). Only a machine that joined is registered (``plane.json`` written, its first
+  agent report published once); anything else (``--dry-run``, no kubeadm, a failed
+  step, a wrong pin, no kubeconfig that reaches) writes nothing and says what next.
 """
 
 from __future__ import annotations
@@ -21,17 +19,21 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Protocol
 from urllib.parse import urlsplit
 
+from attrs import frozen
 from cyclopts import Parameter
 from returns.result import Failure, Success
 
-from nodeau.apps.cli.cluster_plane import PlaneChoice, open_cluster, write_plane_file
+from nodeau.apps.cli.cluster_plane import KUBERNETES, PlaneChoice, open_cluster, write_plane_file
 from nodeau.apps.cli.errors import SettingsError
-from nodeau.ports.cluster import BootstrapToken, MachineReports
+from nodeau.domain.platforms import join_refusal
+from nodeau.ports.cluster import BootstrapToken, BootstrapTokens, FleetMarks, MachineReports
+from nodeau.ports.errors import NodeauError
 
 DEFAULT_API_PORT = 6443
 
@@ -98,6 +100,47 @@ def invite(*, ttl: str = "24h") -> int:
     return 0
 
 
+class JoiningCluster(Protocol):
+    """The fleet's ports ``join`` uses: the CA its kubeconfig trusts, its Nodes, its reports."""
+
+    @property
+    def tokens(self) -> BootstrapTokens: ...
+
+    @property
+    def marks(self) -> FleetMarks: ...
+
+    @property
+    def reports(self) -> MachineReports: ...
+
+
+@frozen(kw_only=True)
+class JoinAsk:
+    """What ``nodeau join`` was given (the kubeconfig made absolute)."""
+
+    server: str
+    token: str
+    ca_cert_hash: str
+    kubeconfig: Path
+    dry_run: bool
+
+
+@frozen(kw_only=True)
+class ThisMachine:
+    """This machine as ``join`` meets it, built by the command (a test gives its own)."""
+
+    platform: str  # sys.platform's value, read by the composition root
+    home: Path  # NODEAU_HOME: where the plane file is written
+    machine: str  # this machine's name, a Node's name once it has joined
+    kubeadm: str | None  # kubeadm on PATH; None when it is not there
+    run_step: Callable[[list[str]], int]  # runs the node-join step; its exit status
+    open_fleet: Callable[[Path], JoiningCluster]  # the fleet through this kubeconfig
+    publish_report: Callable[[MachineReports], str]  # the first report, once; the machine
+
+
+class NotJoined(NodeauError):
+    """This machine did not join the fleet: why, and what to do next; nothing was written."""
+
+
 def join(
     server: str,
     /,
@@ -120,64 +163,120 @@ def join(
     kubeconfig
         The kubeconfig this machine's nodeau uses for the fleet (default: kubectl's).
     dry_run
-        Print the node-join step instead of running it, and publish no report.
+        Check everything and print the node-join step; run and write nothing.
     """
-    from nodeau.adapters.kube.bootstrap_tokens import parse_ca_hash, parse_token
-    from nodeau.apps.cli.bootstrap import settings
+    from nodeau.apps.cli.bootstrap import settings, this_platform
 
-    match parse_token(token):
+    s = settings()
+    ask = JoinAsk(
+        server=server,
+        token=token,
+        ca_cert_hash=ca_cert_hash,
+        kubeconfig=(kubeconfig or default_kubeconfig()).expanduser().absolute(),
+        dry_run=dry_run,
+    )
+    here = ThisMachine(
+        platform=this_platform(),
+        home=s.home,
+        machine=s.machine,
+        kubeadm=shutil.which("kubeadm"),
+        run_step=lambda step: subprocess.run(step, check=False).returncode,
+        open_fleet=lambda config: open_cluster(
+            PlaneChoice(plane=KUBERNETES, origin="nodeau join", kubeconfig=config)
+        ),
+        publish_report=report_once,
+    )
+    return join_fleet(ask, here)
+
+
+def join_fleet(ask: JoinAsk, here: ThisMachine) -> int:
+    """Join ``here`` to the fleet ``ask`` names and register it; NotJoined, with nothing
+    written, when it cannot be (a Mac, the step not run or failed, the pin or the
+    kubeconfig wrong)."""
+    from nodeau.adapters.kube.bootstrap_tokens import parse_ca_hash, parse_token
+
+    refusal = join_refusal(here.platform)
+    if refusal is not None:
+        raise NotJoined(refusal)
+    match parse_token(ask.token):
         case Success(BootstrapToken() as checked):
             pass
         case Failure(str() as problem):
             raise SettingsError(problem)
-    match parse_ca_hash(ca_cert_hash):
+    match parse_ca_hash(ask.ca_cert_hash):
         case Success(str() as pin):
             pass
         case Failure(str() as problem):
             raise SettingsError(problem)
-    step = join_step(server, checked.text, pin)
+    step = join_step(ask.server, checked.text, pin)
+    cluster, nodes = reached(ask.kubeconfig, pin, here.open_fleet)
     shown = " ".join(step)
-    if dry_run:
+    if here.machine in nodes:
+        print(f"node-join step: not needed, {here.machine} is already a Node of this cluster")
+    elif ask.dry_run:
         print(f"node-join step (not run: --dry-run): {shown}")
-    elif shutil.which("kubeadm") is None:
-        print(f"node-join step (not run: kubeadm is not on PATH; run it as root here): {shown}")
+    elif here.kubeadm is None:
+        print(f"node-join step (not run: kubeadm is not on PATH): {shown}")
+        raise NotJoined(
+            "the node-join step did not run (kubeadm is not on PATH): run the step above as "
+            "root on this machine, then this nodeau join again; nothing was written"
+        )
     else:
         print(f"node-join step: {shown}", flush=True)
-        done = subprocess.run(step, check=False)
-        if done.returncode != 0:
-            print(
-                f"nodeau: kubeadm join failed (exit {done.returncode}); "
-                "this machine was not registered",
-                file=sys.stderr,
+        status = here.run_step(step)
+        if status != 0:
+            raise NotJoined(
+                f"kubeadm join failed (exit {status}): see what it said above, then run "
+                "nodeau join again; nothing was written"
             )
-            return 1
-    config = (kubeconfig or default_kubeconfig()).expanduser().absolute()
-    path = write_plane_file(settings().home, kubeconfig=config, context=None)
+    if ask.dry_run:
+        print(
+            f"dry run: {ask.kubeconfig} reaches the cluster and its CA matches the pin; "
+            "nothing was run or written (without --dry-run, nodeau join joins this machine)"
+        )
+        return 0
+    path = write_plane_file(here.home, kubeconfig=ask.kubeconfig, context=None)
     print(
         f"registered: nodeau on this machine now acts on the fleet on Kubernetes ({path}; "
         "NODEAU_PLANE=machine overrides it for one command)"
     )
-    if not config.is_file():
-        print(f"note: {config} does not exist yet; put the fleet's kubeconfig there")
-    if dry_run:
-        print("agent report: not published (--dry-run); the agent reports when it starts")
-        return 0
-    from nodeau.apps.cli.bootstrap import plane_choice
-
-    return publish_first_report(plane_choice())
-
-
-def publish_first_report(choice: PlaneChoice) -> int:
-    """Publish this machine's agent report once; a warning when the cluster cannot take it."""
-    from nodeau.ports.errors import NodeauError
-
     try:
-        machine = report_once(open_cluster(choice).reports)
+        machine = here.publish_report(cluster.reports)
     except NodeauError as exc:
         print(f"agent report: not published ({exc.one_line()}); the agent reports when it starts")
         return 0
     print(f"agent report: published for {machine}; the agent keeps it fresh once it runs")
     return 0
+
+
+def reached(
+    config: Path, pin: str, open_fleet: Callable[[Path], JoiningCluster]
+) -> tuple[JoiningCluster, tuple[str, ...]]:
+    """The fleet ``config`` reaches and its Nodes, when it answers and trusts the CA ``pin``
+    names; NotJoined saying what to do otherwise (nothing has run yet)."""
+    try:
+        cluster = open_fleet(config)
+        nodes = cluster.marks.read().nodes
+    except NodeauError as exc:
+        raise NotJoined(
+            f"no kubeconfig here reaches the fleet ({exc.one_line()}): put the fleet's "
+            f"kubeconfig at {config} or give --kubeconfig, then run nodeau join again; "
+            "nothing was run or written"
+        ) from exc
+    try:
+        trusted = cluster.tokens.ca_pin()
+    except NodeauError as exc:
+        raise NotJoined(
+            f"--ca-cert-hash cannot be checked against {config} ({exc.one_line()}); "
+            "nothing was run or written"
+        ) from exc
+    if trusted != pin:
+        raise NotJoined(
+            f"--ca-cert-hash is not the CA of the cluster {config} reaches (its pin is "
+            f"{trusted}): the kubeconfig is for another cluster or the pin was mistyped; "
+            "use the command nodeau fleet invite printed; nothing was run or written"
+        )
+    return cluster, nodes
 
 
 def report_once(reports: MachineReports) -> str:

@@ -46,7 +46,8 @@ def build_app() -> App:
         ("stop", "Stop a workload's endpoint (--workload: the model too, freeing its card)."),
         ("environment", "What this machine has, read-only."),
     ):
-        app.command(f"nodeau.apps.cli.serving:{command}", name=command, help=words)
+        module = "environment" if command == "environment" else "serving"
+        app.command(f"nodeau.apps.cli.{module}:{command}", name=command, help=words)
     for group, words in (
         ("service", "Explain a service's admission."),
         ("placement", "Explain a workload's placement."),

@@ -96,7 +96,7 @@ def list_builds(*, json: bool = False) -> int:
     json
         Print the builds as JSON.
     """
-    from nodeau.apps.cli.serving import server_line
+    from nodeau.apps.cli.environment import server_line
 
     builds = _builder(None).builds()
     if json:

@@ -1,11 +1,11 @@
-"""``nodeau run``, ``stop``, ``service explain``, ``placement explain``,
-``environment`` and ``fleet list``: written once against the ``Plane``.
+"""``nodeau run``, ``stop``, ``service explain``, ``placement explain`` and
+``fleet list``: written once against the ``Plane``.
 
 The plane (this machine, or a fleet on Kubernetes) is chosen once by the
 composition root (``bootstrap.plane``); every command prints the same text
 and the same JSON shape on both. A refusal prints its kind, code and
-sentence, exits 2 and creates nothing. ``environment`` always reads this
-machine. ``nodeau ps`` has its own light module, ``ps_command``.
+sentence, exits 2 and creates nothing. ``environment`` (always this machine)
+is ``cli.environment``; ``nodeau ps`` has its own light module, ``ps_command``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from attrs import frozen
 from cyclopts import App, Parameter
 
 from nodeau.apps.cli.render import size, table, to_json
-from nodeau.domain.hardware import MachineReading
-from nodeau.domain.model_server import ServerAbilities
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -40,6 +38,11 @@ fleet_app.command(
     "nodeau.apps.cli.cluster_join:invite",
     name="invite",
     help="Create a bootstrap token and print the command that joins a new machine.",
+)
+fleet_app.command(
+    "nodeau.apps.cli.upgrade:upgrade",
+    name="upgrade",
+    help="Mark a machine upgrading (nothing on it moves), or --done to take the mark off.",
 )
 
 REFUSED = 2
@@ -332,97 +335,6 @@ def placement_explain(name: str, /, *, json: bool = False) -> int:
     return 0
 
 
-def environment(*, json: bool = False) -> int:
-    """What this machine has, read-only: its GPUs by UUID, or why it has none.
-
-    Parameters
-    ----------
-    json
-        Print the reading as JSON; its "server" says the model server line as fields:
-        line, found, name, version, uses ("CPU only", "CUDA (...)"), cpu_only, backends,
-        program, reason, and abilities (what the binary said, devices included).
-    """
-    import json as json_module
-
-    from nodeau.apps.cli.bootstrap import settings
-    from nodeau.apps.machine import inventory_for
-
-    s = settings()
-    reading = inventory_for(s.machine, s.simulated_gpus).read()
-    server = server_reading(reading)
-    if json:
-        document = json_module.loads(to_json(reading))
-        document["server"] = json_module.loads(to_json(server))
-        print(json_module.dumps(document, indent=2))
-        return 0
-    print(f"machine  {reading.machine}{' (SIMULATED hardware)' if reading.simulated else ''}")
-    print(f"note     {reading.note}")
-    print(f"server   {server.line}")
-    if server.program:
-        print(f"         {server.program}: {server.reason}")
-    rows = [
-        (r.gpu.uuid, r.gpu.model, size(r.gpu.total_bytes), size(r.free_bytes), r.driver_version)
-        for r in reading.gpus
-    ]
-    if rows:
-        print(table(("GPU", "MODEL", "TOTAL", "FREE (READING)", "DRIVER"), rows))
-    return 0
-
-
-@frozen(kw_only=True)
-class ServerReading:
-    """The model server ``run`` would start here: what it can use, in one line, which
-    program and why it was chosen; or, with no program, why there is none."""
-
-    line: str
-    found: bool = False  # whether there is a model server to start
-    name: str | None = None  # "llama-server"
-    version: str | None = None  # as the binary names itself
-    uses: str | None = None  # the line's end: "CPU only", "CUDA (CUDA0 ...)", ...
-    cpu_only: bool | None = None  # None: it could not be asked, or there is none
-    backends: tuple[str, ...] = ()  # besides the CPU's, e.g. ("CUDA",)
-    program: str | None = None
-    reason: str | None = None
-    abilities: ServerAbilities | None = None
-
-
-def server_reading(reading: MachineReading | None = None) -> ServerReading:
-    """Which model server ``run`` would start on this machine and what it can use (asked of
-    the binary itself); or why there is none, naming ``nodeau server install``."""
-    from nodeau.apps.cli.bootstrap import settings
-    from nodeau.apps.machine import inventory_for, model_server, server_abilities
-    from nodeau.domain.model_server import abilities_text
-    from nodeau.ports.errors import NodeauError
-
-    s = settings()
-    reading = reading or inventory_for(s.machine, s.simulated_gpus).read()
-    try:
-        real = bool(reading.real_cards)
-        choice = model_server(s.environ, prefer_cuda=real)
-        abilities = server_abilities(choice, reading, s.environ)
-    except NodeauError as exc:
-        return ServerReading(line=exc.one_line())
-    line = abilities_text(abilities)
-    return ServerReading(
-        line=line,
-        found=True,
-        name=abilities.server,
-        version=abilities.version,
-        uses=line.removeprefix(f"{abilities.server} {abilities.version}: "),
-        cpu_only=abilities.cpu_only if abilities.known else None,
-        backends=abilities.backends,
-        program=str(choice.program),
-        reason=choice.reason,
-        abilities=abilities,
-    )
-
-
-def server_line() -> str:
-    """Which model server ``run`` would start, what it can use and why; or why there is none."""
-    server = server_reading()
-    return server.line if server.program is None else f"{server.line} ({server.program})"
-
-
 @fleet_app.command(name="list")
 def fleet_list(*, json: bool = False) -> int:
     """The machines of this fleet: their health, marks, policy and cards.
@@ -449,6 +361,7 @@ def fleet_lines(listing: FleetListing) -> list[str]:
             m.machine + (" (control plane)" if m.control_plane else ""),
             m.health,
             "yes" if m.drained else "no",
+            "yes" if m.upgrading else "no",
             m.policy + (" (own)" if m.policy_from == "its own override" else ""),
             {None: "-", True: "yes", False: "no"}[m.simulated],
             gpus_text(m),
@@ -458,7 +371,7 @@ def fleet_lines(listing: FleetListing) -> list[str]:
     lines = [
         f"plane: {listing.plane}",
         f"fleet policy: {listing.fleet_policy} (new placements only)",
-        table(("MACHINE", "HEALTH", "DRAINED", "POLICY", "SIMULATED", "GPUS"), rows),
+        table(("MACHINE", "HEALTH", "DRAINED", "UPGRADING", "POLICY", "SIMULATED", "GPUS"), rows),
     ]
     notes = [
         f"  {m.machine}: {m.health_sentence}"

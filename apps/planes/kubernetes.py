@@ -90,6 +90,7 @@ from nodeau.apps.planes.plane import (
     RunOutcome,
     Started,
     Undecided,
+    UpgradeMark,
     WorkloadView,
 )
 from nodeau.apps.planes.recovery import choice_of, fleet_listing, refuse_batch
@@ -805,6 +806,14 @@ class KubernetesPlane:
     def set_policy(self, policy: Policy, node: str | None) -> str:
         self._permit("set-policy")
         return self._cluster.marks.set_policy(policy, node).sentence
+
+    def mark_upgrading(self, node: str, *, upgrading: bool) -> UpgradeMark:
+        self._permit("mark-upgrading")
+        marks = self._cluster.marks
+        change = marks.mark_upgrading(node) if upgrading else marks.clear_upgrading(node)
+        return UpgradeMark(
+            plane=self.description, machine=node, upgrading=upgrading, sentence=change.sentence
+        )
 
     # -- batch jobs
 

@@ -20,7 +20,8 @@ Decisions recorded here:
   when it brings an endpoint back.
 * Drain, undrain and policy work on a fleet of one too, as the concepts say:
   draining this machine refuses new work (``capacity.no-eligible-machine``)
-  and touches nothing running.
+  and touches nothing running. The upgrading mark is kept as drain's is and
+  shown by ``fleet list``; on one machine nothing moves anyway.
 * A model server is supervised by its workload's endpoint (a batch job's: its worker),
   which records it ``restarting`` when it ends. ``ps`` also looks at each serving or
   running workload's server itself (the runtime's ``alive``): one found gone is shown
@@ -71,6 +72,7 @@ from nodeau.apps.planes.plane import (
     RunAsk,
     RunOutcome,
     Started,
+    UpgradeMark,
     WorkloadView,
 )
 from nodeau.apps.settings import Settings
@@ -754,7 +756,7 @@ class MachinePlane:
             health=HEALTH,
             health_sentence=None,
             drained=machine in marks.drained,
-            upgrading=False,
+            upgrading=machine in marks.upgrading,
             control_plane=True,
             policy=marks.settings.policy_for(machine).value,
             policy_from="its own override" if machine in overrides else "the fleet policy",
@@ -793,6 +795,21 @@ class MachinePlane:
         change = undrain(self._parts.marks.read().drained, node)
         self._parts.marks.change(lambda m: evolve(m, drained=m.drained - {node}))
         return change.sentence
+
+    def mark_upgrading(self, node: str, *, upgrading: bool) -> UpgradeMark:
+        from nodeau.domain.scheduling import clear_upgrading, mark_upgrading
+
+        self._permit("mark-upgrading")
+        self._known(node)
+        marked = self._parts.marks.read().upgrading
+        if upgrading:
+            running = len(self._ledger().on_machine(node))
+            change = mark_upgrading(marked, node, running, alone=True)
+            self._parts.marks.change(lambda m: evolve(m, upgrading=m.upgrading | {node}))
+        else:
+            change = clear_upgrading(marked, node, alone=True)
+            self._parts.marks.change(lambda m: evolve(m, upgrading=m.upgrading - {node}))
+        return UpgradeMark(plane=PLANE, machine=node, upgrading=upgrading, sentence=change.sentence)
 
     def set_policy(self, policy: Policy, node: str | None) -> str:
         from nodeau.domain.scheduling import change_fleet_policy, set_machine_policy

@@ -86,6 +86,17 @@ class FleetListing:
 
 
 @frozen(kw_only=True)
+class UpgradeMark:
+    """What ``nodeau fleet upgrade`` did: the machine, whether it is marked now, and the
+    domain's sentence saying that nothing was restarted or moved."""
+
+    plane: str
+    machine: str
+    upgrading: bool
+    sentence: str
+
+
+@frozen(kw_only=True)
 class RunAsk:
     """What ``nodeau run`` asks for."""
 
@@ -416,6 +427,12 @@ class Plane(Protocol):
 
     def set_policy(self, policy: Policy, node: str | None) -> str:
         """The fleet-wide policy, or one machine's override; new placements only."""
+        ...
+
+    def mark_upgrading(self, node: str, *, upgrading: bool) -> UpgradeMark:
+        """Mark a machine upgrading (``upgrading``) or take the mark off: while it holds,
+        nothing on the machine moves and nothing new is placed there (on one machine nothing
+        moves anyway). Marking restarts and moves nothing."""
         ...
 
     def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:

@@ -24,7 +24,14 @@ from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.scheduling import change_fleet_policy, drain, set_machine_policy, undrain
+from nodeau.domain.scheduling import (
+    change_fleet_policy,
+    clear_upgrading,
+    drain,
+    mark_upgrading,
+    set_machine_policy,
+    undrain,
+)
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, ServerExit, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import (
@@ -523,6 +530,28 @@ def test_marks_start_empty_and_drain_and_policy_say_what_they_touch(cluster: Har
         lambda: cluster.marks.drain("m9", START),
         lambda: cluster.marks.undrain("m9"),
         lambda: cluster.marks.set_policy(Policy.PACK, "m9"),
+    ):
+        with pytest.raises(UnknownMachine, match=r"^no machine called 'm9' in the cluster"):
+            unknown()
+
+
+def test_the_upgrading_mark_is_set_read_as_a_signal_and_taken_off(cluster: Harness) -> None:
+    cluster.add_node("m1")
+    cluster.add_node("m2")
+    cluster.objects.create(service())
+    admitted(cluster)  # one workload on m1
+    assert cluster.marks.mark_upgrading("m1") == mark_upgrading(frozenset(), "m1", 1, alone=False)
+    assert cluster.marks.read().upgrading == frozenset({"m1"})
+    signals = cluster.reports.signals()  # what the controller's health pass reads
+    assert (signals["m1"].upgrading, signals["m2"].upgrading) == (True, False)
+    assert cluster.marks.clear_upgrading("m1") == clear_upgrading(
+        frozenset({"m1"}), "m1", alone=False
+    )
+    assert cluster.marks.read().upgrading == frozenset()
+    assert not cluster.reports.signals()["m1"].upgrading
+    for unknown in (
+        lambda: cluster.marks.mark_upgrading("m9"),
+        lambda: cluster.marks.clear_upgrading("m9"),
     ):
         with pytest.raises(UnknownMachine, match=r"^no machine called 'm9' in the cluster"):
             unknown()

@@ -36,7 +36,7 @@ from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.ports.state import Admission, Snapshot, WorkloadRecord
 from tests.support.admissions import decider, fleet_of
 from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster
+from tests.support.kube_cluster import Cluster, write_kubeconfig
 from tests.support.kube_nodes import create_kwok_nodes, wait_for
 from tests.support.kube_store import plant
 
@@ -159,11 +159,11 @@ def test_fleet_list_shows_nodes_reports_health_marks_and_held_cards(
     assert lines[0] == "plane: " + banner(cluster).removeprefix("nodeau: ")
     assert lines[1] == "fleet policy: pack (new placements only)"
     rows = {line.split()[0]: line for line in lines[3:]}
-    assert rows["n1"].split()[1:5] == ["reporting", "no", "pack", "yes"]
+    assert rows["n1"].split()[1:6] == ["reporting", "no", "no", "pack", "yes"]
     assert f"{held} (24.00 GiB, held by chat)" in rows["n1"]
     assert f"{free} (24.00 GiB, free)" in rows["n1"]
     assert "not yet assessed" in rows["n2"] and "no agent report yet" in rows["n2"]
-    assert rows["n2"].split()[4] == "yes"  # drained
+    assert rows["n2"].split()[4:6] == ["yes", "no"]  # drained, not upgrading
 
     listing = cli.json("fleet", "list")
     assert isinstance(listing, dict)
@@ -291,12 +291,12 @@ def test_invite_creates_a_bootstrap_token_and_prints_the_join_command(
     client.CoreV1Api(api).delete_namespaced_secret(f"bootstrap-token-{token_id}", "kube-system")
 
 
-def test_join_dry_run_prints_the_step_and_makes_nodeau_act_on_the_fleet(
+def test_join_dry_run_checks_the_cluster_prints_the_step_and_writes_nothing(
     cluster: Cluster, api: client.ApiClient, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
-    machine_cli = Cli(home, timeout_s=120)  # no NODEAU_PLANE: the plane file decides
-    pin = "sha256:" + "ab" * 32
+    machine_cli = Cli(home, timeout_s=120)  # no NODEAU_PLANE: the plane file would decide
+    pin = openssl_pin(cluster.ca_file)
     done = machine_cli(
         "join", cluster.server, "--token", "abcdef.0123456789abcdef", "--ca-cert-hash", pin,
         "--kubeconfig", str(cluster.kubeconfig), "--dry-run",
@@ -307,17 +307,16 @@ def test_join_dry_run_prints_the_step_and_makes_nodeau_act_on_the_fleet(
         f"kubeadm join {endpoint} --token abcdef.0123456789abcdef "
         f"--discovery-token-ca-cert-hash {pin}"
     )
-    assert done.stdout.splitlines()[0] == f"node-join step (not run: --dry-run): {step}"
-    plane = json.loads((home / "plane.json").read_text())
-    assert plane == {"plane": "kubernetes", "kubeconfig": str(cluster.kubeconfig), "context": None}
-
-    listed = machine_cli("fleet", "list")
-    assert listed.returncode == 0, listed.stderr
-    assert listed.stderr.splitlines() == [banner(cluster)]
-    forced = Cli(home, timeout_s=120, NODEAU_PLANE="machine", NODEAU_SIMULATED_GPUS="1 x 8 GiB")
-    local = forced("fleet", "list")
-    assert local.returncode == 0 and local.stderr == ""
-    assert local.stdout.startswith("plane: one machine")
+    assert done.stdout.splitlines() == [
+        f"node-join step (not run: --dry-run): {step}",
+        f"dry run: {cluster.kubeconfig} reaches the cluster and its CA matches the pin; "
+        "nothing was run or written (without --dry-run, nodeau join joins this machine)",
+    ]
+    assert not (home / "plane.json").exists()
+    assert read_reports(api) == ()  # no report was published either
+    listed = Cli(home, timeout_s=120, NODEAU_SIMULATED_GPUS="1 x 8 GiB")("fleet", "list")
+    assert listed.returncode == 0 and listed.stderr == ""
+    assert listed.stdout.startswith("plane: one machine")  # still this machine alone
 
 
 def test_join_calls_the_kubeadm_on_path_with_the_join_step_and_publishes_the_first_report(
@@ -328,11 +327,12 @@ def test_join_calls_the_kubeadm_on_path_with_the_join_step_and_publishes_the_fir
     fake = bin_dir / "kubeadm"
     fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {calls}\n')
     fake.chmod(0o755)
+    home = tmp_path / "home"
     joining = Cli(
-        tmp_path / "home", timeout_s=120, NODEAU_SIMULATED_GPUS="2 x 16 GiB",
+        home, timeout_s=120, NODEAU_SIMULATED_GPUS="2 x 16 GiB",
         PATH=f"{bin_dir}:/usr/bin:/bin",
     )  # fmt: skip
-    pin = "sha256:" + "0f" * 32
+    pin = openssl_pin(cluster.ca_file)
     done = joining(
         "join", cluster.server, "--token", "abcdef.0123456789abcdef", "--ca-cert-hash", pin,
         "--kubeconfig", str(cluster.kubeconfig),
@@ -347,6 +347,69 @@ def test_join_calls_the_kubeadm_on_path_with_the_join_step_and_publishes_the_fir
     reports = {rep.machine: rep for rep in read_reports(api)}
     assert [len(reports["testbox"].reading.gpus)] == [2]
     assert reports["testbox"].reading.simulated
+    plane = json.loads((home / "plane.json").read_text())
+    assert plane == {"plane": "kubernetes", "kubeconfig": str(cluster.kubeconfig), "context": None}
+
+    listed = joining("fleet", "list")  # no NODEAU_PLANE: the plane file decides
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stderr.splitlines() == [banner(cluster)]
+    forced = Cli(home, timeout_s=120, NODEAU_PLANE="machine", NODEAU_SIMULATED_GPUS="1 x 8 GiB")
+    local = forced("fleet", "list")
+    assert local.returncode == 0 and local.stderr == ""
+    assert local.stdout.startswith("plane: one machine")
+
+
+def recording_kubeadm(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A PATH whose kubeadm records that it was called, and where it records it."""
+    bin_dir, calls = tmp_path / "bin", tmp_path / "kubeadm-calls"
+    bin_dir.mkdir()
+    fake = bin_dir / "kubeadm"
+    fake.write_text(f"#!/bin/sh\ntouch {calls}\n")
+    fake.chmod(0o755)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin"}, calls
+
+
+def test_join_with_a_pin_that_is_not_the_clusters_runs_nothing_and_writes_nothing(
+    cluster: Cluster, api: client.ApiClient, tmp_path: Path
+) -> None:
+    path, calls = recording_kubeadm(tmp_path)
+    home = tmp_path / "home"
+    pin, wrong = openssl_pin(cluster.ca_file), "sha256:" + "ab" * 32
+    done = Cli(home, timeout_s=120, **path)(
+        "join", cluster.server, "--token", "abcdef.0123456789abcdef", "--ca-cert-hash", wrong,
+        "--kubeconfig", str(cluster.kubeconfig),
+    )  # fmt: skip
+    assert one_line_error(done) == (
+        f"nodeau: --ca-cert-hash is not the CA of the cluster {cluster.kubeconfig} reaches (its "
+        f"pin is {pin}): the kubeconfig is for another cluster or the pin was mistyped; use the "
+        "command nodeau fleet invite printed; nothing was run or written"
+    )
+    assert "registered" not in done.stdout
+    assert not calls.exists() and not (home / "plane.json").exists()
+    assert read_reports(api) == ()
+
+
+def test_join_with_no_kubeconfig_that_reaches_the_cluster_runs_nothing_and_writes_nothing(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    path, calls = recording_kubeadm(tmp_path)
+    home, closed = tmp_path / "home", tmp_path / "closed-port"
+    write_kubeconfig(  # the cluster's own CA, so only the answer is missing
+        closed, server="https://127.0.0.1:9", ca_file=cluster.ca_file, token="x", user="someone"
+    )
+    for config in (closed, tmp_path / "no-such-kubeconfig"):
+        done = Cli(home, timeout_s=120, **path)(
+            "join", cluster.server, "--token", "abcdef.0123456789abcdef",
+            "--ca-cert-hash", openssl_pin(cluster.ca_file), "--kubeconfig", str(config),
+        )  # fmt: skip
+        line = one_line_error(done)
+        assert line.startswith("nodeau: no kubeconfig here reaches the fleet ("), line
+        assert line.endswith(
+            f"): put the fleet's kubeconfig at {config} or give --kubeconfig, then run nodeau "
+            "join again; nothing was run or written"
+        )
+        assert "registered" not in done.stdout
+        assert not calls.exists() and not (home / "plane.json").exists()
 
 
 @pytest.mark.parametrize(

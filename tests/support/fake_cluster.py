@@ -40,7 +40,10 @@ from nodeau.domain.reservations import Ledger
 from nodeau.domain.scheduling import (
     DrainChange,
     SettingsChange,
+    UpgradeChange,
     change_fleet_policy,
+    clear_upgrading,
+    mark_upgrading,
     set_machine_policy,
 )
 from nodeau.domain.scheduling import drain as drain_change
@@ -127,6 +130,21 @@ class FakeFleetMarks:
         node = self._node(machine)
         change = undrain_change(marks.drained, machine)
         node.drained, node.drained_at = False, None
+        return change
+
+    def mark_upgrading(self, machine: str) -> UpgradeChange:
+        marks = self.read()
+        node = self._node(machine)
+        running = len(self._cluster.ledger.read().on_machine(machine))
+        change = mark_upgrading(marks.upgrading, machine, running, alone=False)
+        node.upgrading = True
+        return change
+
+    def clear_upgrading(self, machine: str) -> UpgradeChange:
+        marks = self.read()
+        node = self._node(machine)
+        change = clear_upgrading(marks.upgrading, machine, alone=False)
+        node.upgrading = False
         return change
 
     def set_policy(self, policy: Policy, machine: str | None = None) -> SettingsChange:

@@ -75,6 +75,7 @@ def test_codes_are_stable() -> None:
         "invite-machine",
         "install-plan",
         "set-organisation",
+        "mark-upgrading",
     ]
 
 
@@ -100,6 +101,7 @@ def test_permission_matrix(role: Role, action: Action) -> None:
         (Action.DRAIN, (Role.ADMIN,)),
         (Action.SET_POLICY, (Role.ADMIN,)),
         (Action.INVITE_MACHINE, (Role.ADMIN,)),
+        (Action.MARK_UPGRADING, (Role.ADMIN,)),
         (Action.PULL_MODEL, (Role.OPERATOR, Role.ADMIN)),
     ],
 )

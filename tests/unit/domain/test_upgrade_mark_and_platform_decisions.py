@@ -1,0 +1,49 @@
+"""The domain's two decisions behind the fleet edges: what marking a machine upgrading (or
+taking the mark off) changes and says, and which platform may be a fleet node."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodeau.domain.platforms import join_refusal, serving
+from nodeau.domain.scheduling import clear_upgrading, mark_upgrading
+
+names = st.frozensets(st.sampled_from(["m1", "m2", "m3", "garage"]), max_size=4)
+
+
+@given(marked=names, machine=st.sampled_from(["m1", "garage"]), alone=st.booleans())
+def test_marking_adds_only_that_machine_and_clearing_removes_only_it(
+    marked: frozenset[str], machine: str, alone: bool
+) -> None:
+    assert mark_upgrading(marked, machine, 0, alone=alone).upgrading == marked | {machine}
+    assert clear_upgrading(marked, machine, alone=alone).upgrading == marked - {machine}
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_the_mark_says_what_runs_there_is_not_stopped_moved_or_restarted(alone: bool) -> None:
+    said = mark_upgrading(frozenset(), "m1", 2, alone=alone).sentence
+    assert said.startswith("m1 is marked upgrading")
+    assert said.endswith("its 2 running workload(s) are not stopped, moved or restarted")
+    # one machine: nothing moves anyway; a fleet: nothing moves or is placed there
+    assert ("on one machine nothing moves anyway" in said) is alone
+    assert ("nothing on it moves and nothing new is placed there" in said) is not alone
+
+
+def test_taking_off_a_mark_that_is_not_there_says_nothing_changed() -> None:
+    for alone in (True, False):
+        change = clear_upgrading(frozenset({"m2"}), "m1", alone=alone)
+        assert change.sentence == "m1 was not marked upgrading; nothing changed"
+        assert change.upgrading == frozenset({"m2"})
+
+
+@pytest.mark.parametrize(
+    ("platform", "fleet_node"),
+    [("darwin", False), ("linux", True)],
+)
+def test_only_a_mac_is_never_a_fleet_node(platform: str, fleet_node: bool) -> None:
+    assert serving(platform).fleet_node is fleet_node
+    assert (join_refusal(platform) is None) is fleet_node
+    if not fleet_node:
+        assert "standalone, on its own execution plane" in serving(platform).sentence
