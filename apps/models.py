@@ -7,7 +7,7 @@ is one line for a person.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -175,12 +175,24 @@ class Resolved:
         return display_name(self.asked, self.names, self.artifact.id.hex)
 
 
-def known_here(book: AliasBook, catalog: Catalog) -> dict[Sha256, Artifact]:
-    """Every artifact this machine knows: the catalog's and the registry's."""
-    return {
+def known_here(
+    book: AliasBook, catalog: Catalog, held: Iterable[CachedFile] = ()
+) -> dict[Sha256, Artifact]:
+    """Every artifact this machine knows: the catalog's and the registry's, and each whole
+    file of ``held`` (this machine's cache) that neither lists, as an unnamed artifact of
+    its own: a copy imported ``--no-register``, known here by its id alone."""
+    known = {
         **{e.entry.artifact().id: e.entry.artifact() for e in catalog.entries},
         **book.artifacts,
     }
+    listed = {f.sha256 for a in known.values() for f in a.files}
+    for f in held:
+        if f.sha256 not in listed and f.bytes_present == f.size_bytes:
+            file = ArtifactFile(
+                path=f"{f.sha256.hex}.gguf", size_bytes=f.size_bytes, sha256=f.sha256
+            )
+            known[f.sha256] = Artifact.imported([file])
+    return known
 
 
 def model_names(artifact: Artifact, book: AliasBook, catalog: Catalog) -> tuple[str, ...]:
@@ -190,9 +202,12 @@ def model_names(artifact: Artifact, book: AliasBook, catalog: Catalog) -> tuple[
     return tuple(sorted(set(aliases) | set(curated)))
 
 
-def resolve_model(text: str, book: AliasBook, catalog: Catalog) -> Resolved:
-    """An alias, a catalog name, an artifact id, or a unique id prefix (``resolve_name``)."""
-    known = known_here(book, catalog)
+def resolve_model(
+    text: str, book: AliasBook, catalog: Catalog, held: Iterable[CachedFile] = ()
+) -> Resolved:
+    """An alias, a catalog name, an artifact id, or a unique id prefix (``resolve_name``);
+    ``held``: this machine's files, whose unnamed copies answer to their ids."""
+    known = known_here(book, catalog, held)
     candidates = [
         Known(artifact_id=i.hex, names=model_names(a, book, catalog)) for i, a in known.items()
     ]

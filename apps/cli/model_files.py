@@ -107,7 +107,7 @@ def rm(model: str, /, *, json: bool = False) -> int:
 
     s = services.build(settings())
     book, catalog = s.registry.book(), s.catalog()
-    resolved = resolve_model(model, book, catalog)
+    resolved = resolve_model(model, book, catalog, s.store.files())
     done = remove_model(
         resolved,
         store=s.store,

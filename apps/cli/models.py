@@ -275,7 +275,7 @@ def verify(model: str, /, *, json: bool = False) -> int:
     from nodeau.apps.models import resolve_model, verify_model
 
     s = services.build(settings())
-    resolved = resolve_model(model, s.registry.book(), s.catalog())
+    resolved = resolve_model(model, s.registry.book(), s.catalog(), s.store.files())
     results = verify_model(resolved, s.store)
     if json:
         print(to_json(results))

@@ -66,7 +66,7 @@ def _named(
         if here is None:
             raise
         try:
-            local = resolve_model(text, here.registry.book(), catalog)
+            local = resolve_model(text, here.registry.book(), catalog, here.store.files())
         except UnknownModel:
             raise UnknownModel(f"{missed}, nor among this machine's") from None
         named = _Named(

@@ -562,7 +562,7 @@ class MachinePlane:
 
         models = self._parts.models
         catalog = models.catalog()
-        resolved = resolve_model(model, models.registry.book(), catalog)
+        resolved = resolve_model(model, models.registry.book(), catalog, models.store.files())
         described = describe_model(
             resolved,
             store=models.store,
