@@ -48,7 +48,7 @@ def list_(*, json: bool = False) -> int:
     json
         Print the rows as JSON.
     """
-    from nodeau.apps.cli.status_rows import status_rows
+    from nodeau.apps.planes.status_rows import status_rows
     from nodeau.domain.artifacts import Sha256
 
     s = services.build(settings())

@@ -228,17 +228,19 @@ def _for_a_large_file(
 
 @models_app.command
 def status(*, json: bool = False) -> int:
-    """Which models this machine holds: downloaded and verified are separate columns.
+    """Which machine holds which models: downloaded and verified are separate columns.
+
+    On one machine, its own cache. On a fleet, every machine's copies as its agent last
+    reported them (verified ones say when), with each copy being fetched or verified.
 
     Parameters
     ----------
     json
         Print the rows as JSON.
     """
-    from nodeau.apps.cli.status_rows import status_rows
+    from nodeau.apps.cli.bootstrap import plane
 
-    s = services.build(settings())
-    rows = status_rows(s.store.files(), s.registry.book(), s.catalog(), s.settings.machine)
+    rows = plane().model_status()
     if json:
         print(to_json(rows))
         return 0

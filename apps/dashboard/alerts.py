@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 
 from attrs import frozen
 
-from nodeau.apps.cli.status_rows import StatusRow
 from nodeau.apps.planes.plane import CopyListing, FleetListing, PlanView, WorkloadView
+from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.domain.cache import CopyState
 
 SEVERITIES = ("error", "warning")

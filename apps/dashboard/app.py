@@ -51,7 +51,6 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from nodeau.apps.cli.status_rows import StatusRow
 from nodeau.apps.dashboard import playground
 from nodeau.apps.dashboard.board import no_reading, read_views
 from nodeau.apps.dashboard.encoded import EncodedBoard
@@ -60,6 +59,7 @@ from nodeau.apps.dashboard.kept import KeptBoard
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.session import TokenFile, csrf_value
 from nodeau.apps.planes.plane import Plane
+from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.domain.hardware import MachineReading
 from nodeau.ports.errors import NodeauError
 

@@ -41,7 +41,6 @@ from attrs import field, frozen
 from nodeau.apps.cli import batch, copies, ps_command, recovery
 from nodeau.apps.cli.plan import plan_lines
 from nodeau.apps.cli.render import size, to_json
-from nodeau.apps.cli.status_rows import StatusRow
 from nodeau.apps.dashboard import traffic
 from nodeau.apps.dashboard.alerts import Alert, alerts
 from nodeau.apps.dashboard.cards import CardReadings, card_memory, card_readings, reading_line
@@ -57,6 +56,7 @@ from nodeau.apps.planes.plane import (
     RecoveryListing,
     WorkloadView,
 )
+from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.domain.hardware import MachineReading
 from nodeau.ports.errors import NodeauError
 

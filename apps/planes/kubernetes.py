@@ -143,6 +143,7 @@ from nodeau.ports.state import StateError, UnknownWorkload
 if TYPE_CHECKING:
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.planes.info_view import ModelInfoView
+    from nodeau.apps.planes.status_rows import StatusRow
 
 POLL_S = 0.2
 STOP_WAIT_S = 30.0  # how long ``batch stop`` waits for the controller to end the job
@@ -963,6 +964,21 @@ class KubernetesPlane:
 
         requests = self._copy_requests().requests()
         return copy_listing(self.description, requests, self._cluster.reports.read().reports)
+
+    def model_status(self) -> tuple[StatusRow, ...]:
+        """Every machine's copies as its agent reports them; this machine's own cache too
+        when it is no machine of the fleet (a laptop that reaches the cluster)."""
+        from nodeau.apps.planes.status_rows import fleet_status_rows, status_rows
+
+        reports = self._cluster.reports.read().reports
+        rows = fleet_status_rows(reports)
+        if self._models is None:
+            return rows
+        m = self._models()
+        if any(r.machine == m.settings.machine for r in reports):
+            return rows
+        here = status_rows(m.store.files(), m.registry.book(), m.catalog(), m.settings.machine)
+        return rows + here
 
     # -- plan (apps.planes.plan): the entitlement is kept in ConfigMap nodeau-entitlement
 

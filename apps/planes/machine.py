@@ -87,6 +87,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.apps.models import Resolved
     from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.plane import Explanation, OrganisationView
+    from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.apps.serving import HomeServers, Rules, RunRequest
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.model_server import ServerAbilities
@@ -716,6 +717,12 @@ class MachinePlane:
 
     def copies(self) -> CopyListing:
         raise CopiesNeedAFleet(NO_COPIES)
+
+    def model_status(self) -> tuple[StatusRow, ...]:
+        from nodeau.apps.planes.status_rows import status_rows
+
+        m = self._parts.models
+        return status_rows(m.store.files(), m.registry.book(), m.catalog(), self._settings.machine)
 
     # -- plan (apps.planes.plan): the entitlement is kept under NODEAU_HOME
 

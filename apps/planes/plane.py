@@ -23,6 +23,7 @@ from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays light
     from nodeau.apps.planes.info_view import ModelInfoView
+    from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.domain.batches import BatchRequest, LineProblem
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.placement import Policy
@@ -498,6 +499,11 @@ class Plane(Protocol):
 
     def copies(self) -> CopyListing:
         """Every copy on the fleet: each request in its state, and each verified model."""
+        ...
+
+    def model_status(self) -> tuple[StatusRow, ...]:
+        """Which machine holds which model files, downloaded and verified apart: this
+        machine's cache, or every machine of a fleet as its agent last reported it."""
         ...
 
     def plan(self, *, advance: bool = True) -> PlanView:

@@ -12,7 +12,6 @@ import pytest
 from nodeau.apps.cli import batch, ps_command, recovery
 from nodeau.apps.cli.plan import plan_lines
 from nodeau.apps.cli.render import to_json
-from nodeau.apps.cli.status_rows import StatusRow
 from nodeau.apps.dashboard.alerts import Alert, alerts
 from nodeau.apps.dashboard.board import read_board
 from nodeau.apps.planes.plane import (
@@ -28,6 +27,7 @@ from nodeau.apps.planes.plane import (
     RecoveryView,
     WorkloadView,
 )
+from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.domain.cache import CopyState
 from nodeau.ports.errors import NodeauError
 
