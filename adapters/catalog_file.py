@@ -20,6 +20,7 @@ from attrs import frozen
 from cattrs.cols import is_sequence
 from returns.result import Failure, Success
 
+from nodeau.adapters.entitlement_file import replace_whole
 from nodeau.adapters.strict_json import (
     FieldProblem,
     exactly,
@@ -244,10 +245,19 @@ def catalog_json(catalog: Catalog) -> str:
 
 
 class JsonCatalogFile:
-    """A :class:`~nodeau.ports.models.CatalogSource` reading a JSON document from a file."""
+    """A :class:`~nodeau.ports.models.CatalogSource` reading a JSON document from a file, and
+    writing one whole (``save``)."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
+
+    def save(self, catalog: Catalog) -> None:
+        """Write ``catalog`` as the file's whole document, renamed over the old one (a
+        reader sees the old document or the new, never half of one)."""
+        try:
+            replace_whole(self._path, catalog_json(catalog).encode("utf-8"))
+        except OSError as exc:
+            raise CatalogError(f"{self._path}: cannot write ({exc.strerror})") from exc
 
     def load(self) -> Catalog:
         """The catalog in the file; CatalogError naming the file and the problem."""
@@ -260,3 +270,24 @@ class JsonCatalogFile:
         except OSError as exc:
             raise CatalogError(f"{self._path}: cannot read ({exc.strerror})") from exc
         return parse_catalog(text, str(self._path))
+
+
+class LayeredCatalogFiles:
+    """The shipped catalog with a person's own entries over it: a ``CatalogSource`` whose
+    catalog is both files' entries (the own file may be absent; a name in both refuses)."""
+
+    def __init__(self, shipped: Path, own: Path) -> None:
+        self._shipped = JsonCatalogFile(shipped)
+        self._own = own
+
+    def load(self) -> Catalog:
+        shipped = self._shipped.load()
+        if not self._own.exists():
+            return shipped
+        own = JsonCatalogFile(self._own).load()
+        try:
+            return Catalog(entries=(*shipped.entries, *own.entries))
+        except ValueError as exc:
+            raise CatalogError(
+                f"{self._own}: {exc} (with the catalog shipped with Nodeau)"
+            ) from exc

@@ -21,9 +21,14 @@ class ModelServices:
     registry: ArtifactRegistry
 
     def catalog(self) -> Catalog:
-        from nodeau.adapters.catalog_file import JsonCatalogFile
+        """The catalog in force: ``NODEAU_CATALOG``'s, else the shipped one with the home's
+        own entries over it."""
+        from nodeau.adapters.catalog_file import JsonCatalogFile, LayeredCatalogFiles
 
-        return JsonCatalogFile(self.settings.catalog).load()
+        s = self.settings
+        if s.own_catalog == s.catalog:
+            return JsonCatalogFile(s.catalog).load()
+        return LayeredCatalogFiles(s.catalog, s.own_catalog).load()
 
     def publisher(self) -> Publisher:
         import httpx

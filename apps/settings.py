@@ -46,6 +46,13 @@ class Settings:
         return self.home / "models"
 
     @property
+    def own_catalog(self) -> Path:
+        """Where a person's own catalog entries go (``nodeau models catalog add``): the file
+        ``NODEAU_CATALOG`` names, else ``catalog.json`` in the home, read over the shipped
+        catalog."""
+        return self.catalog if self.catalog != shipped_catalog() else self.home / "catalog.json"
+
+    @property
     def registry_path(self) -> Path:
         return self.home / "registry.sqlite3"
 

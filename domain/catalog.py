@@ -75,3 +75,36 @@ def catalog_claims(catalog: Catalog, artifact_id: str) -> frozenset[Capability] 
         if e.entry.artifact().id.hex == artifact_id:
             return frozenset(e.capabilities or (capability_of(t) for t in e.tasks))
     return None
+
+
+def own_entry(
+    entry: CuratedEntry, summary: ArchitectureSummary, proved: frozenset[Capability]
+) -> CatalogEntry | str:
+    """A person's own catalog entry for ``entry``'s files: it claims what qualification
+    ``proved`` on those bytes (its tasks, and each capability), nothing more; a sentence
+    instead when no task was proved, since an entry must serve one."""
+    tasks = tuple(t for t in Task if capability_of(t) in proved)
+    if not tasks:
+        return (
+            f"{entry.name}: its bytes have proved no task here, and an entry claims only what "
+            "was proved: import the file, then nodeau model qualify it, and add it again"
+        )
+    claimed = tuple(c for c in Capability if c in proved)
+    return CatalogEntry(entry=entry, summary=summary, tasks=tasks, capabilities=claimed)
+
+
+def listing_problem(catalog: Catalog, entry: CuratedEntry) -> str | None:
+    """Why ``entry`` cannot join ``catalog``: its name is taken, or its bytes are listed
+    already (one name per artifact: a second would be an alias); None when it can."""
+    for e in catalog.entries:
+        if e.name == entry.name:
+            return f"{entry.name} is in the catalog already ({e.entry.source}); choose another name"
+        if e.entry.artifact().id == entry.artifact().id:
+            return f"those bytes are in the catalog already, as {e.name}"
+    return None
+
+
+def with_entry(catalog: Catalog, entry: CatalogEntry) -> Catalog | str:
+    """``catalog`` with ``entry`` added; the ``listing_problem`` sentence instead."""
+    problem = listing_problem(catalog, entry.entry)
+    return problem if problem is not None else Catalog(entries=(*catalog.entries, entry))

@@ -28,6 +28,7 @@ GROUP_HELP = "Model files on this machine: fetch, import, list, verify, describe
 models_app = App(name="models", help=GROUP_HELP)
 models_app.command("nodeau.apps.cli.model_files:list_", name="list")
 models_app.command("nodeau.apps.cli.model_files:rm", name="rm")
+models_app.command("nodeau.apps.cli.catalog:catalog_app", name="catalog")
 
 
 @models_app.command
@@ -141,12 +142,11 @@ def copies(*, json: bool = False) -> int:
 def _fleet_catalog() -> Catalog:
     """The catalog this command reads: names for models no machine holds yet. Unreadable,
     it is said once and left out (the machines' agents fetch by their own)."""
-    from nodeau.adapters.catalog_file import JsonCatalogFile
     from nodeau.domain.catalog import Catalog
     from nodeau.ports.models import CatalogError
 
     try:
-        return JsonCatalogFile(settings().catalog).load()
+        return services.build(settings()).catalog()
     except CatalogError as exc:
         print(f"nodeau: catalog not read, its names are left out: {exc}", file=sys.stderr)
         return Catalog(entries=())
