@@ -11,11 +11,12 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from attrs import frozen
+from attrs import asdict, frozen
 
 from nodeau.apps import model_services as services
 from nodeau.apps.cli.bootstrap import settings
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.apps.planes.status_rows import StatusRow
 
 if TYPE_CHECKING:
     from nodeau.apps.model_removal import RemovalReport
@@ -25,18 +26,10 @@ if TYPE_CHECKING:
 
 
 @frozen(kw_only=True)
-class ListRow:
+class ListRow(StatusRow):
     """A row of ``model status`` and where this machine keeps the file (None: no verified
     copy to point at)."""
 
-    machine: str
-    names: tuple[str, ...]
-    sha256: str
-    size_bytes: int
-    bytes_present: int
-    downloaded: str
-    verified: str
-    state: str
     path: str | None
 
 
@@ -54,14 +47,7 @@ def list_(*, json: bool = False) -> int:
     s = services.build(settings())
     rows = [
         ListRow(
-            machine=r.machine,
-            names=r.names,
-            sha256=r.sha256,
-            size_bytes=r.size_bytes,
-            bytes_present=r.bytes_present,
-            downloaded=r.downloaded,
-            verified=r.verified,
-            state=r.state.value,
+            **asdict(r, recurse=False),
             path=None if (p := s.store.verified_path(Sha256(hex=r.sha256))) is None else str(p),
         )
         for r in status_rows(s.store.files(), s.registry.book(), s.catalog(), s.settings.machine)

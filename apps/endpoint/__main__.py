@@ -53,25 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--workload", required=True, help="the workload's name")
     parser.add_argument("--port", required=True, type=port_arg, help="its fixed endpoint port")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--state", type=Path, help="the plane's state database")
-    source.add_argument(
-        "--fleet", action="store_true", help="the workload is on a fleet: follow its route"
-    )
-    parser.add_argument("--kubeconfig", type=Path, help="with --fleet: the cluster's kubeconfig")
-    parser.add_argument("--context", help="with --fleet: the kubeconfig context")
-    parser.add_argument(
-        "--allow-origin",
-        dest="allowed_origins",
-        action="append",
-        default=[],
-        type=origin_arg,
-        metavar="ORIGIN",
-        help="also serve requests whose Origin is ORIGIN (scheme://host[:port]; repeatable); "
-        "loopback pages are always served, other web origins refused (403); no CORS headers "
-        "are sent either way",
-    )
-    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
+    shared_args(parser, fleet_help="the workload is on a fleet: follow its route")
     args = parser.parse_args(argv)
     keep_private(None if args.fleet else args.state.parent)  # before it writes: ADR 0021
     if args.fleet:
@@ -98,6 +80,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         watch=supervisor.check,
     )
     return 0
+
+
+def shared_args(parser: argparse.ArgumentParser, *, fleet_help: str) -> None:
+    """The options an endpoint and the gateway share: where their model servers are found
+    (this machine's state, or a fleet's cluster), the web origins they also serve, and how
+    much they log."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--state", type=Path, help="the plane's state database")
+    source.add_argument("--fleet", action="store_true", help=fleet_help)
+    parser.add_argument("--kubeconfig", type=Path, help="with --fleet: the cluster's kubeconfig")
+    parser.add_argument("--context", help="with --fleet: the kubeconfig context")
+    parser.add_argument(
+        "--allow-origin",
+        dest="allowed_origins",
+        action="append",
+        default=[],
+        type=origin_arg,
+        metavar="ORIGIN",
+        help="also serve pages of ORIGIN (scheme://host[:port]; repeatable), with CORS answers "
+        "they can read; loopback pages are always served, other web origins refused (403)",
+    )
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
 
 
 def serve_fleet_workload(args: argparse.Namespace) -> int:

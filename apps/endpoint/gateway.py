@@ -13,13 +13,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 
 from nodeau.adapters.loopback_port import listening
 from nodeau.adapters.private_files import keep_private
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.adapters.user_service import GATEWAY_PORT
-from nodeau.apps.endpoint.__main__ import origin_arg, port_arg
+from nodeau.apps.endpoint.__main__ import port_arg, shared_args
 from nodeau.apps.endpoint.answers import Unavailable, Upstream
 from nodeau.apps.endpoint.app import proxy_app
 from nodeau.apps.endpoint.choice import EveryModel, Served
@@ -80,23 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Serve every model of this machine on one address, 127.0.0.1 (only).",
     )
     parser.add_argument("--port", type=port_arg, default=DEFAULT_PORT, help="its port")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--state", type=Path, help="the plane's state database")
-    source.add_argument(
-        "--fleet", action="store_true", help="every service of a fleet: follow their routes"
-    )
-    parser.add_argument("--kubeconfig", type=Path, help="with --fleet: the cluster's kubeconfig")
-    parser.add_argument("--context", help="with --fleet: the kubeconfig context")
-    parser.add_argument(
-        "--allow-origin",
-        dest="allowed_origins",
-        action="append",
-        default=[],
-        type=origin_arg,
-        metavar="ORIGIN",
-        help="also serve pages of ORIGIN (scheme://host[:port]; repeatable), as an endpoint",
-    )
-    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
+    shared_args(parser, fleet_help="every service of a fleet: follow their routes")
     args = parser.parse_args(argv)
     if args.fleet:
         return serve_fleet(args)
