@@ -33,6 +33,7 @@ Decisions recorded here:
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 from attrs import Attribute, field, frozen
@@ -280,3 +281,30 @@ def next_quiet(
         if seen is not None and seen + grace > now
     ]
     return min(moments) if moments else None
+
+
+def assess_fleet(
+    signals: Mapping[str, Signals],
+    previous: Mapping[str, MachineHealth],
+    now: datetime,
+    policy: HealthPolicy | None = None,
+    *,
+    watching_since: datetime | None = None,
+) -> dict[str, MachineHealth]:
+    """Every machine's health now, each from its signals and its last assessment."""
+    return {
+        m: assess(s, now, policy, previous.get(m), watching_since)
+        for m, s in sorted(signals.items())
+    }
+
+
+def changes(
+    before: Mapping[str, MachineHealth], after: Mapping[str, MachineHealth]
+) -> tuple[str, ...]:
+    """One line per machine whose health state changed (or appeared), for the log."""
+    return tuple(
+        f"machine {m}: {h.sentence}"
+        for m, h in sorted(after.items())
+        if m not in before or before[m].state is not h.state
+    )
+

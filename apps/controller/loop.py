@@ -53,13 +53,13 @@ from functools import partial
 from attrs import frozen
 
 from nodeau.apps.controller.copies import CopyKeeper
-from nodeau.apps.controller.health import assess_fleet, changes, show_health
+from nodeau.apps.controller.health import apply_health
 from nodeau.apps.controller.reading import FleetInputs, FleetReading, proved_reader
 from nodeau.apps.controller.reconcile import KIND_NAMES, Reconciler
 from nodeau.apps.controller.recover import Recoverer
 from nodeau.apps.controller.turns import Turn, Turns
 from nodeau.apps.planes.plan import kept_terms
-from nodeau.domain.health import Health, MachineHealth, next_quiet
+from nodeau.domain.health import Health, MachineHealth, assess_fleet, changes, next_quiet
 from nodeau.domain.memory import MeasuredTable
 from nodeau.domain.organisation import Spending
 from nodeau.domain.plans import PlanTerms
@@ -213,7 +213,7 @@ class Controller:
         for line in changes(previous, health):
             self._log(line)
         snapshot = self.store.snapshot()
-        show_health(self.store, health, now, self._log, snapshot.workloads)
+        apply_health(self.store, health, now, self._log, snapshot.workloads)
         inputs = self._inputs(health)
         if any(h.state is Health.UNREACHABLE for h in health.values()):
             due = self.recoverer.recover(self.store.snapshot(), inputs)

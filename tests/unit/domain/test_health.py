@@ -19,6 +19,8 @@ from nodeau.domain.health import (
     Signal,
     Signals,
     assess,
+    assess_fleet,
+    changes,
     clock_time,
     health_invariants,
     is_quiet,
@@ -676,3 +678,33 @@ def test_the_next_moment_a_fresh_signal_can_go_quiet() -> None:
     assert next_quiet(agent_quiet, now) == now + timedelta(seconds=40)
     gone = Signals(node_heartbeat_at=None, agent_report_at=now - timedelta(minutes=5))
     assert next_quiet(gone, now) is None
+
+
+def said(state: Health, sentence: str) -> MachineHealth:
+    """An assessment in ``state`` saying ``sentence`` (unreachable: both signals quiet)."""
+    quiet = {NODE, AGENT} if state is Health.UNREACHABLE else set()
+    return health(state, NOW if state is Health.UNREACHABLE else None, quiet, sentence)
+
+
+def test_the_log_names_each_machine_that_appeared_or_changed_state_and_no_other() -> None:
+    before = {
+        "m1": said(Health.REPORTING, "m1 answers"),
+        "m2": said(Health.REPORTING, "m2 answers"),
+    }
+    after = {
+        "m1": said(Health.REPORTING, "m1 answers, said otherwise"),
+        "m2": said(Health.UNREACHABLE, "m2 stopped answering"),
+        "m3": said(Health.REPORTING, "m3 answers"),
+    }
+    assert changes(before, after) == ("machine m2: m2 stopped answering", "machine m3: m3 answers")
+    assert changes(after, after) == ()
+
+
+def test_machines_are_assessed_by_the_policy_given() -> None:
+    quiet_for_a_minute = Signals(
+        node_heartbeat_at=NOW - timedelta(seconds=60), agent_report_at=NOW - timedelta(seconds=60)
+    )
+    patient = HealthPolicy(node_grace=timedelta(minutes=5), agent_grace=timedelta(minutes=5))
+    found = assess_fleet({"m1": quiet_for_a_minute}, {}, NOW, policy=patient)
+    assert found["m1"].state is Health.REPORTING
+    assert assess_fleet({"m1": quiet_for_a_minute}, {}, NOW)["m1"].state is Health.UNREACHABLE

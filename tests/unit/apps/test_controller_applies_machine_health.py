@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from nodeau.apps.controller.health import assess_fleet, changes, show_health
-from nodeau.domain.health import Health, HealthPolicy, MachineHealth, Signal, Signals
+from nodeau.apps.controller.health import apply_health
+from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import WorkloadAsk
 from tests.unit.apps.test_controller_reconcile import state
@@ -26,30 +26,6 @@ def health(state: Health, sentence: str) -> MachineHealth:
     )
     since = NOW if state is Health.UNREACHABLE else None
     return MachineHealth(state=state, since=since, quiet=quiet, sentence=sentence)
-
-
-def test_the_log_names_each_machine_that_appeared_or_changed_state_and_no_other() -> None:
-    before = {
-        "m1": health(Health.REPORTING, "m1 answers"),
-        "m2": health(Health.REPORTING, "m2 answers"),
-    }
-    after = {
-        "m1": health(Health.REPORTING, "m1 answers, said otherwise"),
-        "m2": health(Health.UNREACHABLE, "m2 stopped answering"),
-        "m3": health(Health.REPORTING, "m3 answers"),
-    }
-    assert changes(before, after) == ("machine m2: m2 stopped answering", "machine m3: m3 answers")
-    assert changes(after, after) == ()
-
-
-def test_machines_are_assessed_by_the_policy_given() -> None:
-    quiet_for_a_minute = Signals(
-        node_heartbeat_at=NOW - timedelta(seconds=60), agent_report_at=NOW - timedelta(seconds=60)
-    )
-    patient = HealthPolicy(node_grace=timedelta(minutes=5), agent_grace=timedelta(minutes=5))
-    found = assess_fleet({"m1": quiet_for_a_minute}, {}, NOW, policy=patient)
-    assert found["m1"].state is Health.REPORTING
-    assert assess_fleet({"m1": quiet_for_a_minute}, {}, NOW)["m1"].state is Health.UNREACHABLE
 
 
 def never(story: Story, name: str) -> None:
@@ -98,6 +74,6 @@ def test_a_workload_after_one_on_a_machine_not_assessed_is_still_held() -> None:
     lines: list[str] = []
     gone = health(Health.UNREACHABLE, "m2 stopped answering")
     records = story.cluster.store.snapshot().workloads
-    show_health(story.cluster.store, {"m2": gone}, NOW, lines.append, records)
+    apply_health(story.cluster.store, {"m2": gone}, NOW, lines.append, records)
     assert (state(story.cluster, "a"), state(story.cluster, "b")) == (S.SERVING, S.HELD)
     assert lines == ["b: held (m2 stopped answering)"]

@@ -1,4 +1,4 @@
-"""A workload held and resumed from its machine's health (apps/controller/health.py):
+"""A workload held and resumed from its machine's health (domain/holding.py):
 held since the machine went quiet, only once and only while it holds a card; resumed,
 starting again, when its machine answers."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from nodeau.apps.controller.health import held_record, resumed_record
+from nodeau.domain.holding import held_record, resumed_record
 from nodeau.domain.memory import RuntimeConfig
 from nodeau.domain.records import WorkloadRecord
 from nodeau.domain.workloads import HeldReason, RecoveryMode, Workload, WorkloadState
