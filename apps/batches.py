@@ -41,6 +41,7 @@ from nodeau.domain.batches import (
     result_from_line,
     result_line,
 )
+from nodeau.domain.lifecycle import ServerPhase, server_moved
 from nodeau.domain.lifecycle import with_state as in_state
 from nodeau.domain.workloads import WorkloadState, holds_gpu
 from nodeau.ports.runtime import ModelRuntime, RuntimeFailure
@@ -219,7 +220,7 @@ def start_batch_server(
     at = now()
     return state.update(
         admission.record.workload.name,
-        lambda r: evolve(in_state(r, WorkloadState.RUNNING, at), server=server),
+        lambda r: evolve(server_moved(r, ServerPhase.READY, at), server=server),
     )
 
 

@@ -38,7 +38,7 @@ from nodeau.apps.models import Resolved
 from nodeau.domain import restarts
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.hardware import Fleet, Machine, MachineReading
-from nodeau.domain.lifecycle import with_state
+from nodeau.domain.lifecycle import ServerPhase, server_moved, with_state
 from nodeau.domain.limits import WorkloadAsk
 from nodeau.domain.memory import Prediction, RuntimeConfig, predictor
 from nodeau.domain.model_info import runtime_config
@@ -263,9 +263,7 @@ def _started_by(
     """``decide``, its admitted record naming ``starter``."""
 
     def deciding(snapshot: Snapshot) -> Result[Admission, Refusal]:
-        return decide(snapshot).map(
-            lambda a: evolve(a, record=evolve(a.record, starter=starter))
-        )
+        return decide(snapshot).map(lambda a: evolve(a, record=evolve(a.record, starter=starter)))
 
     return deciding
 
@@ -310,23 +308,24 @@ def launch_server(
         state.update(name, lambda r: evolve(r, server=server))
 
     try:
-        state.update(
-            name, lambda r: evolve(with_state(r, WorkloadState.STARTING, now()), starter=starter)
+        state.update(  # no server yet: one is made for it now
+            name, lambda r: evolve(server_moved(r, ServerPhase.ABSENT, now()), starter=starter)
         )
         return runtime.start(spec, READY_TIMEOUT_S, launched=launched)
     except RuntimeFailure:
-        state.release(
-            name, lambda r: with_state(evolve(r, server=None), WorkloadState.FAILED, now())
-        )
+        state.release(name, lambda r: _ended(r, now()))
         raise
     except BaseException:  # interrupted (Ctrl-C, SIGTERM, SIGHUP): nothing left on the card
         record_now = state.snapshot().named(name)
         if record_now is not None and record_now.server is not None:
             runtime.stop(record_now.server, grace_s=STOP_GRACE_S)
-        state.release(
-            name, lambda r: with_state(evolve(r, server=None), WorkloadState.FAILED, now())
-        )
+        state.release(name, lambda r: _ended(r, now()))
         raise
+
+
+def _ended(record: WorkloadRecord, at: datetime) -> WorkloadRecord:
+    """The record once its server, failing to start or stopped mid-start, has ended."""
+    return server_moved(evolve(record, server=None), ServerPhase.EXITED_FAILED, at)
 
 
 def start_server(
@@ -352,11 +351,10 @@ def serving(
     return state.update(
         name,
         lambda r: evolve(
-            r,
+            server_moved(r, ServerPhase.READY, at),  # it answers: a started service serves
             server=server,
             starter=None,
             endpoint_port=r.endpoint_port or endpoint_port,
-            workload=evolve(r.workload, state=WorkloadState.SERVING, since=at),
         ),
     )
 
@@ -404,9 +402,7 @@ def stop_workload(
             runtime.stop(stray, grace_s=STOP_GRACE_S)
     return state.release(
         name,
-        lambda r: evolve(
-            r, server=None, workload=evolve(r.workload, state=WorkloadState.STOPPED, since=now())
-        ),
+        lambda r: with_state(evolve(r, server=None), WorkloadState.STOPPED, now()),
     )
 
 

@@ -219,6 +219,17 @@ def same_end(a: ServerExit, b: ServerExit) -> bool:
     return evolve(a, starting=b.starting) == b
 
 
+def server_moved(
+    record: WorkloadRecord, server: ServerPhase, at: datetime, machine: Health | None = None
+) -> WorkloadRecord:
+    """The record once its model server is in phase ``server``, by ``next_state``'s rules
+    (in its new state since ``at``); as it is when the phase moves nothing. The one-machine
+    plane records its server's phases through this, as the fleet's reconcile does."""
+    w = record.workload
+    wanted = next_state(w.state, w.kind, server, machine)
+    return record if wanted is None else with_state(record, wanted, at)
+
+
 def with_state(record: WorkloadRecord, state: WorkloadState, at: datetime) -> WorkloadRecord:
     """The record in ``state`` since ``at``. A held reason belongs to the held state and is
     dropped (a recovery made stays on record); the next step is the new state's; a next

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from attrs import evolve
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from nodeau.domain.health import Health
@@ -18,6 +18,7 @@ from nodeau.domain.lifecycle import (
     needs_server,
     next_state,
     restarted_in_place,
+    server_moved,
     with_state,
 )
 from nodeau.domain.memory import RuntimeConfig
@@ -173,6 +174,37 @@ def test_with_state_moves_the_state_and_its_since_and_keeps_the_rest() -> None:
     assert (after.workload.state, after.workload.since) == (S.STOPPED, LATER)
     assert (after.workload.machine, after.workload.gpu_uuid) == ("m1", "GPU-1")
     assert (after.config, after.model_path) == (before.config, before.model_path)
+
+
+@given(
+    state=st.sampled_from(list(S)),
+    kind=st.sampled_from(list(WorkloadKind)),
+    server=st.sampled_from(list(ServerPhase)),
+)
+def test_a_servers_phase_moves_a_record_as_next_state_says_and_nothing_else(
+    state: WorkloadState, kind: WorkloadKind, server: ServerPhase
+) -> None:
+    try:
+        before = record(state=state, kind=kind)
+    except ValueError:  # a state that needs more of its record (restarting: its last end)
+        assume(False)
+        raise
+    after = server_moved(before, server, LATER)
+    wanted = next_state(state, kind, server, None)
+    if wanted is None:
+        assert after is before
+    else:
+        assert after == with_state(before, wanted, LATER)
+
+
+def test_one_machines_start_serve_and_failure_are_the_lifecycles_moves() -> None:
+    admitted = record(state=S.ADMITTED)
+    starting = server_moved(admitted, ServerPhase.ABSENT, LATER)
+    assert starting.workload.state is S.STARTING
+    assert server_moved(starting, ServerPhase.READY, LATER).workload.state is S.SERVING
+    batch = record(state=S.STARTING, kind=WorkloadKind.BATCH)
+    assert server_moved(batch, ServerPhase.READY, LATER).workload.state is S.RUNNING
+    assert server_moved(starting, ServerPhase.EXITED_FAILED, LATER).workload.state is S.FAILED
 
 
 def test_with_state_drops_what_belonged_to_held_and_keeps_the_recovery_made() -> None:
