@@ -18,7 +18,7 @@ from nodeau.domain.recovery import RecoveryAction, answering, wait_without_movin
 from nodeau.domain.workloads import Workload, WorkloadState, holds_gpu
 
 
-def held_record(record: WorkloadRecord, health: MachineHealth) -> WorkloadRecord | None:
+def held_while_away(record: WorkloadRecord, health: MachineHealth) -> WorkloadRecord | None:
     """The record held since its machine went quiet, if the machine is unreachable and the
     workload waits whatever happens; None when nothing changes."""
     w = record.workload
@@ -35,7 +35,7 @@ def held_record(record: WorkloadRecord, health: MachineHealth) -> WorkloadRecord
     return evolve(record, workload=held)
 
 
-def resumed_record(
+def resumed_on_return(
     record: WorkloadRecord, health: MachineHealth, now: datetime
 ) -> WorkloadRecord | None:
     """The record starting again, if it was held and its machine answers again."""
@@ -51,4 +51,4 @@ def health_change(
     record: WorkloadRecord, health: MachineHealth, now: datetime
 ) -> WorkloadRecord | None:
     """The record held or resumed, if its machine's health calls for it."""
-    return held_record(record, health) or resumed_record(record, health, now)
+    return held_while_away(record, health) or resumed_on_return(record, health, now)

@@ -221,16 +221,6 @@ def refusal_of(obj: WorkloadObject) -> Refusal | None:
     return Refusal.of(ReasonCode(str(raw.get("code"))), str(raw.get("message")))
 
 
-def decided(obj: WorkloadObject) -> bool:
-    """Whether the controller has recorded its decision (an admission or a refusal)."""
-    if refusal_of(obj) is not None:
-        return True
-    admitted = obj.condition("Admitted")
-    return bool(obj.status.get("machine") and obj.status.get("gpuUUID")) or (
-        admitted is not None and admitted.ok
-    )
-
-
 def workload_view(obj: WorkloadObject, now: datetime) -> WorkloadView:
     """An object as ``ps`` shows it: the record's sentence once decided."""
     held = obj.status
@@ -602,7 +592,7 @@ class KubernetesPlane:
             obj = self._objects.get(kind, name)
             if obj is None:
                 raise StateError(f"{name} was deleted before the controller decided")
-            if decided(obj):
+            if obj.decided:  # the port's one answer: the controller wrote its state
                 break
             if time.monotonic() >= deadline:
                 return Undecided(name=name, waited_s=wait_s)
