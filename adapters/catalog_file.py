@@ -1,11 +1,6 @@
 """The curated catalog as a JSON document (cattrs): loading it, and writing one.
 
-The document's shape is in docs/catalog-format.md. It is read strictly: an
-unknown key, a missing key, a value of the wrong JSON type (no ``"12"`` for
-12, no ``true`` for 1), a hash that is not 64 hex digits or a revision that is
-not a commit id refuses the whole document with one line naming the file and
-the field (``models[0].revision``), since a catalog read loosely could pin
-bytes nobody checked.
+Why it is so: docs/adr/decisions/adapters.md (catalog_file.py).
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """``NodeauCloud`` over httpx: Nodeau Cloud's API, reached from here and only from here.
 
-Decisions recorded here (the API itself: docs/cloud.md):
-
-* One ``httpx.Client`` per base URL, with the timeout the settings give, no redirects
-  followed (an answer elsewhere is not the cloud the person chose), and the usual proxy
-  variables honoured (``HTTPS_PROXY``, ``NO_PROXY``). It only ever sends requests: there
-  is no server, callback or listener here.
-* Every call is recorded through ``record`` before it returns or raises: when, the URL,
-  why, the body bytes sent and received, the status, and why it failed. A request that
-  never connected counts 0 bytes sent; one that timed out waiting for its answer counts
-  its body as sent.
-* Answers are read with a private cattrs converter that checks each field it needs and
-  ignores fields it does not know (a tolerant reader: the cloud may add fields without
-  breaking installed versions). A field of the wrong type is ``CloudUnavailable``.
-* httpx's errors end here: no answer, a timeout or a 5xx is ``CloudUnavailable``; a 4xx
-  is ``CloudRefused``, except the sign-in poll's RFC 8628 answers (400 with
-  ``authorization_pending``, ``slow_down``, ``access_denied``, ``expired_token``).
+Why it is so: docs/adr/decisions/adapters.md (cloud_client.py).
 """
 
 from __future__ import annotations

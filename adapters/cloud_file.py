@@ -1,15 +1,6 @@
 """``CloudState`` in files under NODEAU_HOME/cloud/: the association and the records.
 
-* ``association.json``: the association, written whole (a temporary file, fsync,
-  rename) and readable by its owner only (mode 0600): it holds the credential.
-  Forgetting it removes the file.
-* ``calls.jsonl``: one line per outbound call, appended and flushed; never rewritten.
-* ``operations.jsonl``: one line per operation the cloud asked for, the same way.
-
-Each line and the association are read with one private cattrs converter
-(``forbid_extra_keys``: what this module wrote is all it reads). A last line without its
-newline is a write cut short and is left out; any other line that does not read is a
-``CloudStateError`` naming the file and the line.
+Why it is so: docs/adr/decisions/adapters.md (cloud_file.py).
 """
 
 from __future__ import annotations

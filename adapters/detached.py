@@ -1,32 +1,6 @@
 """Starting a process that belongs to nobody: a new session, its output on a log.
 
-A short ``python -I -S`` launcher starts the command with ``start_new_session``,
-prints its pid and exits at once, so the started process is not a child of a
-long-lived Python (no zombie, no ResourceWarning) and survives the command
-that started it.
-
-A process nobody waits for leaves no exit status behind; a model server's supervisor
-needs one ("killed by signal 9"). ``reaped_launcher_argv`` leaves a reaper instead: the
-launcher forks a child that leaves the launcher's session (``setsid``), starts the
-command (in a session of its own, as above), and then replaces itself (``exec``) with a
-few lines of Python that tell the launcher the command's pid, wait for the command and
-write how it ended to a status file. Decisions:
-
-* The reaper is in neither the caller's session nor the command's process group, so
-  stopping the command through its group stops the command only; the reaper then writes
-  the status and exits. Stopping whatever started it (a user service's whole group)
-  never touches either.
-* The reaper's command line names only the pid, the status file and its pipe, never the
-  command's arguments, and the launcher answers only once the reaper runs (the pid comes
-  from the reaper itself): a search for processes serving a model file finds the server
-  alone, even the moment the launcher has answered.
-* The status file is removed before the command starts, written whole (a rename) when
-  it ends, and names the pid it is about: ``{"pid", "code", "signal", "signal_name",
-  "at"}`` (``code`` for an exit status, ``signal`` for a death by signal; ``at`` in
-  seconds since the epoch).
-* If the reaper itself is killed, the command is re-parented to init and no status is
-  written: its end is then unknown.
-* The log is created 0600 whatever the umask: a model server's may hold prompts (ADR 0021).
+Why it is so: docs/adr/decisions/adapters.md (detached.py).
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """Signed entitlement documents (format 1): reading one strictly, verifying it offline, and
 writing one (the vendor's side, and the tests').
 
-The format is in docs/entitlement-format.md: a JSON envelope ``{"format": 1, "key_id",
-"payload", "signature"}`` whose payload is the base64 of a JSON object, and whose
-signature is the base64 Ed25519 signature of the payload's bytes. Decisions recorded here:
-
-* ``verify`` never raises for a document, whatever its bytes: it answers a
-  ``Verification`` with the verdict and, when refused, a detail naming what was wrong.
-* The order: the envelope is read (``malformed``), its key looked up among the trusted
-  keys given to the constructor (``unknown-key``), the signature checked over the
-  payload's bytes (``bad-signature``), and only then the payload read (``malformed``):
-  nothing a signature does not cover is believed.
-* Strict everywhere: UTF-8 JSON with no duplicate key, no NaN; unknown and missing keys
-  refused; no ``true`` for 1; base64 in its one canonical form (so two texts never carry
-  the same bytes); moments with their offset; at most ``MAX_BYTES``.
+Why it is so: docs/adr/decisions/adapters.md (entitlement_document.py).
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """One machine's entitlement store: three small files under NODEAU_HOME.
 
-* ``installation-id``: made once (32 random hex digits) and never replaced; two commands
-  making it at once agree, because it appears only through ``os.link``, which refuses to
-  replace a name that exists.
-* ``entitlement.json``: the installed document, byte for byte as installed; written
-  whole to a temporary name, flushed, then renamed over the old one, so a reader sees
-  the old document or the new one, never part of either.
-* ``clock-anchor``: the newest moment seen, ISO 8601; written the same way, and only
-  forward.
-
-A file that exists but does not read is an ``EntitlementStoreError`` naming it: a
-broken id or anchor is not silently made again.
+Why it is so: docs/adr/decisions/adapters.md (entitlement_file.py).
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """The model cache on a local file system: content-addressed files and an SQLite index of facts.
 
-Layout under the root (one root per machine)::
-
-    blobs/sha256/<hex>    a file whose SHA-256 matched, under its final name
-    partial/<hex>.part    a fetch in progress, kept across restarts so it can resume
-    tmp/                  an import's link or copy before its rename
-    index.sqlite3         per file: expected size, bytes present, the last computed
-                          hash and when, and the (size, mtime_ns, inode) seen then
-    fetch.lock            one fetch at a time on this machine
-    import.lock           importers hold it shared; opening cleans tmp/ only when free
-
-A name under blobs/ appears only through ``os.replace`` after the hash matched,
-and the index records a check only after that rename and a fsync of the file
-and its folder, so a crash at any point leaves no verified row without its
-bytes. A check counts only while the file's stat fingerprint is the one
-recorded: a file touched or changed on disk drops out of verified without
-being re-read, and ``verify`` re-reads it. Imports hard-link the user's file
-where they can (never moving or changing it) and copy it otherwise.
+Why it is so: docs/adr/decisions/adapters.md (fs_store.py).
 """
 
 from __future__ import annotations

@@ -1,42 +1,6 @@
 """Model files' own metadata, read with ggml-org's ``gguf`` library (``GGUFReader``).
 
-The reader does the parsing; this module bounds its work and turns each
-failure into one ``ModelFileError`` line naming the file and the problem,
-with its ``cause`` (``ModelFileCause``) set where the check fails;
-``gguf_summary`` turns the fields read into the domain's summary.
-
-Why only named exceptions are caught: each exception the reader raises on a
-malformed file is caught in the step of the reader that raises it (the
-metadata, the tensor infos, the alignment, the tensors) and given its cause
-there: a duplicate key is the reader's ``KeyError`` while it stores metadata,
-a name that is not UTF-8 its ``UnicodeDecodeError`` while it decodes names,
-a tensor shape its type cannot hold its ``ValueError`` or ``IndexError``
-while it shapes the tensors, an offset past 64 bits numpy's
-``FloatingPointError`` there. The value types and tensor types are checked
-with the library's own enums as each is read, so an unknown one is told
-apart from a bad shape. Anything else (an exception from another step, or
-from turning the fields into a summary) is a bug here or a change in the
-``gguf`` package: it is not dressed up as a bad file, and the fuzz
-(tests/fuzz/test_gguf_fuzz.py) fails on it.
-
-Why tensors must follow one another: llama.cpp loads a file only when each
-tensor's data starts where the one before it ends, padded to the alignment
-(``gguf_init_from_file``). The reader does not check it; tensors that overlap
-would count the same bytes twice, and the summary's weight bytes could exceed
-the file. A misplaced tensor is refused as llama.cpp would refuse it.
-
-Why the work is bounded by the file's size: before the reader runs, the
-fixed 24-byte header is checked (magic, a supported version, and tensor and
-key-value counts no larger than the file could hold). While it runs, every
-read it makes is refused when it would pass the end of the file (the stock
-reader silently returns a short array there, and an array of numbers then
-loops on for as many items as it declares), an array is refused when it
-declares more items than the rest of the file could hold, one metadata value
-may not exceed ``MAX_VALUE_BYTES``, and the reader stops after ``MAX_READS``
-reads (about three times what a 256k-token vocabulary with its merges
-needs). Every loop step of the reader reads at least one byte, so no input
-can make it spin, and the worst input costs ``MAX_READS`` reads (the reader
-takes about 5 microseconds and 300 bytes of memory per array item).
+Why it is so: docs/adr/decisions/adapters.md (gguf_inspector.py).
 """
 
 from __future__ import annotations

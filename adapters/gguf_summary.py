@@ -1,9 +1,6 @@
 """What a GGUF file's metadata says, as the domain's ``ModelSummary``.
 
-Reads the fields ``GGUFReader`` parsed (``nodeau.adapters.gguf_inspector`` bounds
-that parse); a missing key, a value of the wrong type or out of its range is a
-``ModelFileError`` naming the key, with its cause. The bounds on each figure
-(``MAX_LAYERS`` ...) keep an absurd file from reaching the memory prediction.
+Why it is so: docs/adr/decisions/adapters.md (gguf_summary.py).
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Hashing files: the one way Nodeau computes the SHA-256 of bytes on disk.
 
-A verify is one sequential pass with large ``readinto`` buffers into a single
-reused buffer: OpenSSL's SHA-256 (SHA-NI where the CPU has it) then runs at
-several times ``sha256sum``'s speed (see bench/verify.py).
-
-Bytes arriving from a network are hashed on a worker thread fed through a
-small bounded queue: hashlib releases the GIL while it hashes a buffer of more
-than 2 KiB, so receiving the next bytes and hashing the last ones overlap.
-Measured on two cores (bench/verify.py, 1 GiB from a local publisher), hashing
-inline in the receiving thread made a pull 1.3x to 1.4x a plain download; on
-the worker thread it is about 1.1x, close to what any second busy core costs
-the receiving one there.
+Why it is so: docs/adr/decisions/adapters.md (hashing.py).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """Fetching curated files from their publisher over HTTP (httpx), resumable, hashed on arrival.
 
-A fetch is one pass over the bytes: each piece is appended to the partial file
-and fed to SHA-256 as it arrives (on a worker thread, see
-:class:`~nodeau.adapters.hashing.HashingThread`), so the hash of a complete
-file is known as soon as its last byte is written. A prefix kept from an
-interrupted attempt is hashed once, then the rest is asked for with
-``Range: bytes=N-``. A publisher that ignores the Range header and sends the
-whole file again is followed from byte zero (the partial is truncated) rather
-than appended to as a second copy.
+Why it is so: docs/adr/decisions/adapters.md (http_publisher.py).
 """
 
 from __future__ import annotations

@@ -1,28 +1,6 @@
 """The embedded model runtime: llama-cpp-python's server (``python -m llama_cpp.server``).
 
-Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
-
-- It is the default when no llama-server is configured or on ``$PATH``
-  (``nodeau.adapters.llama_server.choose_runtime``); it runs as a real process
-  with the shared ``nodeau.adapters.model_server_process`` mechanics, so any
-  runtime can check and stop any server.
-- Every setting admission predicts is passed explicitly: context, batch,
-  micro-batch, KV cache types (as ggml type numbers), flash attention on or
-  off, layers on the card, embedding mode. It has no ``--fit``, so nothing is
-  changed to fit memory; it has one sequence (no slots, no ``--kv-unified``):
-  its KV cache is the padded context, as ``nodeau.domain.memory`` counts, and
-  requests are served one at a time (``--interrupt_requests false``: a new
-  request waits instead of cutting the running one short).
-- ``--logits_all false``: the server's default keeps logits for every token
-  of the context (a context x vocabulary array in host memory); chat and
-  embeddings do not need them. ``--use_mlock false``, as llama-server.
-- It has no ``/v1/rerank``: a rerank workload is refused before any process.
-- Its settings are also read from environment variables of the same names
-  (``PORT``, ``HOST``, ``CONFIG_FILE``, ``API_KEY``...; ``PORT``, ``HOST`` and
-  ``CONFIG_FILE`` even win over the command line): they are not passed on.
-- libllama comes from ``LLAMA_CPP_LIB_PATH`` (a ``nodeau server install`` build,
-  unless already set), as scripts/build-llama-server installs the package without its
-  own copy (one compile for both servers).
+Why it is so: docs/adr/decisions/adapters.md (llama_cpp_python.py).
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """The model runtime: llama.cpp's ``llama-server`` as a real process on a free loopback port.
 
-Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
-
-- Every setting admission predicts is passed explicitly (context, slots, batch,
-  micro-batch, KV cache types, flash attention, layers on the card) and
-  ``--fit off`` stops llama-server from changing any of them to fit memory.
-  ``--kv-unified`` makes the slots share one KV cache of the context padded
-  to a multiple of 256 cells, which is what ``nodeau.domain.memory`` counts;
-  the context each slot serves (``/props``) is that padded figure.
-- Starting, readiness, stopping, logs and memory are the shared
-  ``nodeau.adapters.model_server_process`` mechanics.
-- A server is started again (``relaunch_for``) by the program its recorded command line
-  names, on its card or not as that command line says, whatever this process's
-  environment would choose: a restart runs what was admitted.
-- Which model server runs (``choose_runtime``): llama-server when it is
-  configured or on ``$PATH``, else the build ``nodeau server install`` made that suits
-  this machine (CUDA where it has NVIDIA cards), else llama-cpp-python's embedded
-  server when its package is installed.
-- A CPU server (no card: simulated hardware) gets ``CUDA_VISIBLE_DEVICES=""``
-  so a CUDA build cannot touch a card; a GPU server sees only its card, by
-  UUID. ``LLAMA_ARG_*`` variables are not passed on: they would change the
-  configuration behind admission's back.
+Why it is so: docs/adr/decisions/adapters.md (llama_server.py).
 """
 
 from __future__ import annotations

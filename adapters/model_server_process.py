@@ -1,29 +1,6 @@
 """A model server as a real process: what every model server runtime shares.
 
-Decisions (docs/adr/0003-llama-server.md has the reasons and the measurements):
-
-- The server must outlive the command that started it, and must never be
-  that command's child (a child that ends is a zombie until its parent reaps
-  it, and Python warns about children it never waited for). A short-lived
-  launcher (this Python, ``-I -S``) starts it in a new session, prints its pid
-  and exits; the server is then its own process group leader, re-parented to
-  init, and is stopped through its process group.
-- A pid is only this server while it runs with the server's command line and the
-  start time recorded when it was launched (``nodeau.adapters.processes``; records
-  written before the start time was kept go by the command line alone).
-- Readiness is one GET answering 200 before a deadline; a server that exits
-  because another process took its port first is started again on a new port.
-- Memory is NVML's figure for the pid on a GPU machine, else the resident set
-  size, labelled with how it was read.
-- How a server ended is kept: its launcher leaves a reaper that writes the exit status
-  (code or signal, and when) to ``<log>.exit.json`` (``nodeau.adapters.detached``);
-  ``server_exit`` reads it for the server it names, or says there is none.
-- Each start has a key of its own (``RunningServer.api_key``), given to the server in its
-  environment, never on its command line: a request without it is refused (401), so only
-  the endpoint and Nodeau's own clients, which read it from the record, are answered.
-- ``start`` tells ``launched`` about each process it launches before it waits for it, so
-  a caller can record it at once: a start interrupted half-way leaves a server someone
-  knows about.
+Why it is so: docs/adr/decisions/adapters.md (model_server_process.py).
 """
 
 from __future__ import annotations

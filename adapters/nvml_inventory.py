@@ -1,21 +1,6 @@
 """This machine's NVIDIA cards, read with NVML (``pynvml`` from the ``nvidia-ml-py`` package).
 
-Cards are named by their NVML UUID (``GPU-...``), never by index. A machine
-without a usable NVIDIA driver (no NVML library, driver not loaded, a
-library/driver mismatch: anything that makes ``nvmlInit`` fail) is a reading
-with no GPUs and the note "no NVIDIA GPU found: <reason>", not an error. Once
-NVML is up, a failure to read a card is a ``HardwareError`` of one line.
-``nvmlShutdown`` is called after every successful ``nvmlInit``, whatever
-happens in between.
-
-``processes`` lists what each process holds on each card, for the agent's
-per-Pod memory: NVML names host PIDs, which is why the agent runs in the host's
-PID namespace (deploy/40-agent.yaml).
-
-The NVML module is passed to ``__init__`` (the real ``pynvml`` by default,
-imported then and not when this module is imported) so the contract tests can
-drive the parsing and the error mapping with a stand-in module on machines
-without a card; the check against a real card runs on a GPU machine.
+Why it is so: docs/adr/decisions/adapters.md (nvml_inventory.py).
 """
 
 from __future__ import annotations

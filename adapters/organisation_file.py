@@ -1,9 +1,6 @@
 """One machine's organisation policy: ``organisation.json`` under NODEAU_HOME.
 
-Written whole to a temporary name and renamed over the old one, so a reader sees the old
-policy or the new one, never part of either. Who may replace it is, on one machine, whoever
-may write that file: the policy's own admin check (``nodeau organisation install``) is a
-rule for people sharing an installation, not a security boundary against the file's owner.
+Why it is so: docs/adr/decisions/adapters.md (organisation_file.py).
 """
 
 from __future__ import annotations

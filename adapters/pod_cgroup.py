@@ -1,31 +1,6 @@
 """Which Kubernetes Pod a process runs in, from the kernel's ``/proc/PID/cgroup``.
 
-The kubelet puts every container of a Pod under a cgroup named after the Pod's UID, and
-the kernel lists a process's cgroups in ``/proc/PID/cgroup`` (man 7 cgroups): one
-``hierarchy-ID:controllers:path`` line per hierarchy under cgroup v1, the single
-``0::path`` line under v2. The Pod's segment of the path is, by the kubelet's cgroup
-driver:
-
-* cgroupfs: ``/kubepods/burstable/pod<uid>/<container>`` (``/kubepods/pod<uid>/...`` for
-  a Guaranteed Pod), the UID with its dashes;
-* systemd: ``/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice/
-  cri-containerd-<container>.scope``, the UID's dashes written as underscores (systemd
-  keeps ``-`` for nesting); a kubelet with ``--cgroup-root`` adds its own prefix
-  (``kubelet-kubepods-...``, as kind's nodes do).
-
-Decisions recorded here:
-
-* The Pod segment is found anywhere in the path, not only under ``/kubepods``: read from
-  a container with a cgroup namespace of its own (cgroup v2's default), another
-  container's path is relative to the reader's and starts with ``/..``.
-* A UID is a UUID (``8-4-4-4-12`` hex) or, for a static Pod, the 32 hex digits of its
-  config hash; it is given back lowercase with dashes, as the API server writes
-  ``metadata.uid``.
-* Lines that name different Pods (never written by a kubelet) name none: a process is
-  never attributed by a guess. A file that is missing or unreadable (the process ended,
-  no permission) names none; nothing here raises for what it reads.
-* ``/proc`` is read by hand: psutil, which the rest of Nodeau uses for processes, has no
-  cgroup call. The root is a parameter so the tests point it at files they write.
+Why it is so: docs/adr/decisions/adapters.md (pod_cgroup.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """A user's data under NODEAU_HOME is theirs alone, whatever umask Nodeau was started with.
 
-Each process entry point calls ``keep_private`` first: umask 077 for all it creates, and a
-home of mode 0700 (one left open by an earlier Nodeau is closed once, contents and all, the
-model cache apart). Code that may run without an entry point writes with ``write_private``.
-Why, and what is left as it is: docs/adr/0021-private-home.md.
+Why it is so: docs/adr/decisions/adapters.md (private_files.py).
 """
 
 from __future__ import annotations

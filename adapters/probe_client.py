@@ -1,10 +1,6 @@
 """Running qualification probes against a model server over HTTP (httpx).
 
-Each probe's challenge (``nodeau.domain.probes``) is sent request by request to the
-server's OpenAI-compatible routes; whatever goes wrong on the way (an HTTP error status, a
-refused connection, a timeout, a body that is not JSON) becomes that probe's evidence of
-failure, never an exception: a misbehaving server is exactly what qualification is for.
-The requests go one after another, never in parallel: a server may run a single slot.
+Why it is so: docs/adr/decisions/adapters.md (probe_client.py).
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """Processes Nodeau started, found again and stopped later, from any process, through psutil.
 
-Decisions:
-
-* A pid alone names a process only until it ends: the system then gives the pid to another.
-  A process is ours while its pid runs (a zombie has ended; it only waits for its parent to
-  collect its status) and every fact recorded when it started still holds: its start time
-  (psutil's ``create_time``, which a process given a reused pid cannot share), its command
-  line (exactly, or by a test for command lines known by their parts), its process group.
-* A process seen while it execs (as its starter has just been told its pid) has an empty
-  command line for a moment, until the new program's arguments are in place: an empty one
-  is read again, briefly, before it counts against a recorded command line.
-* The start time is compared within ``SAME_START_S``: psutil derives it from the boot time,
-  which the system reports in whole seconds and moves when the clock is stepped.
-* A signal goes only to a process that is still ours, and psutil checks once more that the
-  pid was not reused in between. With ``group=True`` a process that leads its own process
-  group (it was started in a new session) is signalled through the group, so what it started
-  ends with it.
-* Stopping is SIGTERM, a grace period for it to end, then SIGKILL and a bounded wait for it
-  to be gone (a zombie counts as gone).
-* psutil's errors end here: a process gone, a zombie or one whose facts cannot be read is
-  not ours (``alive`` is False); no permission to signal one is ``ProcessDenied``; one still
-  there after SIGKILL is ``ProcessSurvived``.
+Why it is so: docs/adr/decisions/adapters.md (processes.py).
 """
 
 from __future__ import annotations

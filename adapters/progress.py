@@ -1,14 +1,6 @@
 """Showing a fetch's progress: a rich bar on a terminal, plain lines in a log.
 
-On a terminal the bar shows bytes, rate and time left. Anywhere else (a pipe,
-a log file, a service's journal) a bar would be noise, so a plain line is
-written at each tenth of the file, at least every ``every_s`` seconds while
-bytes arrive, and once at the end::
-
-    qwen.gguf: 512.0 MiB of 4.7 GiB (10%), 85.2 MiB/s, ETA 50s
-
-The rate counts only bytes that arrived in this fetch, not a prefix kept from
-an earlier attempt, so a resumed fetch does not report an absurd speed.
+Why it is so: docs/adr/decisions/adapters.md (progress.py).
 """
 
 from __future__ import annotations

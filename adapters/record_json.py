@@ -1,9 +1,6 @@
 """Nodeau's JSON form of domain records (cattrs): what the state stores keep.
 
-One converter for every store, so a workload record or an admission written by the
-SQLite plane and one kept in a Kubernetes object's status are the same JSON:
-moments as ISO 8601 text, durations as seconds, fractions as ``n/d`` text, enums as
-their values, paths as text, sets as sorted lists. Unknown keys are refused, never silently dropped.
+Why it is so: docs/adr/decisions/adapters.md (record_json.py).
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """The buffers llama.cpp reports at load, read from a llama-server log.
 
-llama.cpp prints each buffer it allocates when a model loads: the weights
-(``CPU_Mapped model buffer size = 92.10 MiB``, one line per buffer type, e.g.
-a ``CUDA0`` and a ``CPU_Mapped`` one when layers are offloaded), the KV cache
-(``CPU KV buffer size``; two lines for a model with sliding-window layers, one
-per cache), the compute buffer (``CPU compute buffer size``, one line per
-backend, printed again whenever the graph is reserved anew) and the output
-buffer (``CPU  output buffer size``). llama-server prints these lines only
-at log verbosity 4 (``-lv 4``) or above; at its default they are absent and
-``reported_buffers`` answers None.
-
-Figures are printed in MiB to two decimals, so each is known to about 5 KiB. A CPU
-build may also keep a repacked copy of some quantised weights for its own kernels
-(``CPU_REPACK model buffer size``): no card ever holds that copy, so it is kept apart
-(``repack_bytes``) and is not part of ``total_bytes``.
-When a log holds several loads (a server that slept and woke), the last one
-counts; within it, the last reservation of each backend's compute buffer.
+Why it is so: docs/adr/decisions/adapters.md (runtime_buffers.py).
 """
 
 from __future__ import annotations

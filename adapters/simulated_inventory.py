@@ -1,14 +1,6 @@
 """Simulated cards, from a spec such as "1 x 24 GiB", for machines without a GPU (CI, laptops).
 
-The whole path (admission, placement, ``ps``) then runs as on a GPU machine,
-while the model itself really runs on the CPU. Everything about these cards
-says so: each ``Gpu`` is ``simulated``, the reading is ``simulated``, its note
-starts with "simulated hardware" and the driver version is "simulated".
-
-A card's UUID is derived from the machine's name and the card's position in
-the spec (``SIM-GPU-<uuid5>``), so the same machine reports the same cards on
-every run, two machines never share one, and no simulated UUID can be taken
-for a real NVIDIA UUID (``GPU-...``) by ``CUDA_VISIBLE_DEVICES``.
+Why it is so: docs/adr/decisions/adapters.md (simulated_inventory.py).
 """
 
 from __future__ import annotations

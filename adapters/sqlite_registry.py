@@ -1,10 +1,7 @@
 """The artifact registry in SQLite: artifacts, alias histories, measured peaks and
 qualification evidence (each run one row of Nodeau's record JSON, under its artifact).
 
-Rows are only ever inserted: an artifact's record and an alias's history are
-append-only, and ``update`` refuses a change that would rewrite either. Each
-update runs in one ``BEGIN IMMEDIATE`` transaction, so processes racing to
-import are serialised and each sees what the previous one wrote.
+Why it is so: docs/adr/decisions/adapters.md (sqlite_registry.py).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """The one-machine plane's state in SQLite: workloads, the reservation ledger, admissions, events.
 
-Every write runs in one ``BEGIN IMMEDIATE`` transaction, so ``nodeau run``
-processes racing to admit are serialised: each one's decision reads a snapshot
-that already holds the reservations of those that committed before it. The
-``reservations`` table also refuses a second row for a card (UNIQUE), a last
-line of defence should a decision ever ignore its snapshot.
-
-Decisions recorded here:
-
-* A workload's name is taken for the life of the database: a finished record
-  is kept (``nodeau ps`` history, ``service explain``), so admitting a name in
-  use is a caller's error (StateError), whether or not that workload finished.
-* The admission is stored whole, record included, as it was decided: later
-  updates change the workload's record, never what ``service explain`` shows.
-* The store writes an event for what it alone does atomically: the admission
-  (the card reserved) and the release (the card freed); other events are the
-  caller's to record.
-* The over-commit check before recording needs a fleet; the store knows none,
-  so it uses the cards the decision itself assessed (``Admitted.cards``).
+Why it is so: docs/adr/decisions/adapters.md (sqlite_state.py).
 """
 
 from __future__ import annotations

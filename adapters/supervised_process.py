@@ -1,23 +1,7 @@
 """The fallback user service: a supervised background process, where neither systemd --user
 nor launchd answers (``nodeau.adapters.user_service`` chooses it and says why).
 
-Decisions:
-
-* A short-lived launcher starts a supervisor in a new session (so it is nobody's child and no
-  terminal's), which runs the endpoint as its child and restarts it when it fails: after 1, 2,
-  4 ... 30 s, giving up after 5 failures within 60 s. A clean exit (status 0, or death by
-  SIGTERM or SIGINT: uvicorn shuts down gracefully, then re-raises the signal) is not
-  restarted.
-* The supervisor writes ``NAME.pid`` (its pid, then also its endpoint's) before anything can
-  answer, so a stop always finds what a start launched; a start that fails ends what it
-  launched.
-* Both share the supervisor's process group. Stopping sends SIGTERM to the supervisor (it
-  passes it on), then SIGKILL to the group after the grace period, only while one of them is
-  still there. A pid is only the supervisor while its command line is the one this module
-  starts, and only the endpoint while its command line names the workload and it is in the
-  supervisor's group (``nodeau.adapters.processes``); a supervisor that could not start is
-  known by its start time.
-* It does not survive a reboot.
+Why it is so: docs/adr/decisions/adapters.md (supervised_process.py).
 """
 
 from __future__ import annotations

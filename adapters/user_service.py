@@ -1,33 +1,7 @@
 """The endpoint as a user service: a systemd --user unit, a launchd agent, or a supervised
 background process where neither is there, so an endpoint survives closing the terminal.
 
-Decisions:
-
-* One service per workload, named after it: ``nodeau-endpoint-NAME.service`` (systemd),
-  label ``nodeau.endpoint.NAME`` (launchd), ``NAME.*`` files in a run folder (fallback).
-  Names are letters, digits, ``.``, ``_`` and ``-`` (a unit name, a label and a file name
-  all take them as they are); any other name is refused (ValueError), never escaped.
-* The service runs ``python -m nodeau.apps.endpoint --workload NAME --port P --state PATH``
-  with the Python that installed it, appending its output to the workload's endpoint log.
-* Restarted when it fails, boundedly: systemd ``Restart=on-failure`` (5 starts in 60 s),
-  launchd ``KeepAlive`` unless it exits cleanly (launchd throttles respawns to one per 10 s),
-  the fallback's supervisor after 1, 2, 4 ... 30 s, giving up after 5 failures in 60 s. A
-  clean exit is never restarted: status 0, or death by SIGTERM or SIGINT (uvicorn shuts down
-  gracefully, then re-raises the signal; systemd counts those signals as clean too).
-* Units are not enabled: after a reboot the model is not loaded either, and ``nodeau``
-  starts both. A systemd --user service stops when the user's last session ends unless
-  lingering is on (``loginctl enable-linger``); closing one terminal never stops it.
-* systemd is chosen only when ``systemctl --user`` really reaches a user manager (in
-  containers it usually does not); launchd on macOS when ``launchctl`` reaches the
-  user's GUI domain; otherwise the fallback, and ``describe()`` says which and why.
-* The fallback is ``nodeau.adapters.supervised_process.BackgroundProcess`` (it builds on
-  this module's spec and helpers). It does not survive a reboot.
-* The local dashboard runs the same way (``DashboardServiceSpec``), as the service
-  ``nodeau_dashboard``: a workload's name never has ``_`` in it (Kubernetes' rule for object
-  names), so no workload's endpoint can take the dashboard's unit, label or files.
-* Both run under umask 077, and a systemd unit is sandboxed (``SANDBOX``) only as far as a
-  user manager applies it without user namespaces and a CUDA model server the endpoint
-  restarts still runs under it (docs/adr/0021-private-home.md says which and why).
+Why it is so: docs/adr/decisions/adapters.md (user_service.py).
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """A batch job's worker on the fleet: the second container of its Pod, beside the model server.
 
-``python -m nodeau.apps.batch_fleet_worker --job NAME --server URL`` runs as
-ServiceAccount ``nodeau-batch-worker`` (deploy/20-rbac.yaml). It reads the job's requests
-from its BatchJob's spec, sends each one to the model server on the Pod's own loopback,
-and keeps each result in the cluster (``ports.batches.FleetBatches``: ConfigMaps owned
-by the BatchJob) as soon as it has it. Then it exits 0; it decides nothing else: the
-controller sees the results complete, records the job succeeded, deletes the Pod and
-frees the card (``domain.batches.batch_end``). Decisions, the one-machine worker's
-(``apps/batch_worker.py``) where they fit:
-
-* A request whose ``custom_id`` already has a result is not sent again: a worker
-  restarted (the Pod's ``OnFailure``) or started again resumes where it was.
-* A request that got no answer (the server died under it: the kubelet restarts a server
-  container that fails) is sent once more when the server answers again, and its result
-  line says ``"retried": true``; the second answer, whatever it is, is its result.
-* Before the first request it waits for the server's ``/health`` to answer 200 (the
-  model loading); a server that never answers is the kubelet's to restart or the
-  startup probe's to end, so the worker waits as long as it runs.
-* A failure to keep a result (the API server unreachable) ends the worker with status 1
-  and one line; the kubelet starts it again and it resumes.
+Why it is so: docs/adr/decisions/apps.md (batch_fleet_worker.py).
 """
 
 from __future__ import annotations

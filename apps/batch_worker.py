@@ -1,18 +1,6 @@
 """The detached worker of one batch job: send each request, record each result, free the card.
 
-Started by ``nodeau batch submit`` (``python -m nodeau.apps.batch_worker --job
-NAME --home HOME``) in a session of its own. Requests whose ``custom_id``
-already has a result are skipped, so a job run again redoes nothing. When the
-last request is done it stops the model server and releases the reservation
-(succeeded).
-
-The worker is also its job's supervisor (``nodeau.apps.serving.Supervisor``): when
-the model server ends, whatever ended it, the job is recorded ``restarting`` (its
-card kept), the server is started again with the kubelet's back-off, and the job
-resumes where it was. A request that got no answer (its connection failed: the
-server died under it) is sent once more to the server that answers next, and its
-result line says ``"retried": true``; the second answer, whatever it is, is its
-result. Nothing is lost and nothing is answered twice.
+Why it is so: docs/adr/decisions/apps.md (batch_worker.py).
 """
 
 from __future__ import annotations

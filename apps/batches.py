@@ -1,20 +1,6 @@
 """Batch jobs on the one-machine plane: their files, their admission, their server, their end.
 
-A batch job is a workload of kind batch: admitted and placed exactly like a
-service, its model server started the same way, then a detached worker sends
-its requests one at a time and appends each result to the job's
-``results.jsonl`` (one write and an fsync per line). The job's folder
-``<home>/batches/<name>/`` holds:
-
-* ``requests.jsonl``: the lines that can run, as parsed at submit time;
-* ``problems.txt``: one ``line N: ...`` per bad line;
-* ``results.jsonl``: the OpenAI batch output, one line per finished request;
-* ``job.json``: the counts known at submit, the worker's pid and command.
-
-A result already written is never redone: a job submitted again under the
-same name runs only the requests whose ``custom_id`` has no result yet. A request
-sent a second time because its model server ended while it was in flight says so in
-its result line (``"retried": true``; the worker restarts the server, ``apps/batch_worker.py``).
+Why it is so: docs/adr/decisions/apps.md (batches.py).
 """
 
 from __future__ import annotations

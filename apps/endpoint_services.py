@@ -1,10 +1,8 @@
 """Each workload's loopback endpoint, run as a user service (systemd --user, launchd, or a
 supervised background process where neither exists, which it says).
 
-Starting one returns once its port accepts connections (a bounded wait, then an error
-naming its log), so an address ``run`` prints answers at once. The web origins each was
-started with are kept in the run folder (``ORIGINS``), so that a later ``run`` knows what
-a running endpoint answers and one started again keeps them unless others are asked."""
+Why it is so: docs/adr/decisions/apps.md (endpoint_services.py).
+"""
 
 from __future__ import annotations
 

@@ -1,26 +1,6 @@
 """A machine's report, built from its ports: the cards it has and the models it holds verified.
 
-Shared by the node agent (every round) and ``nodeau join`` (its first report, once).
-
-Decisions recorded here:
-
-* An artifact is listed only when every one of its files is verified on this
-  machine now (``ModelStore.verified_path``); a partial, downloaded-but-unchecked
-  or damaged copy is never offered to the controller.
-* The artifacts looked at are those the registry's alias book and the catalog
-  know, named as ``nodeau model status`` names them (aliases now naming them,
-  catalog names listing their files). A verified file that no known artifact
-  lists (imported with ``--no-register``) is a one-file artifact with no names:
-  its id still lets a person ask for it.
-* ``path`` is the artifact's first file by path: what llama-server's ``-m``
-  takes for a split model.
-* A file the inspector cannot read is left out and named in ``problems``; the
-  rest of the report is still published.
-* The cards are read each round and a failure to read them propagates: no
-  report (the agent's signal goes quiet) is better than one saying the cards
-  are gone.
-* A summary is kept per artifact id between rounds (``summaries``): the id is
-  the hash of the bytes, so what the file declares cannot change.
+Why it is so: docs/adr/decisions/apps.md (machine_report.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Deleting this machine's copy of a model: what relies on it, then the domain's decision.
 
-The caller gathers what relies on the artifact (workloads, copy requests, recoveries)
-from its plane as ``Reliance`` values; this asks ``domain.removal.plan_removal`` under
-the machine's fetch lock (no pull or copy can write a file meanwhile) and deletes what
-it decided. The registry's record of the artifact stays (docs/adr/0024-models-rm.md).
+Why it is so: docs/adr/decisions/apps.md (model_removal.py).
 """
 
 from __future__ import annotations

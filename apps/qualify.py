@@ -1,20 +1,7 @@
 """Qualifying a model on this machine: start it by the normal admission, watch its memory,
 probe each capability, stop what was started, keep the evidence.
 
-Decisions:
-
-* One model server per task the plan names (chat, embed, rerank; an encoder has no chat
-  server, its generative capabilities are not applicable). Each is admitted and placed
-  exactly like ``nodeau run`` (a workload named ``qualify-<artifact>``, visible in ``nodeau
-  ps`` while it holds its card) and stopped, its card freed, whatever happens.
-* A server that cannot start fails every probe it was started for, with the runtime's
-  own words as the evidence. A refusal (no card fits, the name is taken) stops the whole
-  qualification before anything starts, and nothing is recorded.
-* Memory: on a card, NVML's per-process reading, sampled while the probes run, and its
-  peak recorded as a measurement admission uses for that configuration. On simulated
-  hardware, the buffers the runtime reports in its log, kept in the evidence labelled as
-  such and never recorded as any card's VRAM.
-* Evidence is kept under the artifact (its SHA-256), never under the alias typed.
+Why it is so: docs/adr/decisions/apps.md (qualify.py).
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """Serving use-cases on the one-machine plane: admit, start, stop.
 
-``admit_on_this_machine`` decides before it creates anything: the model must be verified
-here, the request goes through admission and placement inside one state
-transaction, and a refusal records nothing. Only then is a model server
-started; if it cannot start, the reservation is released and the workload is
-recorded as failed.
-
-``Supervisor`` watches one workload's model server once it serves (or runs) and starts it
-again when it ends, whatever ended it, with the kubelet's back-off
-(``nodeau.domain.restarts``); whoever supervises calls ``check`` about every
-``WATCH_S``: a workload's endpoint for a service, its worker for a batch job. Decisions:
-
-* An end is recorded at once (``restarting``, with how and when it ended, and the next
-  attempt), so ``nodeau ps`` and the endpoint say so; the card stays reserved.
-* The server is started again as it was admitted: the model file, the configuration and
-  the card of the record, by the program its last command line names.
-* Each process a restart launches is recorded before its readiness is awaited, so a
-  ``stop --workload`` finds it; a restart launched by a supervisor that went away
-  half-way is stopped and made again (nobody knows whether it answers).
-* A workload stopped or released during a restart keeps that end: what was started for
-  it is stopped.
+Why it is so: docs/adr/decisions/apps.md (serving.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ runs measured its noise, not the code); their median is printed beside it.
 
 It prints decisions per second at each size (elapsed, and of CPU time: the machine's other
 work does not count against one core), the cost per decision, the growth of that cost
-from the smallest size to the largest, and their ratios to the goals of issue 14: at least
+from the smallest size to the largest, and their ratios to the goals of ADR 0018: at least
 5,000 decisions per second at 1,000 machines x 8 cards, and a cost per decision that grows by
 no more than 12x from 100 to 1,000 machines. No assertion: the figures are the result.
 """
@@ -147,7 +147,7 @@ def main() -> None:
     largest, smallest = max(costs), min(costs)
     rate = 1 / costs[largest]
     print(
-        f"\ngoals (issue 14), on the CPU time of one core (index made included):\n"
+        f"\ngoals (ADR 0018), on the CPU time of one core (index made included):\n"
         f"   at least {GOAL_PER_S:,.0f} decisions/s at {largest} machines: "
         f"{'met' if rate >= GOAL_PER_S else 'NOT met'} ({rate:,.0f}/s, "
         f"{rate / GOAL_PER_S:.3f}x the goal)"

@@ -1,10 +1,6 @@
 """Admission: can this safely run? Decided before anything is created.
 
-Each card of the fleet is assessed against the predicted peak for its GPU
-model, using the card's free memory according to the reservation ledger (never
-a reading taken from the card) and whether its machine holds a verified copy
-of the artifact. The decision keeps its arithmetic so ``nodeau service
-explain`` can print every term, in bytes, with its source.
+Why it is so: docs/adr/decisions/domain.md (admission.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Aliases: the name a user types to run an imported model, and what it never does.
 
-An alias keeps an append-only history of the artifacts it has named; the
-newest entry is what it names now. Re-importing different bytes under an alias
-that was used before creates a new artifact and says so: it never repoints or
-rewrites the old artifact, which stays recorded and reachable by its id, and
-the old artifact's qualification evidence does not carry across.
+Why it is so: docs/adr/decisions/domain.md (aliases.py).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Artifacts: a model's identity is the SHA-256 of its bytes.
 
-Not its filename, not the name a user gave it, not where it came from: two
-identical byte streams are one artifact however they arrived. A one-file
-artifact is identified by that file's SHA-256; a several-file artifact (a split
-GGUF) by the SHA-256 of a canonical manifest of its files. Curated catalog
-entries are pinned to a publisher, an immutable revision and a SHA-256 per
-file; a custom artifact is a GGUF the user imported.
+Why it is so: docs/adr/decisions/domain.md (artifacts.py).
 """
 
 from __future__ import annotations

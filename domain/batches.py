@@ -1,21 +1,6 @@
 """Batch jobs: the requests of an OpenAI batch file, the problems of its bad lines, the results.
 
-A batch file holds one request per line (``{"custom_id", "method", "url",
-"body"}``). Parsing never stops at a bad line: each bad line becomes one
-problem naming its line number, the good lines still run.
-
-Decisions recorded here:
-
-* Blank lines (only whitespace) are skipped, neither a request nor a problem.
-* A repeated ``custom_id`` is a problem on its second and later lines; the
-  first line with that id runs.
-* The url must be one of the routes the workload's task answers.
-* A result is a success when the server answered with a status below 400.
-* A batch job whose every request has a result is done (succeeded); one a person
-  asked to stop ends stopped, its results so far kept (``batch_end``). Its card is
-  freed either way.
-* A result too large to be kept where results are kept becomes an error result
-  saying so: every request still gets its one result.
+Why it is so: docs/adr/decisions/domain.md (batches.py).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Model cache: downloaded and verified are separate facts, and only verified is placeable.
 
-A file of the right name and the right size can still be the wrong bytes, so
-a copy counts as verified only when its SHA-256 was computed on that machine,
-over every byte, and matched. A hash that did not match is a fact too (the
-copy is damaged). Any change to the bytes, or a file changed on disk after its
-check, drops verification. A machine can be placed against only if every file
-of the artifact there is verified.
+Why it is so: docs/adr/decisions/domain.md (cache.py).
 """
 
 from __future__ import annotations

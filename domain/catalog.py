@@ -1,9 +1,6 @@
 """The curated catalog: models Nodeau fetches from their publishers, pinned.
 
-Each entry names its publisher, repository and immutable revision, and every
-file with its size and SHA-256. A catalog only contains values someone can
-stand behind: a hash is copied from the publisher's own listing, never
-invented, and an entry without one cannot be built.
+Why it is so: docs/adr/decisions/domain.md (catalog.py).
 """
 
 from __future__ import annotations

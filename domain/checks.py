@@ -1,9 +1,6 @@
 """Checks on values: attrs validators shared by every domain value.
 
-A value that breaks one of these is a programming error (a caller built
-something impossible), so they raise ValueError naming the field and the value.
-User input is checked at the boundary and refused with a clear message before
-it gets here.
+Why it is so: docs/adr/decisions/domain.md (checks.py).
 """
 
 from __future__ import annotations

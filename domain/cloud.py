@@ -1,27 +1,6 @@
 """Nodeau Cloud, decided: what may leave, which operations may run, when to reach out.
 
-Nodeau Cloud is optional and off by default; nothing here reaches anything, it decides.
-Decisions recorded here (docs/adr/0013-nodeau-cloud.md, docs/cloud.md):
-
-* **What may leave is an allow-list of fields**, per kind of thing: a machine's name,
-  health and marks; a GPU's UUID, model, memory and holder; a workload's name, kind,
-  model, machine, GPU, state and since. ``metadata_report`` picks exactly those from
-  the plane's views and nothing else: a field added to a view later (a prompt, a
-  sentence, an endpoint address) is left out until it is named here. Every value must
-  be a scalar; anything else is a broken invariant (``ValueError``), never sent.
-  Prompts, completions, embeddings, images and batch records are no view's field and
-  so can never be picked.
-* **Operations are the person's choice at connect time** (``--allow``), from a short
-  list that changes only what placement may do or ends a workload: ``drain``,
-  ``undrain``, ``stop-batch``, ``stop-service``. Anything else the cloud asks for (an
-  unknown kind, a kind not allowed, a target that is not a name) is refused and
-  recorded, never run. There is no operation that starts anything, installs anything
-  or runs a command: no remote shell exists to allow.
-* **Sign-in is a device-code flow** (RFC 8628's shape): the cloud answers each poll
-  with pending, slow down (wait 5 s longer from then on), approved, denied or expired.
-* **Reaching out is on a schedule**: a report when ``report_interval`` has passed since
-  the last one was tried, a poll for operations when ``poll_interval`` has; a failed
-  call waits for its next turn like a good one (an outage is never retried in a burst).
+Why it is so: docs/adr/decisions/domain.md (cloud.py).
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """Copies of a model kept on machines of a fleet: who asks for one, and the state it is in.
 
-A copy is a verified artifact on a machine. A person (``nodeau models copy``) or a
-workload's recovery asks a machine to keep one; that machine's agent fetches it from
-the model's publisher, checks every file's SHA-256 itself, and says how it is going in
-its report. Decisions recorded here:
-
-* One request per (machine, artifact): the model name first asked for, when it was
-  made (``since``), and every asker holding it: ``person``, or ``recovery:<workload>``.
-  The request stays while anyone holds it; an asker asking again changes nothing.
-* Taking an ask back removes that asker only, and deletes no file: a copy a recovery
-  relies on stays for that recovery, and the sentence says so.
-* The state shown is derived from the request and the machine's latest report: ready
-  as soon as the report lists the artifact verified (every file checked there, so a
-  partial or damaged file never counts), else the agent's progress on that very
-  request (matched by ``since``: a request taken back and made again is a new one),
-  else requested.
-* The agent fetches one copy at a time, the oldest request first; the others wait,
-  and say behind what.
-* A failed copy is not retried: it stays failed, with its reason, until the request is
-  taken back and made again. An interrupted fetch that made progress (a cut
-  connection) resumes at once from the bytes kept; one that made none is tried
-  ``TRIES_WITHOUT_PROGRESS`` times in all, then fails with the last reason.
-* An imported model has no publisher: it is never fetched. The same file imported on
-  the machine (``nodeau models import FILE --no-register``) is verified there and
-  counts as the copy.
+Why it is so: docs/adr/decisions/domain.md (copies.py).
 """
 
 from __future__ import annotations

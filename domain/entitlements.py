@@ -1,34 +1,6 @@
 """Entitlements: which plan's terms apply, given a parsed entitlement and a signature verdict.
 
-An entitlement is a signed statement of what one installation may do. Checking
-the signature (offline, against keys compiled into the binary) is an adapter's
-job; it hands the domain the parsed ``Entitlement`` (if it could parse one) and
-a ``SignatureVerdict``. ``effective_terms`` then decides, without a clock: the
-time comes in as ``now``.
-
-Only a valid signature, over an entitlement issued for this installation, at a
-moment within ``[not_before, not_after)``, gives the entitlement's plan. Every
-other case gives exactly the Home plan's terms, with the reason; protections
-are never part of the answer because they are identical on every plan.
-
-Checks run in this order, and the first that fails is the reason: the verdict
-(a bad, unknown-key or malformed statement says nothing trustworthy, so nothing
-in it is looked at), then the installation (it will never match later), then
-the clock, then the validity window (which may match later).
-
-Decisions recorded here (docs/adr/0011-entitlements.md):
-
-- Expiry never stops anything: it changes which terms new decisions use, and
-  only after a grace (``Timing.grace``, 14 days) past ``not_after``. During the
-  grace the plan applies with a warning; from ``Timing.warn_ahead`` (30 days)
-  before ``not_after`` it applies with a warning too.
-- A clock moved back is detected against an anchor: the newest moment this
-  installation has seen (kept by the adapters) or the moment the entitlement
-  was issued, whichever is later. ``now`` earlier than it by more than
-  ``Timing.clock_tolerance`` (24 hours) is ``clock-moved-back``: the time
-  cannot be trusted, so the window cannot be checked, and new decisions use the
-  Home plan until the clock is right again. The anchor only moves forward
-  (``newest_seen``).
+Why it is so: docs/adr/decisions/domain.md (entitlements.py).
 """
 
 from __future__ import annotations

@@ -1,32 +1,6 @@
 """Free cards: a large fleet's free cards in placement's order, kept from one decision to the next.
 
-Weighing every card of a fleet of thousands for every decision costs what the fleet
-costs (issue 14: at 1,000 machines x 8 cards, about a tenth of a second a decision).
-``FreeCards`` holds what that weighing reads, arranged so a decision reads only the
-best candidates:
-
-* every free card, keyed as placement ranks it: its machine's score under the
-  machine's policy (pack: the fullest first, spread: the emptiest), then the smallest
-  card, the machine's name and the card's UUID;
-* per GPU model and size, how many cards there are and how many are held, which gives
-  how many cards are too small and how many are held for any predicted peak;
-* the plan's scope over the fleet, worked out once without a plan's bounds, and per
-  decision with them (what a bounded plan covers follows what holds work and what is
-  excluded, ``plans.coverage_order``).
-
-A reservation made with ``reserve`` is recorded in the index, which then answers for the
-ledger with it recorded: the machine's free cards are keyed again under its new score,
-nothing else is touched or copied. So the decisions of one pass over a fleet work on one
-index, as kube-scheduler's cache is one per scheduler: an index is a pass's working
-state, owned by the one caller deciding (not a value to share).
-
-``decide`` gives both decisions (admission's verdicts and counts, placement's ranking
-and choice) for an admitted request with at least one candidate, and None when the
-request is refused: the refusal, rare and said once, is worked out by weighing every
-card (``scheduling.schedule``). Over the same fleet, ledger, settings and plan it
-chooses the card weighing every card chooses (tests: a property against that weighing).
-The decision keeps the chosen card's arithmetic, the best candidates' and the counts of
-every verdict, never every card: a GPUService's status must stay small at any size.
+Why it is so: docs/adr/decisions/domain.md (free_cards.py).
 """
 
 from __future__ import annotations

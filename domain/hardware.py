@@ -1,13 +1,6 @@
 """Hardware: machines and their GPUs, and merging what agents report.
 
-A GPU is identified by its UUID, never by an index (indices move). A card
-moved to another machine keeps its UUID; the newest report that names a UUID
-says where it is. Merging is a pure function of the set of reports, so the
-order in which reports arrive never changes the result.
-
-A model server's own memory is read per process on its card (NVML) and kept per
-Pod and card: ``after_sample`` adds one sample to what the agent keeps, the peak
-being the most any sample saw, so a report states what a Pod took at its worst.
+Why it is so: docs/adr/decisions/domain.md (hardware.py).
 """
 
 from __future__ import annotations

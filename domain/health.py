@@ -1,33 +1,6 @@
 """Machine health: what two timestamped signals say about one machine.
 
-A machine has two signals: its Kubernetes node heartbeat (the kubelet) and
-Nodeau's own agent report. A machine counts as stopped answering
-(``unreachable``) only when both are quiet; one quiet signal alone is
-``degraded`` and moves nothing. A fleet upgrade's mark (``upgrading``) wins over
-every signal: nothing moves while it holds.
-
-Decisions recorded here:
-
-* A signal is quiet when it was never seen, or when its age at ``now`` has
-  reached its grace (exactly at the grace counts as quiet), so the moment it
-  went quiet is ``last seen + grace`` and that moment is itself quiet.
-* ``unreachable`` is dated by the moment both became quiet: the later of the
-  seen signals' quiet moments. A never-seen signal adds no bound; if neither
-  was ever seen, the first assessment that finds it so (``now``) is the moment.
-  Once recorded, the moment is kept by later assessments, never re-derived
-  (unless it lies after ``now``: a clock that stepped back is not trusted), unless a
-  signal was renewed after it: the machine answered in between, unseen by an
-  assessment that came late, and this is a new spell, dated afresh.
-* An assessor that was not watching (a controller that stalled or just started) counts
-  a newly unreachable machine's quiet time only from when it watches again
-  (``watching_since``): what it did not see is not held against the machine, so a
-  controller's own gap never moves a workload early.
-* A machine leaving the upgrade mark while both signals are still quiet is
-  unreachable from that assessment on: quiet time under the mark is not
-  counted against it, because upgrades are not failures.
-* On the one-machine plane there is no Kubernetes node, so only the agent
-  report counts and a quiet agent alone means unreachable.
-* Times must carry a timezone; sentences print them as ``HH:MM:SS`` UTC.
+Why it is so: docs/adr/decisions/domain.md (health.py).
 """
 
 from __future__ import annotations

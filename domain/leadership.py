@@ -1,34 +1,6 @@
 """Leader election among the fleet's controllers: who may take the Lease, and who still leads.
 
-Controllers elect one leader through one coordination Lease (docs/adr/0015). These
-are the rules, over values; the moments come in as arguments: wall-clock moments
-(``datetime``) only to write into the Lease for people to read, and each
-candidate's own monotonic clock (seconds, ``float``) for every decision.
-
-Decisions recorded here:
-
-* The defaults: a 12 s lease, a 7 s renew deadline, a 2 s retry period. That is
-  kube-controller-manager's 5 s between lease and renew deadline and its retry
-  period, with a lease 3 s shorter, so that a standby takes over within 15 s of the
-  leader's last renewal: the lease, plus how late the standby saw that renewal (at
-  most a retry period), plus one write (a 15 s lease can never do it). The lease
-  must outlast the renew deadline, and the renew deadline must leave room for more
-  than one retry (as client-go requires), or the terms are refused with one line.
-* A candidate never trusts another's clock: the times written in the Lease are
-  for people. A holder counts as gone only when the Lease has not changed (same
-  resourceVersion) for its stated ``leaseDurationSeconds`` as measured on the
-  candidate's own clock from the moment it first saw that version (``observe``).
-  A Lease with no holder (released) may be taken at once.
-* A holder leads from the start of its last successful take or renewal (the
-  moment it sent the request, not when the answer came) until ``renew_deadline``
-  after it (``leads``). Any standby sees that write at or after it was sent, and
-  waits a whole lease duration after seeing it; so the holder has stopped, by its
-  own clock, ``duration - renew_deadline`` (5 s) before anyone may take the Lease.
-  This holds when the candidates' clocks tick at the same rate, whatever their
-  offsets; the 5 s is the margin for clocks that do not.
-* Taking the Lease from another holder (or an empty one) sets ``acquireTime`` and
-  counts one more ``leaseTransitions``; renewing keeps both. Releasing empties the
-  holder and states a one-second duration, so a standby takes over at once.
+Why it is so: docs/adr/decisions/domain.md (leadership.py).
 """
 
 from __future__ import annotations

@@ -1,43 +1,6 @@
 """A workload's life once admitted: what its model server's state makes of the workload's.
 
-Every plane watches a model server (a Pod in a cluster, a ``llama-server``
-process on one machine) and moves the workload it serves with the same rules,
-so the phases below name what a server does, not how a plane runs it.
-
-Decisions recorded here:
-
-* A workload that holds no card (succeeded, failed, stopped) never moves again.
-* A held or recovering workload is recovery's to move (``nodeau.domain.recovery``),
-  never its server's: its machine stopped answering, and what its server looks
-  like from there cannot be trusted. Nor can any server's on an unreachable
-  machine: until health holds the workload, it stays as it is.
-* A server being deleted moves nothing: deletion decides what comes next.
-* No server: the workload starts (a server is made for it). One that exists but
-  does not answer yet: an admitted workload is starting. One that answers: a
-  starting service serves, a starting batch job runs.
-* A serving service or running batch job whose server stops answering for a
-  while (a busy server's health check) stays as it is; only an exit counts.
-* A batch job's server that exited has finished it: succeeded when it exited
-  cleanly, failed otherwise, and its card is free again.
-* A service's server that exited has died. Nothing here restarts it, so the
-  service has failed and its card is free again; a restart policy would answer
-  ``STARTING`` here (``RESTART_ON_EXIT`` says which it is today). In a cluster the
-  kubelet restarts a service's container itself, so an exit it reports is final.
-* A restarting workload (its supervisor starts its server again after a back-off,
-  ``nodeau.domain.restarts``) is the supervisor's to move, except that a server
-  that answers again makes it serve (or run) again; no server is made for it here.
-  ``exited`` is only ever shown, never recorded, and moves nothing.
-* A server restarted in place by its own supervisor (a Pod's container, restarted by its
-  kubelet) says so itself (``ServerRestarts``), and ``restarted_in_place`` records what it
-  says, with nothing restarted here: a new end not yet recorded makes the workload
-  ``restarting`` since the end (kept through further ends), with that end, the restart
-  count the supervisor gives, and the next attempt it announced (else the back-off of
-  ``nodeau.domain.restarts``, measured from the end). While a restart it made does not
-  answer yet, that restart is the next attempt, made when that run started. Once the
-  server answers again the workload serves (or runs) again, its restart count and last
-  end kept. An end while the workload was starting or restarting is an end "while
-  starting". The card stays reserved throughout. A restarting workload whose server is
-  gone (its Pod deleted) gets a new one where servers are restarted in place.
+Why it is so: docs/adr/decisions/domain.md (lifecycle.py).
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """Organisation limits, quotas and permissions: three different "no"s, never confused.
 
-- A permission is about who is asking: a role may or may not take an action,
-  and an organisation may permit only some models.
-- A limit is a fixed bound on the shape of one request (context length, model
-  size). It does not change with what else is running.
-- A quota is a budget spent by what is running (GPUs held, workloads). It frees
-  up when a workload stops.
-
-``check_request`` checks them in that order — permission, limit, quota — from
-what the person asking can least change to what changes by itself, and stops at
-the first refusal. Each later check only matters once the earlier ones pass:
-stopping a workload to free quota is wasted effort if a limit would still refuse
-the request, and a person who may not run anything needs an admin, not a smaller
-model.
-
-Roles are nested: a viewer changes nothing, an operator runs and looks after
-workloads and models, an admin may also change fleet-wide settings and
-membership (drain, policy, invite).
+Why it is so: docs/adr/decisions/domain.md (limits.py).
 """
 
 from __future__ import annotations

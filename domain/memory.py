@@ -1,26 +1,6 @@
 """Memory prediction: the peak VRAM a model will take, each term labelled.
 
-Predicted peak = weights + KV cache + compute buffer + output buffer +
-runtime footprint + margin, from the model's own architecture values and
-artifact size. A measurement of the same (artifact, GPU model, configuration)
-overrides the estimate. Every figure carries its source, ``estimated`` or
-``measured``, and a prediction never mixes the two.
-
-The terms follow what llama.cpp allocates (see docs/adr/0002-memory-prediction.md):
-
-- KV cache: for each layer, cells x KV heads x (key + value head size) at the
-  cache type's bytes per element. Cells are the context padded to a multiple
-  of 256; a sliding-window layer keeps only window x sequences + micro-batch
-  cells (padded to 256, never more than the context); an encoder-only model
-  (BERT and its kin) keeps none.
-- Compute buffer: llama.cpp's graph allocator reuses memory, so the buffer is
-  the largest of its phases, not their sum: attention (the scores, cells x
-  heads per micro-batch token, without flash attention, next to the
-  activations and Q, K, V) or the feed-forward (three rows of its width per
-  token); plus the attention masks, which live throughout, and one logits row
-  per output.
-- Output buffer: a logits row (plus an embedding row when serving embeddings)
-  per sequence, as llama.cpp reserves it at load.
+Why it is so: docs/adr/decisions/domain.md (memory.py).
 """
 
 from __future__ import annotations

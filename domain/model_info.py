@@ -1,9 +1,6 @@
 """Model info: what a model file declares, and what it is predicted to take.
 
-``nodeau model info`` shows the architecture values read from the GGUF file,
-the artifact's size, the predicted peak VRAM for a few context sizes (each
-labelled estimated), and the configurations actually measured, where an
-empty list is a real answer.
+Why it is so: docs/adr/decisions/domain.md (model_info.py).
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
 """The organisation's policy: who may do what (roles), what the installation allows (limits)
 and what one person or team may hold (quotas); and whose request this is.
 
-``domain.limits`` holds the three checks; this module says which of them apply to a given
-person, and how much that person and their teams hold now. Decisions recorded here
-(docs/adr/0012-organisation.md):
-
-* No policy configured is the policy of one person's own machine: everybody is an admin,
-  nothing is limited, no quota. A configured policy gives each person the most powerful
-  role any entry naming them or one of their groups gives, and ``everyone`` (viewer unless
-  said otherwise) to a person no entry names.
-* A team is a group the person belongs to (a Unix group on one machine, a Kubernetes group
-  on a fleet). A request is checked against the person's own quota and then against each
-  of their teams' quotas, by name; the refusal names which one ran out, so nobody wonders
-  whether the team's or their own budget applied (LiteLLM discussion #11257).
-* What a workload spends is counted for whoever asked for it and the teams they belonged to
-  when they asked (``Requester``, kept with the workload): leaving a team later does not
-  move a running workload's cards onto somebody else's budget.
-* Every refusal sends the person somewhere: the roles that may (and who holds them), the
-  setting to change, or stopping a workload; and the policy's ``contact`` when it has one.
+Why it is so: docs/adr/decisions/domain.md (organisation.py).
 """
 
 from __future__ import annotations

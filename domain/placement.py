@@ -1,15 +1,6 @@
 """Placement: where should it run? Chosen only among cards admission accepted.
 
-The scheduling policy is one choice, fleet-wide, with a per-machine override:
-
-- ``pack`` fills the fullest machine first, keeping whole machines free;
-- ``spread`` prefers the emptiest machine, spreading load and risk.
-
-Ties go to the smallest card that fits (the big cards stay free for big
-models), then to machine name and GPU UUID, so a placement never depends on
-the order anything was listed in. Drained machines, and machines excluded for
-another recorded reason (unreachable, outside the organisation's limits), are
-never candidates. The placement keeps why this machine and this card.
+Why it is so: docs/adr/decisions/domain.md (placement.py).
 """
 
 from __future__ import annotations

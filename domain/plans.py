@@ -1,17 +1,6 @@
 """Plans: what each plan adds, how large a fleet it covers, and what it never withholds.
 
-Decisions recorded here:
-
-- Nothing that protects you is a plan feature. Admission, artifact
-  verification, authentication and integrity checks are ``Protection`` values,
-  and ``protections_for`` returns all of them for every plan; no ``Feature``
-  can name one.
-- There is no "fleet" feature. How many machines a plan covers is
-  ``max_machines`` and nothing else, so the count has one source of truth.
-- The free Home plan covers two machines and eight GPUs (a workstation and a
-  spare box, each with up to four cards) and adds no features. Every plan
-  covers everything the plan below it covers (``plan_covers``).
-- ``None`` as a bound means unbounded.
+Why it is so: docs/adr/decisions/domain.md (plans.py).
 """
 
 from __future__ import annotations
@@ -71,7 +60,7 @@ class PlanTerms:
 
 
 # automatic recovery is on every plan: the recovery document offers it to every fleet and
-# says only that the plan's bounds apply to where a workload may go (issue 12)
+# says only that the plan's bounds apply to where a workload may go (ADR 0014)
 HOME = PlanTerms(
     name=PlanName.HOME,
     features=frozenset({Feature.AUTOMATIC_RECOVERY}),

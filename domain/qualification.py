@@ -1,10 +1,6 @@
 """Qualification: what an imported model has proved it can do, per artifact.
 
-Importing is not qualifying, and loading is not qualified: a model claims a
-capability only after a probe for it passed, and each capability stands alone
-(chat passed and tools failed claims chat and nothing else). Evidence belongs
-to an artifact, never to an alias: looked up through an alias, it is the
-evidence of the artifact the alias names now, never of an earlier one.
+Why it is so: docs/adr/decisions/domain.md (qualification.py).
 """
 
 from __future__ import annotations

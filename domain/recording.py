@@ -1,28 +1,6 @@
 """What a plane may record: the ledger-write rules every ``StateStore`` keeps.
 
-SQLite on one machine, the cluster's ledger on a fleet and the in-memory fake
-all ask these functions before they write, so no store can record what
-another would refuse. Decisions recorded here:
-
-* An admission is recorded through ``reservations.reserve``: a card already
-  held, or too small for the reservation, is a conflict (another decision
-  recorded first), never an over-commit.
-* A workload's name is taken while its workload holds a card.
-* The over-commit check needs the cards; a store knows none, so it uses the
-  cards the decision itself assessed (``Admitted.cards``).
-* An admission that contradicts itself (two names, a card it never assessed,
-  a state that holds no card) is a programming error: ``ValueError``.
-* An update keeps name, card and whether the card is held; a release keeps
-  name and card and ends in a finished state. Anything else is a programming
-  error too.
-* Where the ledger and the workloads' records are written separately (a
-  cluster), a reservation is backed when its workload's record holds exactly
-  that reservation and has not finished. Any other is a crash's leftover,
-  unless another writer claimed it less than ``CLAIM_GRACE`` ago: that is an
-  admission in flight, and its decision stands.
-* A record that already holds a live admission of another card is never
-  overwritten, except by a recovery's move (``moved_ledger``): the reservation moves
-  from the old card to the new one in one ledger write, the old card freed.
+Why it is so: docs/adr/decisions/domain.md (recording.py).
 """
 
 from __future__ import annotations

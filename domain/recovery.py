@@ -1,16 +1,6 @@
 """Recovery: what happens to each workload when its machine stops answering.
 
-Per workload the choice is ``never`` (the default: it waits for its machine)
-or ``automatic`` after a delay (default 3 minutes). Recovery fires only once
-the machine has been *unreachable* (both signals quiet) for the delay; a
-degraded or upgrading machine moves nothing. A batch job never recovers, and a
-workload on the control-plane machine waits for it, because the decision is
-made there. Re-placement goes through the same admission and placement as a
-new workload. Nowhere to go means *held* with a reason and a next step:
-the model's files (a verified copy is fetched to a machine that could run it)
-or capacity (it starts when a card frees). Decisions are a pure function of
-their inputs: there is no attempt counter and so no retry loop. A machine that
-comes back gets nothing moved back; its stale copy is ended by its own agent.
+Why it is so: docs/adr/decisions/domain.md (recovery.py).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """A person's recovery choice for a service, and the sentence that says what changing it did.
 
-Decisions recorded here:
-
-* Changing a service's recovery restarts nothing: only what happens the next time
-  its machine stops answering changes (product: recovery and copies). Every
-  sentence says so.
-* A choice is compared as a person reads it (``recovery_words``): ``never`` is
-  ``never`` whatever delay is kept beside it, so choosing it again changes nothing.
-* Recovery applies to served workloads; a batch job has no choice to change.
+Why it is so: docs/adr/decisions/domain.md (recovery_choice.py).
 """
 
 from __future__ import annotations

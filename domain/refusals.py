@@ -1,10 +1,6 @@
 """Refusals: the kinds of "no", each with a stable reason code and a sentence.
 
-A user sent to the wrong one of limit, quota or permission wastes a day, so
-every refusal says which kind it is. ``capacity`` is the physical "no": no
-card has the memory, or no machine holds the files. ``qualification`` is the
-model's own "no": an imported model asked for a task it has not proved it can do
-(``nodeau model qualify`` is the way on).
+Why it is so: docs/adr/decisions/domain.md (refusals.py).
 """
 
 from __future__ import annotations

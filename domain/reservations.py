@@ -1,9 +1,6 @@
 """Reservations: the ledger of who holds which card, and how much of it.
 
-The ledger, not a reading taken from a card, is how Nodeau attributes memory:
-a workload still pulling its image holds nothing on the card yet, but it holds
-its reservation. A GPU is held by exactly one workload at a time: no sharing,
-time-slicing or partitioning.
+Why it is so: docs/adr/decisions/domain.md (reservations.py).
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """Which artifact a model name means: one rule for every plane.
 
-A person types an alias, a catalog name, an artifact's SHA-256 or a prefix of
-it. The CLI resolves it among what this machine knows (aliases, the catalog);
-the controller among what the fleet's machines report verified. Both ask
-:func:`resolve_name`. Decisions recorded here:
-
-* A name is tried before an id: an exact name (alias, catalog name, a name a
-  machine reports) wins over a hex prefix that happens to match.
-* An id is the full SHA-256 or a prefix of at least ``MIN_PREFIX`` hex digits,
-  with or without ``sha256:``, in any case.
-* Several different artifacts matching at the winning tier is ambiguous:
-  nothing is guessed, and the answer names them so the person can pick one
-  by its SHA-256 prefix.
-* The name a person reads (``ps``, ``explain``) is what they typed when it is
-  one of the artifact's names, else its first name, else its short id.
-* A served workload answers a request's ``model`` by the same rule: any of its
-  artifact's names (as admitted), its own name, its id or an id prefix.
-* A name that matches nothing is answered with the names close to it
-  (:func:`did_you_mean`): those containing it in any case, else those difflib
-  finds alike, so a typo and a fragment both get a suggestion.
+Why it is so: docs/adr/decisions/domain.md (resolution.py).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Restarting a workload's model server after it exits: the back-off, and the states it passes.
 
-The policy is the one a Pod's container gets from its kubelet: the first restart 10 s
-after the exit, each further one twice as late, never later than 5 minutes; a server
-that ran 10 minutes before it ended starts the count again.
-
-Decisions recorded here:
-
-* Any end counts (a crash, a signal, an out-of-memory kill, an exit code 0): a service
-  serves until it is stopped, and a batch job's worker stops its own server once done.
-* The workload keeps its card while it restarts: its reservation is not released.
-* ``restarting`` begins at the exit, and stays through failed starts; a failed start
-  moves the next attempt on by the next back-off step, measured from when it failed.
-* ``restarts`` counts every start made again, whether it came up or not (as a kubelet's
-  restart count does); ``crash_streak`` counts ends in a row and sets the back-off.
-* A restarting workload whose next attempt is long overdue
-  (``UNWATCHED_AFTER``: past any start's readiness deadline) has no supervisor: it
-  is shown as ``exited`` rather than promised a restart nobody will make.
-* A client of a restarting service is told when to come back (``retry_after_s``): at the
-  next attempt, plus a second for the model to load.
+Why it is so: docs/adr/decisions/domain.md (restarts.py).
 """
 
 from __future__ import annotations

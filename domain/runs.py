@@ -1,24 +1,6 @@
 """What ``nodeau run`` does with a name: admit a new workload, or bring an endpoint back.
 
-Decisions recorded here:
-
-* A workload's name follows Kubernetes' rule for object names on every plane
-  (lower-case letters, digits, ``-`` and ``.``, starting and ending with a letter
-  or digit, at most 253 characters), so a name that works on one machine works
-  on the fleet. Without ``--name`` it is made from the model's name.
-* Running a name that already serves the same artifact only brings its endpoint
-  back: the model is still loaded, so starting again is instant. A restarting
-  one too: its endpoint is what starts its model server again.
-* A name held by a workload of another artifact, of another kind, or one still
-  starting is taken: the person chooses another name or stops that one.
-* A name whose workload finished is free again.
-* Running a name that serves again with flags is bringing it back *as it is*: a flag not
-  given means "as it is"; one given that differs from what it runs with is refused, with
-  nothing changed, naming what differs and how to change it. A model server keeps what it
-  was started with (context, task, the CPU): stopped with ``--workload`` and run again.
-  A recovery choice changes without a restart (``nodeau recovery set``). The pages an
-  endpoint answers (``--allow-origin``) change when the endpoint starts: while it runs they
-  are refused as any other difference; a stopped endpoint starts with those asked.
+Why it is so: docs/adr/decisions/domain.md (runs.py).
 """
 
 from __future__ import annotations

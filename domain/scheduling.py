@@ -1,9 +1,6 @@
 """Scheduling: admission then placement over one view of the fleet, policy and drain.
 
-New placements and recoveries go through the same ``admit_and_place``, so a
-recovered workload meets the same admission, policy and exclusions as a new
-one. Changing the policy, draining a machine and marking it upgrading are marks: they
-change what happens to new placements and never stop, move or restart anything.
+Why it is so: docs/adr/decisions/domain.md (scheduling.py).
 """
 
 from __future__ import annotations

@@ -1,38 +1,6 @@
 """Workloads: the states a workload passes through and the sentence ``nodeau ps`` prints.
 
-A workload is anything that holds a GPU: a service or a batch job. Each state
-has one sentence naming which machine, since when (``HH:MM:SS`` UTC and a short
-age) and what happens next. ``held`` and ``recovering`` are the states of a
-workload whose machine stopped answering.
-
-Decisions recorded here:
-
-* A recovering workload moved because it was set to recover automatically; a person
-  may set it to ``never`` while it loads its model on the new machine (the choice
-  applies to its next machine failure), so its choice is not part of the state.
-* Every state but succeeded, failed and stopped holds its reservation,
-  including ``admitted`` (still pulling its image or fetching files).
-* Recovery applies to served workloads only: a batch job's recovery is
-  ``never`` and it is held with the ``batch-job`` reason.
-* Each held reason belongs to one recovery mode: ``machine-unreachable-recovery-off``
-  to ``never``; waiting-for-delay, on-control-plane-machine, model-files and
-  capacity explain why an ``automatic`` recovery has not happened yet.
-* ``next_step``, when given, replaces the state's default "what happens next"
-  clause; the default for waiting-for-delay is computed as held-since plus the
-  recovery delay.
-* A ``since`` after ``now`` (clocks of two machines) prints an age of ``0s``.
-* ``restarting`` is a workload whose model server exited (any cause) and that is started
-  again after a back-off (``nodeau.domain.restarts``); it keeps its reservation. Its
-  sentence says how the server ended, when, which restart comes next and when.
-  ``exited`` is only ever shown, never recorded: ``nodeau ps`` found the server gone and
-  no supervisor has recorded it yet (or none has for long past its due restart).
-* A server's end is one of: an exit code, a signal, gone without a known status, not
-  ready by its deadline (stopped), or not started at all (``ServerExit``).
-* A serving (or running) workload that was restarted says how often and after what.
-* A service whose endpoint is stopped (``nodeau stop NAME``, or one that gave up) keeps its
-  state: its model stays loaded. Its sentence says the endpoint is stopped and that
-  ``nodeau run NAME`` brings it back; one restarting, or found exited, says too that
-  nothing restarts it meanwhile (its endpoint is what does).
+Why it is so: docs/adr/decisions/domain.md (workloads.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The port of a batch job's records on the fleet: its results, and a person's ask to stop it.
 
-On one machine a job's results are a file (``apps/batches.py``); on a fleet they are
-kept in the cluster, so that ``nodeau batch results`` reads them through the control
-plane wherever the job ran (docs/adr/0016-batch-jobs-on-the-fleet.md).
-``nodeau.adapters.kube.batch_results`` implements it on a Kubernetes API server.
-Failures are ``ClusterError`` as for every cluster port.
+Why it is so: docs/adr/decisions/ports.md (batches.py).
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Ports of Nodeau Cloud: the service Nodeau reaches out to, and what it keeps of it here.
 
-``NodeauCloud`` is the one outside system: every method is one outbound call, made by
-this installation, and recorded (``CloudState.record_call``) whether it succeeded or
-not, before it returns or raises. Nothing in this port listens, accepts or calls back.
-A call that gets no answer (refused connection, timeout) or a server error raises
-``CloudUnavailable``; an answer that refuses the request (a 4xx: a revoked token, an
-unknown installation) raises ``CloudRefused``; an answer that cannot be read raises
-``CloudUnavailable`` too, since nothing was learnt from it.
-
-``CloudState`` keeps, in the user's state on this machine: the association (or none),
-the record of every outbound call, and the record of every operation the cloud asked
-for. A store that cannot do what was asked raises ``CloudStateError``.
+Why it is so: docs/adr/decisions/ports.md (cloud.py).
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Ports of the fleet's cluster, one per role: reports, marks, health, workloads, events, copies.
 
-The controller, the agent and the CLI talk to the cluster only through these
-(docs/adr/0005-cluster-ports.md); ``nodeau.adapters.kube`` implements them on a
-Kubernetes API server and ``tests/support/fake_cluster.py`` in memory, and the
-same contract suite checks both. Every failure to reach the cluster or to have
-it do what was asked is a ``ClusterError``, raised ``from`` the client's own
-error; "not there" is not a failure: each method says what it answers then
-(None, False, or ``UnknownWorkload``).
+Why it is so: docs/adr/decisions/ports.md (cluster.py).
 """
 
 from __future__ import annotations

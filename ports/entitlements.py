@@ -1,12 +1,6 @@
 """Ports of entitlements: checking a signed document, and keeping the installed one.
 
-``EntitlementVerifier`` turns a document's bytes into the domain's ``Verification``
-(never raising for bad bytes). ``EntitlementStore`` keeps, where the plane keeps its
-state, three things: the installation's id (made once, the first time it is asked for,
-and never changed), the installed document (bytes as installed, or none), and the clock
-anchor (the newest moment this installation has seen; it only moves forward). A store
-that cannot do what was asked raises ``EntitlementStoreError`` (a cluster's own
-``ClusterError`` where the store is a cluster).
+Why it is so: docs/adr/decisions/ports.md (entitlements.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The one root of every expected failure: what a person gets as one line, never a traceback.
 
-Each port names its own subclass (``StateError``, ``ModelError``, ``RuntimeFailure``,
-``HardwareError``, ``ClusterError``...); adapters raise those ``from`` their
-library's errors, and the apps catch ``NodeauError`` alone. Anything else that
-escapes (``ValueError`` from a broken invariant, a bug) is not an expected
-failure and is never swallowed.
+Why it is so: docs/adr/decisions/ports.md (errors.py).
 """
 
 from __future__ import annotations

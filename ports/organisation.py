@@ -1,10 +1,7 @@
 """Port of the organisation's policy: where a plane keeps the document that configures
 roles, limits and quotas (one machine: a file under NODEAU_HOME; a fleet: a ConfigMap).
 
-A store keeps the document as installed and reads it back as the domain's
-``Organisation``; nothing installed reads as ``Organisation.none()``. A kept document
-that does not read is an ``OrganisationError`` naming where and the first problem: a
-malformed policy is never silently taken for no policy.
+Why it is so: docs/adr/decisions/ports.md (organisation.py).
 """
 
 from __future__ import annotations

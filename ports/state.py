@@ -1,9 +1,6 @@
 """Port of the one-machine plane's state: workloads, the reservation ledger, decisions, events.
 
-Every decision that creates a workload is taken inside one write transaction
-over a consistent snapshot, so processes racing to admit never over-commit a
-card: the second one decides on a ledger that already holds the first one's
-reservation.
+Why it is so: docs/adr/decisions/ports.md (state.py).
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """``ports.batches.FleetBatches`` on ConfigMaps: a batch job's results kept in the cluster.
 
-Decisions recorded here (docs/adr/0016-batch-jobs-on-the-fleet.md):
-
-* A job's results are ConfigMaps ``batch-results-<job>-<n>`` (n = 0, 1, ...) in
-  ``nodeau-system``, key ``results.jsonl``: the OpenAI batch output lines in the order
-  written. Each piece stays under ``PIECE_BYTES`` (768 KiB), below the 1 MiB an object may
-  take; a line that would cross it starts the next piece. A line larger than a piece on
-  its own is kept as an error result saying so (``domain.batches.kept_or_too_large``).
-* Each piece is owned by its BatchJob (``ownerReferences``): deleting the job deletes its
-  results (the garbage collector's work); stopping it does not. Labelled
-  ``nodeau.ai/batch-results: <job>`` for people and tools.
-* Pieces are read by name, 0 upwards until one is not there: no list, so whoever reads
-  them needs ``get`` only. An append replaces the last piece under the resourceVersion it
-  was read at (or creates the next); a conflict reads again, so a line is never lost or
-  written over. The last piece is remembered between appends (one writer per job: its
-  worker), so an append costs one write.
-* A stop is asked with a merge patch of ``spec.stop: true`` on the BatchJob (nothing else
-  in its spec moves); the controller ends it.
+Why it is so: docs/adr/decisions/adapters-kube.md (batch_results.py).
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """Bootstrap tokens: how a new machine is invited into the fleet, the way kubeadm does it.
 
-Decisions recorded here:
-
-* ``nodeau fleet invite`` creates an ordinary Kubernetes bootstrap token through
-  the API (Secret ``bootstrap-token-<id>`` in ``kube-system``, type
-  ``bootstrap.kubernetes.io/token``), so ``kubeadm join`` on the new machine
-  accepts it and the cluster's own token cleaner removes it when it expires.
-* The token is ``<id>.<secret>``: 6 then 16 characters of ``[a-z0-9]``, drawn
-  from the operating system's random source.
-* The CA pin is kubeadm's: ``sha256:`` and the hex SHA-256 of the cluster CA
-  certificate's DER SubjectPublicKeyInfo. The CA is the one the kubeconfig trusts.
-* A token or pin a person typed that has the wrong shape is an expected "no"
-  (a returned Failure with one sentence), never an exception.
+Why it is so: docs/adr/decisions/adapters-kube.md (bootstrap_tokens.py).
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Reservations in the cluster: one ``Reservation`` object per card, created to claim it.
 
-Decisions recorded here (docs/adr/0017-a-ledger-that-scales.md):
-
-* CRD ``reservations.nodeau.ai`` (kind ``Reservation``) in ``nodeau-system``, one object
-  per card, named after the card (``name_of``): the UUID lower-cased, every character
-  outside ``a-z0-9-`` a ``-``, then the first 8 hex digits of its SHA-256, so the name is
-  a valid object name and two UUIDs never share one.
-* Its spec is the reservation and its claim (``workload``, ``machine``, ``gpuUUID``,
-  ``bytes``, ``claimedBy``, ``claimedAt``) and is never changed: ``claim`` creates it
-  (the API server's 409 AlreadyExists is ``CardTaken``: another decision took the card),
-  ``free`` deletes it with the uid and resourceVersion read as preconditions, so a
-  release never frees a later claim of the same card.
-* Readers list them in pages of ``PAGE`` (``limit``/``continue``); one that does not read
-  is a StateError naming it, never a free card.
+Why it is so: docs/adr/decisions/adapters-kube.md (claims.py).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """Reaching the user's cluster: the kubeconfig as kubectl finds it, else the Pod's ServiceAccount.
 
-Decisions recorded here:
-
-* The order is kubectl's: an explicit file, else ``$KUBECONFIG`` (a list joined by
-  ``:`` is merged, as kubectl does), else ``~/.kube/config``, else the in-cluster
-  ServiceAccount of a Pod. None of them is one line saying so, never a traceback.
-* A kubeconfig that is missing, unreadable, or lacks the context asked for is one
-  line naming the file; nothing is sent to the cluster to find that out.
-* ``connect`` does not call the API server: the first request is what finds out
-  whether the cluster answers.
-* Every request runs inside ``api_errors``, the one place the client's errors
-  become the port's (``nodeau.ports.cluster``), raised ``from`` them: no answer
-  is ``NoAnswer``; an error status is ``ClusterRefused``, or its subclass for
-  401, 403, 404 and 409 (``Conflict``: the caller reads again and decides
-  again). ``or_none`` is the one place a 404 means "not there": None.
+Why it is so: docs/adr/decisions/adapters-kube.md (client.py).
 """
 
 from __future__ import annotations

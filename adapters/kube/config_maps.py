@@ -1,9 +1,7 @@
 """Nodeau's own ConfigMaps in nodeau-system (the ledger, the copy requests): each written
 whole, under the resourceVersion it was read at, so two writers never lose a change.
 
-A write with no version creates the ConfigMap (the first); one with a version replaces it
-only if nothing changed since (else ``Conflict``, and the caller reads again). A ConfigMap
-deleted since it was read is a change like any other: ``Conflict`` too.
+Why it is so: docs/adr/decisions/adapters-kube.md (config_maps.py).
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Copy requests in the cluster: ConfigMap nodeau-copies, replaced under its resourceVersion.
 
-Desired state only (docs/adr/0009-model-copies.md): which machine is asked to keep a
-verified copy of which artifact, the model name asked, since when, and who holds the
-request (a person, or a workload's recovery). Each machine's agent reads it and says
-how its copies are going in its own report. Decisions recorded here:
-
-* Key ``requests``: a JSON list of ``{machine, artifact, name, since, askers: [{asker,
-  at}]}`` sorted by machine then artifact, so the same requests are the same text.
-* A change reads the ConfigMap, asks the domain (``with_ask``, ``without_ask``) and
-  replaces it under the version read; a 409 (another writer first) reads again, a few
-  times. Nothing is written when nothing changed. The first request creates it.
-* An absent ConfigMap is no request. One whose text does not read is a
-  ``ClusterError`` naming it, for readers and writers alike: a write never replaces
-  requests it could not read.
+Why it is so: docs/adr/decisions/adapters-kube.md (copies.py).
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The fleet's entitlement store: ConfigMap nodeau-entitlement in nodeau-system.
 
-Keys: ``installation`` (the fleet's installation id, 32 random hex digits, made by the
-first command that asks and never replaced), ``entitlement`` (the installed document,
-as installed; absent when none) and ``anchor`` (the newest moment seen, ISO 8601). The
-controller reads it (``kept``, writing nothing); the CLI writes it. Decisions recorded here:
-
-* Every change reads the ConfigMap and replaces it whole under the version read; a 409
-  (another writer first) reads again, a few times. So two commands never lose each
-  other's change, and the first installation id made is the one kept.
-* Nothing is written when nothing changes (an anchor that would not move forward).
-* A ConfigMap whose id or anchor does not read is a ``ClusterError`` naming it, for
-  readers and writers alike.
+Why it is so: docs/adr/decisions/adapters-kube.md (entitlement.py).
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Decisions and notes about workloads as core/v1 Events in ``nodeau-system``.
 
-Decisions recorded here:
-
-* Every Event Nodeau writes about a workload names it in ``involvedObject``
-  (apiVersion ``nodeau.ai/v1alpha1``, the name; kind and uid too when the object
-  exists), so ``kubectl describe`` shows it and a field selector finds it even for
-  a workload whose object was never created or is gone.
-* ``eventTime`` is the moment the writer gave (microseconds kept); first and last
-  timestamps say the same to the second for tools that read only those.
-* Events come back in the order they were recorded: the API server's
-  resourceVersion of each Event, compared as the integer it is (etcd's revision),
-  not the writer's clock, which can disagree between machines. The API server
-  deletes Events after its ``--event-ttl`` (one hour by default): this is recent
-  history, not an archive.
+Why it is so: docs/adr/decisions/adapters-kube.md (events.py).
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """What an admission in the cluster checks before it writes: names, claims, recorded cards.
 
-Decisions recorded here (docs/adr/0004-fleet-on-kubernetes.md):
-
-* GPUServices and BatchJobs share one set of workload names, because the ledger
-  names workloads: an object may not be admitted while the other kind's object of
-  the same name holds a card.
-* A workload's own reservation that no recorded admission backs, claimed by another
-  controller less than ``CLAIM_GRACE`` ago, is that controller's admission in
-  flight: its decision stands (AdmissionInFlight), this one is not taken.
-* A status that already records a live admission of another card is never
-  overwritten.
+Why it is so: docs/adr/decisions/adapters-kube.md (guards.py).
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Machine health as the controller last assessed it: ConfigMap nodeau-health, one key per machine.
 
-Kept in the cluster so a machine's "since" (unreachable since, upgrading since)
-survives a controller restart and is the same for every controller. Each key
-holds the domain's ``MachineHealth`` in the records' JSON form. Decisions:
-
-* A write states the health of the whole fleet: keys of machines no longer in
-  it are dropped. Nothing is written when nothing changed, so a quiet fleet
-  costs no writes.
-* The ConfigMap is replaced under its resourceVersion; a conflict (another
-  controller wrote first) reads it again and writes again, a few times.
-* A key that cannot be read back is skipped: that machine is assessed afresh.
+Why it is so: docs/adr/decisions/adapters-kube.md (health_store.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Who is asking on a fleet: the Kubernetes user of the credentials in use, as the API server
 itself says (a SelfSubjectReview, authentication.k8s.io/v1), with its groups.
 
-The answer is the API server's: a kubeconfig cannot claim another name, and it is the same
-identity RBAC authorises every request by. Groups the API server adds to everyone
-(``system:authenticated`` and other ``system:`` groups) are not teams and are left out.
+Why it is so: docs/adr/decisions/adapters-kube.md (identity.py).
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """What one controller process last saw of the objects it acts on: an informer's cache.
 
-The controller reads GPUServices, BatchJobs and model-server Pods through ``KnownObjects``
-instead of asking the API server for each one (apps/controller/bootstrap.py gives one to
-its ports; every other user of the adapters passes none and reads fresh). It is kept from
-what the API server itself said: each list, read, write's answer and watch event.
-
-Decisions recorded here:
-
-* A body is kept when it is newer than the one known. resourceVersions are compared as
-  the integers they are (etcd's revision, as ``events`` orders Events), so a watch event
-  that arrives after a write's answer never puts the older version back.
-* A kind is complete once it has been listed: a name it lacks is absent without asking.
-  A list drops what it lacks only when that was known at a version no newer than the
-  list's own (an object created while the list was on its way is kept).
-* A deletion leaves a tombstone at its version, so a late event of the deleted object
-  never brings it back; a later object of the same name is newer and is kept.
-* ``forget``: a write that lost a conflict, or a delete whose outcome only a read can
-  tell, sends the next read of that name to the API server.
-* What is kept is what the API server answered, never what a caller meant to write. A
-  decision may read a version a few moments old; every write that depends on what it
-  read names the resourceVersion it read (a 409 is then a conflict, a read, and the
-  change again), so a stale read costs a round trip, never a lost change.
+Why it is so: docs/adr/decisions/adapters-kube.md (known.py).
 """
 
 from __future__ import annotations

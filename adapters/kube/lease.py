@@ -1,22 +1,6 @@
 """The controllers' leader Lease, and a client whose writes wait on leading (docs/adr/0015).
 
-Decisions recorded here:
-
-* One coordination.k8s.io/v1 Lease, ``nodeau-system/nodeau-controller``, in its own
-  fields (holderIdentity, leaseDurationSeconds, acquireTime, renewTime,
-  leaseTransitions): ``kubectl get lease -n nodeau-system nodeau-controller`` names
-  the leader. Every write is conditional: a create answers 409 when the Lease
-  exists, a replace names the resourceVersion read and answers 409 when it changed
-  (404 when it went): someone else won, the caller reads again.
-* Lease bodies are sent as written (``send_json``): the client's own model would
-  drop a zero fraction from the MicroTime fields and the API server refuses that.
-* ``fenced_client`` is the controller's write fence: a client on the same
-  configuration whose every POST, PUT, PATCH and DELETE first calls ``fence``
-  (which raises ``NotLeading`` once the controller does not lead), at the last
-  moment before the request leaves, so every port built on it (store, objects,
-  Pods, Events, health, copies) writes only while the controller leads. Its
-  user agent names the controller's identity, so the API server records every
-  write by it as that field manager (``metadata.managedFields``).
+Why it is so: docs/adr/decisions/adapters-kube.md (lease.py).
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """The reservation ledger in the cluster: every card's ``Reservation`` object, listed.
 
-``read_state`` reads it with every workload object: what the controller's snapshot shows.
-
-Decisions recorded here (docs/adr/0017-a-ledger-that-scales.md; the objects are
-``claims.py``'s):
-
-* The ledger is the Reservations listed (one per card, ``claims.list_claims``): no object
-  grows with the fleet, and none is written by every admission.
-* A reservation is backed when its workload's object records an admission of exactly
-  that reservation and a record that still holds its card; any other is a leftover (of a
-  crash between the claim and the status write, or of an admission still in flight).
-  Each claim says which controller made it and when, so a leftover is told from an
-  admission in flight by ``CLAIM_GRACE`` (state_store.py).
-* The Reservations are listed before the objects: a status written after a claim was
-  listed is seen, so an admission in flight is never mistaken for a leftover by the order
-  of the reads.
-* A Reservation that does not read is a StateError naming it, never a free card.
+Why it is so: docs/adr/decisions/adapters-kube.md (ledger.py).
 """
 
 from __future__ import annotations

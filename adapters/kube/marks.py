@@ -1,22 +1,6 @@
 """A person's marks on the fleet, kept in the cluster: drained, upgrading, scheduling policy.
 
-Decisions recorded here:
-
-* A mark is a label (and, for drain, an annotation saying when) on the Node, or
-  the fleet-wide policy in ConfigMap ``nodeau-scheduling``; see ADR 0004. What a
-  change means, and the sentence that says so, is the domain's
-  (``scheduling.drain``, ``undrain``, ``mark_upgrading``, ``clear_upgrading``,
-  ``change_fleet_policy``, ``set_machine_policy``); this module only reads and writes
-  the marks.
-* Marking never touches a Pod, a GPUService or a BatchJob: a drain stops new
-  placements and stops, moves and restarts nothing; the upgrading label is read by
-  the controller (nothing on the machine moves) and changes nothing by being written.
-* "Running workloads" in the sentences are the reservations in the ledger
-  ConfigMap (the authority for what each card holds).
-* A policy label or ConfigMap value that is neither ``pack`` nor ``spread``
-  (someone's hand edit) is ignored: the machine follows the fleet policy, and
-  the fleet policy falls back to the domain's default.
-* A machine that is not a Node is ``UnknownMachine``, and nothing is written.
+Why it is so: docs/adr/decisions/adapters-kube.md (marks.py).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """GPUService and BatchJob objects: found by name, created for an admission, status written.
 
-Decisions recorded here:
-
-* The object's kind follows the workload's: a service is a GPUService, a batch
-  job a BatchJob (both in ``nodeau-system``). A name is looked up in both kinds;
-  the one that carries a record wins, then GPUService.
-* An object Nodeau creates carries finalizer ``nodeau.ai/reservation`` and a spec
-  that says what the record says (model, task, context; a service's recovery),
-  so it reads like what a person would have applied.
-* Status is written whole (status subresource) under the resourceVersion it was
-  read at; a 409 reads again and applies the same change again (bounded).
-* A condition's lastTransitionTime changes only when its status flips.
-* What the API server returns is read into the port's values here (``view``):
-  the ask from ``spec`` (the CRD's schema has filled its defaults), the record
-  from ``status``; one that does not read is None, never a failed listing.
+Why it is so: docs/adr/decisions/adapters-kube.md (objects.py).
 """
 
 from __future__ import annotations

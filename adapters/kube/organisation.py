@@ -1,10 +1,7 @@
 """The fleet's organisation policy: ConfigMap nodeau-organisation in nodeau-system, key
 ``organisation.json`` (the document as installed), for the controller and the CLI to read.
 
-Installing replaces the document under the version read (a 409, another writer first,
-reads again); a document that does not read is refused before anything is written. A kept
-document that does not read (changed by hand) is an ``OrganisationError`` for every reader:
-the controller then decides nothing new, saying why, rather than deciding without it.
+Why it is so: docs/adr/decisions/adapters-kube.md (organisation.py).
 """
 
 from __future__ import annotations

@@ -1,45 +1,6 @@
 """The model-server Pod of an admitted workload: its manifest, and creating, reading, deleting it.
 
-Decisions (docs/adr/0004-fleet-on-kubernetes.md has the contract):
-
-* The server's arguments are llama_server's own ``server_command`` for the
-  admitted configuration (every setting admission predicted, ``--fit off``),
-  listening on 0.0.0.0:8080 inside the Pod: one flag choice for both planes.
-* ``spec.nodeName`` pins the Pod (no scheduler decides), and
-  ``NVIDIA_VISIBLE_DEVICES`` the card, by UUID; no ``nvidia.com/gpu`` resource
-  is requested, because the ledger, not a device plugin, says who holds a card.
-* The model's folder on the machine is mounted read-only at the same path, so
-  ``--model`` names the verified copy as the agent reported it.
-* A service's Pod restarts (``Always``); a batch job's restarts a container that
-  failed (``OnFailure``): its server when it dies, its worker when it crashes (the
-  worker then sends only what has no result yet), and a worker that finished stays so.
-  The owner reference names the object for people and tools; deletion is
-  driven by the controller (the object's finalizer), never a garbage collector.
-* A batch job's Pod has a second container, ``worker``: the Nodeau image running
-  ``python -m nodeau.apps.batch_fleet_worker`` against the server on the Pod's own
-  loopback, as ServiceAccount ``nodeau-batch-worker``. Only the worker gets a token
-  (a projected volume at the usual path); the model server's container gets none
-  (docs/adr/0016-batch-jobs-on-the-fleet.md).
-* A readiness probe on ``/health``: a Pod is serving only once Kubernetes
-  says it is Ready (llama-server answers 200 once its model has loaded).
-* The Pod's phase is read into the domain's ``ServerPhase``: being deleted,
-  ``Succeeded`` (exited cleanly), ``Failed`` (exited with an error), Running and
-  Ready with an address (ready), anything else (Pending, Running but not Ready,
-  Unknown) starting.
-* The server container's status is read into the domain's ``ServerRestarts``: the
-  kubelet's ``restartCount``; the latest end (``state.terminated``, else
-  ``lastState.terminated``) at its ``finishedAt``: a kill by signal N when the
-  kubelet names the signal or the exit code is 128+N (the shell's and the container
-  runtimes' convention; names are Linux's, where containers run), ``OOMKilled`` a
-  kill by signal 9 named so, any other code an exit with it; down when that end is
-  the state now or the container waits for its restart; backing off in
-  ``CrashLoopBackOff``, with the wait the kubelet's message announces
-  ("back-off 20s restarting failed container=...") when it reads.
-* A server's log is its container's, through the API server (which asks the
-  machine's kubelet): the run that ended while the container waits for its restart
-  (``previous``), else the run going. The API server failing to get it from the
-  kubelet (an error status of 500 or more: none answers, as under KWOK) is one
-  line naming the Pod and the machine.
+Why it is so: docs/adr/decisions/adapters-kube.md (pods.py).
 """
 
 from __future__ import annotations

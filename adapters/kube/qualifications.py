@@ -1,22 +1,7 @@
 """The fleet's qualification evidence: ConfigMap nodeau-qualifications in nodeau-system;
 and the peaks it measured on cards: ConfigMap nodeau-measurements.
 
-One key per artifact (its SHA-256 hex), whose value is the JSON list of that artifact's
-runs, oldest first, in Nodeau's record form (``adapters.record_json``): never under an
-alias. The measurements are kept the same way, a list of ``Measurement`` per artifact, in
-a ConfigMap of their own: the controller reads them for every decision it makes, and they
-stay small (one per card model and configuration), while the evidence is large and only
-the CLI reads it. Decisions recorded here:
-
-* A run is added by reading the ConfigMap and replacing it whole under the version read; a
-  409 (another writer first) reads again, a few times: two qualifications never lose each
-  other's run.
-* At most ``KEPT_RUNS`` runs are kept per artifact (the newest): a ConfigMap holds at most
-  1 MiB, and only the newest run decides what a model claims.
-* A value that does not read is a ``ClusterError`` naming the key, for every reader.
-* A measurement replaces the one of the same key (artifact, card model, configuration):
-  the newest counts, as on one machine. Older keys are kept: a model qualified again at
-  another context keeps its first context's measurement.
+Why it is so: docs/adr/decisions/adapters-kube.md (qualifications.py).
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """A machine report's form: what an agent says about its machine, and its exact JSON.
 
-docs/adr/0004 fixes the JSON: ``{"machine", "at", "simulated", "note", "gpus":
-[{"uuid", "model", "total_bytes", "free_bytes", "driver_version"}], "artifacts":
-[{"id", "names", "size_bytes", "path", "summary"}]}``; docs/adr/0009 adds ``"copies":
-[{"artifact", "since", "phase", "bytes_done", "bytes_total", "reason"}]`` (the agent's
-progress on each copy asked of its machine), which a report written before it leaves
-out: it reads as no copies; docs/adr/0010 adds ``"pods": [{"pod_uid", "gpu_uuid",
-"used_bytes", "peak_bytes"}]`` (what each Pod's processes hold on each card, now and at
-their peak), absent from older reports and from simulated cards': it reads as none;
-docs/adr/0019 adds ``"server": {"server", "program", "version", "backends", "devices",
-"note", "known"}`` (what the machine's model-server image says it can use), absent when the
-agent was not given its answer: it reads as not asked.
-
-Decisions recorded here:
-
-* The JSON is written and read through the same private classes, so the two cannot
-  drift. The values are the port's (``nodeau.ports.cluster``).
-* Unknown keys in a report are refused, as the codec refuses them everywhere, and a
-  value of the wrong JSON type too (the codec would turn "false" into True): a report
-  is read exactly as an agent wrote it.
+Why it is so: docs/adr/decisions/adapters-kube.md (report_form.py).
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """Machine reports in the cluster: each agent's Lease, its report, and the two health signals.
 
-Docs/adr/0004 fixes the form: Lease ``nodeau-agent-<machine>`` in
-``nodeau-system`` (holder the machine, label ``nodeau.ai/machine``), renewed
-at every report, the report as JSON in annotation ``nodeau.ai/report``.
-
-Decisions recorded here:
-
-* Publishing reads the Lease and replaces it under its ``resourceVersion``;
-  a 409 (someone wrote in between) reads again, a bounded number of times.
-  Labels and annotations others put on the Lease are kept; ``acquireTime``
-  is set when the Lease is created and kept after.
-* The last publish wins: an agent's clock is its own, and a report is
-  replaced even by one dated earlier (the domain's ``merge_reports`` orders
-  reports of different machines by their moments).
-* A Lease whose report is missing or unreadable (not JSON, an unknown or
-  missing key, a naive moment, another machine's name) is left out of
-  ``read_reports`` and named, one line each, in ``read_report_set``'s
-  ``problems``; it never stops the other reports being read. Its renewTime
-  still counts as the agent's signal in ``read_signals``: the agent is alive.
-* The report's form and JSON are report_form.py's.
-* Every call has a request timeout, so an unreachable server is an error
-  within seconds, never a hang.
+Why it is so: docs/adr/decisions/adapters-kube.md (reports.py).
 """
 
 from __future__ import annotations

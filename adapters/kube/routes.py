@@ -1,19 +1,6 @@
 """Where a GPUService answers now, followed through a watch of that one object.
 
-``ports.cluster.WorkloadRoutes`` on a real API server (docs/adr/0008-recovery.md has why
-the route is the object's own status and not a Service's EndpointSlices). Decisions:
-
-* The route is read from the GPUService the controller writes: ``status.endpoint`` (the
-  model server's address while requests may go to it: empty while its machine is
-  unreachable, while it is held, recovering, starting or restarting), its state, and
-  its Ready condition's message (why not). The task is the spec's; the model's names are
-  the spec's model and the admitted record's (``status.record``), with its artifact id.
-* One object is listed by name, then watched from the list's resourceVersion; a watch
-  that ends resumes, a 410 Gone lists again, a deletion is ``None``.
-* A failure to reach the cluster keeps the last route (the model server may well still
-  answer) and tries again every ``RETRY_S``.
-* A route with an address carries its model server's key, read from its Secret
-  (``server_keys``) when the address is new.
+Why it is so: docs/adr/decisions/adapters-kube.md (routes.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The key of a workload's model server on the fleet: a Secret the controller creates.
 
-The Pod's server reads it as ``LLAMA_API_KEY`` and a batch job's worker as
-``NODEAU_SERVER_KEY`` (both from a ``secretKeyRef``); the person's endpoint and qualification
-read it with their own kubeconfig. The controller creates it, never reads it
-(docs/adr/0022-keys-for-model-servers.md).
+Why it is so: docs/adr/decisions/adapters-kube.md (server_keys.py).
 """
 
 from __future__ import annotations

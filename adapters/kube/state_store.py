@@ -1,53 +1,6 @@
 """The fleet's state in the cluster: a Reservation per claimed card, the status of each workload.
 
-``KubeStateStore`` is ``ports.state.StateStore`` on a real API server
-(docs/adr/0004-fleet-on-kubernetes.md, docs/adr/0017-a-ledger-that-scales.md), checked by
-the same contract suite as SQLite.
-
-Decisions recorded here:
-
-* An admission decides on the claims this store last listed (each snapshot lists them; its
-  own claims and releases are added and dropped as it makes them) and on the objects of the
-  one name it is about (never every object: ``decide`` sees the ledger and no records),
-  then creates the chosen card's Reservation. The create is the check: a 409 (the card is
-  taken) lists the claims again and decides again, at most ``MAX_TRIES`` times, then
-  StateError.
-* Admissions of different workloads may run at once (the controller's workers, docs/adr/
-  0018): they decide one at a time, and from the moment one has decided, its chosen card
-  counts as held for every later decision (an assumed claim, as kube-scheduler assumes a
-  Pod's node before it binds), then it claims and records beside the others. The assumed
-  claim becomes the claim made, or is dropped when the create lost (the card was taken).
-  A relist keeps the assumed claims in flight.
-* A refusal is kept for good, so it is decided only once no admission is in flight (none
-  may still give its card back), on claims listed during this admission, or, for a store
-  given ``refusal_list_age`` (the elected controller's renew deadline: no other controller
-  claims or frees a card for longer than that), listed at most that long ago and since no
-  claim was lost to another decision. Otherwise it is decided again on a fresh list.
-* Only after the claim is the object created (if a person had not already applied it) and
-  its status written, then the "Admitted" Event. The status write is the serialisation
-  point between two controllers admitting the same workload onto two cards: a status that
-  already records another card's live admission is never overwritten, and the controller
-  that finds one deletes its own claim at once (AdmissionInFlight). The Event may be written
-  beside the work (``sending``: the controller's), after ``admit`` returns.
-* A reservation is backed when its workload's object records an admission of exactly
-  that reservation and a record that still holds its card. A workload's own unbacked claim
-  is a crash's leftover (claim made, status not): it is deleted before that workload's
-  next claim, and the decision is taken without it, so a workload is never kept off a card
-  by its own leftover; unless another controller made it less than ``CLAIM_GRACE`` ago,
-  which is that controller's admission in flight (AdmissionInFlight, retried on the next
-  pass). Another workload's fresh leftover is left alone.
-* The snapshot (the controller takes one each health pass) deletes every unbacked claim
-  made ``CLAIM_GRACE`` ago or more, whoever made it: a crash's leftover is freed even if its
-  workload never comes back. Deletes name the uid and resourceVersion read, so a later claim
-  of the same card is never freed.
-* A release deletes the card's Reservation first, then writes the finished state: a crash in
-  between leaves a record that a second release finishes, never a card held by nobody.
-* A move (recovery) claims the new card, writes the status naming it, then frees the old
-  card: the workload holds two cards for a moment, never none and never one held twice.
-* Workloads come back sorted by name; the rules on what may be recorded are the
-  domain's (``nodeau.domain.recording``).
-* It is a ``StateStore``: a failure talking to the cluster (``ClusterError``) leaves
-  it as ``StateError``, raised from it, with the same line.
+Why it is so: docs/adr/decisions/adapters-kube.md (state_store.py).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """Watching what the controller acts on: GPUServices, BatchJobs and their model-server Pods.
 
-Each watched resource is listed once, then watched from the list's
-resourceVersion; every object seen (listed, added, changed or deleted) is
-passed on as a key ``(plural, name)``, a model-server Pod as its workload's
-key. Decisions:
-
-* A watch ends every ``WATCH_S`` seconds (the server closes it) and resumes
-  from the last resourceVersion seen; a 410 Gone (that version is too old)
-  lists again, so no change is missed, only seen twice.
-* Keys are passed on; the objects themselves go to the controller's cache
-  (``known.KnownObjects``) before their key does, so the reconcile a key brings reads
-  at least what the event showed. Every write names the resourceVersion it read, so a
-  stale version costs a conflict and a read, never a lost change.
-* Any other failure (the API server restarting) waits ``RETRY_S`` and lists
-  again; the controller's periodic resync covers the gap.
+Why it is so: docs/adr/decisions/adapters-kube.md (watch.py).
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """``ports.cluster.WorkloadObjects`` on GPUServices and BatchJobs in ``nodeau-system``.
 
-Decisions recorded here (the objects' form is ADR 0004's, objects.py reads and
-writes it):
-
-* Listing is every GPUService, then every BatchJob, each by creation time then
-  name: the order ``nodeau ps`` shows.
-* An object Nodeau is answerable for carries finalizer ``nodeau.ai/reservation``
-  ("guarded"): deleting it then only marks it, and it goes once the controller
-  has released its reservation and taken the finalizer off. Both finalizer
-  writes name the resourceVersion read, so a change in between is seen (False)
-  rather than overwritten.
-* A person's ask becomes the spec they would have applied: ``endpoint`` and the
-  recovery fields for a GPUService only, ``contextTokens`` only when given.
-* A person's later change of a service's recovery is a merge patch of those two
-  spec fields alone: what else they applied stays, and nothing in status moves.
-* ``record``, ``admission`` and ``reservation`` in status are the state store's
-  (state_store.py); ``set_status`` refuses to write them.
+Why it is so: docs/adr/decisions/adapters-kube.md (workloads.py).
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """``python -m nodeau.apps.agent``: the node agent, reporting this machine to the cluster.
 
-Each round reads the cards (simulated ones when NODEAU_SIMULATED_GPUS is set,
-chosen as the CLI chooses them) and the models verified under NODEAU_HOME,
-and publishes the report in the machine's agent Lease (docs/adr/0004). It also
-reads the copy requests (ConfigMap nodeau-copies) and fetches the ones asked of
-this machine from the catalog's publisher (NODEAU_CATALOG, NODEAU_PUBLISHER_URL,
-the reserve NODEAU_DISK_RESERVE_BYTES), one at a time, on a thread of its own
-(docs/adr/0009). On a machine whose cards NVML reads, a thread samples what each
-model-server process holds on its card, names its Pod from /proc/PID/cgroup (the host's:
-the DaemonSet runs in the host's PID namespace) and each report carries every Pod's
-memory now and at its peak (docs/adr/0010); with simulated cards it reports none.
-
-Decisions recorded here:
-
-* A round that fails (cluster unreachable or refusing, no kubeconfig yet,
-  cards unreadable) prints one line and the next round tries again: the agent
-  never exits for what a later round can fix. Only settings it cannot use
-  (a bad NODEAU_SIMULATED_GPUS, a model folder it cannot open) end it, with
-  exit code 2. ``--once`` exits 1 when its one round failed.
-* A problem is printed when it appears, not again every round while it
-  lasts; "published" is printed for the first report and after a failed round.
-* SIGTERM or SIGINT lets the round in progress finish, stops a copy's fetch at
-  its next piece (what arrived is kept for the next agent to resume), then the
-  agent exits 0. It leaves its Lease in place: its renewTime going stale is how
-  the controller learns the agent stopped.
+Why it is so: docs/adr/decisions/apps-agent.md (__main__.py).
 """
 
 from __future__ import annotations

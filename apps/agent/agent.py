@@ -1,24 +1,6 @@
 """One machine's agent: each round, build its report from its ports and publish it.
 
-Decisions recorded here:
-
-* A round that fails (cluster unreachable or refusing, no kubeconfig yet,
-  cards unreadable) is one line, and the next round tries again: an expected
-  failure is a ``NodeauError``; anything else is a bug and propagates with its
-  traceback.
-* The cluster is connected to lazily, in the first round that publishes, and
-  again after every round whose connection could not be made.
-* A problem is printed when it appears, not again every round while it lasts;
-  "published" is printed for the first report and after a failed round.
-* Each round also reads the copy requests and hands this machine's to its copy worker
-  (``copies.py``), whose progress goes into the report. The progress is read before
-  the report is built, so a copy verified in between is listed verified rather than
-  left out; progress on a copy the report lists verified is left out. A round that
-  cannot read the requests says so and still publishes, the worker keeping the
-  requests it had.
-* Each report also carries what each Pod's processes hold on each card, now and at their
-  peak, as the memory watch (``memory.py``) sampled it between rounds. An agent without a
-  watch (simulated cards: they hold nothing of their own) reports none.
+Why it is so: docs/adr/decisions/apps-agent.md (agent.py).
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """The agent's copies: the requests for its machine, fetched one at a time on a thread.
 
-Decisions recorded here (docs/adr/0009-model-copies.md):
-
-* Fetching runs on its own thread, so the agent's rounds (its heartbeat) go on during
-  a long fetch; each round hands the worker this machine's requests and the catalog,
-  and publishes the worker's progress in the report.
-* One fetch at a time: the worker takes one request after another (the domain's
-  ``next_fetch``: the oldest first), and each fetch holds the model store's fetch lock,
-  so a ``nodeau models pull`` on the same machine and a copy wait for each other and
-  say so.
-* Only catalog models are fetched, by ``pull_model``: resumed from the partial file a
-  killed agent left, every file's SHA-256 checked before it counts, the free-disk
-  reserve checked before the first byte and as bytes arrive. An artifact the catalog
-  does not know (an imported model) is never fetched: its progress says how it
-  becomes a copy.
-* An interrupted fetch that moved bytes resumes at once; one that moved none is tried
-  ``TRIES_WITHOUT_PROGRESS`` times in all, a pause apart (``resume_fetch``). Any other
-  failure (wrong bytes, the reserve, the cache) fails the copy with its reason.
-* A failure is kept for its request (artifact and ``since``) while this process runs:
-  it is not tried again until the request is taken back and made again. A restarted
-  agent tries it once more.
-* A request taken back stops its fetch at the next piece that arrives; what arrived
-  is kept, and no file is deleted.
+Why it is so: docs/adr/decisions/apps-agent.md (copies.py).
 """
 
 from __future__ import annotations

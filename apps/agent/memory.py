@@ -1,24 +1,6 @@
 """What each Pod's model server holds on its card, sampled between the agent's rounds.
 
-A thread reads the cards' processes (NVML, per process) every ``SAMPLE_S``, names the
-Pod each process runs in (its cgroup), and keeps per Pod and card the bytes held now and
-the most any sample saw (the domain's ``after_sample``). Each round's report carries what
-it keeps (``memory``), so fleet qualification reads a model server's peak from the
-report of the machine it ran on (docs/adr/0010).
-
-Decisions recorded here:
-
-* Sampled on a thread of its own, not in the rounds: a round every 10 s would miss the
-  peak of a server that loads, answers and is stopped in between. 0.25 s, as one
-  machine's qualification samples.
-* A process no Pod owns (a host's own, or one that ended before its cgroup was read) is
-  left out: only a Pod's memory can be told to the fleet.
-* A sample that fails (NVML cannot list a card's processes) keeps what was kept and is
-  said once by the round, as the agent says every problem; the next sample tries again.
-* A Pod no sample lists for ``KEEP_FOR`` is forgotten: long enough for a report after a
-  qualification's probes to still carry its peak, short enough that a machine's report
-  does not grow with every Pod it ever ran.
-* Simulated cards have no processes: the agent has no watch there and reports none.
+Why it is so: docs/adr/decisions/apps-agent.md (memory.py).
 """
 
 from __future__ import annotations

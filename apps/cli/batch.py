@@ -1,9 +1,6 @@
 """``nodeau batch submit|status|results|stop``: finite sets of requests, on either plane.
 
-A submit reads the OpenAI batch file here, prints its bad lines one per line,
-and refuses a file with no line that can run before anything is admitted;
-the plane admits and places the job like ``nodeau run`` (a workload of kind
-batch) and starts it.
+Why it is so: docs/adr/decisions/apps-cli.md (batch.py).
 """
 
 from __future__ import annotations

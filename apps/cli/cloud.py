@@ -1,11 +1,6 @@
 """``nodeau cloud``: connect to Nodeau Cloud (optional, off by default), see every call, leave.
 
-``connect`` signs in (a code to approve in a browser) and installs the entitlement the
-cloud gives exactly as ``nodeau plan install`` does; ``--fleet`` also starts the reporter,
-which sends machine, GPU and workload metadata on a schedule and polls for the operations
-``--allow`` names. ``status`` lists every outbound call with its size. ``disconnect``
-forgets the association. Nothing here opens a port. The use cases are
-``nodeau.apps.cloud``; decisions: docs/adr/0013-nodeau-cloud.md.
+Why it is so: docs/adr/decisions/apps-cli.md (cloud.py).
 """
 
 from __future__ import annotations

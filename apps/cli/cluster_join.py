@@ -1,17 +1,6 @@
 """``nodeau fleet invite`` and ``nodeau join``: bringing a machine into a fleet on Kubernetes.
 
-Decisions recorded here:
-
-* ``invite`` creates a standard bootstrap token through the API and prints, on
-  stdout and alone, the command to run on the new machine, with the cluster CA's
-  pin as kubeadm computes it; what was created and when it expires go to stderr.
-* ``join`` refuses on a Mac (never a fleet node), then checks the token's and pin's
-  shape; then, before anything runs, the kubeconfig must reach the cluster and trust
-  the CA the pin names, so kubeadm never joins a machine nodeau could not then use.
-* The node-join step runs with ``kubeadm`` on PATH (skipped for a machine already a
-  Node). Only a machine that joined is registered (``plane.json`` written, its first
-  agent report published once); anything else (``--dry-run``, no kubeadm, a failed
-  step, a wrong pin, no kubeconfig that reaches) writes nothing and says what next.
+Why it is so: docs/adr/decisions/apps-cli.md (cluster_join.py).
 """
 
 from __future__ import annotations

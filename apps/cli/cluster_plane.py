@@ -1,21 +1,6 @@
 """Which plane a command acts on, and saying so: this machine, or a fleet on Kubernetes.
 
-Decisions recorded here:
-
-* ``NODEAU_PLANE`` (``machine`` or ``kubernetes``) wins; otherwise
-  ``$NODEAU_HOME/plane.json``, written by ``nodeau join``, chooses (with the
-  kubeconfig and context to use); otherwise the plane is this machine. So a
-  person can always force either plane for one command.
-* The choice is read cheaply (one environment variable, one small file, no
-  cyclopts, no Kubernetes client), so ``nodeau ps``'s fast path can ask it.
-* On Kubernetes every fleet command first prints one line to stderr naming the
-  API server, the kubeconfig context and the namespace, so which fleet a
-  command acted on is never a guess.
-* A cluster that cannot be reached, refuses the credentials or lacks Nodeau's
-  CRDs is one line for a person, never a traceback (``ClusterError.one_line``).
-* Commands reach the fleet through its ports (``nodeau.ports.cluster``), which
-  ``open_cluster`` builds on the Kubernetes adapters; nothing here imports the
-  Kubernetes client.
+Why it is so: docs/adr/decisions/apps-cli.md (cluster_plane.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """``nodeau models copy`` and ``nodeau models copies``: printing copies, and waiting for one.
 
-``--wait`` reads the copies again every ``POLL_S`` seconds until the one asked for is
-ready (exit 0) or failed (exit 1, with its reason). Bytes arriving show as the fetch
-progress of ``nodeau models pull`` does (a bar on a terminal, plain lines elsewhere);
-any other state is one line each time it changes. The machine's agent says how the
-copy goes once a round, so the progress moves in its steps.
+Why it is so: docs/adr/decisions/apps-cli.md (copies.py).
 """
 
 from __future__ import annotations

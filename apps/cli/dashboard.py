@@ -1,10 +1,7 @@
 """``nodeau dashboard [--open] [--json] [--stop]``: the local dashboard's address, with a
 fresh token.
 
-It starts the dashboard (a user service on 127.0.0.1, like each workload's endpoint) or
-finds it running, writes a new token (the previous address stops working), and prints the
-address that carries it: opened once, it sets the page's cookie and drops the token from
-the address bar. ``--stop`` stops the service. See ``nodeau.apps.dashboard.service``.
+Why it is so: docs/adr/decisions/apps-cli.md (dashboard.py).
 """
 
 from __future__ import annotations

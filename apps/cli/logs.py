@@ -1,9 +1,6 @@
 """``nodeau logs NAME [--lines N] [-f] [--json]``: a workload's model server log.
 
-What a model server wrote, its start lines (``--- nodeau: ...``) included: where to look
-when ``nodeau ps`` says it failed to start or keeps restarting. ``--follow`` keeps
-printing lines as they are written until Ctrl-C, which ends it quietly with exit 0.
-On a fleet on Kubernetes the plane shows the Pod's last lines and cannot follow yet.
+Why it is so: docs/adr/decisions/apps-cli.md (logs.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The ``nodeau`` command: a thin cyclopts shell.
 
-Commands are registered lazily (``"module:function"``), so ``--help`` and
-quick listings import little; the work is done by the domain and adapters.
-The app itself is built only when a command line needs it: a bare ``nodeau
-ps`` or ``nodeau ps --json`` (see ``ps_command.FAST_ARGV``) calls the same
-``ps`` directly, without importing cyclopts.
+Why it is so: docs/adr/decisions/apps-cli.md (main.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """``nodeau models list`` and ``nodeau models rm``: this machine's copies, and deleting one.
 
-``list`` prints ``model status``'s rows with where each verified copy lies. ``rm``
-deletes this machine's copy of a model unless a workload, a copy request or a recovery
-relies on it, says what it deleted and what it kept and why, and keeps the registry's
-record of the artifact (docs/adr/0024-models-rm.md). Both have ``--json``.
+Why it is so: docs/adr/decisions/apps-cli.md (model_files.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """``nodeau models ...``, also spelled ``nodeau model ...``: model files on this machine.
 
-One group under both spellings, so every subcommand answers to either: pull, import,
-list, status, verify, info, qualify, rm here, and copy, copies on a fleet (their printing
-and waiting: ``apps.cli.copies``; list and rm: ``apps.cli.model_files``). Every listing has
-``--json``. Exit codes: 0 when the command did what was asked, 1 with a one-line reason.
+Why it is so: docs/adr/decisions/apps-cli.md (models.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """``nodeau organisation``: the organisation's policy (roles, limits, quotas), who you are under
 it, and what each quota has spent; installing and removing the policy (an admin's action).
 
-The document's format is docs/organisation-format.md; one machine keeps it under
-NODEAU_HOME, a fleet in ConfigMap nodeau-system/nodeau-organisation. ``--json`` prints the
-same keys on both planes. A refusal (not an admin, a plan without organisation limits, a
-document that does not read) prints its kind, code and sentence and replaces nothing.
+Why it is so: docs/adr/decisions/apps-cli.md (organisation.py).
 """
 
 from __future__ import annotations

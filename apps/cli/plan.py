@@ -1,13 +1,7 @@
 """``nodeau plan``: the plan in force, where it came from and why; installing and removing
 an entitlement.
 
-``plan`` shows the plan's bounds and features, the entitlement's dates, the installation
-id a vendor issues for, and, when the Home plan applies because an entitlement could
-not be accepted, exactly why. ``plan install FILE`` keeps a signed entitlement on the
-plane (one machine: under NODEAU_HOME; a fleet: in the cluster) only if it can be
-accepted now; otherwise it says why, exits 2 and replaces nothing. ``plan remove``
-takes it away. None of them stops anything serving: a plan changes new decisions only.
-``--json`` prints the same keys on both planes.
+Why it is so: docs/adr/decisions/apps-cli.md (plan.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """``nodeau recovery set|status``: what each service does when its machine stops answering.
 
-``set`` changes a service's choice and restarts nothing: ``never`` waits for its
-machine (the default); ``automatic`` starts it on another machine once its machine
-has been unreachable for the delay (``--after``, 3m unless given). ``status`` shows
-every service's choice, its copies and its last recovery, then the sentence of each
-one held or recovering, on either plane; ``--json`` prints the same keys on both.
+Why it is so: docs/adr/decisions/apps-cli.md (recovery.py).
 """
 
 from __future__ import annotations

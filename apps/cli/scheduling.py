@@ -1,9 +1,6 @@
 """``nodeau scheduling``: drain, undrain and the scheduling policy, on either plane.
 
-Marks change new placements only: each command prints the domain's sentence,
-which says that nothing running is stopped, moved or restarted. They work on
-a fleet of one too: draining this machine refuses new work until it is
-undrained, and the policy is kept for when the fleet grows.
+Why it is so: docs/adr/decisions/apps-cli.md (scheduling.py).
 """
 
 from __future__ import annotations

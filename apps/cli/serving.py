@@ -1,11 +1,7 @@
 """``nodeau run``, ``stop``, ``service explain``, ``placement explain`` and
 ``fleet list``: written once against the ``Plane``.
 
-The plane (this machine, or a fleet on Kubernetes) is chosen once by the
-composition root (``bootstrap.plane``); every command prints the same text
-and the same JSON shape on both. A refusal prints its kind, code and
-sentence, exits 2 and creates nothing. ``environment`` (always this machine)
-is ``cli.environment``; ``nodeau ps`` has its own light module, ``ps_command``.
+Why it is so: docs/adr/decisions/apps-cli.md (serving.py).
 """
 
 from __future__ import annotations

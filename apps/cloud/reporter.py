@@ -1,24 +1,6 @@
 """The reporter: a connected fleet's reports and operation polls, on a schedule.
 
-Decisions recorded here (docs/adr/0013-nodeau-cloud.md):
-
-* It runs on the machine that connected, as its own process (``python -m
-  nodeau.apps.cloud``, started by ``nodeau cloud connect --fleet``), and reads the fleet
-  through the same ``Plane`` every command uses: one machine and a fleet on Kubernetes
-  are the same code, and it acts with the rights of the person who connected.
-* A report is ``domain.cloud.metadata_report`` over the plane's ``fleet list`` and
-  ``ps`` views: the allow-listed fields and nothing else.
-* Each operation the cloud hands over is decided by ``domain.cloud.decide_operation``;
-  only an allowed one is carried out, through the plane (drain, undrain, stop a batch
-  job, stop a service); every one is recorded here, and its outcome is sent back. An
-  operation whose id was already recorded is never carried out twice: its recorded
-  outcome is sent again.
-* Every failure is one line on the reporter's log and waits for its next turn: a cloud
-  that is down, slow or answering 500 changes nothing that is serving, moves nothing,
-  and leaves the plan as verified offline. Each call is in the record of calls, failed
-  or not, for ``nodeau cloud status``.
-* It stops when told (SIGTERM), and by itself when the association is gone or is no
-  longer a fleet's (``nodeau cloud disconnect``).
+Why it is so: docs/adr/decisions/apps-cloud.md (reporter.py).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The reporter as a background process: started by ``connect --fleet``, stopped by
 ``disconnect``, found by ``status``.
 
-It is started detached, the way a batch job's worker is (``adapters.detached``): a
-process of its own session that survives the command that started it, its output
-appended to ``NODEAU_HOME/cloud/reporter.log``. ``reporter.json`` names its pid and
-exact command line, so a reused pid is never taken for it (``adapters.processes``).
-It does not survive a reboot: ``nodeau cloud run`` runs the same loop in the
-foreground, for a person's own service manager.
+Why it is so: docs/adr/decisions/apps-cloud.md (reporter_process.py).
 """
 
 from __future__ import annotations

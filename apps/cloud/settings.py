@@ -1,17 +1,6 @@
 """Nodeau Cloud's settings: one frozen value read from the environment by a composition root.
 
-Every number here is a documented setting (docs/cloud.md), each with its default:
-
-| variable | default | what |
-|---|---|---|
-| ``NODEAU_CLOUD_URL`` | ``https://api.nodeau.ai`` | where sign-in goes (``--url`` overrides) |
-| ``NODEAU_CLOUD_TIMEOUT_S`` | 10 | how long one call may take before it counts as failed |
-| ``NODEAU_CLOUD_REPORT_INTERVAL_S`` | 300 | how often a connected fleet sends its report |
-| ``NODEAU_CLOUD_POLL_INTERVAL_S`` | 30 | how often a connected fleet asks for operations |
-| ``NODEAU_CLOUD_SIGN_IN_WAIT_S`` | 900 | how long ``connect`` waits for the person to approve |
-
-A base URL is ``https://``, or ``http://`` to a loopback address only (a local test
-server): the credential never crosses a network in clear text.
+Why it is so: docs/adr/decisions/apps-cloud.md (settings.py).
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """``nodeau cloud connect`` and ``disconnect``: sign-in, the association, the entitlement.
 
-Decisions recorded here (docs/adr/0013-nodeau-cloud.md):
-
-* Sign-in is a device-code flow: the command asks for a code, prints it with the page the
-  person opens, and polls at the interval the cloud gives until the person approves,
-  declines, the code expires, or the sign-in wait (a setting) runs out. Nothing listens
-  for an answer: the command asks again.
-* Approved, the cloud gives an account, the installation it registered (it must be this
-  installation's id; any other is refused and nothing is kept), a credential, and
-  perhaps a signed entitlement. The association is kept first; the entitlement is then
-  installed exactly as ``nodeau plan install`` does it, through the plane: verified
-  offline against the keys compiled into Nodeau, refused with its reason when it cannot
-  be accepted now, and then the plan in force is unchanged. A refused entitlement does
-  not undo the sign-in: the person is signed in, and is told why the plan did not change.
-* Disconnect forgets the association (the credential with it) and tells the cloud, once;
-  when the cloud does not answer it is forgotten here all the same, and said. It never
-  touches the plan: an entitlement is a signed document that stands on its own, checked
-  offline every time the plan is asked for, so it keeps applying exactly while it still
-  verifies offline (until its expiry and grace), and ``nodeau plan remove`` removes it.
-* The records of calls and operations stay after a disconnect: they are the person's
-  account of what left this machine.
+Why it is so: docs/adr/decisions/apps-cloud.md (signin.py).
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """``python -m nodeau.apps.controller``: the fleet controller, one process per replica.
 
-Several may run against one cluster: they elect a leader through Lease
-``nodeau-system/nodeau-controller`` (docs/adr/0015), only the leader reconciles,
-and every write it sends waits on still leading; the others stand by and take
-over when the Lease is not renewed for its duration (the ledger's resourceVersion
-keeps admissions safe even so). SIGTERM or SIGINT ends it after the reconcile in
-progress and releases the Lease; a cluster it cannot reach, or lease terms that
-cannot elect safely, are one line on stderr and exit status 2. ``--once`` takes
-the Lease if it is free, runs one pass and releases it; exit status 1 when
-another controller leads.
+Why it is so: docs/adr/decisions/apps-controller.md (__main__.py).
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """Recovery's copies: each service set to recover automatically keeps a verified copy of its
 model on another machine that could run it, so a recovery starts without a download.
 
-Once per health assessment, over the records it read. What to ask is the domain's
-(``recovery.copy_need``, ``recovery.copy_asks``); the asks are the cluster's copy requests
-(``ports.cluster.ModelCopies``, asker ``recovery:<workload>``), which the chosen machine's
-agent fetches and verifies. Decisions recorded here:
-
-* The model planned for is the bytes the workload runs (its artifact), for the task and
-  context it was admitted with, over the fleet built once per pass.
-* The same rule serves a held workload whose machine stopped answering and whose model no
-  other machine holds: the copy is asked where it would go, and the recoverer moves it once
-  that machine's agent reports the copy verified.
-* Only changes are written, and it looks only when what it depends on changed (or every
-  ``LOOK_AGAIN``): a fleet whose copies are in place costs nothing per pass.
+Why it is so: docs/adr/decisions/apps-controller.md (copies.py).
 """
 
 from __future__ import annotations

@@ -1,45 +1,6 @@
 """The controller's decision for one GPUService or BatchJob, pure of I/O given its inputs.
 
-The fleet is what the agents report (one report per Node), the marks are a
-person's (drained, control plane, scheduling policy), the health is the
-controller's last assessment; admission and placement are the domain's, the
-same ``schedule`` the one-machine plane runs. Decisions recorded here:
-
-* The model is resolved among the artifacts the machines report as verified:
-  a name or alias any machine knows it by, its SHA-256, or a prefix of at
-  least six hex digits. A name is tried before a prefix.
-* Nothing reported matches: capacity ``no-verified-copy`` (no machine holds
-  the files), the refusal that says what to do (pull or import it somewhere).
-* The text matches several different artifacts (two machines give one alias
-  to different bytes, or a short prefix): refused with the same code and a
-  sentence naming them, since no machine holds *one* verified copy of what
-  was asked; nothing is guessed.
-* A report from a machine that is not a Node (a Node deleted, its agent Lease
-  left behind) is not part of the fleet.
-* The prediction uses the peaks qualification measured on the fleet's cards (``table``:
-  ConfigMap nodeau-measurements, read with the rest of the fleet): where the artifact,
-  the card model and the runtime configuration match one, the figure is that peak and
-  the decision is labelled measured, as on one machine; elsewhere it is estimated.
-* A service or batch job runs only for a task its model claims, as ``nodeau run`` and
-  ``nodeau batch submit`` check on either
-  plane (the domain's ``task_refusal``): the capabilities the curated catalog entry
-  listing its bytes claims (``Proved.catalog``: the catalog shipped with the controller),
-  or those its newest qualification on the fleet proved (``Proved.evidence``: ConfigMap
-  nodeau-qualifications), looked up by the artifact resolved, never by a name. Otherwise
-  it is refused ``qualification.task-not-proved`` with the sentence the CLI prints,
-  unless its spec says it is served unproved on purpose (``unproved: true``, what
-  ``nodeau run --unproved`` writes). The check follows the resolution (a model no machine
-  holds is ``no-verified-copy`` first) and comes before the organisation's limits, in the
-  CLI's order. A recovery and a copy are not checked: they plan for a workload already
-  admitted. ``proved`` None (a fake fleet
-  given no evidence) checks nothing.
-* The organisation's quotas count what the workloads holding a card spend, per requester.
-  A cluster's store gives ``decide`` the ledger and no records (it never lists every object
-  per decision), so under a configured policy the controller counts them once per reconcile
-  batch from the objects it lists and adds each admission it makes in the batch (``spent``;
-  reconcile's ``FleetReading``): one leader decides (leader election, ADR 0015), so no two
-  admissions are counted against the same quota at once. A store whose snapshot carries the
-  records (the fakes of the unit tests) is counted from them when ``spent`` is not given.
+Why it is so: docs/adr/decisions/apps-controller.md (decide.py).
 """
 
 from __future__ import annotations

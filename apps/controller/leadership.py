@@ -1,26 +1,6 @@
 """One controller's part in the election: campaign for the Lease, renew it, lead only while held.
 
-The rules are ``nodeau.domain.leadership``'s; this is the loop around them
-(docs/adr/0015-leader-election.md). Decisions recorded here:
-
-* One thread campaigns for as long as the process runs: every retry period it
-  reads the Lease and takes or renews it when the rules allow. A standby whose
-  leader went quiet tries again at the very moment the Lease expires by its own
-  clock, not at the next retry, so failover is the lease duration plus at most one
-  retry period of not having seen the last renewal.
-* Leading is judged at every moment on the monotonic clock from the start of the
-  last successful take or renewal (``leads``), never from what the campaign thread
-  last concluded: a process that was paused, or whose renewals hang, stops leading
-  at its renew deadline even if no thread of it has run since.
-* ``fence`` is what every write of the controller calls first (the composition root
-  builds its ports on a client that does, ``adapters.kube.lease.fenced_client``);
-  it raises ``NotLeading`` once the controller does not lead.
-* Each term of leadership runs a fresh ``Controller``: a standby that takes over was
-  not watching, and counts a machine's quiet time only from its own first look. A
-  term ends when leadership ends (its first refused write, or the moment its renew
-  deadline passes) or when the process is asked to stop; then it stands by again.
-* On a requested stop the leader steps down first and then releases the Lease (no
-  holder, one second), so a standby takes over at once.
+Why it is so: docs/adr/decisions/apps-controller.md (leadership.py).
 """
 
 from __future__ import annotations

@@ -1,43 +1,6 @@
 """The controller's loop: watches bring keys, a periodic resync brings everything and health.
 
-Decisions recorded here:
-
-* Keys that arrive together are reconciled as one batch over one reading of
-  the fleet (reports, marks, health): a burst of 500 new objects costs one
-  reading, not 500. A batch is sorted, so two controllers meet objects in the
-  same order.
-* A batch is reconciled in two steps: every admission it needs is decided first, each
-  in the batch's order, then what each admitted workload's record calls for (its server,
-  its state, its endpoint). Up to ``workers`` objects are reconciled at once, so their
-  requests to the API server overlap, while each still decides once every object before
-  it has (``turns.Turns``; docs/adr/0018). The objects and their servers are read from
-  what the controller knows (``adapters/kube/known.py``): a resync lists each kind once,
-  the watches keep them, and nothing is read per object.
-* A batch and a health pass end once every Event they recorded is written (Events go out
-  beside the work, ``EventLog.flush``). The Events of a batch's decisions are held until
-  every decision of the batch is taken (``EventLog.held``): a decision waits for its claim
-  and its status only, and its Event follows with the servers' writes.
-* Besides, the controller wakes when the fleet can change without any event: a fresh
-  signal reaching its grace (a machine may turn unreachable), a held service's delay
-  running out (``wake_at``); so a machine is noticed and a recovery decided at the
-  moment, not up to a resync later.
-* Each reading of the fleet includes the peaks qualification measured on its cards
-  (``MeasuredPeaks``), so admission labels a decision measured where the artifact, card
-  model and configuration match; measurements that cannot be read are logged once and
-  every figure is then estimated.
-* Every ``resync`` seconds: health first (signals, assessment, the record of
-  it, held workloads, recoveries, recovery's copies), then every object, so a missed
-  watch event costs at most one resync.
-* A controller that was not watching (its first assessment, or a gap longer than
-  ``STALL``) counts a machine newly found unreachable only from now: its own gap never
-  moves a workload early.
-* An expected failure of one object's reconcile (a ``NodeauError``: a conflict
-  lost, the API server restarting) is one log line; the loop goes on and the
-  next event or resync tries again. Anything else (a ``ValueError`` from a
-  broken invariant, a bug) is not expected and ends the process loudly.
-  ``--once`` is one resync, then the end. ``NotLeading`` (a write refused because
-  this controller no longer leads, docs/adr/0015) is not one object's failure: it
-  ends the pass and the term (``apps/controller/leadership.py``).
+Why it is so: docs/adr/decisions/apps-controller.md (loop.py).
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """What one reconcile batch reads about the fleet: read when first needed, then kept for the batch.
 
-Decisions recorded here:
-
-* The fleet (reports, marks, health, plan, organisation, measured peaks) is read once per
-  batch, when a reconcile first needs it; the machines' health alone when nothing needs
-  more. What counts as proved is read only when a service is to be decided; what the
-  workloads holding a card spend only when a decision is taken under a configured policy,
-  then kept up to date with the batch's admissions.
-* The batch's workers share one reading: each part is read once whichever worker asks
-  first, under one lock. Under a configured policy an admission and its spending are
-  counted as one step (``counting``), so no two admissions of a batch are checked against
-  the same quota at once.
+Why it is so: docs/adr/decisions/apps-controller.md (reading.py).
 """
 
 from __future__ import annotations

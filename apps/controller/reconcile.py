@@ -1,56 +1,6 @@
 """The reconcile of one GPUService or BatchJob: decide once, then drive its server and its state.
 
-Every step reads the object fresh and does the one thing its state calls for,
-so running a step twice, or two controllers running it at once, changes
-nothing more than running it once. It talks to the cluster through ports only
-(``nodeau.ports.cluster``, ``nodeau.ports.state``). Decisions recorded here:
-
-* An admitted object is guarded (its finalizer) before its server is made, so deleting
-  it can never leave a server behind or free its card while a server still runs.
-  Deciding comes first (docs/adr/0018): the claim and the decision's status are the
-  only writes a decision waits for, a refused object is never guarded (it holds
-  nothing), and an admitted object deleted before its guard leaves a claim no record
-  backs, which the store frees like a crash's leftover (``CLAIM_GRACE``); a deleting
-  object found admitted and unguarded has its card released at once.
-* Not yet decided: ``decide`` runs inside ``StateStore.admit`` (the ledger
-  write is the serialisation point); a refusal is recorded and nothing else is
-  created. A refused object stays refused (no retries, as on one machine). A
-  service's task is checked against what the fleet counts as proved
-  (``decide.unproved_refusal``), read once per batch and only when a service is to be
-  decided (the evidence is the cluster's largest ConfigMap); when it cannot be read the
-  object is left undecided for the next pass, never refused for it.
-* Admitted: the server is made when the domain says it needs one
-  (``lifecycle.needs_server``), and the workload's next state is the domain's
-  (``lifecycle.next_state``) from its server's phase and its machine's health:
-  starting, then serving (service) or running (batch job); a server that exited
-  finishes it and frees its card. A serving service's endpoint is shown in its
-  status; ``spec.endpoint: stopped`` takes the endpoint off and leaves the
-  model loaded.
-* The kubelet restarts a server's container in place (a service's Pod restarts
-  ``Always``); nothing here restarts one. What the Pod says of its container's ends
-  is recorded as the domain says (``lifecycle.restarted_in_place``): ``restarting``
-  with the last end, the restart count and the next attempt, its card kept, its
-  endpoint taken out of status (condition Ready False, reason Restarting, and a
-  warning Event for each new end) until the Pod is Ready again and it serves again.
-  A record that would not change is not written.
-* Deleted: the server is deleted, and the card released only once the server
-  is gone, so a new workload never meets a server still leaving its card.
-* A running batch job's counts are read from its results kept in the cluster
-  (``ports.batches.FleetBatches``) and shown in its status (total, completed, failed);
-  how it ends is the domain's (``batches.batch_end``): every request has a result
-  (succeeded), or a person asked it to stop (``spec.stop``: stopped). Its Pod is
-  deleted then, and its card released once the Pod is gone; its results stay
-  (docs/adr/0016-batch-jobs-on-the-fleet.md). Without that port (a fake fleet) a job
-  ends only when its server does.
-* A held workload gets no server made for it: what happens to it is recovery's
-  decision (``recover.py``), not this module's. A recovering one gets its server on the
-  machine it moved to.
-* Fencing: while a workload's machine is unreachable its endpoint is out of status
-  (condition Ready False, reason MachineUnreachable), so nothing is routed to it even if
-  its server still runs; an endpoint is shown only while the workload serves from a
-  ready server on its own machine. A server found on another machine than the record's (left
-  where a recovery moved it from) is deleted at once, forced: its machine may not
-  answer, and its own Kubernetes agent ends the container when it is back.
+Why it is so: docs/adr/decisions/apps-controller.md (reconcile.py).
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """Recovery in the fleet: the domain's decision for each service on an unreachable machine.
 
-Run once per health assessment, after it, over the records the assessment read.
-What to do is the domain's (``nodeau.domain.recovery``); this module reads what
-the decision needs and records what it says. Decisions recorded here:
-
-* Only services set to recover automatically are decided here; a batch job or a
-  service whose recovery is ``never`` is held by ``health.show_health``.
-* A recovery places the same bytes the workload ran (its artifact's SHA-256, never
-  the name it was asked by, which may name other bytes by now), through the same
-  ``planning`` and ``scheduled_admission`` a new workload meets: drained machines,
-  unreachable or upgrading ones and those the organisation's limits leave out are
-  never targets, the ledger's reservations apply.
-* The move is one ``MovingStateStore.move``: the reservation moves to the new card
-  in one ledger write before the record names it, so the new server's Pod is made
-  (by the reconcile that follows) only after its card is reserved.
-* More than half of the fleet unreachable at once moves nothing (``fleet_alarm``);
-  each such service is held with that reason, said in ``nodeau ps``.
-* A held workload is written when its held reason changes, never again while it
-  stays held for the same reason: being held costs no writes. Capacity and files
-  are looked at again on every assessment, in memory; a move happens on the first
-  one that finds a card.
+Why it is so: docs/adr/decisions/apps-controller.md (recover.py).
 """
 
 from __future__ import annotations

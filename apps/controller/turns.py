@@ -1,12 +1,6 @@
 """Decisions in the batch's order while the batch's requests overlap.
 
-The controller's workers reconcile several objects of a batch at once, so that their
-requests to the API server overlap (kube-scheduler decides on its cache and binds beside
-it: assume, then bind). Admission still decides in the order of the sorted batch, as one
-worker would: the object at place k decides only once every object before it has
-decided or finished (``Turn.wait``), and it lets the next one decide as soon as its own
-decision is taken (``Turn.done``), before its claim and status are written; the state
-store counts the chosen card as held from that moment (adapters/kube/state_store.py).
+Why it is so: docs/adr/decisions/apps-controller.md (turns.py).
 """
 
 from __future__ import annotations

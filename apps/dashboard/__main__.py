@@ -1,12 +1,7 @@
 """``python -m nodeau.apps.dashboard --home HOME --port P``: the local dashboard on
 127.0.0.1:P (the composition root; the user service ``nodeau_dashboard`` runs this).
 
-It takes the environment ``nodeau dashboard`` was run with from ``HOME/dashboard/
-service.json`` (``service.carried``), then builds the plane exactly as the CLI does
-(``nodeau.apps.cli.bootstrap.plane``), this machine's model files as ``nodeau model
-status`` reads them and its cards as ``nodeau machine`` reads them, and serves until
-SIGTERM or SIGINT (``server``: on 127.0.0.1 only, within the endpoint's bounds on
-requests, connections and the log).
+Why it is so: docs/adr/decisions/apps-dashboard.md (__main__.py).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """The dashboard's alerts: derived from the same views the CLI prints, never computed apart.
 
-An alert is something a person should look at now, with the sentence the view already
-carries (so it reads as ``nodeau ps``, ``fleet list``, ``models copies``, ``model status``
-or ``plan`` says it):
-
-* a machine ``degraded`` or ``unreachable`` (its health sentence names the quiet signal);
-* a workload ``held``, ``restarting`` or ``exited`` (its ``ps`` sentence);
-* a copy that ``failed`` (its sentence);
-* a model file whose bytes do not match its SHA-256 (``model status``: "NO: wrong bytes");
-* an entitlement about to expire or in its grace (``plan``'s warning), or one that could
-  not be accepted (why the Home plan applies instead; "none-present" is no alert), or a
-  clock that moved back.
-
-A view that could not be read gives no alert (its section says why). Pure: views in, a
-tuple of alerts out, most severe first.
+Why it is so: docs/adr/decisions/apps-dashboard.md (alerts.py).
 """
 
 from __future__ import annotations

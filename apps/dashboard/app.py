@@ -1,34 +1,6 @@
 """The dashboard's HTTP shell: the page, its assets, its data, one action and the Playground.
 
-Decisions:
-
-* Built by ``create_app`` (a factory; nothing wires itself at import) from the plane, a
-  reader of this machine's model files and of its cards, the token file and a clock; the
-  composition root
-  (``__main__``) builds those as the CLI does. Every request passes ``guard.Guard`` first.
-* The page and its assets are package data (``static/``): no CDN, no font or script from
-  anywhere else; it works with no network at all.
-* Live by polling, not server-sent events: nothing pushes changes to the dashboard (the
-  views are read from SQLite or the cluster's API on demand), so a stream would be a loop
-  of reads on the server anyway; a poll every ``REFRESH_S`` seconds (paused while the tab is
-  hidden) keeps the server stateless, each answer is one consistent document, and the same
-  route serves programs and tests.
-* The plane is synchronous (SQLite, the Kubernetes client): its calls run on worker
-  threads, one at a time (a lock), so a poll never blocks the event loop and a plane object
-  is never used by two threads at once.
-* The board is kept between polls (``kept.KeptBoard``): a poll is answered with the newest
-  document at once and a new read starts behind it; the one action forgets it. The
-  plane's reads are the slow part on a large fleet (bench/dashboard.py). The first read
-  starts with the server, and the plane's description (``/api/session``) is asked once
-  then, so ``nodeau dashboard`` is not kept waiting behind a read.
-* ``GET /api/board`` is what the page shows (``board.page_board``, long repeated texts
-  once: ``texts``); ``GET /api/board?with=cli`` adds, from the same read, the CLI's JSON
-  of every view (``cli``) for programs and the tests that compare the two (``encoded``).
-* The one action is ``POST /api/batches/NAME/stop`` (``plane.stop_batch``); the
-  Playground's calls go to the workload's loopback endpoint (``playground``). Expected
-  failures are a JSON error with the one line (400 bad input, 409 the plane said no, 502
-  the endpoint could not be reached); nothing else changes anything. ``GET /health`` says
-  only that it answers, without the token.
+Why it is so: docs/adr/decisions/apps-dashboard.md (app.py).
 """
 
 from __future__ import annotations

@@ -2,30 +2,7 @@
 CLI's own row and sentence helpers, so the page says what the commands say, figure for
 figure.
 
-Decisions:
-
-* One read (``read_views``) per poll: every view read at one moment. What the page shows
-  (``page_board``) is each section's headers and rows in the CLI's own helpers (``ps``,
-  ``batch status``, ``fleet list``, ``model status``, ``models copies``, ``recovery
-  status``, ``plan``) and nothing the page does not show (a table the CLI prints as text is
-  sent as its rows only, once). The very JSON those commands print with ``--json`` (the
-  CLI's converter) is ``cli_views``, sent only to whoever asks for it (``read_board`` is
-  both: programs and the tests compare the two). On a fleet of 100 machines and 500
-  workloads the CLI's JSON was more than half of what each poll sent, and no view shows it.
-* A section that cannot be read (a cluster that does not answer, copies on one machine)
-  says why in one line (``notes``) and the rest of the page is still shown. A figure a plane
-  cannot know (``None``) is shown as "unknown", never as an error (gpustack #4062: a page
-  that crashed on a null metric).
-* Alerts are derived from the same views (``alerts``).
-* The plan is read without advancing its clock anchor (``plane.plan(advance=False)``): a
-  poll every 2 s only shows it, and only ``nodeau plan``'s commands move the anchor, as a
-  decision that reads the plan does not.
-* Models also carry each model's qualification per capability, in ``nodeau model info``'s
-  words (``qualification``), with that command's JSON of it under ``cli.model_info``.
-* Each card also carries the figures of its memory bar (``gpus.memory``: the ledger's
-  reservation, its total, and what this machine's cards report in use) and each machine the
-  line saying where that reading comes from or why there is none (``reading``:
-  ``apps/dashboard/cards.py``).
+Why it is so: docs/adr/decisions/apps-dashboard.md (board.py).
 """
 
 from __future__ import annotations

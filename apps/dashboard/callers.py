@@ -1,13 +1,6 @@
 """Who the dashboard answers: the endpoint's Host rule as it is, and a stricter Origin rule.
 
-* ``Host`` (against DNS rebinding): the endpoint's rules, applied unchanged
-  (``nodeau.apps.endpoint.callers.CallerRules``): ``127.0.0.1:PORT``, ``localhost:PORT`` or
-  ``[::1]:PORT``, PORT being the one the connection arrived on; anything else is a 403, a
-  missing ``Host`` on HTTP/1.1 or a repeated one a 400.
-* ``Origin``, when sent, must be the dashboard's own page: ``http://127.0.0.1:PORT`` (or
-  ``localhost``, ``[::1]`` on the same port). The endpoint also serves loopback pages on any
-  port; the dashboard does not, as no other page has any business with it. 403 otherwise.
-* No CORS header is ever sent; a preflight is a 405 like any other method but GET.
+Why it is so: docs/adr/decisions/apps-dashboard.md (callers.py).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """One read of the board as the data route sends it: serialised and gzipped once per read.
 
-Decisions (bench/dashboard.py measured why):
-
-* The page's document (``board.page_board``, its repeated long texts sent once:
-  ``texts``) is serialised and gzipped when it is read, on the worker thread that read it,
-  so a poll only sends bytes that are ready. On a fleet of 100 machines and 500 workloads
-  it is about 0.2 MB of JSON, 20 kB gzipped (it was 4.75 MB with the CLI's JSON and every
-  text repeated).
-* The whole document (``?with=cli``: the page's sections and the CLI's JSON of every view,
-  ``board.cli_views``) is made from the same views only when first asked for: converting
-  every view with the CLI's converter costs more than the rest of the document, and the
-  page never asks for it. Programs and tests that compare the page with the CLI do; they
-  get the same read the page got.
-* Python's ``json`` with compact separators, not a faster third-party encoder: at this size
-  encoding takes a few milliseconds once per read, off the event loop.
+Why it is so: docs/adr/decisions/apps-dashboard.md (encoded.py).
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Every request to the dashboard passes here first, in this order:
 
-1. the caller rules (``callers``): a ``Host`` that is not this loopback address and port,
-   or an ``Origin`` that is not the dashboard's own page, is a 403 (DNS rebinding,
-   cross-site pages);
-2. the method: GET (and HEAD) anywhere; POST only on the stop action and the Playground's
-   calls (``POST_PATHS``); anything else, on any path, is a 405 with ``Allow``;
-3. the token (``session``): the printed address's ``?token=`` is exchanged for the session
-   cookie by a redirect to the same path without it; otherwise the cookie or
-   ``Authorization: Bearer TOKEN`` must match; else 401 (on the page, assets, data and
-   actions alike); only ``GET /health`` is answered without it (``{"status": "ok"}``, which
-   a 401 would say as well: something answers);
-4. a POST also needs the CSRF token (``X-Nodeau-CSRF``); 403 without it.
-
-Every answer gets a Content-Security-Policy that lets the page load and fetch from its own
-origin only (so the page itself cannot reach any other host), no framing, no referrer, no
-caching, and never a CORS header.
+Why it is so: docs/adr/decisions/apps-dashboard.md (guard.py).
 """
 
 from __future__ import annotations

@@ -1,30 +1,6 @@
 """The board kept between polls: the newest document, served at once, read again behind it.
 
-Decisions (bench/dashboard.py measured why):
-
-* Reading every view of a plane is the slow part of a poll: on a fleet of 100 machines and
-  500 workloads the views cost the API server and the client seconds on two cores, far
-  more than the 20 ms a poll's answer may take. So a poll never waits for a read when a
-  document is kept: it gets the newest one (its ``read_at`` says when it was read), and
-  when that is ``refresh_s`` old or more, a new read starts in the background for the next
-  poll (stale while revalidating, one read at a time). A page polling every 2 s thus
-  shows what was read at most one poll and one read ago, as a poll that waited would.
-* A read behind also waits, after the last read ended, as long as that read took: reads
-  take at most half of the time, so the dashboard never spends a core of the machine it
-  watches on reading (on that fleet a read took 1.5 to 2.5 s of the server's time, and
-  with a read every 2 s it read without pause, beside the API server and the browser). A
-  read that takes less than ``refresh_s`` changes nothing; a slower one shows a page what
-  was read at most about two reads and a poll ago.
-* A poll waits for a fresh read when nothing is kept, when what is kept is older than
-  ``max_age_s`` (a page opened after a long quiet), after the one action (``forget``:
-  the stopped batch job must not be shown running), and when the request asks for it
-  with ``Cache-Control: no-cache`` (HTTP's own "revalidate"; programs and tests that
-  compare the board with the CLI's output at one moment).
-* The document is serialised (and gzipped) once per read, not per poll (``encoded``).
-* A read starts behind as soon as the server starts (``prefetch``), and a poll that has
-  nothing kept waits for the read under way rather than starting another, unless that read
-  started before the one action (it may have seen the plane as it was). The first page
-  then waits for at most what is left of one read, not for a whole read from scratch.
+Why it is so: docs/adr/decisions/apps-dashboard.md (kept.py).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """The Playground: talk to a running service through its own loopback endpoint.
 
-Decisions:
-
-* The dashboard server makes the call, with httpx, to the URL the workload's view states
-  (``WorkloadView.endpoint``, what ``nodeau ps`` prints and a client uses), never to the
-  model server and never through a controller: what answers the Playground is what answers
-  any client, with the endpoint's rules. The page never talks to the endpoint itself (its
-  own origin is the only one it reaches).
-* A request is made from a few fields the page sends (``chat_body``, ``embed_body``,
-  ``rerank_body``: checked here, a clear one-line 400 otherwise); the model named is the
-  workload, as the endpoint's ``/v1/models`` lists it. Chat is always streamed.
-* Chat keeps no conversation on the server: the page sends the whole of it with each new
-  message (its system message, every turn so far, the new one) and its temperature, as an
-  OpenAI client does, so the ``curl`` and ``openai`` equivalents are that one request. An
-  answer can be empty (a model may say nothing), so an assistant turn may be too.
-* What answered is said with every answer: the workload, its model, the artifact (the
-  recorded admission's), the machine and the card, read when the request is made. With it
-  come the same request as ``curl`` and as Python with the official ``openai`` client
-  (``snippets``), built from the body actually sent.
+Why it is so: docs/adr/decisions/apps-dashboard.md (playground.py).
 """
 
 from __future__ import annotations

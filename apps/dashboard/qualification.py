@@ -1,19 +1,7 @@
 """The Models section's qualification: each capability of each model this machine holds, in
 the words of ``nodeau model info``.
 
-Decisions:
-
-* The same source as ``nodeau model info`` (``apps.cli.models.info`` through
-  ``apps.models.describe_model``): the newest qualification evidence kept for the artifact
-  in this machine's registry, and what the catalog entry listing its bytes claims
-  (``catalog_claims``), turned into states by the domain's ``capability_states`` and the
-  "qualified" line by ``qualified_line``. Nothing is computed apart, so a capability reads
-  ``passed``, ``failed``, ``not applicable``, ``catalog``, ``not probed`` or ``never
-  qualified`` exactly as the CLI prints it, with the same evidence.
-* A model is an artifact this machine knows (an alias's or the catalog's, ``known_here``)
-  with at least one of its files in this machine's store, whether verified or not: the
-  states do not depend on the bytes (``model info`` also reads the architecture, which
-  needs a verified copy; the dashboard does not show it, so it never opens a model file).
+Why it is so: docs/adr/decisions/apps-dashboard.md (qualification.py).
 """
 
 from __future__ import annotations

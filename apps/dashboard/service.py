@@ -1,21 +1,6 @@
 """Starting, or finding, the dashboard as a user service, and giving it a fresh token.
 
-Decisions:
-
-* It runs as the endpoints run (``adapters.user_service``: systemd --user, launchd, or a
-  supervised background process, which ``describe`` says), as the service
-  ``nodeau_dashboard``: ``python -m nodeau.apps.dashboard --home HOME --port P``, its output
-  appended to ``HOME/logs/dashboard.log``. It binds 127.0.0.1 only; that is no setting.
-* What it reads the plane with is what the command that started it had: the variables
-  that choose and configure the plane (``NODEAU_*``, ``KUBECONFIG``, ``HOME``, ``PATH``,
-  ``XDG_*``) are kept in ``HOME/dashboard/service.json`` (mode 0600) with its port, and the
-  server takes them from there (a systemd or launchd service starts with the manager's
-  environment, not the user's shell's). Nothing else of the environment is kept.
-* ``nodeau dashboard`` writes a new token every time, then finds the running server by
-  asking it, with that token, for ``/api/session``: an answer means it is ours, it runs, and
-  it reads the new token. Otherwise (not running, another program on its port, a changed
-  environment) the service is installed again and (re)started, on its port if that is free,
-  else on a new one, and asked the same way until it answers.
+Why it is so: docs/adr/decisions/apps-dashboard.md (service.py).
 """
 
 from __future__ import annotations

@@ -1,26 +1,7 @@
 """The dashboard's token: made fresh by each ``nodeau dashboard``, kept owner-only, checked
 in constant time, never logged.
 
-Decisions:
-
-* The token is 32 random bytes (``secrets.token_urlsafe``), written to
-  ``$NODEAU_HOME/dashboard/token`` with mode 0600 in a folder of mode 0700; the file is
-  created with those permissions (never widened, then narrowed) and replaced atomically.
-  Each ``nodeau dashboard`` writes a new one and the running server reads it again when
-  the file changes, so the address printed last is the one that works: a page opened with
-  an older address is asked for the new one.
-* How it travels: the printed address carries it once (``/?token=...``); the server
-  answers that request with a redirect to the same page without it, setting a cookie
-  (``HttpOnly; SameSite=Strict; Path=/``) that the page's own requests then carry. The
-  cookie holds a value derived from the token (HMAC-SHA256), not the token itself, and is
-  named after the port, as cookies are shared by every port of a host. Programs send
-  ``Authorization: Bearer TOKEN`` instead.
-* The stop action and the Playground's calls also need the CSRF token (another HMAC of the
-  token) in the ``X-Nodeau-CSRF`` header; the page reads it from ``/api/session``, which a
-  page of another origin cannot read (no CORS header is ever sent).
-* Every comparison is ``hmac.compare_digest``. Nothing here logs, and the server runs with
-  uvicorn's access log off, so the address with its token appears nowhere but the output
-  of ``nodeau dashboard``.
+Why it is so: docs/adr/decisions/apps-dashboard.md (session.py).
 """
 
 from __future__ import annotations

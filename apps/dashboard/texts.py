@@ -1,17 +1,6 @@
 """A long text repeated in the board's tables is sent once.
 
-Decision (bench/dashboard.py measured why): on a fleet the tables repeat long texts row
-after row: a refusal's ``ps`` sentence names every card that is held (15 kB on 400 cards,
-the same for each of 100 refused services), the recovery table lists every copy's machine
-for each service. Sent as they are, they made the page's data 2.1 MB of JSON for
-100 machines and 500 workloads, 1.9 MB of it repeated; the browser parsed it and the
-client inflated it on every poll. So the document has one list ``texts`` of the texts that
-occur more than once in its tables and are at least ``SHORTEST`` characters long, and a
-table cell holding one of them holds its index in ``texts`` (a JSON number) instead. Every
-other cell of a table is a string, so a number is never ambiguous. Only the ``rows`` of
-tables are compacted, and never under ``cli`` (the CLI's own JSON, sent as the CLI prints
-it): every other field keeps its text. ``expanded`` gives the document back as it was
-(programs and tests use it; the page does the same in ``dashboard.js``).
+Why it is so: docs/adr/decisions/apps-dashboard.md (texts.py).
 """
 
 from __future__ import annotations

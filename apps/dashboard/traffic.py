@@ -1,9 +1,7 @@
 """What each serving workload's endpoint says it served, for the dashboard: read from its
 own ``GET /metrics`` (``nodeau.apps.endpoint.metrics``) on loopback at each refresh.
 
-Totals since the endpoint started: requests and failures, the mean time to an answer's
-end, and completion tokens per second of answering. An endpoint that does not answer
-within ``TIMEOUT_S`` is shown as such, never as zero.
+Why it is so: docs/adr/decisions/apps-dashboard.md (traffic.py).
 """
 
 from __future__ import annotations

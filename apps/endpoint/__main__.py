@@ -1,13 +1,9 @@
-"""``python -m nodeau.apps.endpoint --workload NAME --port P --state PATH [--allow-origin
-ORIGIN ...]``: one workload's endpoint, on 127.0.0.1:P, finding its model server in the state
-at PATH, serving requests from web pages of loopback origins and of each ORIGIN given
-(``callers``), and supervising that model server: restarted when it ends
-(``nodeau.apps.serving.Supervisor``), its log in the ``logs`` folder beside PATH (the
-composition root; the user service runs this).
+"""``python -m nodeau.apps.endpoint --workload NAME --port P --state PATH | --fleet``: one
+workload's endpoint on 127.0.0.1:P (the composition root a user service runs), supervising
+its model server on one machine, or following its route on a fleet.
 
-``--fleet [--kubeconfig FILE] [--context NAME]`` instead of ``--state``: the endpoint of a
-workload on a fleet, routing to wherever the cluster says it serves now (``routes``); its
-model server is the kubelet's to restart, so nothing is supervised here."""
+Why it is so: docs/adr/decisions/apps-endpoint.md (__main__.py).
+"""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
 """What the endpoint answers itself: the upstream it looks for, and its OpenAI-style errors.
 
-Decisions:
-
-* Every failure is an OpenAI-style JSON error (``{"error": {"message", "type", "code"}}``),
-  its message one line naming what went wrong and, where it helps, what to do.
-* An unreachable model server (502) is named by its address and why it could not be
-  reached, and so is one whose answer is not HTTP (closed without one, garbage); a full pool
-  of upstream connections is a 503 (too busy), not a 502.
-* A model server that is restarting is a 503 saying how it ended and when it is started
-  again, with ``Retry-After`` (seconds), which the official clients honour before they
-  retry on their own.
-* A request the endpoint refuses (``callers``: 403, or 400 for a missing or repeated
-  ``Host``) or finds malformed (``bodies``: 400) is answered here and never sent upstream:
-  its message names the rule and what to send instead. What the client sent is quoted
-  shortened (``SHOWN_CHARS``).
+Why it is so: docs/adr/decisions/apps-endpoint.md (answers.py).
 """
 
 from __future__ import annotations

@@ -1,45 +1,6 @@
 """The endpoint's HTTP shell: an OpenAI-compatible reverse proxy to one workload's model server.
 
-Decisions:
-
-* Where the model server is, and which task it serves, is asked of ``upstream()`` on every
-  request (the caller caches it), so a model server restarted on a new port is found without
-  restarting the endpoint. ``None`` means the model is not running: 503; ``Unavailable``
-  that it is restarting: 503 with ``Retry-After``, on ``/v1/models`` too.
-* The workload's task decides which routes are proxied (``nodeau.domain.tasks.routes_for``);
-  a route of another task is a 404 naming the task and the routes it answers. ``/v1/models``,
-  ``/v1/models/{id}`` and ``/health`` are answered here.
-* A proxied route is a plain ASGI app (``ProxiedRoute``), reached before the Starlette app:
-  a POST to one of its paths goes through the caller rules straight to it (``_Front``), with
-  no router, middleware stack or wrapped ``send`` in between (they cost the endpoint about a
-  tenth of its Python time per proxied request, bench/proxy.py); anything else (other paths
-  and methods, a path with a trailing slash, the lifespan) is the Starlette app's. Its body is
-  read whole (up to ``max_body_bytes``, 32 MiB; more is a 413), sent to the route's own path
-  only, and the answer relayed as it arrives, never buffered; a client that leaves stops its
-  generation (``exchange``).
-* The model server is reached on the endpoint's own kept-alive HTTP/1.1 connections
-  (``connections.ModelServerConnections``, answers parsed by httptools). No read timeout
-  upstream: a non-streamed generation may take minutes to its first byte. Connecting (5 s),
-  writing (60 s) and waiting for a free connection (60 s) are bounded.
-* Before anything else, every request passes the caller rules (``callers.CallerRules``, an
-  ASGI middleware): its ``Host`` must be ``127.0.0.1:PORT``, ``localhost:PORT`` or
-  ``[::1]:PORT`` (403 otherwise; a missing ``Host`` only from HTTP/1.0, a repeated one is a
-  400), and an ``Origin``, when sent, a loopback page (``http://127.0.0.1``, ``localhost``,
-  ``[::1]``, any port) or one allowed at start (``allowed_origins``, the endpoint's
-  ``--allow-origin``); 403 otherwise. A page of an allowed origin gets the CORS answers
-  that let it read the endpoint (``callers``); no other origin does.
-* Proxied routes take POST only (any other method is a 405 answered here; a CORS
-  preflight from an allowed origin is answered by the caller rules), and a JSON object
-  sent as ``application/json``: anything else is a 400 answered here (``bodies``), after
-  the size check (413), never a model server's 500.
-* A request's ``model``, when given, must name the model served (its workload's name, its
-  model's names as admitted, its artifact id or a prefix): another is a 404
-  ``model_not_found`` answered here, as OpenAI answers, never another model's answer.
-* ``GET /metrics``: the proxied requests' counters (``metrics``), in Prometheus' format,
-  under the same caller rules.
-* Every failure is an OpenAI-style JSON error (``answers``): 400, 403, 404, 405, 413, 502
-  (upstream unreachable), 503 (not running), 500 (anything unexpected; the server logs the
-  traceback and keeps serving).
+Why it is so: docs/adr/decisions/apps-endpoint.md (app.py).
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """What a proxied route takes: a JSON object, sent as ``application/json``.
 
-Decisions:
-
-* Every proxied route (chat and text completions, embeddings, rerank) takes a JSON object
-  by POST. A request that is not one is answered here, 400, and never sent upstream:
-  llama-server answers a body that does not parse, or is not an object, with a 500, and
-  the ``openai`` client retries a 5xx twice, so one malformed request became three.
-* The ``Content-Type`` must be ``application/json`` (case-insensitive, parameters such as
-  ``charset`` allowed), given once. A form or ``text/plain`` body, the kinds a web page can
-  send without a CORS preflight, is refused whatever it holds; so is a body without one.
-* The body must be UTF-8 JSON text (RFC 8259: no byte order mark, no other encoding) whose
-  value is an object. What Python's parser takes but JSON does not, and the model server's
-  parser (nlohmann/json) refuses, is refused here too: ``NaN``, ``Infinity``, ``-Infinity``,
-  and a ``\\uD800``-``\\uDFFF`` escape that is not half of a surrogate pair. Nesting deeper
-  than Python's parser goes is a 400 as well.
-* The body is parsed once, on these routes only; the parsed value is read for its
-  ``model`` only (``app``), and the body's bytes go upstream as they came. Parsing costs
-  microseconds for a chat request and about 2 ms per MB of body (30 MB: 60 ms). The value
-  is walked for unpaired surrogates only when the body holds such an escape at all (an
-  escaped emoji, say).
-* The body's size is checked before this (``exchange.read_body``): over the limit is a 413.
+Why it is so: docs/adr/decisions/apps-endpoint.md (bodies.py).
 """
 
 from __future__ import annotations

@@ -1,40 +1,7 @@
 """Who the endpoint answers: the Host and Origin rules, against DNS rebinding and against
 cross-site requests from web pages (the hole of Ollama's CVE-2024-28224).
 
-Binding 127.0.0.1 keeps other machines out, but not a web page in a browser on this
-machine: a page can send requests to 127.0.0.1 (a ``text/plain`` POST needs no CORS
-preflight), or rebind its own host name to 127.0.0.1 and then read the answers as its own.
-So every request passes these rules first, before its body is read or anything is looked up:
-
-* Its ``Host`` must name this endpoint: ``127.0.0.1:PORT``, ``localhost:PORT`` or
-  ``[::1]:PORT`` (names case-insensitive), PORT being the one the connection arrived on.
-  Any other host (a rebound name, a LAN address, a trailing dot) is refused: 403.
-* A ``Host`` without a port names port 80 (RFC 9110, 7.2), so it is accepted only on an
-  endpoint on port 80. Browsers, curl, httpx and the ``openai`` client always send the port
-  when it is not 80; a bare ``localhost`` comes from nothing that names this endpoint.
-* A missing ``Host`` is accepted from HTTP/1.0 only: a browser always sends one, so no page
-  can send a request without it, and a program on this machine that omits it could reach
-  the endpoint anyway. HTTP/1.1 without a ``Host``, or any request with more than one, is a
-  400 (RFC 9112, 3.2 requires both).
-* An ``Origin`` (sent by browsers, and by apps built on them, on every cross-origin request
-  and every POST) must be a loopback page, ``http://127.0.0.1``, ``http://localhost`` or
-  ``http://[::1]`` on any port, or one the endpoint was started to allow
-  (``--allow-origin ORIGIN``, repeatable); otherwise 403, whatever the method or route. A
-  request without ``Origin`` is a program's (the ``openai`` client, curl), not a page's.
-  ``null`` (sandboxed frames, ``file:`` pages) and ``*`` cannot be allowed.
-* A page of an allowed origin (loopback, or ``--allow-origin``) may read the answers: each
-  answer to a request with such an ``Origin`` carries ``Access-Control-Allow-Origin``
-  echoing it (never ``*``, never ``Access-Control-Allow-Credentials``: the endpoint has no
-  cookies or sessions to lend), with ``Vary: Origin``; a CORS preflight (``OPTIONS`` with
-  ``Access-Control-Request-Method``) from one is a 204 allowing GET and POST and the
-  headers it asks for (header names only; the OpenAI SDKs send ``x-stainless-*``). Any
-  other origin is still a 403, its preflight too, with no CORS header. Whatever CORS
-  headers the model server adds are dropped (``exchange``; llama-server adds ``*``).
-* 403 rather than 421 (Misdirected Request): both rules refuse the same way, and neither
-  the ``openai`` client nor a browser retries a 403; 421 asks a client to try again on
-  another connection, which is no answer to a rebound host name.
-
-The rules are a scan of the request's headers (a few comparisons of bytes), nothing more.
+Why it is so: docs/adr/decisions/apps-endpoint.md (callers.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Which model server a request goes to: a workload's endpoint serves its one model; the
 gateway serves every model running here, chosen by the request's ``model``.
 
-Both answer the same four questions for the proxy (``app``): what to say before the body
-is read, which upstream the body's ``model`` names, what ``/v1/models`` lists and what
-``/health`` says. The gateway's choice is ``domain.resolution.chosen_workloads``.
+Why it is so: docs/adr/decisions/apps-endpoint.md (choice.py).
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """Connections from the endpoint to its model server: idle keep-alive connections on a stack.
 
-Decisions:
-
-* Where a request goes (``Target``) is the model server's base URL and the route's path,
-  with the client's query string, as httpx's URL parses and percent-encodes them: httpx stays
-  for that (once per model server and route when there is no query), while the connections
-  themselves are the endpoint's own (``model_server``). Only ``http://`` model servers are
-  reached (no TLS: the model server is on this machine, or a Pod spoken to in plain HTTP).
-* httpx's pool (httpcore's) looked at every pooled connection, and polled each idle one's
-  socket, on every request. Here each origin's idle connections are kept on a stack (last
-  used, first reused: the one least likely to have been closed by the server), and only the
-  connection taken is looked at. A connection learns of its server's close as asyncio
-  delivers it, so a taken connection that was closed, or has expired (idle longer than
-  ``keepalive_expiry_s``, set under the servers' own keep-alive time-outs), is dropped and
-  the next one tried: a request never goes out on it.
-* At most ``max_connections`` requests are in flight; one more waits for a slot at most
-  ``pool_timeout_s``, then fails with ``NoFreeConnection`` (a 503). A free slot is taken
-  without a timer. At most ``max_idle`` idle connections are kept per origin.
-* Connecting is bounded (``connect_timeout_s``); so is a write the server does not take
-  (``write_timeout_s``, counted only while the socket's buffer is full); reading is not
-  (a generation may take minutes to its first byte). TCP_NODELAY is set on every connection.
-* A request's head is written here (``request_head``): the request line with the route's
-  target, ``Host`` (the model server's own address), the forwarded headers as they came,
-  ``Content-Length``. A header whose name or value holds a CR or LF is refused
-  (``NotSent``) rather than sent as two.
+Why it is so: docs/adr/decisions/apps-endpoint.md (connections.py).
 """
 
 from __future__ import annotations

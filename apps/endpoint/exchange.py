@@ -1,41 +1,6 @@
 """One proxied request: its body read, sent to the model server, the answer relayed.
 
-Decisions:
-
-* A proxied route is a plain ASGI app inside the Starlette router: the request is read from
-  and the answer written to ASGI messages, with no request or response objects in between
-  (they cost more CPU than the proxying itself; bench/proxy.py). It is sent on one of the
-  endpoint's own connections to the model server (``connections``, ``model_server``): no
-  client library's authentication, redirect or cookie handling, none of which a reverse
-  proxy wants.
-* Only the route's own path is sent upstream (with the client's query string), so no crafted
-  path reaches another upstream URL. Hop-by-hop headers (and those the client's
-  ``Connection`` names), ``Host``, ``Origin``, ``Content-Length`` and ``Expect`` are not
-  forwarded (the model server has no use for the caller's web origin: ``callers`` decided);
-  nothing is added but what any request with a body needs (``Host``, the model server's
-  own address, and ``Content-Length``): no client default headers, so an upstream never
-  compresses for a client that did not ask for it, and no ``X-Forwarded-For`` (every client
-  is on 127.0.0.1).
-* A request body is read whole, up to a limit, before it is forwarded. A larger one is
-  drained (at most ``DRAIN_BYTES``, for at most ``DRAIN_S``) before the 413, so the client
-  reads the answer instead of a connection reset.
-* The client's leaving is watched for the whole exchange (the server's ``CLIENT_GONE``
-  future, else a task calling ``receive``); when it leaves, the exchange is cancelled
-  wherever it waits (for a connection, for the answer's head, for the next chunk of a
-  stream), and the upstream request, closed unfinished, stops its generation. An answer
-  with a Content-Length was generated whole before its headers were sent: nothing is left
-  to stop, so the watch ends there.
-* An answer is relayed part by part as it arrives (the upstream's bytes, its
-  Content-Encoding and Content-Length kept): a stream is never held back, and what has
-  arrived when the client can take more goes in one message. An answer with a
-  Content-Length (generated whole before its head was sent, its body on the way) waits for
-  its body, up to ``WHOLE_BYTES``, before its head is relayed, so that head and body reach
-  the client in one write (``request_head``) and wake it once. Its upstream answer is
-  closed whatever happens. Its hop-by-hop headers are dropped, and so is any CORS header
-  (``Access-Control-*``): llama-server sends ``Access-Control-Allow-Origin: *`` by default;
-  the endpoint grants a page access itself, to allowed origins only (``callers``). An
-  upstream that breaks off mid-answer leaves the client's response incomplete (uvicorn
-  closes its connection) rather than ending it as if whole.
+Why it is so: docs/adr/decisions/apps-endpoint.md (exchange.py).
 """
 
 from __future__ import annotations

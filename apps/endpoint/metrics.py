@@ -1,9 +1,7 @@
 """The endpoint's and the gateway's own counters, served at ``GET /metrics`` in
 Prometheus' text format (``prometheus_client``, a registry of this process alone).
 
-Per workload and route: requests by status code, time to the answer's first byte and to
-its end, and the tokens the model server's ``usage`` reports (non-streamed answers, and
-streams whose last event carries it). Labels never hold what a client typed.
+Why it is so: docs/adr/decisions/apps-endpoint.md (metrics.py).
 """
 
 from __future__ import annotations

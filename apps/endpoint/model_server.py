@@ -1,30 +1,6 @@
 """One HTTP/1.1 connection from the endpoint to its model server, and the answer it reads.
 
-Decisions:
-
-* The endpoint speaks HTTP/1.1 to its model server itself: an asyncio protocol whose
-  answers are parsed by httptools (llhttp, in C, the parser uvicorn runs for the endpoint's
-  own requests). Through httpx, httpcore parsed each answer in Python (h11) and wrapped every
-  request, read and write in AnyIO locks and cancel scopes: about two fifths of the
-  endpoint's busy time per request (bench/proxy.py, py-spy). What is left to write by hand is the
-  request (one line, the headers, the body: one write) and the bookkeeping of one answer.
-* Bytes arrive as asyncio delivers them (``data_received``), are parsed at once, and each
-  part of the body is handed on as it arrived (de-chunked by llhttp): an SSE stream is never
-  held back. While more than ``HIGH_WATER`` bytes of it wait for a slow client, the
-  connection stops reading (``pause_reading``), so the model server's answer is not gathered
-  in memory; it reads again once the client has taken them.
-* llhttp checks the answer strictly (no lenient flags): garbage, a bad status line, a bad
-  chunk, conflicting lengths are a ``BadAnswer`` (before the head is whole: 502) or a
-  ``BrokeOff`` (after: the client's response is left incomplete). A head over
-  ``MAX_HEAD_BYTES`` (100 KiB, httpcore's bound) is a ``BadAnswer`` too, so a model server
-  cannot grow the endpoint's memory with endless headers. Interim answers (1xx) are skipped;
-  101 (a protocol switch nobody asked for) is a ``BadAnswer``.
-* An answer without Content-Length or chunked framing ends when the server closes the
-  connection (HTTP/1.0 style); any other answer cut short by a close is ``BrokeOff``.
-* A connection is reused only after an answer that ended whole, that llhttp says keeps the
-  connection alive (no ``Connection: close``, not HTTP/1.0 without keep-alive, not ended by
-  the close) and after which the server sent nothing more. Bytes that arrive while no request
-  waits, or a close, mark it closed at once: a closed connection is never written to.
+Why it is so: docs/adr/decisions/apps-endpoint.md (model_server.py).
 """
 
 from __future__ import annotations

@@ -2,41 +2,7 @@
 protocol, within bounds on a request's head, time and connections, and a response's head sent
 with its body.
 
-Decisions:
-
-* httptools (llhttp, in C) parses requests: uvicorn's pure-Python h11 protocol cost several
-  times as much CPU per request (bench/proxy.py). llhttp rejects malformed requests itself
-  (answered here: a JSON 400 naming llhttp's reason, where uvicorn's is plain text), but
-  it accepts a request line and headers of any size, gathering them in memory; h11 stopped
-  at 16 KiB.
-* So a request whose head (request line and headers) passes ``MAX_HEAD_BYTES`` (16 KiB, as
-  h11 allowed) is answered 431 with an OpenAI-style JSON error, and its connection is
-  closed; no more of it is parsed. Bytes are counted as they arrive, from the end of the
-  previous request on the connection, so the head held in memory stays within the bound
-  plus one read; a head that came whole within one read is measured once it is complete.
-* Time and connections are bounded (``limits.Limits``; the figures' reasons are in
-  docs/adr/0020-endpoint-limits.md). A head not whole ``head_timeout_s`` (10 s) after its
-  first byte, or after the connection opened, is a 408 (a connection that sent nothing is
-  just closed); a body not whole ``body_timeout_s`` (30 s) after its head is a 408; time
-  this server does not read (a pipelined request waiting) does not count. Bodies arriving
-  on all connections together hold at most ``max_arriving_body_bytes`` (256 MiB): past it,
-  a 503. Past ``max_connections`` (1024) open, the oldest idle connection (no request in
-  progress) is closed for the new one, with a 503 unless it sat between requests; when none
-  is idle, the new one's request is a 503. Every refusal is an OpenAI-style JSON error.
-* An absolute-form request (``GET http://host/path``) names its host in its target, which
-  then stands for its ``Host`` (RFC 9112, 3.2.2): the Host rule refuses another host's.
-* uvicorn writes a response's head (status line and headers) as soon as the app starts the
-  response, and its body with the next message: two writes, and a client woken twice, for an
-  answer whose head and body the endpoint sends one after the other. So each response's
-  head is held (``HeadWithBody``) until its next write, which it joins, or until the end of
-  the event loop's current turn, whichever comes first: a stream's head still leaves at
-  once, before the endpoint waits for its first event.
-* The app learns that its client left from a future in the request's ASGI extensions
-  (``CLIENT_GONE``: ``{"future": ...}``), resolved when the connection is lost with the
-  response unfinished: it costs the app a callback where a task calling ``receive`` cost it
-  a task per request (about a tenth of the endpoint's CPU per proxied request,
-  bench/proxy.py). An app under another server, without the extension, watches
-  ``receive`` as ASGI has it.
+Why it is so: docs/adr/decisions/apps-endpoint.md (request_head.py).
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """A fleet workload's endpoint, and the fleet's gateway: the upstream is wherever each
 workload's route says now.
 
-The route (``ports.cluster.WorkloadRoutes``) is followed on a thread of its own and kept
-in memory, so a request costs no call to the cluster, and a move (a recovery) or a fence
-(its machine unreachable) is seen as soon as the controller writes it. Decisions:
-
-* A route with an address is the upstream; the model name is the workload's, as on one
-  machine.
-* A route without one is ``Unavailable`` at once (503 with ``Retry-After``), with the
-  controller's own words for why (its Ready condition: the machine unreachable, held,
-  recovering, restarting): a request never waits on a fenced instance.
-* No such service (deleted, or not created yet) has no upstream.
-* Until the first route arrives, requests are ``Unavailable`` ("looking it up").
+Why it is so: docs/adr/decisions/apps-endpoint.md (routes.py).
 """
 
 from __future__ import annotations

@@ -1,31 +1,6 @@
 """Running the endpoint: uvicorn on 127.0.0.1 and nothing else, and the upstream read from state.
 
-Decisions:
-
-* The host is ``HOST`` and no parameter, setting or flag can change it: the endpoint binds
-  loopback only, by construction (concepts: "that is not a setting"). Which web origins it
-  serves besides loopback pages is the one thing set per endpoint (``--allow-origin``;
-  ``callers`` has the rules).
-* uvicorn runs on uvloop with httptools (``request_head.BoundedHeadProtocol``: a request's
-  head, its time and the connections are bounded, ``limits``), both named explicitly, so
-  the endpoint behaves the same whatever else is installed: with h11 and asyncio's own
-  loop, the server's share of the endpoint's CPU per request was about three times as large
-  (bench/proxy.py). WebSockets are off (no route takes them). Its own Server and Date
-  headers are off (the upstream's are relayed), and so is the access log (one line per
-  request would grow the log without bound); what it logs is bounded by rate
-  (``log_bound``).
-* Its descriptors fit its connections: the soft limit on open files is raised, up to the
-  hard one, to what ``limits.max_connections`` and the model server's connections need;
-  where the hard limit is lower, the cap is lowered to fit (and says so once), so the
-  endpoint never runs out of descriptors, which left every client an empty reply.
-* The model server is found through the state store, cached for ``LOOKUP_TTL_S`` (1 s) so
-  a request does not open SQLite; a model server restarted on a new port is found within
-  that second, without restarting the endpoint. A workload that is gone, finished or has no
-  recorded server has no upstream (503); a restarting one is ``Unavailable`` (503 with
-  ``Retry-After``). A failure to read the state is not cached.
-* The endpoint is also its workload's supervisor: a thread calls ``watch`` (the
-  ``Supervisor``'s ``check``) every ``WATCH_S`` while it serves, and what it records is
-  seen at once (it empties the cache). A look that fails is logged and made again.
+Why it is so: docs/adr/decisions/apps-endpoint.md (serve.py).
 """
 
 from __future__ import annotations

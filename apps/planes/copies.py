@@ -1,16 +1,6 @@
 """Copies on the fleet: the model a person names, and the views ``nodeau models copies`` prints.
 
-Decisions recorded here:
-
-* The model is resolved by the one rule every plane uses (the domain's
-  ``resolve_name``: a name, an alias, an artifact id or a prefix of one) among what the
-  machines report verified, the catalog the command reads (models no machine holds
-  yet) and the requests already made (so a request can be taken back after every copy
-  of it went).
-* Whether a model can be fetched is for the command's own sentence only: the machine's
-  agent decides with its own catalog, and its report says so.
-* The state of each copy is the domain's (``copy_statuses``), read from the machines'
-  latest reports; nothing here judges a report's age.
+Why it is so: docs/adr/decisions/apps-planes.md (copies.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """``nodeau plan explain`` on a fleet: the checks ``nodeau run`` and the controller make, asked
 here over what the cluster says now, creating nothing.
 
-The qualification check, the person's role, the organisation's limits and the quotas are
-the same domain functions with the same words as the refusals. The placement itself (the
-cards' memory, the plan's bounds, drained and unreachable machines) is the controller's, over
-its own reading of the fleet: it is said as such, not guessed here.
+Why it is so: docs/adr/decisions/apps-planes.md (fleet_explain.py).
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """``nodeau model info`` on a fleet: what the cluster knows of a model, and this machine's copy.
 
-Decisions recorded here:
-
-* The model is named as ``nodeau run`` on the fleet names it: among the models the
-  machines' reports hold verified (``fleet_qualify.fleet_model``), so a name means the
-  bytes the fleet would serve under it now. A name no machine reports is looked up
-  among this machine's aliases and catalog (a model pulled or imported here but on no
-  machine of the fleet yet); a name neither knows, or one the fleet's machines give to
-  different bytes, is a one-line error.
-* Each capability's state comes from the cluster's newest qualification of that
-  artifact (ConfigMap nodeau-qualifications), never from an alias's earlier bytes; a
-  re-import under a used alias starts with none. The catalog's claims are the CLI's own
-  catalog's, as ``nodeau run`` on the fleet checks them.
-* The measured configurations are the cluster's (ConfigMap nodeau-measurements): those
-  the controller's admission uses.
-* Architecture values, and the estimates made from them, come from this machine's
-  verified copy when it holds one. When it holds none they come from the summary the
-  first machine (by name) that holds a verified copy read and reported, and one line
-  says so; when no machine reports one either, they are left out, one line says so, and
-  the rest is shown: the command never fails for want of a local copy.
-* Estimates use the default allowances, as the controller's admission does.
+Why it is so: docs/adr/decisions/apps-planes.md (fleet_info.py).
 """
 
 from __future__ import annotations

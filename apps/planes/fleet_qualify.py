@@ -1,34 +1,7 @@
 """``nodeau model qualify`` on a fleet: a workload like any other, its evidence kept in the
 cluster.
 
-Decisions:
-
-* The model is named by what the fleet's machines hold verified (their reports), so the
-  evidence is keyed by the artifact, never by the name typed.
-* One GPUService per task the plan names (chat, embed, rerank; an encoder has no chat
-  server), called ``qualify-<artifact>``: the controller admits and places it exactly as
-  it does ``nodeau run``'s, and its Pod serves on the card chosen. Its spec says
-  ``unproved: true``: it runs to prove the task, so the controller's check of proved
-  capabilities does not apply to it. A refusal stops the
-  qualification before anything serves, and nothing is recorded.
-* The probes go from this command to the model server's address, as the GPUService's
-  status states it once its Pod serves: the same address a loopback endpoint routes to;
-  inference never passes through the controller. A server that does not come to serve in
-  ``READY_S`` fails the probes it was started for, saying so.
-* Each GPUService is deleted (the controller stops its server and frees its card) and gone
-  before the next is asked for, whatever happened.
-* Memory: after a task's probes, and before its workload is deleted, the peak its Pod's
-  model server took on its card is read from the report of the machine it ran on (the
-  agent samples each Pod's processes by NVML, apps/agent/memory.py), from the first report
-  dated after the probes ended (the fleet's clocks agree, as machine health already
-  assumes), waiting up to ``MEMORY_S``. It is kept in the evidence (NVML, on that card
-  model, in the configuration the controller admitted) and recorded as a measurement the
-  controller's admission uses (``QualificationRecords.record_measurement``). Simulated
-  cards hold nothing of their own: nothing is read there, and a figure nobody read is not
-  written down (the command says none was read). A report without the Pod (an agent that
-  reads no card, a Pod it could not name) gives no figure either.
-* The runtime is named by the model-server image the Pods run.
-* The evidence is kept in ConfigMap nodeau-qualifications (``QualificationRecords``).
+Why it is so: docs/adr/decisions/apps-planes.md (fleet_qualify.py).
 """
 
 from __future__ import annotations

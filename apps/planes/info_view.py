@@ -1,19 +1,6 @@
 """``nodeau model info`` as both planes show it: one view, the same words and JSON keys.
 
-Decisions recorded here:
-
-* Estimated and measured are never mixed in one figure. The estimates are the domain's
-  at a few context sizes, each labelled estimated, from the architecture values; the
-  measured configurations are the peaks a card's own reading gave (the newest of each
-  artifact, card model and configuration, as admission uses them), each labelled
-  measured and listed apart with its artifact, card model, configuration and bytes.
-* Architecture values come from a verified copy, and the view says whose
-  (``architecture_from``). A plane that can read none leaves them and the estimates out,
-  says so in one line (``note``) and still shows what it knows: the measured
-  configurations and each capability's state.
-* Each capability's state is the domain's (``capability_states``), from the newest
-  qualification of the artifact (never of an alias's earlier bytes) and the catalog's
-  claims for its bytes.
+Why it is so: docs/adr/decisions/apps-planes.md (info_view.py).
 """
 
 from __future__ import annotations

@@ -1,57 +1,6 @@
 """The fleet on Kubernetes as a ``Plane``: the CLI asks with objects, the controller decides.
 
-Decisions recorded here:
-
-* The CLI decides nothing itself: ``run`` creates a GPUService (``submit_batch``
-  a BatchJob) and waits, for a bounded time, for the controller's decision in
-  the object's status. Admission and placement are the controller's.
-* A refusal is reported as on one machine (kind, code, sentence) and the object
-  is deleted: a refusal creates nothing. No decision in time: ``Undecided``,
-  and the object is left for the controller.
-* Running a name that exists with the same model brings its endpoint back;
-  with another model it is taken.
-* ``workloads`` lists every GPUService and BatchJob, decided or not: in a
-  cluster an object can exist before the controller decides on it
-  (``pending``), and a person should see it.
-* ``stop NAME`` sets ``spec.endpoint: stopped``; ``--workload`` deletes the
-  object, and the controller, through its finalizer, stops the model server and
-  releases the card. ``ps`` shows a service whose endpoint is stopped with no address
-  and says so (``domain.workloads.endpoint_stopped``), as on one machine.
-* ``run`` on a name that exists with the same model brings its endpoint back as it is:
-  a flag given that differs from its spec (the context its record runs, once decided)
-  or from the origins its loopback endpoint here answers is refused, as on one machine
-  (``domain.runs.differences``); a flag left out keeps what it has.
-* Health is the controller's last assessment, never re-assessed here: two
-  commands must not disagree about a machine because their clocks did. Which
-  card a workload holds comes from the reservation ledger.
-* A batch job's requests travel in the BatchJob's spec (with the count of the
-  file's bad lines); a worker container beside its model server sends them and keeps
-  each result in the cluster (docs/adr/0016-batch-jobs-on-the-fleet.md), and a job
-  never runs locally on a joined machine. ``batch status`` counts the results kept
-  (``domain.batches.batch_counts``, the one-machine plane's columns and sentences),
-  ``batch results`` prints them as one machine does, and ``batch stop`` sets
-  ``spec.stop`` and waits (bounded) for the controller to end the job and free its
-  card: the object and its results stay. Deleting the BatchJob deletes its results.
-* ``recovery set`` changes the GPUService's spec only; the controller records the
-  choice on its next pass and restarts nothing. ``recovery status`` shows the spec's
-  choice, the copies the agents report, and how the control-plane machine is known
-  (its Node's label).
-* ``--allow-origin`` belongs to a workload's loopback endpoint, which a fleet
-  workload does not have yet: asked for on the fleet, it is refused, not ignored.
-* ``models copy`` records a person's ask in the copy requests (``apps.planes.copies``
-  resolves the model); the machine must be a Node. Its agent fetches, verifies and
-  reports; ``models copies`` reads each copy's state from the requests and the reports.
-  ``--remove`` takes the person's ask back only: a recovery's ask stays, and no file
-  is deleted.
-* ``plan``, ``plan install``, ``plan remove``: ``apps.planes.plan`` over ConfigMap
-  nodeau-entitlement (kept in the cluster for the controller) and the verifier the
-  composition root gave.
-* ``run`` writes ``--unproved`` into the GPUService's spec (``unproved: true``): the
-  controller checks the task against what the model proved for every service, applied
-  by this command or by kubectl, and that field is how it knows the choice was made.
-* ``model info`` shows what the cluster knows of the model (its newest qualification
-  there, the measured configurations the controller plans with) with this machine's
-  verified copy's architecture values: ``apps.planes.fleet_info``.
+Why it is so: docs/adr/decisions/apps-planes.md (kubernetes.py).
 """
 
 from __future__ import annotations

@@ -1,47 +1,6 @@
 """The one-machine plane: state in SQLite, a real model server per workload, loopback endpoints.
 
-Decisions recorded here:
-
-* Each adapter is built when a command first needs it (``MachineParts``): ``ps``
-  with no state database opens nothing, and stopping a workload needs its
-  record and its process, not a model server to start.
-* ``run`` decides before it creates anything: the model must be verified here,
-  the name is free or already serves this artifact (``domain.runs``), and the
-  admission runs inside one state transaction with the drained mark and the
-  policy applied. A refusal records nothing.
-* ``run`` on a name that serves brings its endpoint back as it is: a flag given that
-  differs from what it runs with (its record; its endpoint's origins while it listens,
-  as ``apps.endpoint_services`` keeps them) is refused and nothing changes; a flag left
-  out keeps what it has, the origins included.
-* A model server that started but whose endpoint cannot be set up (or never listens) is
-  stopped, with that endpoint, and its card freed before the error goes on: nothing
-  serves without its endpoint, and no card stays held by a workload nobody can reach.
-  ``run`` answers only once the endpoint's port accepts connections, the first time and
-  when it brings an endpoint back.
-* Drain, undrain and policy work on a fleet of one too, as the concepts say:
-  draining this machine refuses new work (``capacity.no-eligible-machine``)
-  and touches nothing running. The upgrading mark is kept as drain's is and
-  shown by ``fleet list``; on one machine nothing moves anyway.
-* A model server is supervised by its workload's endpoint (a batch job's: its worker),
-  which records it ``restarting`` when it ends. ``ps`` also looks at each serving or
-  running workload's server itself (the runtime's ``alive``): one found gone is shown
-  ``exited``, with how it ended when its reaper kept that, even before (or without) a
-  supervisor recording it; a restart long overdue is shown exited too
-  (``domain.restarts.as_seen``). ``ps`` records nothing.
-* Running a restarting service again brings its endpoint back, as for a serving one:
-  the endpoint is what restarts it.
-* ``ps`` (and the dashboard, which shows its rows) asks whether each serving or restarting
-  service's endpoint port accepts connections (``MachineParts.endpoint_listens``: one
-  loopback connect, no service manager asked). One that does not is shown with no
-  address and a sentence saying its endpoint is stopped and ``nodeau run NAME`` brings it
-  back; its state stays, for its model stays loaded.
-* ``logs`` is the last lines of the model server's log, ``<home>/logs/NAME.log``.
-* ``recovery set`` and ``recovery status``: ``apps.planes.recovery``.
-* Copies (``models copy``, ``models copies``) are kept between the machines of a
-  fleet: on one machine they are refused with a sentence naming what this machine's
-  own models use instead.
-* ``plan``, ``plan install``, ``plan remove``: ``apps.planes.plan`` over the files under
-  NODEAU_HOME (``adapters.entitlement_file``) and the verifier the composition root gave.
+Why it is so: docs/adr/decisions/apps-planes.md (machine.py).
 """
 
 from __future__ import annotations

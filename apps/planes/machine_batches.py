@@ -1,9 +1,6 @@
 """Batch jobs on the one-machine plane: submit, status, results, stop.
 
-A submit admits and places like ``run`` (a workload of kind batch), starts the
-model server, hands the requests to a detached worker (``apps/batches.py``,
-``apps/batch_worker.py``) and returns. A job's requests and results stay in
-``<home>/batches/<name>/`` on this machine.
+Why it is so: docs/adr/decisions/apps-planes.md (machine_batches.py).
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """``nodeau organisation`` and ``nodeau plan explain``: the organisation's policy, on either plane.
 
-Written once over the ports (``OrganisationPolicy``, ``Identity``); each plane passes its
-own (one machine: ``organisation.json`` under NODEAU_HOME and the local user; a fleet:
-ConfigMap nodeau-organisation and the Kubernetes user). Decisions recorded here
-(docs/adr/0012-organisation.md):
-
-* Installing or removing a policy is an admin's action under the policy in force (with none
-  installed everybody is an admin, so the first policy can be installed), and installing one
-  needs a plan that includes organisation limits. Removing one never needs a plan: nobody
-  is kept under rules they can no longer change.
-* A policy installed stays in force whatever the plan becomes: an entitlement that lapses
-  never loosens who may do what.
-* ``explain`` asks exactly the checks ``nodeau run`` makes, in its order, over what is
-  recorded now, and prints the refusal ``run`` would print, word for word.
+Why it is so: docs/adr/decisions/apps-planes.md (organisation.py).
 """
 
 from __future__ import annotations

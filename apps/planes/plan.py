@@ -1,17 +1,6 @@
 """``nodeau plan``: the plan in force, installing an entitlement, removing it; both planes.
 
-Written once over the ports (``EntitlementStore``, ``EntitlementVerifier``); each plane
-passes its own store (one machine: files under NODEAU_HOME; a fleet: ConfigMap
-nodeau-entitlement) and the verifier its composition root built. Decisions recorded
-here (docs/adr/0011-entitlements.md):
-
-* The document kept is checked every time the plan is asked for: what is installed is
-  bytes, and what they give depends on the time and on the keys this build trusts.
-* Install refuses a document that cannot be accepted now (any reason, with its
-  sentence and detail) and replaces nothing; the plan in force stays as it was.
-* Every command here advances the clock anchor to now (it only moves forward), so a
-  clock later moved back is caught by the next command.
-* Nothing here stops, starts or changes a workload: the plan changes new decisions only.
+Why it is so: docs/adr/decisions/apps-planes.md (plan.py).
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """The ``Plane`` interface and the views every command prints, on either plane.
 
-Decisions recorded here:
-
-* A view carries what a person reads, never an internal record: a workload's
-  endpoint is its URL and its state comes with its sentence; the model
-  server's pid or command line stays inside the plane.
-* The same view type, and so the same JSON keys, on both planes: a field a
-  plane cannot know is ``None``, never missing.
-* Expected outcomes are returned (``Started``, ``Refused``, ``Undecided``);
-  expected failures are ``NodeauError`` subclasses; nothing else is expected.
+Why it is so: docs/adr/decisions/apps-planes.md (plane.py).
 """
 
 from __future__ import annotations

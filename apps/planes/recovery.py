@@ -1,19 +1,6 @@
 """``nodeau recovery``: each service's recovery choice, its copies and its last recovery.
 
-Decisions recorded here:
-
-* A choice is changed where each plane keeps what a person asked. On one machine:
-  in the workload's record, in one state transaction (``with_recovery``), with an
-  event. On a fleet: in the GPUService's spec, which the controller copies into
-  the record on its next pass (Event ``RecoveryChosen``). Neither touches a model
-  server: nothing restarts. Choosing what is already chosen writes nothing.
-* On a fleet the choice shown is the spec's: what was asked, whether or not the
-  controller has recorded it yet. A service's copies are the machines whose agent
-  reports a verified copy of the artifact it was admitted with; before it is
-  admitted no artifact is decided, and its copies are None.
-* One machine has nowhere to move a workload: its copies are None, and a service
-  set to automatic says plainly that recovery cannot move it.
-* A batch job has no recovery: choosing one is ``NotAService``.
+Why it is so: docs/adr/decisions/apps-planes.md (recovery.py).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Qualification probes: one per capability, each designed to fail if the model lacks it.
 
-A probe is a ``Challenge`` built from fresh random content (``challenge_for``: the requests
-to send and what must come back) and a verdict on what came back (``judge``). Nothing
-passes by a status code or by luck: every probe asks for content drawn at random and
-checks that exactly that content came back. Sending the requests is an adapter's work
-(``nodeau.adapters.probe_client``); docs/probes.md describes each probe and the wrong
-servers it catches.
+Why it is so: docs/adr/decisions/domain-probes.md (__init__.py).
 """
 
 from __future__ import annotations

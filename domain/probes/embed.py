@@ -1,9 +1,6 @@
 """The embed probe: paraphrases are nearer to each other than to unrelated sentences.
 
-One request embeds three paraphrase pairs and three unrelated statements, shuffled. For
-each pair, the statement's cosine similarity to its paraphrase must beat its similarity to
-every other sentence by ``MARGIN``: random vectors almost never do, and constant or
-all-equal vectors never do (every similarity is the same).
+Why it is so: docs/adr/decisions/domain-probes.md (embed.py).
 """
 
 from __future__ import annotations

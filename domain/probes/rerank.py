@@ -1,9 +1,6 @@
 """The rerank probe: the one relevant passage scores above shuffled distractors.
 
-Three rounds, each a question with its passage among four passages answering other
-questions. The relevant passage sits at a different position in each round, so a server
-that keeps the given order (or reverses it) fails at least two rounds; all-equal scores
-fail every round (the relevant passage must score strictly highest).
+Why it is so: docs/adr/decisions/domain-probes.md (rerank.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The structured-output probe: JSON that fits a ``response_format`` schema, with the values
 asked for.
 
-The schema has three randomly named required keys: a word and a number the prompt asks
-for, and a third key, never mentioned in the prompt, whose only allowed value (``const``)
-is given in the schema alone. A server that ignores ``response_format`` answers prose, or
-JSON without that key, and fails; so does JSON with wrong values.
+Why it is so: docs/adr/decisions/domain-probes.md (structured.py).
 """
 
 from __future__ import annotations

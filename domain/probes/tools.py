@@ -1,11 +1,6 @@
 """The tools probe: a call to the named function when one is asked for, and none otherwise.
 
-The relevant request offers two randomly named functions and asks for one of them with a
-random code and count; the reply must carry, in ``tool_calls`` (not as text in
-``content``), calls to that function only, whose arguments are a JSON string validating
-against its schema and holding the requested values. The irrelevance request offers the
-same functions with a question none of them answers; the reply must call nothing. Both
-must hold.
+Why it is so: docs/adr/decisions/domain-probes.md (tools.py).
 """
 
 from __future__ import annotations

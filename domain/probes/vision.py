@@ -1,10 +1,6 @@
 """The vision-input probe: the model names the colour of generated images.
 
-Three rounds, each a solid-colour PNG (sent as an OpenAI ``image_url`` data: URL) of a
-different colour among six, with the same question; the text never says the colour. A
-reply passes a round when it names that colour and no other of the six, so an answer that
-never changes fails, and so does a list of every colour. A text-only model fails: its
-server answers image input with an error, kept as the evidence.
+Why it is so: docs/adr/decisions/domain-probes.md (vision.py).
 """
 
 from __future__ import annotations
