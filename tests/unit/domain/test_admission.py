@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from returns.result import Failure, Success
 
 from nodeau.domain.admission import (
+    AdmissionRequest,
     Admitted,
     admit,
     assess_cards,
@@ -16,9 +17,10 @@ from nodeau.domain.admission import (
     gib,
 )
 from nodeau.domain.hardware import Fleet
-from nodeau.domain.memory import GIB, MIB, Prediction, Source, Term
+from nodeau.domain.memory import GIB, MIB, Prediction, RuntimeConfig, Source, Term
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation
+from tests.support.admissions import ARTIFACT, MACHINE, PREDICTION, fleet_of
 from tests.unit.domain.fleets import flat, fleet, fleets, gpu, machine, request
 
 R = ReasonCode
@@ -175,3 +177,25 @@ def test_admitted_iff_some_card_can_take_it(f: Fleet, needed_gib: int, data: st.
         case Failure(refusal):
             assert not admissible(f, ledger, verified, needed)
             assert refusal.kind is RefusalKind.CAPACITY
+
+
+def test_every_card_held_is_refused_naming_each_card_its_machine_and_holder() -> None:
+    ledger = Ledger(
+        reservations=(
+            Reservation(workload="a", machine=MACHINE, gpu_uuid="GPU-0000-race", bytes=1),
+            Reservation(workload="b", machine=MACHINE, gpu_uuid="GPU-0001-race", bytes=1),
+        )
+    )
+    request = AdmissionRequest(
+        workload="chat",
+        model="qwen-race",
+        artifact_id=ARTIFACT,
+        config=RuntimeConfig(context_tokens=4096),
+    )
+    refusal = admit(request, fleet_of(2), ledger, frozenset({MACHINE}), lambda _: PREDICTION)
+    failed = refusal.failure()
+    assert failed.code is ReasonCode.NO_FREE_CARD
+    assert failed.sentence == (
+        "qwen-race needs 9.00 GiB (estimated); every card large enough is held: "
+        "GPU-0000-race on m1 by a, GPU-0001-race on m1 by b"
+    )

@@ -1,5 +1,6 @@
 """Copies: who holds a request, what taking one back does, the state each copy is shown in,
-and which request an agent fetches next."""
+and which request an agent fetches next.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ from nodeau.domain.copies import (
     withdrawal,
     without_ask,
 )
+from nodeau.domain.recovery import copy_asks
+from tests.unit.domain.test_recovery import ART, need
+from tests.unit.domain.test_recovery import asked as asked_at
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 QWEN, LLAMA, OWN = "a" * 64, "b" * 64, "c" * 64
@@ -293,3 +297,17 @@ def test_an_interrupted_fetch_is_tried_a_few_times_without_progress() -> None:
         *([True] * TRIES_WITHOUT_PROGRESS),
         False,
     ]
+
+
+def test_a_recovery_ask_after_a_persons_on_the_same_copy_is_still_taken_back() -> None:
+    both = asked_at(("attic", ART, "person"), ("attic", ART, "recovery:gone"))
+    assert [a.asker for a in both[0].askers] == ["person", "recovery:gone"]
+    asks = copy_asks([], both, lambda _n: "attic")
+    assert (asks.add, asks.withdraw) == ((), (("attic", ART, "recovery:gone"),))
+
+
+def test_a_service_that_needs_no_copy_does_not_stop_the_next_from_asking() -> None:
+    covered = need(workload="first", verified_on=frozenset({"shed"}))  # a copy where it fits
+    uncovered = need(workload="second")
+    asks = copy_asks([covered, uncovered], (), lambda _n: "attic")
+    assert asks.add == (("attic", ART, "qwen", "recovery:second"),)

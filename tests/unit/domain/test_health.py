@@ -708,3 +708,53 @@ def test_machines_are_assessed_by_the_policy_given() -> None:
     found = assess_fleet({"m1": quiet_for_a_minute}, {}, NOW, policy=patient)
     assert found["m1"].state is Health.REPORTING
     assert assess_fleet({"m1": quiet_for_a_minute}, {}, NOW)["m1"].state is Health.UNREACHABLE
+
+
+T = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+QUIET_AT_T = Signals(
+    node_heartbeat_at=T - timedelta(seconds=40), agent_report_at=T - timedelta(seconds=30)
+)
+
+
+def test_the_recorded_moment_is_kept_when_the_signals_went_quiet_exactly_then() -> None:
+    before = MachineHealth(
+        state=Health.UNREACHABLE,
+        since=T,
+        quiet=frozenset({Signal.NODE_HEARTBEAT, Signal.AGENT_REPORT}),
+        sentence="unreachable",
+    )
+    now = T + timedelta(minutes=5)
+    found = assess(QUIET_AT_T, now, None, before, watching_since=T + timedelta(minutes=2))
+    assert (found.state, found.since) == (Health.UNREACHABLE, T)
+
+
+def test_a_watching_since_without_its_zone_is_refused_in_these_words() -> None:
+    with pytest.raises(
+        ValueError, match=r"^watching_since must carry a timezone, got 2026-03-01T12:00:00$"
+    ):
+        assess(QUIET_AT_T, T, watching_since=datetime(2026, 3, 1, 12, 0))
+
+
+QUIET_NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def test_a_signal_whose_grace_ends_exactly_now_is_quiet_already() -> None:
+    signals = Signals(
+        node_heartbeat_at=QUIET_NOW - timedelta(seconds=40),
+        agent_report_at=QUIET_NOW - timedelta(seconds=30),
+    )
+    assert next_quiet(signals, QUIET_NOW) is None
+    later = Signals(node_heartbeat_at=QUIET_NOW - timedelta(seconds=40), agent_report_at=QUIET_NOW)
+    assert next_quiet(later, QUIET_NOW) == QUIET_NOW + timedelta(seconds=30)
+
+
+def test_the_next_quiet_moment_is_counted_by_the_policy_given() -> None:
+    signals = Signals(node_heartbeat_at=QUIET_NOW, agent_report_at=QUIET_NOW)
+    policy = HealthPolicy(node_grace=timedelta(minutes=3), agent_grace=timedelta(minutes=2))
+    assert next_quiet(signals, QUIET_NOW, policy) == QUIET_NOW + timedelta(minutes=2)
+
+
+def test_a_now_without_its_zone_is_refused_in_these_words() -> None:
+    signals = Signals(node_heartbeat_at=QUIET_NOW, agent_report_at=QUIET_NOW)
+    with pytest.raises(ValueError, match=r"^now must carry a timezone, got 2026-03-01T12:00:00$"):
+        next_quiet(signals, datetime(2026, 3, 1, 12, 0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from attrs import evolve
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,6 +32,7 @@ from nodeau.domain.memory import (
     row_bytes,
     swa_cells,
 )
+from nodeau.domain.model_info import ModelSummary, runtime_config
 from nodeau.domain.tasks import Task
 
 # The tiny llama model of ../shared/NOTES-llamacpp.md: 2 layers, n_embd 64, 4 heads,
@@ -572,3 +574,45 @@ def test_flash_attention_never_predicts_more_compute(arch: Architecture, c: Runt
     on = compute_buffer_bytes(arch, evolve(c, flash_attention=True))
     off = compute_buffer_bytes(arch, evolve(c, flash_attention=False))
     assert on <= off
+
+
+# TINY without a feed-forward: attention is the larger phase. Per micro-batch token, with
+# flash attention: 3 x 64 (embedding) + 3 x 4 x 16 (queries) + 4 x (16 + 16) (K and V)
+# = 512 floats, + 16 of slack = 528. Context 256: 256 cells, a micro-batch of 256 tokens.
+NO_FF = evolve(TINY, n_ff=0)
+FLASH = RuntimeConfig(context_tokens=256, flash_attention=True)
+GRAPH = 256 * 528 * 4  # micro-batch x floats per token x 4 bytes
+MASK = 256 * 256 * 2  # cells x rows (256, a multiple of 64) x f16
+LOGITS = 1 * 355 * 4  # one sequence's row of the 355-word vocabulary, f32
+
+
+def test_flash_attention_keeps_no_attention_scores() -> None:
+    assert compute_buffer_bytes(NO_FF, FLASH) == GRAPH + MASK + LOGITS == 673_164
+
+
+def test_a_model_without_an_output_head_computes_no_logits() -> None:
+    assert compute_buffer_bytes(evolve(NO_FF, lm_head=False), FLASH) == GRAPH + MASK == 671_744
+
+
+def test_the_masks_rows_are_the_micro_batch_rounded_up_to_64() -> None:
+    config = RuntimeConfig(context_tokens=256, ubatch=100)  # 100 rows -> 128; f32 without flash
+    assert mask_bytes(TINY, config) == 256 * 128 * 4 == 131_072
+
+
+def test_a_sliding_window_keeps_window_plus_micro_batch_rounded_up_to_256_cells() -> None:
+    arch = evolve(TINY, sliding_window=1000, swa_layers=1)
+    # 1000 x 1 sequence + a micro-batch of 512 = 1512 cells -> 1536, under the 4096 of the cache
+    assert swa_cells(arch, RuntimeConfig(context_tokens=4096)) == 1536
+
+
+def test_a_model_server_runs_one_sequence() -> None:
+    summary = ModelSummary(
+        architecture=TINY,
+        quantisation="Q8_0",
+        tensor_count=21,
+        tensor_bytes=100,
+        has_tokenizer=True,
+        has_chat_template=True,
+    )
+    config = runtime_config(summary, Task.CHAT, 2048)
+    assert (config.context_tokens, config.parallel, config.task) == (2048, 1, Task.CHAT)

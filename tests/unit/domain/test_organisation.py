@@ -161,3 +161,31 @@ def test_the_plan_never_covers_more_than_its_bounds(cards: list[int]) -> None:
     # nothing is left out while room remains: the cover is as large as the bounds allow
     total = sum(cards[:2])
     assert len(scope.covered_gpus) == min(8, total)
+
+
+def test_a_request_that_does_not_say_who_asked_is_refused_in_these_words() -> None:
+    policy = Organisation(everyone=Role.OPERATOR, contact="#gpu")
+    refused = check_requester(policy, None, ASK, [])
+    assert isinstance(refused, Failure)
+    assert refused.failure().code is ReasonCode.REQUESTER_UNKNOWN
+    assert refused.failure().sentence == (
+        "qwen was asked for without saying who asked, and the organisation's policy needs "
+        "to know (nodeau run and nodeau batch submit say so; an object applied by hand "
+        "needs spec.requester); ask #gpu."
+    )
+
+
+def test_the_persons_gpu_quota_is_checked_against_what_the_request_asks() -> None:
+    policy = Organisation(
+        everyone=Role.OPERATOR,
+        user_quotas=MappingProxyType({"alice": OrgQuota(max_gpus_held=2)}),
+    )
+    assert check_requester(policy, ALICE, ASK, [Spending(requester=ALICE)]) == Success(None)
+    full = [Spending(requester=ALICE)] * 2
+    refused = check_requester(policy, ALICE, ASK, full)
+    assert isinstance(refused, Failure)
+    assert refused.failure().code is ReasonCode.GPU_QUOTA_EXHAUSTED
+
+
+def test_no_policy_is_one_not_configured() -> None:
+    assert Organisation.none().configured is False

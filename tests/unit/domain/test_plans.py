@@ -5,10 +5,16 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from attrs import evolve
 from hypothesis import given
 from hypothesis import strategies as st
+from returns.pipeline import is_successful
 from returns.result import Failure, Success
 
+from nodeau.domain.admission import AdmissionRequest
+from nodeau.domain.hardware import Fleet
+from nodeau.domain.memory import GIB, RuntimeConfig
+from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import (
     ENTERPRISE,
     HOME,
@@ -23,14 +29,19 @@ from nodeau.domain.plans import (
     Protection,
     bound_covers,
     cheapest_plan_with,
+    coverage_order,
     plan_allows_fleet_size,
     plan_covers,
     plan_has,
+    plan_scope,
     plan_title,
     protections_for,
     within,
 )
 from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
+from nodeau.domain.reservations import Ledger, Reservation
+from nodeau.domain.scheduling import FleetView, schedule
+from tests.unit.domain.fleets import flat, fleet, gpu, machine
 
 bounds = st.none() | st.integers(min_value=1, max_value=1_000)
 terms_strategy = st.builds(
@@ -363,3 +374,105 @@ def test_plan_has_exactly_its_features(terms: PlanTerms, feature: Feature) -> No
     if feature not in terms.features:
         assert outcome.failure().code is ReasonCode.FEATURE_NOT_IN_PLAN
         assert outcome.failure().kind is RefusalKind.LIMIT
+
+
+TWO_GPUS = PlanTerms(name=PlanName.PRO, max_gpus=2)
+
+
+NO_LEDGER = Ledger()
+
+
+def view(cards: Fleet, plan: PlanTerms, ledger: Ledger = NO_LEDGER) -> FleetView:
+    return FleetView(
+        fleet=cards,
+        ledger=ledger,
+        settings=SchedulingSettings(),
+        excluded=(),
+        verified_on=frozenset(m.name for m in cards.machines),
+        predict=flat(8 * GIB),
+        plan=plan,
+    )
+
+
+REQUEST = AdmissionRequest(
+    workload="chat", model="qwen", artifact_id="ab" * 32, config=RuntimeConfig(context_tokens=4096)
+)
+
+
+# m1's cards A and B, the two the plan covers, held by other workloads
+A_AND_B_HELD = Ledger(
+    reservations=tuple(
+        Reservation(workload=w, machine="m1", gpu_uuid=u, bytes=GIB)
+        for w, u in (("a", "A"), ("b", "B"))
+    )
+)
+
+
+def test_a_free_card_past_the_gpu_bound_is_refused_as_a_gpu_limit() -> None:
+    cards = fleet(machine("m1", gpu("A"), gpu("B"), gpu("C")))
+    refusal = schedule(REQUEST, view(cards, TWO_GPUS, A_AND_B_HELD)).failure()
+    assert refusal.code is ReasonCode.GPUS_OVER_PLAN
+    assert refusal.sentence == (
+        "every card that can take qwen is beyond what the Pro plan covers (2 GPUs; on m1); "
+        "an entitlement for a larger plan covers them (nodeau plan)"
+    )
+
+
+def test_a_machine_left_out_for_gpus_is_refused_as_a_gpu_limit() -> None:
+    cards = fleet(machine("m1", gpu("A"), gpu("B")), machine("m2", gpu("C")))
+    refusal = schedule(REQUEST, view(cards, TWO_GPUS, A_AND_B_HELD)).failure()
+    assert refusal.code is ReasonCode.GPUS_OVER_PLAN
+    assert "(2 GPUs; on m2)" in refusal.sentence
+
+
+def test_an_uncovered_card_that_would_rank_first_is_never_chosen() -> None:
+    # m1's first card is covered (one GPU on this plan); its second, smaller, would rank first
+    cards = fleet(machine("m1", gpu("A", 24), gpu("B", 16)))
+    one_gpu = PlanTerms(name=PlanName.PRO, max_gpus=1)
+    placed = schedule(REQUEST, view(cards, one_gpu))
+    assert is_successful(placed)
+    assert placed.unwrap().placement.gpu_uuid == "A"
+    everything = schedule(REQUEST, view(cards, PlanTerms(name=PlanName.PRO)))
+    assert everything.unwrap().placement.gpu_uuid == "B"
+
+
+HOME_TWO = evolve(HOME, max_machines=2, max_gpus=None)
+
+
+def test_every_machine_past_the_machine_bound_is_named() -> None:
+    scope = plan_scope(evolve(HOME, max_machines=1, max_gpus=None), [
+        ("a", ("a0",)), ("b", ("b0",)), ("c", ("c0",)),
+    ])  # fmt: skip
+    assert scope.left_out == (
+        ("b", "beyond the Home plan's 1 machines"),
+        ("c", "beyond the Home plan's 1 machines"),
+    )
+
+
+def test_every_machine_past_the_gpu_bound_is_named_and_the_cards_left_out_add_up() -> None:
+    scope = plan_scope(evolve(HOME, max_machines=None, max_gpus=2), [
+        ("a", ("a0", "a1", "a2")), ("b", ()), ("c", ("c0",)), ("d", ("d0", "d1")),
+    ])  # fmt: skip
+    assert scope.covered_gpus == {"a0", "a1"}
+    assert scope.left_out == (
+        ("c", "beyond the Home plan's 2 GPUs"),
+        ("d", "beyond the Home plan's 2 GPUs"),
+    )
+    assert scope.gpus_left_out == 1  # a2; b has none, c and d are left out whole
+
+
+def test_machines_holding_work_count_first_then_those_taking_work_then_the_rest() -> None:
+    order = coverage_order(["a", "b", "c", "d"], holding={"c"}, taking_work={"b", "c", "d"})
+    assert order == ("c", "b", "d", "a")
+    assert coverage_order(["b", "a"]) == ("a", "b")  # nothing known: name order
+
+
+def test_a_covered_machine_that_stopped_answering_gives_its_slot_to_one_that_reports() -> None:
+    four = [(m, (f"{m}0",)) for m in ("m1", "m2", "m3", "m4")]
+    # m1 holds nothing now (its workload is moving) and stopped answering; m2 holds work
+    scope = plan_scope(HOME_TWO, four, holding={"m2"}, taking_work={"m2", "m3", "m4"})
+    assert scope.covered_gpus == {"m20", "m30"}
+    assert dict(scope.left_out).keys() == {"m1", "m4"}
+    # while m1 still holds work, it keeps its slot: nothing running is ever left out
+    held = plan_scope(HOME_TWO, four, holding={"m1", "m2"}, taking_work={"m2", "m3", "m4"})
+    assert held.covered_gpus == {"m10", "m20"}

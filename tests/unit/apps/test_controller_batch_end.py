@@ -28,7 +28,7 @@ from tests.support.fake_cluster import (
     FakeWorkloadObjects,
     gpu_uuid,
 )
-from tests.unit.apps.test_controller_mutants import LingeringPods
+from tests.unit.apps.test_controller_deletes_in_order import LingeringPods
 from tests.unit.apps.test_controller_reconcile import SERVICE, held_cards, state
 from tests.unit.apps.test_controller_recovery import Story
 

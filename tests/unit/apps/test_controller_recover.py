@@ -19,7 +19,7 @@ from nodeau.ports.cluster import MarkedFleet
 from tests.support.fake_cluster import machine_report, verified
 from tests.unit.apps.test_controller_reconcile import HUGE, SMALL, SUMMARY, record
 from tests.unit.apps.test_controller_recovery import DELAY, Story
-from tests.unit.apps.test_controller_words_mutants import Measured, UnreadableObjects
+from tests.unit.apps.test_controller_words import Measured, UnreadableObjects
 from tests.unit.domain.test_holding import record_of
 from tests.unit.domain.test_recovery import GONE, REPORTING, service, unreachable_since
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nodeau.ports.state import StateError
-from tests.unit.adapters.test_sqlite_state_mutants import admitted, sql
+from tests.unit.adapters.test_sqlite_state import admitted, sql
 
 
 def test_an_admission_missing_every_field_names_each_one(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """An artifact's state needs a file (said whole; cards, machines and predictions:
-test_values_refused_edges.py); a fleet answers the same machine however often it is asked."""
+test_values_refused.py); a fleet answers the same machine however often it is asked."""
 
 from __future__ import annotations
 
