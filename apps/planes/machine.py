@@ -439,18 +439,25 @@ class MachinePlane:
     def _unknown_servers(
         self, records: Sequence[WorkloadRecord] | None = None
     ) -> tuple[tuple[str, RunningServer], ...]:
-        """This home's model servers that run although no record holding a card names them:
-        its state file was lost, emptied or replaced."""
+        """This home's model servers that run although no record holding a card names them
+        or their workload: its state file was lost, emptied or replaced. A server of a
+        workload that holds its card is that workload's, even in the moment between its
+        (re)start's spawn and its record naming the new pid."""
         from nodeau.adapters import server_search
 
         if not server_search.under(self._settings.models_root):
             return ()  # none runs here (asked without loading any runtime's adapter)
-        held = records if records is not None else self._records()
-        named = {r.server.pid for r in held if r.server is not None and holds_gpu(r.workload.state)}
+        held = [
+            r
+            for r in (records if records is not None else self._records())
+            if holds_gpu(r.workload.state)
+        ]
+        pids = {r.server.pid for r in held if r.server is not None}
+        names = {r.workload.name for r in held}
         return tuple(
             (name, server)
             for name, server in self._parts.processes.under(self._settings.models_root)
-            if server.pid not in named
+            if server.pid not in pids and name not in names
         )
 
     def _refuse_unknown_servers(self) -> None:
