@@ -49,7 +49,6 @@ STOP_GRACE_S = 10.0
 NAME_PREFIX = "qualify-"
 
 
-
 class Probe(Protocol):
     """Each probe's result for a server at a base URL, its task, model id and randomness,
     each request with ``headers`` (the server's key)."""
@@ -151,6 +150,7 @@ def _admit(
         context_tokens=context,
         recovery=RecoveryMode.NEVER,
         recovery_after=timedelta(minutes=3),
+        unproved=True,  # a qualification is how a model is proved
     )
     return admit_on_this_machine(
         resolved,
@@ -193,9 +193,7 @@ def _probe_one(
         serving(parts.state, name, server, endpoint_port=0, at=parts.clock())
         watch = _Peak(parts.runtime, server) if not simulated else None
         try:
-            results = parts.probe(
-                server.base_url, task, name, rng, headers=server.auth_headers
-            )
+            results = parts.probe(server.base_url, task, name, rng, headers=server.auth_headers)
         finally:
             peak = watch.stop() if watch is not None else None
         config_key = admission.record.config.key()

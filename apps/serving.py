@@ -6,7 +6,7 @@ Why it is so: docs/adr/decisions/apps.md (serving.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
@@ -18,14 +18,17 @@ from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import Resolved
 from nodeau.domain import restarts
 from nodeau.domain.admission import AdmissionRequest
+from nodeau.domain.catalog import catalog_claims
+from nodeau.domain.decision import Asked, Checked, checks, decide
 from nodeau.domain.hardware import Fleet, Machine, MachineReading
 from nodeau.domain.lifecycle import ServerPhase, server_moved, with_state
 from nodeau.domain.limits import WorkloadAsk
-from nodeau.domain.memory import Prediction, RuntimeConfig, predictor
+from nodeau.domain.memory import predictor
 from nodeau.domain.model_info import runtime_config
-from nodeau.domain.model_server import ServerAbilities, card_refusal
-from nodeau.domain.organisation import Organisation, Requester, check_run
+from nodeau.domain.model_server import ServerAbilities, abilities_text, card_refusal
+from nodeau.domain.organisation import Organisation, Requester
 from nodeau.domain.plans import PlanTerms
+from nodeau.domain.qualification import task_refusal
 from nodeau.domain.records import Starter, spending
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.restarts import KUBELET, RestartPolicy
@@ -68,6 +71,7 @@ class RunRequest:
     recovery: RecoveryMode
     recovery_after: timedelta
     on_cpu: bool = False  # asked with --cpu: the card is held, the model runs on the CPU
+    unproved: bool = False  # asked with --unproved (or a qualification's own run)
 
 
 def fleet_of_one(reading: MachineReading) -> Fleet:
@@ -75,41 +79,87 @@ def fleet_of_one(reading: MachineReading) -> Fleet:
     return Fleet(machines=(Machine(name=reading.machine, gpus=tuple(r.gpu for r in reading.gpus)),))
 
 
-def decide_run(
-    *,
-    request: RunRequest,
-    kind: WorkloadKind,
+@frozen(kw_only=True)
+class RunDecision:
+    """What a run of one model asks of this machine, decided over a snapshot by the domain's
+    one order of checks (``domain.decision``), inside the state's transaction."""
+
+    asked: Asked
+    place: Callable[[Snapshot], Result[Admission, Refusal]]
+    simulated: bool  # the machine's cards are simulated
+
+    def checks(self, snapshot: Snapshot) -> Iterator[Checked]:
+        """Each check over ``snapshot``, as ``plan explain`` shows them."""
+        return checks(self.asked, spending(snapshot.workloads), lambda: self.place(snapshot))
+
+    def decide(self, snapshot: Snapshot) -> Result[Admission, Refusal]:
+        return decide(self.asked, spending(snapshot.workloads), lambda: self.place(snapshot))
+
+
+def run_decision(
     resolved: Resolved,
-    model_path: Path,
-    config: RuntimeConfig,
-    reading: MachineReading,
-    predict: Callable[[str], Prediction],
+    request: RunRequest,
+    *,
+    kind: WorkloadKind,
+    models: ModelServices,
+    inventory: GpuInventory,
     marks: Marks,
     rules: Rules,
     server: ServerAbilities,
     now: datetime,
-) -> Callable[[Snapshot], Result[Admission, Refusal]]:
-    """The decision ``StateStore.admit`` runs on its snapshot, inside its transaction: the
+) -> RunDecision | Refusal:
+    """The decision a run of ``resolved`` makes on a snapshot: what it is proved for, the
     model server's use of this machine's cards (a real card only to a server that can use
     it, unless the CPU was asked for), the organisation's permission, limits and quotas
     (counted over the snapshot, so two requests at once cannot both spend the last of a
     quota), then admission and placement on this machine with its marks (drained, policy)
-    and the plan's bounds applied."""
-    fleet = fleet_of_one(reading)
-    unusable = card_refusal(server, reading.real_cards, on_cpu=request.on_cpu)
-    ask = WorkloadAsk(
-        model=resolved.display_name,
-        artifact_id=resolved.artifact.id.hex,
-        context_tokens=config.context_tokens,
-        model_bytes=resolved.artifact.size_bytes,
+    and the plan's bounds applied; or the refusal when the model has no verified copy here
+    (its architecture values are read from the file)."""
+    path = models.store.verified_path(resolved.artifact.files[0].sha256)
+    if path is None:
+        return no_verified_copy(request.name, models.settings.machine)
+    summary = models.inspector.inspect(path)
+    config = runtime_config(summary, request.task, request.context_tokens)
+    reading = inventory.read()
+    artifact = resolved.artifact.id
+    asked = Asked(
+        shape=WorkloadAsk(
+            model=resolved.display_name,
+            artifact_id=artifact.hex,
+            context_tokens=config.context_tokens,
+            model_bytes=resolved.artifact.size_bytes,
+        ),
+        task=request.task,
+        qualification=None
+        if request.unproved
+        else task_refusal(
+            catalog=catalog_claims(models.catalog(), artifact.hex),
+            evidence=models.registry.evidence().for_artifact(artifact),
+            task=request.task,
+            model=resolved.display_name,
+        ),
+        unproved=request.unproved,
+        server=card_refusal(server, reading.real_cards, on_cpu=request.on_cpu),
+        server_said=abilities_text(server),
+        organisation=rules.organisation,
+        requester=rules.requester,
     )
     admission_request = AdmissionRequest(
         workload=request.name,
         model=resolved.display_name,
-        artifact_id=resolved.artifact.id.hex,
+        artifact_id=artifact.hex,
         config=config,
         names=resolved.names,
     )
+    predict = predictor(
+        arch=summary.architecture,
+        artifact_id=artifact.hex,
+        artifact_bytes=resolved.artifact.size_bytes,
+        config=config,
+        table=models.registry.measurements(),
+        allowances=models.settings.allowances,
+    )
+    fleet = fleet_of_one(reading)
     excluded = exclusions(
         machines=(reading.machine,),
         drained=marks.drained,
@@ -117,12 +167,7 @@ def decide_run(
         limits=rules.organisation.limits,
     )
 
-    def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
-        if unusable is not None:
-            return Failure(unusable)
-        allowed = check_run(rules.organisation, rules.requester, ask, spending(snapshot.workloads))
-        if isinstance(allowed, Failure):
-            return Failure(allowed.failure())
+    def place(snapshot: Snapshot) -> Result[Admission, Refusal]:
         view = FleetView(
             fleet=fleet,
             ledger=snapshot.ledger,
@@ -138,62 +183,16 @@ def decide_run(
             kind=kind,
             recovery=request.recovery if kind is WorkloadKind.SERVICE else RecoveryMode.NEVER,
             recovery_after=request.recovery_after,
-            model_path=lambda _machine: str(model_path),
+            model_path=lambda _machine: str(path),
             now=now,
         ).map(lambda a: evolve(a, record=_asked(a.record, rules.requester, request.on_cpu)))
 
-    return decide
+    return RunDecision(asked=asked, place=place, simulated=reading.simulated)
 
 
 def _asked(record: WorkloadRecord, requester: Requester, on_cpu: bool) -> WorkloadRecord:
     """The record of an admission with who asked and whether it asked for the CPU."""
     return evolve(record, requester=requester, workload=evolve(record.workload, on_cpu=on_cpu))
-
-
-def run_decision(
-    resolved: Resolved,
-    request: RunRequest,
-    *,
-    kind: WorkloadKind,
-    models: ModelServices,
-    inventory: GpuInventory,
-    marks: Marks,
-    rules: Rules,
-    server: ServerAbilities,
-    now: datetime,
-) -> tuple[Callable[[Snapshot], Result[Admission, Refusal]], bool] | Refusal:
-    """The decision a run of ``resolved`` makes on a snapshot, and whether the cards are
-    simulated; or the refusal when the model has no verified copy here.
-
-    The model must be verified here: its architecture values are read from the file.
-    """
-    path = models.store.verified_path(resolved.artifact.files[0].sha256)
-    if path is None:
-        return no_verified_copy(request.name, models.settings.machine)
-    summary = models.inspector.inspect(path)
-    config = runtime_config(summary, request.task, request.context_tokens)
-    reading = inventory.read()
-    decide = decide_run(
-        request=request,
-        kind=kind,
-        resolved=resolved,
-        model_path=path,
-        config=config,
-        reading=reading,
-        predict=predictor(
-            arch=summary.architecture,
-            artifact_id=resolved.artifact.id.hex,
-            artifact_bytes=resolved.artifact.size_bytes,
-            config=config,
-            table=models.registry.measurements(),
-            allowances=models.settings.allowances,
-        ),
-        marks=marks,
-        rules=rules,
-        server=server,
-        now=now,
-    )
-    return decide, reading.simulated
 
 
 def admit_on_this_machine(
@@ -227,12 +226,12 @@ def admit_on_this_machine(
     )
     if isinstance(decision, Refusal):
         return decision
-    decide, simulated = decision
+    decide: Callable[[Snapshot], Result[Admission, Refusal]] = decision.decide
     if starter is not None:
         decide = _started_by(decide, starter)
     match state.admit(request.name, decide):
         case Success(Admission() as admission):
-            return admission, simulated
+            return admission, decision.simulated
         case Failure(Refusal() as refusal):
             return refusal
     raise AssertionError("admit answers a Result")

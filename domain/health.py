@@ -280,4 +280,3 @@ def changes(
         for m, h in sorted(after.items())
         if m not in before or before[m].state is not h.state
     )
-

@@ -144,61 +144,60 @@ def _limit_refusal(refusal: Refusal, org: Organisation) -> Refusal:
 
 def check_shape(org: Organisation, ask: WorkloadAsk) -> Result[None, Refusal]:
     """Whether the organisation permits the model and the request's shape fits its limits:
-    the checks that do not depend on who asks (a controller makes them too)."""
+    what a workload that holds cards already must still meet to be moved or copied."""
     for outcome in (check_model_permitted(ask, org.limits), check_limits(ask, org.limits)):
         if isinstance(outcome, Failure):
             return Failure(_limit_refusal(outcome.failure(), org))
     return Success(None)
 
 
+def requester_known(org: Organisation, who: Requester | None, model: str) -> Result[None, Refusal]:
+    """Under a configured policy a request must say who asked (on a fleet the API server
+    checked the name); with no policy nobody need be named."""
+    if who is not None or not org.configured:
+        return Success(None)
+    return Failure(
+        Refusal.of(
+            ReasonCode.REQUESTER_UNKNOWN,
+            _with_contact(
+                f"{model} was asked for without saying who asked, and the organisation's "
+                "policy needs to know (nodeau run and nodeau batch submit say so; an object "
+                "applied by hand needs spec.requester)",
+                org,
+            ),
+        )
+    )
+
+
 def run_checks(
-    org: Organisation, who: Requester, ask: WorkloadAsk, spending: Iterable[Spending]
+    org: Organisation, who: Requester | None, ask: WorkloadAsk, spending: Iterable[Spending]
 ) -> tuple[tuple[RefusalKind, Result[None, Refusal]], ...]:
-    """Each check a run meets, in order, with its outcome: permission (role, then model),
-    limits, then quotas; from what the person can least change to what changes by itself
-    (``domain.limits.check_request``'s order)."""
+    """Each check a run meets, in order, with its outcome: permission (who asks and their
+    role, then the model), limits, then quotas; from what the person can least change to
+    what changes by itself (``domain.limits.check_request``'s order). ``who`` None: nobody
+    was named, which only a policy that is not configured lets pass."""
+    permitted = (
+        requester_known(org, who, ask.model) if who is None else check_action(org, who, Action.RUN)
+    )
+    quotas: Result[None, Refusal] = (
+        Success(None) if who is None else check_quotas(org, who, ask, spending)
+    )
     return (
-        (RefusalKind.PERMISSION, check_action(org, who, Action.RUN)),
+        (RefusalKind.PERMISSION, permitted),
         (
             RefusalKind.PERMISSION,
             check_model_permitted(ask, org.limits).alt(lambda r: _limit_refusal(r, org)),
         ),
         (RefusalKind.LIMIT, check_limits(ask, org.limits).alt(lambda r: _limit_refusal(r, org))),
-        (RefusalKind.QUOTA, check_quotas(org, who, ask, spending)),
+        (RefusalKind.QUOTA, quotas),
     )
 
 
 def check_run(
-    org: Organisation, who: Requester, ask: WorkloadAsk, spending: Iterable[Spending]
+    org: Organisation, who: Requester | None, ask: WorkloadAsk, spending: Iterable[Spending]
 ) -> Result[None, Refusal]:
     """Whether ``who`` may run ``ask``: the first "no" of ``run_checks``, else yes."""
     for _kind, outcome in run_checks(org, who, ask, spending):
-        if isinstance(outcome, Failure):
-            return outcome
-    return Success(None)
-
-
-def check_requester(
-    org: Organisation, who: Requester | None, ask: WorkloadAsk, spending: Iterable[Spending]
-) -> Result[None, Refusal]:
-    """What a fleet's controller checks of whoever asked, besides the request's shape: under
-    a configured policy the request must say who asked (the API server checked the name),
-    that person may run, and their quotas and their teams' have room. No policy: yes."""
-    if not org.configured:
-        return Success(None)
-    if who is None:
-        return Failure(
-            Refusal.of(
-                ReasonCode.REQUESTER_UNKNOWN,
-                _with_contact(
-                    f"{ask.model} was asked for without saying who asked, and the "
-                    "organisation's policy needs to know (nodeau run and nodeau batch submit "
-                    "say so; an object applied by hand needs spec.requester)",
-                    org,
-                ),
-            )
-        )
-    for outcome in (check_action(org, who, Action.RUN), check_quotas(org, who, ask, spending)):
         if isinstance(outcome, Failure):
             return outcome
     return Success(None)

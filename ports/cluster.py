@@ -27,7 +27,7 @@ from nodeau.domain.organisation import Requester
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.qualification import EvidenceBook, QualificationEvidence
 from nodeau.domain.records import WorkloadRecord
-from nodeau.domain.refusals import Refusal
+from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.scheduling import DrainChange, SettingsChange, UpgradeChange
 from nodeau.domain.tasks import Task
@@ -194,6 +194,11 @@ class Condition:
     message: str
 
 
+def _text(value: object) -> str | None:
+    """A status value that names something, as text (None when absent or empty)."""
+    return str(value) if value else None
+
+
 @frozen(kw_only=True)
 class WorkloadObject:
     """A GPUService or BatchJob as read: what was asked, what was recorded, where it stands.
@@ -219,17 +224,61 @@ class WorkloadObject:
     @property
     def decided(self) -> bool:
         """Whether admission has decided on it (admitted it, or refused it)."""
-        return bool(self.status.get("state"))
+        return bool(self.state)
 
     @property
     def refused(self) -> bool:
         """Whether admission said no to it (recorded by ``record_refusal``)."""
-        return self.status.get("state") == "refused"
+        return self.state == "refused"
 
     @property
     def endpoint(self) -> str:
         """The endpoint its status shows ("" for none)."""
         return str(self.status.get("endpoint") or "")
+
+    @property
+    def state(self) -> str:
+        """The state its status shows ("" before admission decided)."""
+        return str(self.status.get("state") or "")
+
+    @property
+    def machine(self) -> str | None:
+        """The machine its status names (None: none yet)."""
+        return _text(self.status.get("machine"))
+
+    @property
+    def gpu_uuid(self) -> str | None:
+        """The card its status names (None: none yet)."""
+        return _text(self.status.get("gpuUUID"))
+
+    @property
+    def sentence(self) -> str | None:
+        """The sentence its status gives a person, if any."""
+        return _text(self.status.get("sentence"))
+
+    @property
+    def reserved_bytes(self) -> int | None:
+        """The bytes its admission reserved on its card, if admitted."""
+        found = self.status.get("reservedBytes")
+        return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+    @property
+    def source(self) -> str:
+        """Whether its reservation was estimated or measured ("estimated" unless it says)."""
+        return str(self.status.get("source") or "estimated")
+
+    @property
+    def packed_admission(self) -> str | None:
+        """Its admission as the store packed it (None: none recorded)."""
+        return _text(self.status.get("admission"))
+
+    @property
+    def refusal(self) -> Refusal | None:
+        """The refusal the controller recorded in its status, if any."""
+        raw = self.status.get("refusal")
+        if not isinstance(raw, Mapping):
+            return None
+        return Refusal.of(ReasonCode(str(raw.get("code"))), str(raw.get("message")))
 
     def condition(self, type_: str) -> Condition | None:
         """The condition of that type its status states, if any."""

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from attrs import evolve
 from returns.result import Success
 
-from nodeau.apps.controller.decide import Planning, fleet_of, planning
+from nodeau.apps.controller.decide import Planning, fleet_of, planning, still_permitted
 from nodeau.apps.controller.reading import FleetInputs
 from nodeau.domain.copies import asker_words
 from nodeau.domain.records import Snapshot
@@ -68,7 +68,7 @@ class CopyKeeper:
                     ask, reports=inputs.reports, marks=inputs.marks, health=inputs.health,
                     fleet=fleet, plan=inputs.plan, organisation=inputs.organisation,
                     table=inputs.table, cuda_image=inputs.cuda_image,
-                )  # fmt: skip
+                ).bind(lambda found: still_permitted(found, inputs.organisation))  # fmt: skip
                 found = plan.unwrap() if isinstance(plan, Success) else None
                 plans[key] = (
                     None

@@ -14,6 +14,8 @@ from returns.result import Failure, Result, Success
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog, catalog_claims
+from nodeau.domain.decision import Asked
+from nodeau.domain.decision import decide as domain_decide
 from nodeau.domain.free_cards import FreeCards
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
@@ -21,7 +23,7 @@ from nodeau.domain.limits import WorkloadAsk as RequestShape
 from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, predictor
 from nodeau.domain.model_info import ModelSummary, runtime_config
 from nodeau.domain.model_server import server_exclusions
-from nodeau.domain.organisation import Organisation, Spending, check_requester, check_shape
+from nodeau.domain.organisation import Organisation, Spending, check_shape
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import PlanTerms
 from nodeau.domain.qualification import EvidenceBook, task_refusal
@@ -109,9 +111,8 @@ def unproved_refusal(
     ask: WorkloadAsk, resolution: Resolution, proved: Proved | None
 ) -> Refusal | None:
     """Why ``ask`` may not be served for its task (the domain's ``task_refusal`` over the
-    artifact resolved), or None: a service or batch job served unproved on purpose, or
-    nothing to check against (``proved`` None)."""
-    if proved is None or ask.unproved:
+    artifact resolved), or None: nothing to check against (``proved`` None)."""
+    if proved is None:
         return None
     artifact = resolution.artifact_id.lower()
     return task_refusal(
@@ -144,6 +145,7 @@ class Planning:
     predict: Callable[[str], Prediction]
     plan: PlanTerms
     shape: RequestShape  # what the organisation's limits and quotas read of the request
+    qualification: Refusal | None = None  # the task's refusal (None: proved, or unchecked)
     # the batch's free cards' index of this fleet brought to a ledger (None: none kept)
     cards: Callable[[Ledger], FreeCards] | None = None
 
@@ -202,9 +204,6 @@ def planning(
             pass
         case Failure(Refusal() as refusal):
             return Failure(refusal)
-    unproved = unproved_refusal(ask, resolution, proved)
-    if unproved is not None:
-        return Failure(unproved)
     config = runtime_config(resolution.summary, ask.task, ask.context_tokens)
     org = organisation or Organisation.none()
     shape = RequestShape(
@@ -213,9 +212,6 @@ def planning(
         context_tokens=config.context_tokens,
         model_bytes=resolution.size_bytes,
     )
-    match check_shape(org, shape):
-        case Failure(Refusal() as refused):
-            return Failure(refused)
     predict = predictor(
         arch=resolution.summary.architecture,
         artifact_id=resolution.artifact_id,
@@ -254,9 +250,18 @@ def planning(
             predict=predict,
             plan=plan,
             shape=shape,
+            qualification=unproved_refusal(ask, resolution, proved),
             cards=cards,
         )
     )
+
+
+def still_permitted(
+    found: Planning, organisation: Organisation | None
+) -> Result[Planning, Refusal]:
+    """``found``, when the organisation's limits still permit its shape: a workload that
+    holds cards already is moved or copied only then (who asked was checked at admission)."""
+    return check_shape(organisation or Organisation.none(), found.shape).map(lambda _: found)
 
 
 # what a planning reads of an ask besides its name: asks alike share one planning
@@ -316,15 +321,25 @@ def decider(
             org = organisation or Organisation.none()
             counted = None if spent is None else tuple(spent)
 
+            asked = Asked(
+                shape=planned.shape,
+                task=ask.task,
+                qualification=planned.qualification,
+                unproved=ask.unproved,
+                organisation=org,
+                requester=ask.requester,
+            )
+
             def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
                 spends = counted if counted is not None else spending(snapshot.workloads)
-                match check_requester(org, ask.requester, planned.shape, spends):
-                    case Failure(Refusal() as refused):
-                        return Failure(refused)
-                admitted = planned.admission(ask, snapshot.ledger, now)
-                return admitted.map(
-                    lambda a: evolve(a, record=evolve(a.record, requester=ask.requester))
-                )
+
+                def place() -> Result[Admission, Refusal]:
+                    admitted = planned.admission(ask, snapshot.ledger, now)
+                    return admitted.map(
+                        lambda a: evolve(a, record=evolve(a.record, requester=ask.requester))
+                    )
+
+                return domain_decide(asked, spends, place)
 
             return decide
         case Failure(Refusal() as refusal):

@@ -419,4 +419,3 @@ class Reconciler:
         if self._pods.read(kind, name) is not None:
             self._pods.delete(kind, name)
             self._log(f"{KIND_NAMES[kind]} {name} is gone; its model server is deleted")
-

@@ -11,7 +11,7 @@ from datetime import datetime
 from attrs import evolve
 from returns.result import Failure, Result, Success
 
-from nodeau.apps.controller.decide import Planning, fleet_of, planning
+from nodeau.apps.controller.decide import Planning, fleet_of, planning, still_permitted
 from nodeau.apps.controller.reading import FleetInputs
 from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import Health, MachineHealth
@@ -100,7 +100,7 @@ class Recoverer:
                 organisation=inputs.organisation,
                 table=inputs.table,
                 cuda_image=inputs.cuda_image,
-            )
+            ).bind(lambda found: still_permitted(found, inputs.organisation))
             decision = placed_or_held(w, plan, health, now, ledger, control_plane)
         decision = guarded(decision, w, alarm)
         if decision.action is RecoveryAction.RECOVER and isinstance(plan, Success):

@@ -1,5 +1,5 @@
-"""``nodeau plan explain`` on a fleet: the checks ``nodeau run`` and the controller make, asked
-here over what the cluster says now, creating nothing.
+"""``nodeau run`` and ``nodeau plan explain`` on a fleet: the domain's checks asked here, over
+what the cluster says now, before anything is created; the controller places.
 
 Why it is so: docs/adr/decisions/apps-planes.md (fleet_explain.py).
 """
@@ -8,72 +8,99 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from nodeau.apps.planes.organisation import run_check_views
+from attrs import frozen
+
+from nodeau.apps.planes.machine_explain import check_view
 from nodeau.apps.planes.plane import CheckView, Explanation, RunAsk
+from nodeau.domain.artifacts import Sha256
+from nodeau.domain.catalog import Catalog, catalog_claims
+from nodeau.domain.decision import PLACEMENT, Asked, Checked, checks, first_refusal
 from nodeau.domain.limits import WorkloadAsk
 from nodeau.domain.model_info import runtime_config
 from nodeau.domain.organisation import Organisation, Requester, Spending
+from nodeau.domain.qualification import EvidenceBook, task_refusal
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.ports.cluster import MachineReport
 
-PLACEMENT = (
+PLACED = (
     "the controller places it when asked: the cards' memory, the plan's bounds and the "
     "machines drained or unreachable then decide (nodeau run waits for its answer)"
 )
 
 
-def _refused(check: str, refusal: Refusal) -> CheckView:
-    return CheckView(check=check, passed=False, sentence=refusal.sentence, code=refusal.code.value)
+@frozen(kw_only=True)
+class FleetChecks:
+    """The model as a person reads it, and the checks made before placement, in order."""
+
+    model: str
+    checked: tuple[Checked, ...]
+    known: bool  # some machine holds the model verified (else the controller refuses it)
+
+    @property
+    def refusal(self) -> Refusal | None:
+        return first_refusal(self.checked)
 
 
-def explain_on_fleet(
+def fleet_checks(
     *,
-    plane: str,
     ask: RunAsk,
-    requester: Requester,
+    requester: Requester | None,
     organisation: Organisation,
     spent: Iterable[Spending],
-    unproved: Refusal | None,
     reports: tuple[MachineReport, ...],
-) -> Explanation:
-    """Whether ``ask`` passes the checks made before placement, and the first that refuses."""
+    proved: tuple[Catalog, EvidenceBook] | None,
+) -> FleetChecks:
+    """The checks made before placement, in the domain's one order (``proved``: the catalog
+    and the evidence kept in the cluster; None when this connection cannot read them, and
+    the controller checks qualification alone)."""
     from nodeau.apps.models import UnknownModel
     from nodeau.apps.planes.fleet_qualify import fleet_model
 
-    checks: list[CheckView] = []
-    refusal: Refusal | None = None
-    if unproved is not None:
-        checks.append(_refused("qualification", unproved))
-        refusal = unproved
-    model = ask.model
     try:
         found = fleet_model(ask.model, reports)
     except UnknownModel as exc:
         missing = Refusal.of(ReasonCode.NO_VERIFIED_COPY, exc.one_line())
-        checks.append(_refused("capacity", missing))
-        refusal = refusal or missing
-    else:
-        config = runtime_config(found.summary, ask.task, ask.context_tokens)
-        model = found.name
-        shape = WorkloadAsk(
-            model=model,
+        return FleetChecks(
+            model=ask.model, checked=(Checked.of(missing.kind.value, missing, ""),), known=False
+        )
+    config = runtime_config(found.summary, ask.task, ask.context_tokens)
+    qualification = None
+    if proved is not None and not ask.unproved:
+        catalog, book = proved
+        qualification = task_refusal(
+            catalog=catalog_claims(catalog, found.artifact),
+            evidence=book.for_artifact(Sha256(hex=found.artifact)),
+            task=ask.task,
+            model=found.name,
+        )
+    asked = Asked(
+        shape=WorkloadAsk(
+            model=found.name,
             artifact_id=found.artifact,
             context_tokens=config.context_tokens,
             model_bytes=max(found.size_bytes, 1),
-        )
-        views = run_check_views(organisation, requester, shape, spent)
-        checks.extend(views)
-        first = next((v for v in views if not v.passed), None)
-        if refusal is None and first is not None and first.code is not None:
-            refusal = Refusal.of(ReasonCode(first.code), first.sentence)
+        ),
+        task=ask.task,
+        qualification=qualification,
+        unproved=ask.unproved or proved is None,
+        organisation=organisation,
+        requester=requester,
+    )
+    return FleetChecks(model=found.name, checked=tuple(checks(asked, spent, None)), known=True)
+
+
+def explain_on_fleet(*, plane: str, ask: RunAsk, user: str, found: FleetChecks) -> Explanation:
+    """Whether ``ask`` passes the checks made before placement, and the first that refuses."""
+    refusal = found.refusal
+    views = [check_view(c) for c in found.checked]
     if refusal is None:
-        checks.append(CheckView(check="placement", passed=True, sentence=PLACEMENT, code=None))
+        views.append(CheckView(check=PLACEMENT, passed=True, sentence=PLACED, code=None))
     return Explanation(
         plane=plane,
-        user=requester.user,
-        model=model,
+        user=user,
+        model=found.model,
         context_tokens=ask.context_tokens,
         admitted=refusal is None,
         refusal=refusal,
-        checks=tuple(checks),
+        checks=tuple(views),
     )

@@ -232,13 +232,13 @@ def _pod_peak(
 ) -> int | None:
     """The peak the decision's Pod took on its card, from its machine's first report after
     ``after``; None when none says (waiting up to ``MEMORY_S``)."""
-    machine, uuid = decision.status.get("machine"), decision.status.get("gpuUUID")
+    machine, uuid = decision.machine, decision.gpu_uuid
     pod = pods.read(WorkloadKind.SERVICE, decision.name)
     if pod is None or pod.pod_uid is None or not machine or not uuid:
         return None
     deadline = time.monotonic() + MEMORY_S
     while True:
-        found = pod_peak_in(reports(), str(machine), pod.pod_uid, str(uuid), after)
+        found = pod_peak_in(reports(), machine, pod.pod_uid, uuid, after)
         if found.answered:
             return found.peak_bytes
         if time.monotonic() >= deadline:
@@ -247,7 +247,7 @@ def _pod_peak(
 
 
 def _card_of(decision: WorkloadObject, reports: Iterable[MachineReport]) -> str:
-    uuid = decision.status.get("gpuUUID")
+    uuid = decision.gpu_uuid
     for rep in reports:
         for g in rep.reading.gpus:
             if g.gpu.uuid == uuid:
@@ -268,10 +268,10 @@ def _serving_address(objects: WorkloadObjects, name: str) -> tuple[str | None, s
         obj = objects.get(WorkloadKind.SERVICE, name)
         if obj is None:
             return None, f"{name} was deleted before it served"
-        base = str(obj.status.get("endpoint") or "").removesuffix(API_SUFFIX)
+        base = obj.endpoint.removesuffix(API_SUFFIX)
         if base and _healthy(base):
             return base, ""
-        state = str(obj.status.get("state") or "")
+        state = obj.state
         if state in ("failed", "exited", "stopped"):
             return None, f"its model server {state} before it served"
         last = f"{state or last}{', not answering at ' + base if base else ''}"

@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import evolve, frozen
-from returns.result import Failure
 
 from nodeau.adapters.kube.batch_results import RESULTS_LABEL
 from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL
@@ -43,7 +42,6 @@ from nodeau.apps.planes.plane import (
     WorkloadView,
 )
 from nodeau.apps.planes.recovery import choice_of, fleet_listing, refuse_batch
-from nodeau.domain.artifacts import Sha256
 from nodeau.domain.batches import batch_counts, result_from_line
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import (
@@ -58,7 +56,6 @@ from nodeau.domain.organisation import Requester, Spending
 from nodeau.domain.placement import Policy
 from nodeau.domain.records import Admission
 from nodeau.domain.recovery_choice import recovery_change
-from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.runs import Asked, RunsWith, differences, name_from_model, name_problem
 from nodeau.domain.workloads import (
@@ -91,6 +88,7 @@ from nodeau.ports.state import StateError, UnknownWorkload
 
 if TYPE_CHECKING:
     from nodeau.apps.model_services import ModelServices
+    from nodeau.apps.planes.fleet_explain import FleetChecks
     from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.status_rows import StatusRow
 
@@ -152,7 +150,7 @@ def object_name(asked: str | None, model: str) -> str:
 
 def ended(obj: WorkloadObject) -> bool:
     """Whether a workload holds no card any more: finished, or refused."""
-    if refusal_of(obj) is not None:
+    if obj.refusal is not None:
         return True
     return obj.record is not None and not holds_gpu(obj.record.workload.state)
 
@@ -162,34 +160,25 @@ def results_where(name: str) -> str:
     return f"ConfigMaps -n {NAMESPACE} -l {RESULTS_LABEL}={name}"
 
 
-def refusal_of(obj: WorkloadObject) -> Refusal | None:
-    """The refusal the controller recorded in an object's status, if any."""
-    raw = obj.status.get("refusal")
-    if not isinstance(raw, dict):
-        return None
-    return Refusal.of(ReasonCode(str(raw.get("code"))), str(raw.get("message")))
-
-
 def workload_view(obj: WorkloadObject, now: datetime) -> WorkloadView:
     """An object as ``ps`` shows it: the record's sentence once decided."""
-    held = obj.status
-    refusal = refusal_of(obj)
+    refusal = obj.refusal
     if obj.record is not None:
         w = obj.record.workload
         sentence = ps_sentence(endpoint_stopped(w) if endpoint_off(obj) else w, now)
     elif refusal is not None:
         sentence = f"refused ({refusal.kind.value}): {refusal.code.value}: {refusal.sentence}"
     else:
-        sentence = str(held.get("sentence") or UNDECIDED)
-    gpu = str(held["gpuUUID"]) if held.get("gpuUUID") else None
+        sentence = obj.sentence or UNDECIDED
+    gpu = obj.gpu_uuid
     return WorkloadView(
         name=obj.name,
         kind=obj.kind.value,
         model=str(obj.spec.get("model", "")),
-        machine=str(held["machine"]) if held.get("machine") else None,
+        machine=obj.machine,
         gpu=gpu,
         simulated=gpu is not None and gpu.startswith("SIM-GPU"),
-        state=str(held.get("state") or PENDING),
+        state=obj.state or PENDING,
         since=None if obj.record is None else obj.record.workload.since,
         endpoint=None if endpoint_off(obj) else obj.endpoint or None,
         sentence=sentence,
@@ -203,10 +192,10 @@ def endpoint_off(obj: WorkloadObject) -> bool:
 
 def admission_of(obj: WorkloadObject) -> Admission:
     """The admission in status, as ``service explain`` and ``placement explain`` read it."""
-    packed = obj.status.get("admission")
-    if isinstance(packed, str) and packed:
+    packed = obj.packed_admission
+    if packed is not None:
         return unpack(packed, Admission, f"{obj.name}'s recorded admission")
-    refusal = refusal_of(obj)
+    refusal = obj.refusal
     if refusal is not None:
         raise NotDecided(
             f"{obj.name} was refused ({refusal.kind.value}): {refusal.code.value}: "
@@ -331,14 +320,10 @@ class KubernetesPlane:
                 "command does not run here; nothing was created"
             )
         name = object_name(ask.name, ask.model)
-        if not ask.unproved:
-            unproved = self._unproved(ask)
-            if unproved is not None:
-                return Refused(name=name, refusal=unproved)
         requester = self._requester()
-        refused = self._refused_by_policy(requester, ask)
-        if refused is not None:
-            return Refused(name=name, refusal=refused)
+        checked = self._checks(ask, requester)
+        if checked.known and checked.refusal is not None:  # an unknown model: the controller's
+            return Refused(name=name, refusal=checked.refusal)
         wanted = WorkloadAsk(
             kind=WorkloadKind.SERVICE,
             name=name,
@@ -354,7 +339,6 @@ class KubernetesPlane:
         decision = self._decision(WorkloadKind.SERVICE, name, ask.wait_s)
         if not isinstance(decision, WorkloadObject):
             return decision
-        reserved = decision.status.get("reservedBytes")
         view = workload_view(decision, self._clock())
         how = None
         if self._endpoints is not None:
@@ -363,32 +347,28 @@ class KubernetesPlane:
             view = evolve(view, endpoint=loopback_url(port))
         return Started(
             workload=view,
-            reserved_bytes=int(reserved) if isinstance(reserved, int) else None,
-            source=str(decision.status.get("source", "estimated")),
+            reserved_bytes=decision.reserved_bytes,
+            source=decision.source,
             endpoint_service=how,
         )
 
-    def _unproved(self, ask: RunAsk) -> Refusal | None:
-        """Why the fleet may not run ``ask``'s model for its task (the domain's
-        ``task_refusal``: what the catalog claims for its bytes, what it proved), or None.
-        A model no machine holds is the controller's to refuse."""
-        from nodeau.apps.models import UnknownModel
-        from nodeau.apps.planes.fleet_qualify import fleet_model
-        from nodeau.domain.catalog import catalog_claims
-        from nodeau.domain.qualification import task_refusal
+    def _checks(self, ask: RunAsk, requester: Requester | None) -> FleetChecks:
+        """The domain's checks before placement, over what the cluster says now (a
+        connection built for other commands cannot read qualifications: the controller
+        checks them)."""
+        from nodeau.apps.planes.fleet_explain import fleet_checks
+        from nodeau.domain.organisation import Organisation
 
-        if self._cluster.qualifications is None:
-            return None  # a connection built for other commands: the controller decides
-        try:
-            found = fleet_model(ask.model, self._cluster.reports.read().reports)
-        except UnknownModel:
-            return None
-        book = self._cluster.qualifications.evidence()
-        return task_refusal(
-            catalog=catalog_claims(self._catalog(), found.artifact),
-            evidence=book.for_artifact(Sha256(hex=found.artifact)),
-            task=ask.task,
-            model=found.name,
+        evidence = self._cluster.qualifications
+        policy = self._cluster.organisation
+        org = Organisation.none() if policy is None else policy.read()
+        return fleet_checks(
+            ask=ask,
+            requester=requester,
+            organisation=org,
+            spent=self._spent() if org.configured else (),
+            reports=self._cluster.reports.read().reports,
+            proved=None if evidence is None else (self._catalog(), evidence.evidence()),
         )
 
     # -- who asks and the organisation's policy (apps.planes.organisation)
@@ -423,34 +403,6 @@ class KubernetesPlane:
             if o.record is None or holds_gpu(o.record.workload.state)
         )
 
-    def _refused_by_policy(self, requester: Requester | None, ask: RunAsk) -> Refusal | None:
-        """The person's role and quotas under the policy, said before anything is created
-        (the controller checks them again, with the model's bytes and context, as it admits)."""
-        from nodeau.domain.organisation import check_action, check_quotas
-
-        if requester is None or self._cluster.organisation is None:
-            return None
-        org = self._policy().read()
-        if not org.configured:
-            return None
-        from nodeau.domain.limits import Action
-        from nodeau.domain.limits import WorkloadAsk as RequestShape
-
-        shape = RequestShape(
-            model=ask.model,
-            artifact_id=ask.model,
-            context_tokens=ask.context_tokens or 1,
-            model_bytes=1,
-        )  # fmt: skip  (role and quotas read only who asks and one card)
-        for outcome in (
-            check_action(org, requester, Action.RUN),
-            check_quotas(org, requester, shape, self._spent()),
-        ):
-            if isinstance(outcome, Failure):
-                refused: Refusal = outcome.failure()
-                return refused
-        return None
-
     def organisation(self) -> OrganisationView:
         from nodeau.apps.planes.organisation import organisation_view
 
@@ -483,14 +435,9 @@ class KubernetesPlane:
         requester = self._requester()
         if requester is None:
             raise NotOnTheFleetYet("this connection to the fleet was made without who you are")
+        self._policy()  # a connection made without the policy says so
         return explain_on_fleet(
-            plane=self.description,
-            ask=ask,
-            requester=requester,
-            organisation=self._policy().read(),
-            spent=self._spent(),
-            unproved=None if ask.unproved else self._unproved(ask),
-            reports=self._cluster.reports.read().reports,
+            plane=self.description, ask=ask, user=requester.user, found=self._checks(ask, requester)
         )
 
     def _ask(self, wanted: WorkloadAsk, asked: Asked, origins: tuple[str, ...]) -> bool:
@@ -546,7 +493,7 @@ class KubernetesPlane:
             if time.monotonic() >= deadline:
                 return Undecided(name=name, waited_s=wait_s)
             time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
-        refusal = refusal_of(obj)
+        refusal = obj.refusal
         if refusal is not None:
             self._objects.delete(kind, name)  # a refusal creates nothing
             return Refused(name=name, refusal=refusal)
@@ -582,7 +529,7 @@ class KubernetesPlane:
     def stop(self, name: str, *, workload: bool) -> str:
         self._permit("stop")
         obj = self._find(name)
-        gpu = obj.status.get("gpuUUID")
+        gpu = obj.gpu_uuid
         if workload:
             self._objects.delete(obj.kind, name)
             if self._endpoints is not None:
@@ -664,7 +611,7 @@ class KubernetesPlane:
         obj = self._find(name)
         found = self._cluster.pods.log_tail(obj.kind, name, lines)
         if found is None:
-            state = str(obj.status.get("state") or PENDING)
+            state = obj.state or PENDING
             raise LogsUnavailable(
                 f"{name} has no model server on the fleet now ({state}): no log to show; "
                 "nodeau ps says what happens next"
@@ -779,12 +726,11 @@ class KubernetesPlane:
         decision = self._decision(WorkloadKind.BATCH, ask.name, 60.0)
         if not isinstance(decision, WorkloadObject):
             return decision
-        reserved = decision.status.get("reservedBytes")
         return BatchSubmitted(
             job=self._batch_view(decision),
             workload=workload_view(decision, self._clock()),
-            reserved_bytes=int(reserved) if isinstance(reserved, int) else 0,
-            source=str(decision.status.get("source", "estimated")),
+            reserved_bytes=decision.reserved_bytes or 0,
+            source=decision.source,
         )
 
     def _fleet_batches(self) -> FleetBatches:

@@ -57,7 +57,6 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.reservations import Ledger
     from nodeau.domain.runs import RunsWith
-    from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
     from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
@@ -272,9 +271,6 @@ class MachinePlane:
             case Admit():
                 pass
         self._refuse_unknown_servers()
-        unproved = None if ask.unproved else self._unproved(resolved, ask.task)
-        if unproved is not None:
-            return Refused(name=name, refusal=unproved)
         request = RunRequest(
             name=name,
             task=ask.task,
@@ -282,6 +278,7 @@ class MachinePlane:
             recovery=ask.recovery,
             recovery_after=ask.recovery_after,
             on_cpu=ask.on_cpu,
+            unproved=ask.unproved,
         )
         # the model server is found (and asked what it can use) before anything is recorded
         decided = self._admit(resolved, request, WorkloadKind.SERVICE)
@@ -319,20 +316,6 @@ class MachinePlane:
         if port is None or not self._parts.endpoint_listens(port):
             return runs_with(record, None)
         return runs_with(record, self._parts.endpoints.allowed_origins(record.workload.name) or ())
-
-    def _unproved(self, resolved: Resolved, task: Task) -> Refusal | None:
-        """Why ``resolved`` may not be served for ``task`` until its qualification proves
-        it (the same gate for a service and a batch job), or None."""
-        from nodeau.domain.catalog import catalog_claims
-        from nodeau.domain.qualification import task_refusal
-
-        models = self._parts.models
-        return task_refusal(
-            catalog=catalog_claims(models.catalog(), resolved.artifact.id.hex),
-            evidence=models.registry.evidence().for_artifact(resolved.artifact.id),
-            task=task,
-            model=resolved.display_name,
-        )
 
     def _admit(
         self, resolved: Resolved, request: RunRequest, kind: WorkloadKind
@@ -812,9 +795,6 @@ class MachinePlane:
         resolved = resolve_model(ask.model, models.registry.book(), models.catalog())
         if (problem := name_problem(ask.name)) is not None:
             raise SettingsError(f"--name {problem}")
-        unproved = None if ask.unproved else self._unproved(resolved, ask.task)
-        if unproved is not None:
-            return Refused(name=ask.name, refusal=unproved)
         return machine_batches.submit(self._parts, resolved, ask, self._admit_batch, self._clock)
 
     def _admit_batch(

@@ -53,6 +53,7 @@ def submit(
         context_tokens=ask.context_tokens,
         recovery=RecoveryMode.NEVER,
         recovery_after=timedelta(minutes=3),
+        unproved=ask.unproved,
     )
     decided = admit(resolved, request)
     if isinstance(decided, Refusal):

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 from returns.result import Failure
 
-from nodeau.apps.planes.plane import CheckView, OrganisationView, QuotaView
-from nodeau.domain.limits import Action, QuotaUsage, Role, WorkloadAsk
+from nodeau.apps.planes.plane import OrganisationView, QuotaView
+from nodeau.domain.limits import Action, QuotaUsage, Role
 from nodeau.domain.organisation import (
     Organisation,
     Requester,
@@ -18,7 +18,6 @@ from nodeau.domain.organisation import (
     check_action,
     role_of,
     roles_table,
-    run_checks,
     usage_of,
 )
 from nodeau.domain.plans import Feature, PlanTerms, plan_has
@@ -112,33 +111,3 @@ def remove_organisation(policy: OrganisationPolicy, who: Requester) -> str:
         f"Removed the organisation's policy from {policy.where}: no roles, limits or quotas "
         "apply to new requests; nothing running was stopped."
     )
-
-
-def run_check_views(
-    org: Organisation, who: Requester, ask: WorkloadAsk, spent: Iterable[Spending]
-) -> tuple[CheckView, ...]:
-    """Each of ``nodeau run``'s organisation checks, in its order, in its own words."""
-    passed = {
-        0: f"{who.user} ({role_of(org, who).value}) may run",
-        1: f"the organisation permits {ask.model}",
-        2: f"a context of {ask.context_tokens} tokens and {ask.model_bytes} bytes of model "
-        "are within the organisation's limits",
-        3: f"{who.user}'s quotas and their teams' have room",
-    }
-    views = []
-    for index, (kind, outcome) in enumerate(run_checks(org, who, ask, tuple(spent))):
-        if isinstance(outcome, Failure):
-            refusal = outcome.failure()
-            views.append(
-                CheckView(
-                    check=kind.value,
-                    passed=False,
-                    sentence=refusal.sentence,
-                    code=refusal.code.value,
-                )
-            )
-        else:
-            views.append(
-                CheckView(check=kind.value, passed=True, sentence=passed[index], code=None)
-            )
-    return tuple(views)

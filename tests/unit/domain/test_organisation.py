@@ -15,7 +15,6 @@ from nodeau.domain.organisation import (
     Spending,
     check_action,
     check_quotas,
-    check_requester,
     check_run,
     role_of,
     usage_of,
@@ -38,7 +37,7 @@ def test_no_policy_makes_everybody_an_admin_and_limits_nothing() -> None:
     assert all(check_action(none, ALICE, a) == Success(None) for a in Action)
     spent = [Spending(requester=ALICE)] * 50
     assert check_run(none, ALICE, ASK, spent) == Success(None)
-    assert check_requester(none, None, ASK, spent) == Success(None)
+    assert check_run(none, None, ASK, spent) == Success(None)
 
 
 def test_the_most_powerful_role_naming_the_person_or_a_group_wins() -> None:
@@ -129,10 +128,10 @@ def test_run_checks_permission_then_limits_then_quota() -> None:
 
 def test_under_a_policy_the_fleet_needs_to_know_who_asked() -> None:
     policy = org(everyone=Role.OPERATOR)
-    refused = check_requester(policy, None, ASK, [])
+    refused = check_run(policy, None, ASK, [])
     assert isinstance(refused, Failure)
     assert refused.failure().code is ReasonCode.REQUESTER_UNKNOWN
-    assert check_requester(policy, ALICE, ASK, []) == Success(None)
+    assert check_run(policy, ALICE, ASK, []) == Success(None)
 
 
 def test_the_plan_covers_machines_by_name_and_cards_in_order() -> None:
@@ -165,7 +164,7 @@ def test_the_plan_never_covers_more_than_its_bounds(cards: list[int]) -> None:
 
 def test_a_request_that_does_not_say_who_asked_is_refused_in_these_words() -> None:
     policy = Organisation(everyone=Role.OPERATOR, contact="#gpu")
-    refused = check_requester(policy, None, ASK, [])
+    refused = check_run(policy, None, ASK, [])
     assert isinstance(refused, Failure)
     assert refused.failure().code is ReasonCode.REQUESTER_UNKNOWN
     assert refused.failure().sentence == (
@@ -180,9 +179,9 @@ def test_the_persons_gpu_quota_is_checked_against_what_the_request_asks() -> Non
         everyone=Role.OPERATOR,
         user_quotas=MappingProxyType({"alice": OrgQuota(max_gpus_held=2)}),
     )
-    assert check_requester(policy, ALICE, ASK, [Spending(requester=ALICE)]) == Success(None)
+    assert check_run(policy, ALICE, ASK, [Spending(requester=ALICE)]) == Success(None)
     full = [Spending(requester=ALICE)] * 2
-    refused = check_requester(policy, ALICE, ASK, full)
+    refused = check_run(policy, ALICE, ASK, full)
     assert isinstance(refused, Failure)
     assert refused.failure().code is ReasonCode.GPU_QUOTA_EXHAUSTED
 
