@@ -22,7 +22,7 @@ from nodeau.domain.catalog import catalog_claims
 from nodeau.domain.decision import Asked, Checked, checks, decide
 from nodeau.domain.hardware import Fleet, Machine, MachineReading
 from nodeau.domain.lifecycle import ServerPhase, server_moved, with_state
-from nodeau.domain.limits import WorkloadAsk
+from nodeau.domain.limits import RequestShape
 from nodeau.domain.memory import predictor
 from nodeau.domain.model_info import runtime_config
 from nodeau.domain.model_server import ServerAbilities, abilities_text, card_refusal
@@ -123,7 +123,7 @@ def run_decision(
     reading = inventory.read()
     artifact = resolved.artifact.id
     asked = Asked(
-        shape=WorkloadAsk(
+        shape=RequestShape(
             model=resolved.display_name,
             artifact_id=artifact.hex,
             context_tokens=config.context_tokens,

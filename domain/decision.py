@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from attrs import frozen
 from returns.result import Failure, Result, Success
 
-from nodeau.domain.limits import WorkloadAsk
+from nodeau.domain.limits import RequestShape
 from nodeau.domain.organisation import Organisation, Requester, Spending, role_of, run_checks
 from nodeau.domain.records import Admission
 from nodeau.domain.refusals import Refusal
@@ -50,7 +50,7 @@ class Checked:
 class Asked:
     """What the checks read of one ask, besides what is held and spent now."""
 
-    shape: WorkloadAsk  # the model's name as shown, its artifact, context and bytes
+    shape: RequestShape  # the model's name as shown, its artifact, context and bytes
     task: Task
     qualification: Refusal | None  # the domain's task_refusal for it; None: claimed or proved
     unproved: bool = False  # asked to be served unproved: qualification is not checked

@@ -118,7 +118,7 @@ class QuotaUsage:
 
 
 @frozen(kw_only=True)
-class WorkloadAsk:
+class RequestShape:
     """What a request to run a workload asks for."""
 
     model: str
@@ -137,13 +137,13 @@ def machine_allowed(limits: OrgLimits, name: str) -> bool:
     return limits.allowed_machines is None or name in limits.allowed_machines
 
 
-def model_permitted(limits: OrgLimits, ask: WorkloadAsk) -> bool:
+def model_permitted(limits: OrgLimits, ask: RequestShape) -> bool:
     """Whether the organisation permits the asked model, by name or by artifact id."""
     allowed = limits.allowed_models
     return allowed is None or ask.model in allowed or ask.artifact_id in allowed
 
 
-def check_model_permitted(ask: WorkloadAsk, limits: OrgLimits) -> Result[None, Refusal]:
+def check_model_permitted(ask: RequestShape, limits: OrgLimits) -> Result[None, Refusal]:
     """A permission refusal when the organisation does not permit the asked model."""
     if model_permitted(limits, ask):
         return Success(None)
@@ -156,7 +156,7 @@ def check_model_permitted(ask: WorkloadAsk, limits: OrgLimits) -> Result[None, R
     )
 
 
-def check_limits(ask: WorkloadAsk, limits: OrgLimits) -> Result[None, Refusal]:
+def check_limits(ask: RequestShape, limits: OrgLimits) -> Result[None, Refusal]:
     """Whether the request's shape fits the organisation's limits (context first, then size)."""
     if limits.max_context_tokens is not None and ask.context_tokens > limits.max_context_tokens:
         return Failure(
@@ -177,7 +177,7 @@ def check_limits(ask: WorkloadAsk, limits: OrgLimits) -> Result[None, Refusal]:
     return Success(None)
 
 
-def check_quota(ask: WorkloadAsk, quota: OrgQuota, usage: QuotaUsage) -> Result[None, Refusal]:
+def check_quota(ask: RequestShape, quota: OrgQuota, usage: QuotaUsage) -> Result[None, Refusal]:
     """Whether the request fits what is left of the quota (GPUs first, then workloads)."""
     if quota.max_gpus_held is not None and usage.gpus_held + ask.gpus > quota.max_gpus_held:
         return Failure(
@@ -199,7 +199,7 @@ def check_quota(ask: WorkloadAsk, quota: OrgQuota, usage: QuotaUsage) -> Result[
 
 
 def check_request(
-    role: Role, ask: WorkloadAsk, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
+    role: Role, ask: RequestShape, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
 ) -> Result[None, Refusal]:
     """Whether ``role`` may run ``ask``: permission, then limits, then quota; first "no" wins."""
     outcomes = (

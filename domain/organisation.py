@@ -18,8 +18,8 @@ from nodeau.domain.limits import (
     OrgLimits,
     OrgQuota,
     QuotaUsage,
+    RequestShape,
     Role,
-    WorkloadAsk,
     check_limits,
     check_model_permitted,
     check_quota,
@@ -121,7 +121,7 @@ def _subject_refusal(refusal: Refusal, subject: str, org: Organisation) -> Refus
 
 
 def check_quotas(
-    org: Organisation, who: Requester, ask: WorkloadAsk, spending: Iterable[Spending]
+    org: Organisation, who: Requester, ask: RequestShape, spending: Iterable[Spending]
 ) -> Result[None, Refusal]:
     """The person's own quota, then each of their teams' by name; the first exhausted wins."""
     spent = tuple(spending)
@@ -142,7 +142,7 @@ def _limit_refusal(refusal: Refusal, org: Organisation) -> Refusal:
     return Refusal.of(refusal.code, _with_contact(refusal.sentence, org))
 
 
-def check_shape(org: Organisation, ask: WorkloadAsk) -> Result[None, Refusal]:
+def check_shape(org: Organisation, ask: RequestShape) -> Result[None, Refusal]:
     """Whether the organisation permits the model and the request's shape fits its limits:
     what a workload that holds cards already must still meet to be moved or copied."""
     for outcome in (check_model_permitted(ask, org.limits), check_limits(ask, org.limits)):
@@ -170,7 +170,7 @@ def requester_known(org: Organisation, who: Requester | None, model: str) -> Res
 
 
 def run_checks(
-    org: Organisation, who: Requester | None, ask: WorkloadAsk, spending: Iterable[Spending]
+    org: Organisation, who: Requester | None, ask: RequestShape, spending: Iterable[Spending]
 ) -> tuple[tuple[RefusalKind, Result[None, Refusal]], ...]:
     """Each check a run meets, in order, with its outcome: permission (who asks and their
     role, then the model), limits, then quotas; from what the person can least change to
@@ -194,7 +194,7 @@ def run_checks(
 
 
 def check_run(
-    org: Organisation, who: Requester | None, ask: WorkloadAsk, spending: Iterable[Spending]
+    org: Organisation, who: Requester | None, ask: RequestShape, spending: Iterable[Spending]
 ) -> Result[None, Refusal]:
     """Whether ``who`` may run ``ask``: the first "no" of ``run_checks``, else yes."""
     for _kind, outcome in run_checks(org, who, ask, spending):

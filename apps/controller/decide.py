@@ -19,7 +19,7 @@ from nodeau.domain.decision import decide as domain_decide
 from nodeau.domain.free_cards import FreeCards
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
-from nodeau.domain.limits import WorkloadAsk as RequestShape
+from nodeau.domain.limits import RequestShape
 from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, predictor
 from nodeau.domain.model_info import ModelSummary, runtime_config
 from nodeau.domain.model_server import server_exclusions

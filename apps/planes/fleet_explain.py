@@ -15,7 +15,7 @@ from nodeau.apps.planes.plane import CheckView, Explanation, RunAsk
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog, catalog_claims
 from nodeau.domain.decision import PLACEMENT, Asked, Checked, checks, first_refusal
-from nodeau.domain.limits import WorkloadAsk
+from nodeau.domain.limits import RequestShape
 from nodeau.domain.model_info import runtime_config
 from nodeau.domain.organisation import Organisation, Requester, Spending
 from nodeau.domain.qualification import EvidenceBook, task_refusal
@@ -74,7 +74,7 @@ def fleet_checks(
             model=found.name,
         )
     asked = Asked(
-        shape=WorkloadAsk(
+        shape=RequestShape(
             model=found.name,
             artifact_id=found.artifact,
             context_tokens=config.context_tokens,

@@ -22,7 +22,7 @@ from nodeau.domain.decision import (
     decide,
     first_refusal,
 )
-from nodeau.domain.limits import OrgLimits, OrgQuota, Role, WorkloadAsk
+from nodeau.domain.limits import OrgLimits, OrgQuota, RequestShape, Role
 from nodeau.domain.organisation import Organisation, Requester, Spending
 from nodeau.domain.records import Admission, Snapshot
 from nodeau.domain.refusals import ReasonCode, Refusal
@@ -32,7 +32,7 @@ from tests.support.admissions import decider, fleet_of
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 ALICE = Requester(user="alice", groups=frozenset({"ml"}))
-SHAPE = WorkloadAsk(model="qwen", artifact_id="ab" * 32, context_tokens=4096, model_bytes=10**9)
+SHAPE = RequestShape(model="qwen", artifact_id="ab" * 32, context_tokens=4096, model_bytes=10**9)
 ORDER = (QUALIFICATION, MODEL_SERVER, "permission", "limit", "quota", PLACEMENT)
 UNPROVED = Refusal.of(ReasonCode.TASK_NOT_PROVED, "qwen has not proved chat")
 NO_CUDA = Refusal.of(ReasonCode.SERVER_CANNOT_USE_CARD, "this server is CPU only")

@@ -13,8 +13,8 @@ from nodeau.domain.limits import (
     OrgLimits,
     OrgQuota,
     QuotaUsage,
+    RequestShape,
     Role,
-    WorkloadAsk,
     check_limits,
     check_model_permitted,
     check_permission,
@@ -27,12 +27,12 @@ from nodeau.domain.limits import (
 )
 from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
 
-ASK = WorkloadAsk(
+ASK = RequestShape(
     model="llama-3-8b", artifact_id="sha256:aa", context_tokens=8_192, model_bytes=5_000
 )
 
 asks = st.builds(
-    WorkloadAsk,
+    RequestShape,
     model=st.sampled_from(["llama-3-8b", "qwen-7b"]),
     artifact_id=st.sampled_from(["sha256:aa", "sha256:bb"]),
     context_tokens=st.integers(min_value=1, max_value=200_000),
@@ -240,8 +240,8 @@ def test_check_limits(limits: OrgLimits, expected: Result[None, Refusal]) -> Non
     assert check_limits(ASK, limits) == expected
 
 
-def gpus(n: int) -> WorkloadAsk:
-    return WorkloadAsk(
+def gpus(n: int) -> RequestShape:
+    return RequestShape(
         model="llama-3-8b", artifact_id="sha256:aa", context_tokens=1, model_bytes=1, gpus=n
     )
 
@@ -287,7 +287,7 @@ def gpus(n: int) -> WorkloadAsk:
     ],
 )
 def test_check_quota(
-    ask: WorkloadAsk, quota: OrgQuota, usage: QuotaUsage, expected: Result[None, Refusal]
+    ask: RequestShape, quota: OrgQuota, usage: QuotaUsage, expected: Result[None, Refusal]
 ) -> None:
     assert check_quota(ask, quota, usage) == expected
 
@@ -339,7 +339,7 @@ KINDS = {
 
 
 def broken_rules(
-    role: Role, ask: WorkloadAsk, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
+    role: Role, ask: RequestShape, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
 ) -> list[ReasonCode]:
     """Every rule the request breaks, in the order they are checked."""
     broken = set()
@@ -377,7 +377,7 @@ def first(codes: list[ReasonCode], *among: ReasonCode) -> ReasonCode | None:
 
 @given(st.sampled_from(Role), asks, org_limits, quotas, usages)
 def test_each_check_refuses_with_the_first_rule_of_its_own_that_is_broken(
-    role: Role, ask: WorkloadAsk, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
+    role: Role, ask: RequestShape, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
 ) -> None:
     broken = broken_rules(role, ask, limits, quota, usage)
     assert refusal_code(check_permission(role, Action.RUN)) == first(
@@ -396,7 +396,7 @@ def test_each_check_refuses_with_the_first_rule_of_its_own_that_is_broken(
 
 @given(asks, st.sampled_from([Role.OPERATOR, Role.ADMIN]), usages)
 def test_an_ask_within_every_bound_is_accepted(
-    ask: WorkloadAsk, role: Role, usage: QuotaUsage
+    ask: RequestShape, role: Role, usage: QuotaUsage
 ) -> None:
     limits = OrgLimits(
         max_context_tokens=ask.context_tokens,
@@ -409,7 +409,7 @@ def test_an_ask_within_every_bound_is_accepted(
 
 @given(asks, usages, st.integers(min_value=1, max_value=20))
 def test_usage_plus_ask_over_gpu_quota_is_refused_as_quota(
-    ask: WorkloadAsk, usage: QuotaUsage, most: int
+    ask: RequestShape, usage: QuotaUsage, most: int
 ) -> None:
     assume(usage.gpus_held + ask.gpus > most)
     refusal = check_quota(ask, OrgQuota(max_gpus_held=most), usage).failure()
@@ -418,7 +418,7 @@ def test_usage_plus_ask_over_gpu_quota_is_refused_as_quota(
 
 @given(asks, usages, st.integers(min_value=1, max_value=20))
 def test_usage_at_workload_quota_is_refused_as_quota(
-    ask: WorkloadAsk, usage: QuotaUsage, most: int
+    ask: RequestShape, usage: QuotaUsage, most: int
 ) -> None:
     assume(usage.workloads >= most)
     refusal = check_quota(ask, OrgQuota(max_workloads=most), usage).failure()
@@ -427,7 +427,7 @@ def test_usage_at_workload_quota_is_refused_as_quota(
 
 @given(st.sampled_from(Role), asks, org_limits, quotas, usages)
 def test_check_request_refuses_with_the_first_broken_rule_in_order(
-    role: Role, ask: WorkloadAsk, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
+    role: Role, ask: RequestShape, limits: OrgLimits, quota: OrgQuota, usage: QuotaUsage
 ) -> None:
     broken = broken_rules(role, ask, limits, quota, usage)
     expected = broken[0] if broken else None
@@ -452,7 +452,7 @@ def test_impossible_asks(kwargs: dict[str, object], message: str) -> None:
         "model_bytes": 1,
     }
     with pytest.raises(ValueError, match=rf"^{message}$"):
-        WorkloadAsk(**{**base, **kwargs})  # type: ignore[arg-type]
+        RequestShape(**{**base, **kwargs})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -482,4 +482,4 @@ def test_smallest_legal_values() -> None:
     assert OrgQuota(max_gpus_held=1, max_workloads=1).max_workloads == 1
     assert QuotaUsage() == QuotaUsage(gpus_held=0, workloads=0)
     assert gpus(1).gpus == 1
-    assert WorkloadAsk(model="m", artifact_id="a", context_tokens=1, model_bytes=1).gpus == 1
+    assert RequestShape(model="m", artifact_id="a", context_tokens=1, model_bytes=1).gpus == 1

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from nodeau.domain.limits import Action, OrgLimits, OrgQuota, Role, WorkloadAsk
+from nodeau.domain.limits import Action, OrgLimits, OrgQuota, RequestShape, Role
 from nodeau.domain.organisation import (
     Organisation,
     Requester,
@@ -24,7 +24,7 @@ from nodeau.domain.refusals import ReasonCode, RefusalKind
 
 ALICE = Requester(user="alice", groups=frozenset({"ml", "staff"}))
 BOB = Requester(user="bob", groups=frozenset({"ml"}))
-ASK = WorkloadAsk(model="qwen", artifact_id="ab" * 32, context_tokens=4096, model_bytes=10**9)
+ASK = RequestShape(model="qwen", artifact_id="ab" * 32, context_tokens=4096, model_bytes=10**9)
 
 
 def org(**kw: object) -> Organisation:

@@ -10,12 +10,12 @@ from types import MappingProxyType
 import pytest
 from returns.result import Failure, Success
 
-from nodeau.domain.limits import Action, OrgQuota, Role, WorkloadAsk
+from nodeau.domain.limits import Action, OrgQuota, RequestShape, Role
 from nodeau.domain.organisation import Organisation, Requester, check_action, check_run
 from nodeau.domain.refusals import ReasonCode, Refusal
 
 BOB = Requester(user="bob")
-ASK = WorkloadAsk(model="qwen", artifact_id="ab" * 32, context_tokens=4096, model_bytes=10**9)
+ASK = RequestShape(model="qwen", artifact_id="ab" * 32, context_tokens=4096, model_bytes=10**9)
 
 
 def test_a_refusal_when_no_one_holds_the_roles_that_may_names_only_the_roles() -> None:
