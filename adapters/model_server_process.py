@@ -105,7 +105,7 @@ def server_exit(
 def found_servers(name: str, model_path: str) -> tuple[RunningServer, ...]:
     """The model servers running now for workload ``name`` of ``model_path`` (any
     runtime's), whether a record names them or not: what an interrupted start left."""
-    found = server_search.serving(lambda model: model == model_path)
+    found = server_search.servers_serving(lambda model: model == model_path)
     return tuple(_as_server(p) for alias, p in found if alias == name)
 
 
@@ -208,7 +208,7 @@ class ServerProcessRuntime(ABC):
                 port=port,
                 started_at=datetime.now(UTC),
                 command=command,
-                created_at=processes.started(pid),
+                created_at=processes.start_time(pid),
                 api_key=key,
             )
             if launched is not None:

@@ -49,7 +49,7 @@ class OurProcess:
     group: int | None = None  # the process group it must be in
 
 
-def started(pid: int) -> float | None:
+def start_time(pid: int) -> float | None:
     """The start time (psutil's ``create_time``) of the process running as ``pid``, to
     record in its ``OurProcess``; None when none runs there."""
     try:

@@ -13,7 +13,9 @@ from pathlib import Path
 from nodeau.adapters import processes
 
 
-def serving(model_matches: Callable[[str], bool]) -> tuple[tuple[str, processes.OurProcess], ...]:
+def servers_serving(
+    model_matches: Callable[[str], bool],
+) -> tuple[tuple[str, processes.OurProcess], ...]:
     """Every model server of this user running now whose model file ``model_matches``,
     with the workload name it serves."""
 
@@ -27,7 +29,7 @@ def serving(model_matches: Callable[[str], bool]) -> tuple[tuple[str, processes.
 def under(models_root: Path) -> tuple[tuple[str, processes.OurProcess], ...]:
     """Every model server running now of a model under ``models_root`` (one home's)."""
     root = str(models_root).rstrip("/") + "/"
-    return serving(lambda model: model.startswith(root))
+    return servers_serving(lambda model: model.startswith(root))
 
 
 def value_of(args: tuple[str, ...], flag: str) -> str | None:

@@ -129,7 +129,7 @@ class BackgroundProcess:
             raise ServiceError(failure_line(f"starting the endpoint of {name} (log {log})", done))
         supervisor_pid = int(done.stdout.strip())
         launched = processes.OurProcess(
-            pid=supervisor_pid, created_at=processes.started(supervisor_pid)
+            pid=supervisor_pid, created_at=processes.start_time(supervisor_pid)
         )
         try:
             self._wait_for_pid_file(name, launched, log)

@@ -22,7 +22,7 @@ from nodeau.apps.serving import (
     RunRequest,
     admit_on_this_machine,
     launch_server,
-    serving,
+    record_serving,
     stop_workload,
 )
 from nodeau.domain.model_server import ServerAbilities
@@ -190,7 +190,7 @@ def _probe_one(
         return _Run(results=not_started(task, str(failure)), memory=None, runtime=None)
     try:
         # recorded serving (no endpoint): ps shows it, and stop --workload can end it
-        serving(parts.state, name, server, endpoint_port=0, at=parts.clock())
+        record_serving(parts.state, name, server, endpoint_port=0, at=parts.clock())
         watch = _Peak(parts.runtime, server) if not simulated else None
         try:
             results = parts.probe(server.base_url, task, name, rng, headers=server.auth_headers)

@@ -322,10 +322,10 @@ def start_server(
     server = launch_server(
         admission, simulated=simulated, runtime=runtime, state=state, log_dir=log_dir, now=now
     )
-    return serving(state, admission.record.workload.name, server, endpoint_port, now())
+    return record_serving(state, admission.record.workload.name, server, endpoint_port, now())
 
 
-def serving(
+def record_serving(
     state: StateStore, name: str, server: RunningServer, endpoint_port: int, at: datetime
 ) -> WorkloadRecord:
     return state.update(
@@ -343,9 +343,9 @@ def this_starter() -> Starter:
     """This process, as the one starting a model server."""
     import os
 
-    from nodeau.adapters.processes import started
+    from nodeau.adapters.processes import start_time
 
-    return Starter(pid=os.getpid(), created_at=started(os.getpid()))
+    return Starter(pid=os.getpid(), created_at=start_time(os.getpid()))
 
 
 class Stopper(Protocol):

@@ -21,7 +21,7 @@ class Serving:
     sentence: str
 
 
-def serving(platform: str) -> Serving:
+def how_served(platform: str) -> Serving:
     """How a machine on ``platform`` (``sys.platform``'s value) is served."""
     if platform == MACOS:
         return Serving(
@@ -44,7 +44,7 @@ def serving(platform: str) -> Serving:
 
 def join_refusal(platform: str) -> str | None:
     """Why a machine on ``platform`` cannot join a fleet; None when it can."""
-    if serving(platform).fleet_node:
+    if how_served(platform).fleet_node:
         return None
     return (
         "a Mac is never a node of a fleet: it runs standalone, on its own execution plane "

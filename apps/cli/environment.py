@@ -33,12 +33,12 @@ def environment(*, json: bool = False) -> int:
     """
     from nodeau.apps.cli.bootstrap import settings, this_platform
     from nodeau.apps.machine import inventory_for
-    from nodeau.domain.platforms import serving
+    from nodeau.domain.platforms import how_served
 
     s = settings()
     reading = inventory_for(s.machine, s.simulated_gpus).read()
     server = server_reading(reading)
-    served = serving(this_platform())
+    served = how_served(this_platform())
     if json:
         print(environment_json(reading, server, served))
         return 0

@@ -30,8 +30,15 @@ from nodeau.domain.qualification import EvidenceBook, task_refusal
 from nodeau.domain.records import spending
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.resolution import MIN_PREFIX, Known, Miss, Unresolved, display_name, resolve_name
-from nodeau.domain.resolution import Resolution as DomainResolution
+from nodeau.domain.resolution import (
+    MIN_PREFIX,
+    Known,
+    Miss,
+    Resolution,
+    Unresolved,
+    display_name,
+    resolve_name,
+)
 from nodeau.domain.scheduling import FleetView, exclusions, scheduled_admission
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import MachineReport, MarkedFleet, WorkloadAsk
@@ -41,7 +48,7 @@ Decide = Callable[[Snapshot], Result[Admission, Refusal]]
 
 
 @frozen(kw_only=True)
-class Resolution:
+class FleetResolution:
     """The artifact a model text names, and where verified copies of it are."""
 
     artifact_id: str
@@ -65,7 +72,7 @@ class Resolution:
         return display_name(asked, self.names, self.artifact_id)
 
 
-def resolve(text: str, reports: Iterable[MachineReport]) -> Result[Resolution, Refusal]:
+def resolve(text: str, reports: Iterable[MachineReport]) -> Result[FleetResolution, Refusal]:
     """The one artifact ``text`` names among the machines' verified artifacts."""
     held = [(rep.reading.machine, a) for rep in reports for a in rep.artifacts]
     known = [Known(artifact_id=a.id.lower(), names=a.names, where=m) for m, a in held]
@@ -81,13 +88,13 @@ def resolve(text: str, reports: Iterable[MachineReport]) -> Result[Resolution, R
             )
         case Unresolved() as missed:
             return Failure(Refusal.of(ReasonCode.NO_VERIFIED_COPY, missed.sentence))
-        case DomainResolution() as found:
+        case Resolution() as found:
             copies = sorted(
                 ((m, a) for m, a in held if a.id.lower() == found.artifact_id), key=lambda c: c[0]
             )
             first = copies[0][1]
             return Success(
-                Resolution(
+                FleetResolution(
                     artifact_id=first.id,
                     names=found.names,
                     size_bytes=first.size_bytes,
@@ -108,7 +115,7 @@ class Proved:
 
 
 def unproved_refusal(
-    ask: WorkloadAsk, resolution: Resolution, proved: Proved | None
+    ask: WorkloadAsk, resolution: FleetResolution, proved: Proved | None
 ) -> Refusal | None:
     """Why ``ask`` may not be served for its task (the domain's ``task_refusal`` over the
     artifact resolved), or None: nothing to check against (``proved`` None)."""
@@ -138,7 +145,7 @@ class Planning:
     """Everything but the ledger that admission and placement read for one ask."""
 
     request: AdmissionRequest
-    resolution: Resolution
+    resolution: FleetResolution
     fleet: Fleet
     excluded: tuple[tuple[str, str], ...]
     settings: SchedulingSettings
@@ -200,7 +207,7 @@ def planning(
     in_fleet = frozenset(m.name for m in fleet.machines)
     on_nodes = tuple(rep for rep in reports if rep.reading.machine in in_fleet)
     match resolve(ask.model, on_nodes):
-        case Success(Resolution() as resolution):
+        case Success(FleetResolution() as resolution):
             pass
         case Failure(Refusal() as refusal):
             return Failure(refusal)

@@ -305,7 +305,7 @@ class MachinePlane:
                 name, state=self._parts.state, runtime=self._parts.runtime, now=self._clock
             )
             raise
-        return started(admission, record, self._clock(), simulated, how)
+        return started_outcome(admission, record, self._clock(), simulated, how)
 
     def _runs_with(self, record: WorkloadRecord) -> RunsWith:
         """What ``record``'s workload runs with, its endpoint's origins while it listens
@@ -854,7 +854,7 @@ def _watched(record: WorkloadRecord) -> bool:
     return up and record.server is not None
 
 
-def started(
+def started_outcome(
     admission: Admission, record: WorkloadRecord, now: datetime, simulated: bool, how: str | None
 ) -> Started:
     """What ``run`` reports for a workload it admitted and started."""

@@ -67,7 +67,7 @@ def spawn() -> Iterator[Spawn]:
 
 def as_started(child: subprocess.Popen[str]) -> OurProcess:
     """The child as a caller records it: pid, start time and exact command line."""
-    created = processes.started(child.pid)
+    created = processes.start_time(child.pid)
     assert created is not None and isinstance(child.args, list)
     return OurProcess(pid=child.pid, created_at=created, command=tuple(map(str, child.args)))
 
@@ -130,7 +130,7 @@ def test_an_ended_and_collected_process_is_gone(spawn: Spawn) -> None:
     child.wait(timeout=WAIT_S)
     gone = OurProcess(pid=child.pid)
     assert not processes.alive(gone)
-    assert processes.started(child.pid) is None
+    assert processes.start_time(child.pid) is None
     assert processes.rss(gone) is None
     assert processes.wait_gone([gone], timeout_s=0.0)
     assert not processes.terminate(gone, grace_s=0.0)
@@ -141,7 +141,7 @@ def test_a_zombie_counts_as_gone(spawn: Spawn) -> None:
     become_zombie(child)
     zombie = OurProcess(pid=child.pid)
     assert not processes.alive(zombie)
-    assert processes.started(child.pid) is None
+    assert processes.start_time(child.pid) is None
     assert processes.rss(zombie) is None
     assert processes.wait_gone([zombie], timeout_s=0.0)
     assert not processes.send(zombie, signal.SIGKILL)
@@ -190,7 +190,7 @@ def test_a_group_leader_is_stopped_with_its_whole_group(spawn: Spawn) -> None:
     leader = spawn(WITH_A_CHILD, new_session=True)
     assert leader.stdout is not None
     grandchild_pid = int(leader.stdout.readline())
-    grandchild = OurProcess(pid=grandchild_pid, created_at=processes.started(grandchild_pid))
+    grandchild = OurProcess(pid=grandchild_pid, created_at=processes.start_time(grandchild_pid))
     assert processes.alive(OurProcess(pid=grandchild_pid, group=leader.pid))
     assert processes.terminate(as_started(leader), grace_s=WAIT_S, group=True)
     assert processes.wait_gone([grandchild], timeout_s=WAIT_S)
@@ -200,7 +200,7 @@ def test_without_group_only_the_process_itself_is_signalled(spawn: Spawn) -> Non
     leader = spawn(WITH_A_CHILD, new_session=True)
     assert leader.stdout is not None
     grandchild_pid = int(leader.stdout.readline())
-    grandchild = OurProcess(pid=grandchild_pid, created_at=processes.started(grandchild_pid))
+    grandchild = OurProcess(pid=grandchild_pid, created_at=processes.start_time(grandchild_pid))
     assert processes.terminate(as_started(leader), grace_s=WAIT_S)
     assert processes.alive(grandchild)  # left running, in the group
     assert processes.signal_group(leader.pid, signal.SIGKILL)  # the group outlives its leader

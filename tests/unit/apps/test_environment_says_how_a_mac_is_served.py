@@ -12,7 +12,7 @@ from pathlib import Path
 
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.apps.cli.environment import ServerReading, environment_json, environment_lines
-from nodeau.domain.platforms import serving
+from nodeau.domain.platforms import how_served
 from tests.support.cli import Cli
 
 READING = SimulatedGpuInventory("box", "1 x 24 GiB").read()
@@ -27,21 +27,21 @@ LINUX = (
 
 
 def test_on_a_mac_environment_says_standalone_on_its_own_execution_plane() -> None:
-    lines = environment_lines(READING, SERVER, serving("darwin"))
+    lines = environment_lines(READING, SERVER, how_served("darwin"))
     assert lines[:2] == ["machine  box (SIMULATED hardware)", f"served   {MAC}"]
-    served = json.loads(environment_json(READING, SERVER, serving("darwin")))["served"]
+    served = json.loads(environment_json(READING, SERVER, how_served("darwin")))["served"]
     assert served == {"platform": "darwin", "fleet_node": False, "sentence": MAC}
 
 
 def test_on_linux_environment_says_it_may_join_a_fleet() -> None:
-    assert environment_lines(READING, SERVER, serving("linux"))[1] == f"served   {LINUX}"
-    served = json.loads(environment_json(READING, SERVER, serving("linux")))["served"]
+    assert environment_lines(READING, SERVER, how_served("linux"))[1] == f"served   {LINUX}"
+    served = json.loads(environment_json(READING, SERVER, how_served("linux")))["served"]
     assert served == {"platform": "linux", "fleet_node": True, "sentence": LINUX}
 
 
 def test_the_installed_command_says_how_this_machine_is_served(tmp_path: Path) -> None:
     cli = Cli(tmp_path / "home", NODEAU_SIMULATED_GPUS="1 x 24 GiB")
-    here = serving(sys.platform)
+    here = how_served(sys.platform)
     reading = cli.json("environment")
     assert isinstance(reading, dict)
     assert reading["served"] == {
