@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeau.domain.platforms import join_refusal, serving
+from nodeau.domain.platforms import how_served, join_refusal
 from nodeau.domain.scheduling import clear_upgrading, mark_upgrading
 
 names = st.frozensets(st.sampled_from(["m1", "m2", "m3", "garage"]), max_size=4)
@@ -43,7 +43,7 @@ def test_taking_off_a_mark_that_is_not_there_says_nothing_changed() -> None:
     [("darwin", False), ("linux", True)],
 )
 def test_only_a_mac_is_never_a_fleet_node(platform: str, fleet_node: bool) -> None:
-    assert serving(platform).fleet_node is fleet_node
+    assert how_served(platform).fleet_node is fleet_node
     assert (join_refusal(platform) is None) is fleet_node
     if not fleet_node:
-        assert "standalone, on its own execution plane" in serving(platform).sentence
+        assert "standalone, on its own execution plane" in how_served(platform).sentence
