@@ -20,7 +20,6 @@ from returns.pipeline import is_successful
 from nodeau.domain.copies import Ask, CopyPhase, CopyProgress, CopyRequest, recovery_asker
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts, with_state
-from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
@@ -50,21 +49,12 @@ from nodeau.ports.cluster import (
 )
 from nodeau.ports.state import Admission, StateStore, UnknownWorkload
 from tests.support.admissions import ARTIFACT, decider, fleet_of
-from tests.support.fake_cluster import FakeCluster, machine_report, verified
-from tests.support.fakes import StepClock
-from tests.unit.domain.test_memory import TINY
+from tests.support.clock import ticking
+from tests.support.fake_cluster import SUMMARY, FakeCluster, machine_report, verified
 
 START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 NOW = datetime(2026, 3, 1, 12, 0, 0, 250, tzinfo=UTC)
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
-SUMMARY = ModelSummary(
-    architecture=TINY,
-    quantisation="Q8_0",
-    tensor_count=21,
-    tensor_bytes=100,
-    has_tokenizer=True,
-    has_chat_template=True,
-)
 
 
 class Harness(Protocol):
@@ -139,7 +129,7 @@ class FakeHarness(FakeCluster):
 
 @pytest.fixture
 def cluster() -> Harness:
-    return FakeHarness(StepClock(start=START))
+    return FakeHarness(ticking(START))
 
 
 def service(name: str = "chat", **fields: object) -> WorkloadAsk:

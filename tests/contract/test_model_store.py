@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -29,9 +29,11 @@ from nodeau.ports.models import (
     ModelFileError,
     ModelStore,
 )
-from tests.support.fakes import FakeDisk, FakeModelStore, StepClock
+from tests.support.clock import Clock, ticking
+from tests.support.fakes import FakeDisk, FakeModelStore
 
 MACHINE = "m1"
+START = datetime(2026, 1, 1, tzinfo=UTC)  # the stores' clock: one second a call
 SIZE = 96 * 1024
 BOUND_S = 30  # no wait in these tests may last longer
 
@@ -54,7 +56,7 @@ def expecting(data: bytes) -> ArtifactFile:
 
 
 class Harness(Protocol):
-    clock: StepClock
+    clock: Clock[datetime]
 
     def open(self) -> ModelStore:
         """A new store on the same disk: another process, or the same one after a restart."""
@@ -70,7 +72,7 @@ class Harness(Protocol):
 class FilesystemHarness:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.clock = StepClock()
+        self.clock = ticking(START)
         self.opened: list[FilesystemModelStore] = []
 
     def open(self) -> FilesystemModelStore:
@@ -103,7 +105,7 @@ class FilesystemHarness:
 class FakeHarness:
     def __init__(self, folder: Path) -> None:
         self.disk = FakeDisk(folder)
-        self.clock = StepClock()
+        self.clock = ticking(START)
 
     def open(self) -> ModelStore:
         return FakeModelStore(MACHINE, disk=self.disk, clock=self.clock)
@@ -128,7 +130,7 @@ def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]
         yield FakeHarness(tmp_path / "fake")
 
 
-def verified_entry(data: bytes, at: timedelta, clock: StepClock) -> CachedFile:
+def verified_entry(data: bytes, at: timedelta) -> CachedFile:
     sha = Sha256.of_bytes(data)
     return CachedFile(
         machine=MACHINE,
@@ -136,7 +138,7 @@ def verified_entry(data: bytes, at: timedelta, clock: StepClock) -> CachedFile:
         size_bytes=len(data),
         bytes_present=len(data),
         computed_sha256=sha,
-        verified_at=clock.start + at,
+        verified_at=START + at,
     )
 
 
@@ -148,7 +150,7 @@ def test_an_imported_file_is_listed_verified(harness: Harness, tmp_path: Path) -
     store = harness.open()
     imported = store.import_file(source(tmp_path, "a.gguf", data))
     assert (imported.sha256, imported.size_bytes) == (Sha256.of_bytes(data), len(data))
-    assert store.files() == (verified_entry(data, timedelta(0), harness.clock),)
+    assert store.files() == (verified_entry(data, timedelta(0)),)
     assert store.files()[0].state is CopyState.VERIFIED
     assert store.verified_path(imported.sha256) == imported.path
     assert store.machine == MACHINE
@@ -163,7 +165,7 @@ def test_the_same_bytes_imported_twice_are_one_unchanged_entry(
     again = store.import_file(source(tmp_path, "copy-of-a.gguf", data))
     assert (again.sha256, again.path) == (first.sha256, first.path)
     # one entry, still checked at the first import's time: nothing was redone
-    assert store.files() == (verified_entry(data, timedelta(0), harness.clock),)
+    assert store.files() == (verified_entry(data, timedelta(0)),)
 
 
 def test_different_bytes_are_two_entries(harness: Harness, tmp_path: Path) -> None:
@@ -190,7 +192,7 @@ def test_verify_after_an_in_place_change_records_a_mismatch(
         size_bytes=len(data),
         bytes_present=len(data),
         computed_sha256=Sha256.of_bytes(changed),
-        verified_at=harness.clock.start + timedelta(seconds=1),
+        verified_at=START + timedelta(seconds=1),
     )
     assert result.state is CopyState.MISMATCH
     assert store.files() == (result,)  # recorded and shown, not dropped
@@ -212,7 +214,7 @@ def test_a_touched_file_drops_out_of_verified_before_any_reverify(
     assert listed[0].state is CopyState.DOWNLOADED
     assert store.verified_path(sha) is None
     # re-reading the unchanged bytes verifies the file again
-    assert store.verify(sha) == verified_entry(data, timedelta(seconds=1), harness.clock)
+    assert store.verify(sha) == verified_entry(data, timedelta(seconds=1))
     assert store.verified_path(sha) is not None
 
 
@@ -226,7 +228,7 @@ def test_importing_a_file_that_dropped_out_of_verified_verifies_it_again(
     harness.touch(sha)
     assert not store.files()[0].verified
     again = store.import_file(path)
-    assert store.files() == (verified_entry(data, timedelta(seconds=1), harness.clock),)
+    assert store.files() == (verified_entry(data, timedelta(seconds=1)),)
     assert store.verified_path(sha) == again.path
 
 
@@ -268,7 +270,7 @@ def test_a_fetch_resumes_from_its_partial_and_commits(harness: Harness) -> None:
     with resumed.path.open("ab") as file:
         file.write(data[1000:])
     committed = store.commit(expected, Sha256.of_bytes(data))
-    assert committed == verified_entry(data, timedelta(0), harness.clock)
+    assert committed == verified_entry(data, timedelta(0))
     assert store.files() == (committed,)
     assert store.verified_path(expected.sha256) is not None
 
@@ -461,7 +463,7 @@ def test_import_copies_when_linking_fails(
         before.st_mtime_ns,
         data,
     )
-    assert store.files() == (verified_entry(data, timedelta(0), fs.clock),)
+    assert store.files() == (verified_entry(data, timedelta(0)),)
     assert list((fs.root / "tmp").iterdir()) == []
 
 
@@ -498,7 +500,7 @@ def test_a_copy_that_would_eat_into_the_reserve_is_refused(
     root.mkdir()
     reserve = shutil.disk_usage(root).free + (1 << 40)
     path = source(tmp_path, "a.gguf", model_bytes("a"))
-    with FilesystemModelStore(root, MACHINE, reserve_bytes=reserve, clock=StepClock()) as store:
+    with FilesystemModelStore(root, MACHINE, reserve_bytes=reserve, clock=ticking()) as store:
         assert store.free_bytes() < 0
         with monkeypatch.context() as patched:
             patched.setattr(os, "link", cross_device)

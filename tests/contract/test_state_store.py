@@ -32,8 +32,8 @@ from nodeau.ports.state import (
     WorkloadRecord,
 )
 from tests.support.admissions import decider, fleet_of
+from tests.support.clock import ticking
 from tests.support.fake_state import FakeStateStore
-from tests.support.fakes import StepClock
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, 250, tzinfo=timezone(timedelta(hours=2)))
 ONE_CARD = fleet_of(1)
@@ -44,7 +44,7 @@ START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)  # the store's clock: one second
 
 @pytest.fixture(params=["sqlite", "fake"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore]:
-    clock = StepClock(start=START)
+    clock = ticking(START)
     if request.param == "sqlite":
         yield SqliteStateStore(tmp_path / "state" / "plane.sqlite3", clock=clock)
     else:
@@ -271,12 +271,12 @@ def test_racing_threads_never_over_commit(store: StateStore) -> None:
 
 def test_reopening_keeps_everything(tmp_path: Path) -> None:
     path = tmp_path / "plane.sqlite3"
-    store = SqliteStateStore(path, clock=StepClock(start=START))
+    store = SqliteStateStore(path, clock=ticking(START))
     chat = admit(store, "chat", TWO_CARDS)
     admit(store, "embed", TWO_CARDS)
     store.release("embed", in_state(WorkloadState.SUCCEEDED))
     store.record_event(Event(at=NOW, workload="chat", text="endpoint up"))
-    again = SqliteStateStore(path, clock=StepClock(start=START))
+    again = SqliteStateStore(path, clock=ticking(START))
     assert again.snapshot() == store.snapshot()
     assert again.admission("chat") == chat
     assert again.events() == store.events()
@@ -285,7 +285,7 @@ def test_reopening_keeps_everything(tmp_path: Path) -> None:
 
 def test_values_are_stored_as_plain_json(tmp_path: Path) -> None:
     path = tmp_path / "plane.sqlite3"
-    store = SqliteStateStore(path, clock=StepClock(start=START))
+    store = SqliteStateStore(path, clock=ticking(START))
     admit(store, "chat", TWO_CARDS)
     admit(store, "embed", TWO_CARDS, recovery_after=timedelta(seconds=90.5))
     db = sqlite3.connect(path)
@@ -343,7 +343,7 @@ def test_a_file_that_is_not_a_database_is_one_line_naming_it(tmp_path: Path) -> 
     path = tmp_path / "plane.sqlite3"
     path.write_bytes(b"this is not SQLite, just text " * 100)
     with pytest.raises(StateError) as caught:
-        SqliteStateStore(path, clock=StepClock())
+        SqliteStateStore(path, clock=ticking())
     assert str(caught.value).startswith(f"{path}: cannot ")
     assert "\n" not in str(caught.value)
     assert isinstance(caught.value.__cause__, sqlite3.Error)
@@ -351,7 +351,7 @@ def test_a_file_that_is_not_a_database_is_one_line_naming_it(tmp_path: Path) -> 
 
 def test_a_row_that_does_not_read_is_one_line_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "plane.sqlite3"
-    store = SqliteStateStore(path, clock=StepClock())
+    store = SqliteStateStore(path, clock=ticking())
     admit(store, "chat")
     db = sqlite3.connect(path)
     try:
@@ -370,7 +370,7 @@ def test_a_row_that_does_not_read_is_one_line_naming_the_file(tmp_path: Path) ->
 
 def test_the_schema_itself_refuses_a_second_holder_for_a_card(tmp_path: Path) -> None:
     path = tmp_path / "plane.sqlite3"
-    store = SqliteStateStore(path, clock=StepClock())
+    store = SqliteStateStore(path, clock=ticking())
     chat = admit(store, "chat")
     db = sqlite3.connect(path)
     try:

@@ -24,7 +24,7 @@ from nodeau.domain.reservations import over_committed
 from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.state import WorkloadRecord
 from tests.support.admissions import Racers, fleet_of
-from tests.support.fakes import StepClock
+from tests.support.clock import ticking
 
 PROCESSES = 8
 ROUNDS = 40
@@ -40,7 +40,7 @@ def stopped(record: WorkloadRecord) -> WorkloadRecord:
 def test_racing_processes_never_over_commit(tmp_path: Path, cards: int) -> None:
     began = time.monotonic()
     path = tmp_path / "plane.sqlite3"
-    store = SqliteStateStore(path, clock=StepClock())
+    store = SqliteStateStore(path, clock=ticking())
     fleet = fleet_of(cards)
     wins: dict[int, int] = {}
     with Racers(f"sqlite:{path}", PROCESSES, ROUNDS, cards, PAUSE_S) as racers:

@@ -28,7 +28,7 @@ from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.cache import CopyState
 from tests.support import store_worker
-from tests.support.fakes import StepClock
+from tests.support.clock import ticking
 
 WORKER = Path(store_worker.__file__)
 TRIALS_PER_MODE = 20
@@ -70,7 +70,7 @@ def sha256_of(path: Path) -> str:
 def check_after_crash(root: Path, expected: Sha256) -> None:
     """A fresh store on the root trusts nothing that does not hash right."""
     with FilesystemModelStore(
-        root, store_worker.MACHINE, reserve_bytes=0, clock=StepClock()
+        root, store_worker.MACHINE, reserve_bytes=0, clock=ticking()
     ) as store:
         assert list((root / "tmp").iterdir()) == []
         listed = store.files()
@@ -91,9 +91,9 @@ def check_rerun_completes(
     with monkeypatch.context() as patched:
         if mode == "import-copy":
             patched.setattr(os, "link", store_worker.cross_device)
-        assert store_worker.run(root, mode, source, StepClock()) == expected
+        assert store_worker.run(root, mode, source, ticking()) == expected
     with FilesystemModelStore(
-        root, store_worker.MACHINE, reserve_bytes=0, clock=StepClock()
+        root, store_worker.MACHINE, reserve_bytes=0, clock=ticking()
     ) as store:
         (file,) = store.files()
         assert (file.sha256, file.state) == (expected, CopyState.VERIFIED)

@@ -53,6 +53,7 @@ from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import ExitKind, RecoveryMode, ServerExit, WorkloadState
 from nodeau.ports.runtime import RunningServer
 from nodeau.ports.state import WorkloadRecord
+from tests.support.clock import Clock
 from tests.support.fake_registry import FakeRegistry
 from tests.support.live_processes import naming
 from tests.support.llama import llama_server_binary
@@ -80,16 +81,6 @@ def no_core_files() -> Iterator[None]:
     resource.setrlimit(resource.RLIMIT_CORE, before)
 
 
-class Clock:
-    """The supervisor's and ``ps``'s clock: moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC).replace(microsecond=0)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 class Endpoints:
     """The endpoints as the plane drives them (the real one is in tests/e2e)."""
 
@@ -114,7 +105,7 @@ class Endpoints:
 
 
 class Parts:
-    def __init__(self, home: Path, binary: Path, clock: Clock) -> None:
+    def __init__(self, home: Path, binary: Path, clock: Clock[datetime]) -> None:
         self.settings = settings_from(
             {
                 "NODEAU_HOME": str(home),
@@ -159,12 +150,15 @@ class Parts:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> Clock[datetime]:
+    """The supervisor's and ``ps``'s clock: moved by the test."""
+    return Clock(datetime.now(UTC).replace(microsecond=0))
 
 
 @pytest.fixture
-def machine(tmp_path: Path, binary: Path, clock: Clock) -> Iterator[tuple[MachinePlane, Parts]]:
+def machine(
+    tmp_path: Path, binary: Path, clock: Clock[datetime]
+) -> Iterator[tuple[MachinePlane, Parts]]:
     parts = Parts(tmp_path / "home", binary, clock)
     parts.settings.home.mkdir(parents=True, exist_ok=True)
     m = parts.models
@@ -272,7 +266,7 @@ def _names(entry: Path, text: str) -> bool:
 
 
 def test_a_killed_server_is_restarted_with_the_kubelet_backoff_and_ps_says_each_step(
-    machine: tuple[MachinePlane, Parts], clock: Clock, tmp_path: Path
+    machine: tuple[MachinePlane, Parts], clock: Clock[datetime], tmp_path: Path
 ) -> None:
     plane, parts = machine
     run_tiny(plane)
@@ -414,7 +408,7 @@ def test_a_killed_server_is_restarted_with_the_kubelet_backoff_and_ps_says_each_
 
 
 def test_an_end_nobody_kept_is_said_to_be_unknown(
-    machine: tuple[MachinePlane, Parts], clock: Clock
+    machine: tuple[MachinePlane, Parts], clock: Clock[datetime]
 ) -> None:
     plane, parts = machine
     run_tiny(plane)
@@ -439,7 +433,7 @@ def test_an_end_nobody_kept_is_said_to_be_unknown(
 
 
 def test_a_restart_left_half_way_is_stopped_and_made_again(
-    machine: tuple[MachinePlane, Parts], clock: Clock
+    machine: tuple[MachinePlane, Parts], clock: Clock[datetime]
 ) -> None:
     plane, parts = machine
     run_tiny(plane)
@@ -481,7 +475,7 @@ def _spec_of(record: WorkloadRecord, log_dir: Path) -> Any:
 
 
 def test_stopping_while_restarting_frees_the_card_and_nothing_is_restarted(
-    machine: tuple[MachinePlane, Parts], clock: Clock
+    machine: tuple[MachinePlane, Parts], clock: Clock[datetime]
 ) -> None:
     plane, parts = machine
     run_tiny(plane)

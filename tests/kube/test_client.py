@@ -27,7 +27,7 @@ from nodeau.ports.cluster import (
 )
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.state import StateError
-from tests.support.fakes import StepClock
+from tests.support.clock import ticking
 from tests.support.kube_cluster import Cluster
 
 
@@ -149,7 +149,7 @@ def test_a_cluster_that_does_not_answer_is_one_line_from_the_store(
     config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:9"  # discard: nobody listens
     path = tmp_path / "dead"
     path.write_text(yaml.safe_dump(config))
-    store = KubeStateStore(connect(path).api, clock=StepClock())
+    store = KubeStateStore(connect(path).api, clock=ticking())
     with pytest.raises(StateError) as caught:
         store.snapshot()
     message = str(caught.value)

@@ -31,7 +31,7 @@ from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.domain.lifecycle import ServerRestarts
 from nodeau.domain.workloads import ExitKind, ServerExit, WorkloadKind
 from tests.contract import test_cluster_ports as contract
-from tests.support.fakes import StepClock
+from tests.support.clock import ticking
 from tests.support.kube_nodes import kwok_node, wait_for
 
 CONTRACT: dict[str, Callable[..., None]] = {
@@ -47,7 +47,7 @@ class KubeHarness:
 
     def __init__(self, api: client.ApiClient) -> None:
         self.api = api
-        self.store = KubeStateStore(api, clock=StepClock(start=contract.START), identity="c")
+        self.store = KubeStateStore(api, clock=ticking(contract.START), identity="c")
         self.objects = KubeWorkloadObjects(api, identity="c")
         self.pods = KubeServerPods(api)
         self.marks = KubeFleetMarks(api)

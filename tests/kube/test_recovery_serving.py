@@ -34,8 +34,8 @@ from nodeau.domain.health import Health
 from nodeau.domain.memory import GIB
 from tests.kube.test_recovery import SHAS, Fleet, record, status
 from tests.support.cli import Cli
+from tests.support.fake_cluster import SUMMARY
 from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import SUMMARY
 from tests.support.kube_lossy import lossy_machines
 from tests.support.kube_nodes import kwok_node
 from tests.support.tiny_gguf import write_tiny_llama

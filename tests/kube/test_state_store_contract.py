@@ -29,7 +29,7 @@ from nodeau.ports.cluster import Condition
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload
 from tests.contract import test_state_store as contract
 from tests.support.admissions import decider
-from tests.support.fakes import StepClock
+from tests.support.clock import ticking
 
 CONTRACT: dict[str, Callable[..., None]] = {
     name: test
@@ -41,7 +41,7 @@ globals().update(CONTRACT)
 
 @pytest.fixture
 def store(fresh_fleet: client.ApiClient) -> KubeStateStore:
-    return KubeStateStore(fresh_fleet, clock=StepClock(start=contract.START), identity="contract")
+    return KubeStateStore(fresh_fleet, clock=ticking(contract.START), identity="contract")
 
 
 def test_every_contract_test_runs_here() -> None:
@@ -81,7 +81,7 @@ def as_batch(
 def test_an_admission_creates_the_object_and_says_what_was_decided(
     fresh_fleet: client.ApiClient,
 ) -> None:
-    clock = StepClock(start=contract.START)
+    clock = ticking(contract.START)
     store = KubeStateStore(fresh_fleet, clock=clock, identity="controller-a")
     chat = store.admit("chat", decider("chat", contract.TWO_CARDS, contract.NOW)).unwrap()
     job = store.admit("job", as_batch(decider("job", contract.TWO_CARDS, contract.NOW))).unwrap()
@@ -140,7 +140,7 @@ def test_an_object_a_person_applied_is_admitted_in_place(fresh_fleet: client.Api
          "metadata": {"name": "chat", "labels": {"team": "search"}},
          "spec": {"model": "qwen-race", "contextTokens": 2048}},
     )  # fmt: skip
-    store = KubeStateStore(fresh_fleet, clock=StepClock(), identity="c")
+    store = KubeStateStore(fresh_fleet, clock=ticking(), identity="c")
     assert store.snapshot().workloads == ()  # no record yet: nothing decided
     chat = store.admit("chat", decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
     after = custom(fresh_fleet, WorkloadKind.SERVICE, "chat")
@@ -153,7 +153,7 @@ def test_an_object_a_person_applied_is_admitted_in_place(fresh_fleet: client.Api
 def test_a_refusal_is_recorded_on_the_object_and_creates_nothing_else(
     fresh_fleet: client.ApiClient,
 ) -> None:
-    store = KubeStateStore(fresh_fleet, clock=StepClock(), identity="c")
+    store = KubeStateStore(fresh_fleet, clock=ticking(), identity="c")
     objects = KubeWorkloadObjects(fresh_fleet, identity="c")
     refusal = Refusal.of(ReasonCode.NO_FREE_CARD, "every card that fits is held")
     at = datetime(2026, 3, 1, 9, 30, 15, tzinfo=UTC)
@@ -193,7 +193,7 @@ def test_a_refusal_is_recorded_on_the_object_and_creates_nothing_else(
 def test_set_status_merges_fields_and_moves_a_condition_only_when_it_flips(
     fresh_fleet: client.ApiClient,
 ) -> None:
-    clock = StepClock(start=datetime(2026, 3, 1, 10, 0, tzinfo=UTC))
+    clock = ticking(datetime(2026, 3, 1, 10, 0, tzinfo=UTC))
     store = KubeStateStore(fresh_fleet, clock=clock, identity="c")
     objects = KubeWorkloadObjects(fresh_fleet, identity="c")
     chat = store.admit("chat", decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
@@ -232,7 +232,7 @@ def ready_is(ok: bool, reason: str, message: str) -> Condition:
 
 
 def test_a_release_says_the_card_is_free_on_the_object(fresh_fleet: client.ApiClient) -> None:
-    store = KubeStateStore(fresh_fleet, clock=StepClock(), identity="c")
+    store = KubeStateStore(fresh_fleet, clock=ticking(), identity="c")
     store.admit("chat", decider("chat", contract.ONE_CARD, contract.NOW)).unwrap()
     store.release("chat", contract.in_state(WorkloadState.STOPPED))
     status = custom(fresh_fleet, WorkloadKind.SERVICE, "chat")["status"]

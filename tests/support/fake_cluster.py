@@ -67,6 +67,7 @@ from nodeau.ports.entitlements import StoredEntitlement
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload, WorkloadRecord
 from tests.support.entitlements import document, trusted
 from tests.support.fake_state import FakeStateStore
+from tests.unit.domain.test_memory import TINY
 
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
 
@@ -817,6 +818,17 @@ def machine_report(
     )  # fmt: skip
     reading = MachineReading(machine=machine, gpus=gpus, simulated=True, note="simulated")
     return MachineReport(reading=reading, at=at, artifacts=artifacts)
+
+
+# The tiny test architecture's summary, as the fleet tests' verified copies report it.
+SUMMARY = ModelSummary(
+    architecture=TINY,
+    quantisation="Q8_0",
+    tensor_count=21,
+    tensor_bytes=100,
+    has_tokenizer=True,
+    has_chat_template=True,
+)
 
 
 def verified(

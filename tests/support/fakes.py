@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from attrs import define
@@ -27,24 +27,6 @@ from nodeau.ports.models import (
     ModelFileError,
     PartialFile,
 )
-
-
-class StepClock:
-    """A clock for tests: ``start``, then one ``step`` later on every call."""
-
-    def __init__(
-        self,
-        start: datetime = datetime(2026, 1, 1, tzinfo=UTC),
-        step: timedelta = timedelta(seconds=1),
-    ) -> None:
-        self.start = start
-        self.step = step
-        self.calls = 0
-
-    def __call__(self) -> datetime:
-        now = self.start + self.calls * self.step
-        self.calls += 1
-        return now
 
 
 @define

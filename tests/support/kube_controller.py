@@ -23,24 +23,15 @@ from nodeau.apps.controller.bootstrap import DEFAULT_WORKERS, kube_controller
 from nodeau.apps.controller.loop import Controller
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.memory import GIB
-from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.plans import PlanName
 from nodeau.domain.reservations import Reservation
 from tests.support.entitlements import document, trusted
+from tests.support.fake_cluster import SUMMARY
 from tests.support.kube_nodes import kwok_node, wait_for
 from tests.support.kube_store import reservations
-from tests.unit.domain.test_memory import TINY
 
 SMALL_ID = "ab" * 32
 HUGE_ID = "cd" * 32
-SUMMARY = ModelSummary(
-    architecture=TINY,
-    quantisation="Q8_0",
-    tensor_count=21,
-    tensor_bytes=100,
-    has_tokenizer=True,
-    has_chat_template=True,
-)
 
 
 def model_path(machine: str, name: str) -> str:

@@ -25,6 +25,7 @@ from nodeau.domain.health import HealthPolicy
 from nodeau.domain.lifecycle import ServerPhase
 from nodeau.domain.workloads import HeldReason, RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import MachineArtifact, MachineReport, WorkloadAsk
+from tests.support.clock import Clock
 from tests.support.fake_cluster import FakeCluster, machine_report
 
 STEP = timedelta(seconds=10)  # the controller's default resync
@@ -32,16 +33,6 @@ GRACE = HealthPolicy()  # the graces the controller assesses with (node 40 s, ag
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 # lines of the controller's log that say a pass failed: the simulation never causes one
 FAILED_PASS = ("not assessed this time", "not reconciled this time", "not listed this time")
-
-
-class Clock:
-    """Time as the world sets it."""
-
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def __call__(self) -> datetime:
-        return self.at
 
 
 @frozen(kw_only=True)
@@ -233,19 +224,19 @@ class World:
             self.failed_passes.append(line)
 
     def say(self, line: str) -> None:
-        self.trace.append(f"t={self.seconds(self.clock.at)}s {line}")
+        self.trace.append(f"t={self.seconds(self.clock.now)}s {line}")
 
     def seconds(self, at: datetime) -> int:
         return int((at - self.start).total_seconds())
 
     @property
     def now(self) -> datetime:
-        return self.clock.at
+        return self.clock.now
 
     def step(self) -> bool:
         """Ten seconds: the weather, the renewals, the servers, and the controller's pass
         when one is due (every step, unless it runs late); whether a pass ran."""
-        self.clock.at += STEP
+        self.clock.now += STEP
         self.steps += 1
         self.tally.steps += 1
         self._weather()

@@ -5,19 +5,12 @@ from __future__ import annotations
 import io
 
 from nodeau.adapters.progress import PlainSteps, build_progress
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import Clock
 
 
 def test_a_step_is_said_when_it_begins_and_at_each_tenth_at_most_every_five_seconds() -> None:
     lines: list[str] = []
-    clock = Clock()
+    clock = Clock(0.0)
     steps = PlainSteps(lines.append, clock=clock)
     steps("configuring (cmake)", 0, None)
     for percent in range(0, 101, 5):
@@ -35,7 +28,7 @@ def test_a_step_is_said_when_it_begins_and_at_each_tenth_at_most_every_five_seco
 
 def test_a_download_is_said_in_bytes() -> None:
     lines: list[str] = []
-    clock = Clock()
+    clock = Clock(0.0)
     steps = PlainSteps(lines.append, clock=clock)
     steps("fetching x.whl", 0, 4 << 20)
     clock.now = 6.0

@@ -18,13 +18,13 @@ from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.state import Event, StateError
 from tests.contract.test_state_store import admit
 from tests.support.admissions import decider, fleet_of
-from tests.support.fakes import StepClock
+from tests.support.clock import ticking
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def store_at(path: Path) -> SqliteStateStore:
-    return SqliteStateStore(path, clock=StepClock(start=NOW))
+    return SqliteStateStore(path, clock=ticking(NOW))
 
 
 def admitted(path: Path) -> SqliteStateStore:
@@ -153,7 +153,7 @@ def test_a_decision_about_another_workload_is_a_programming_error(tmp_path: Path
 def unreadable(tmp_path: Path, change: str) -> str:
     """What reading the ledger says once ``change`` was made to chat's record by hand."""
     path = tmp_path / "plane.sqlite3"
-    store = SqliteStateStore(path, clock=StepClock())
+    store = SqliteStateStore(path, clock=ticking())
     admit(store, "chat")
     db = sqlite3.connect(path)
     try:

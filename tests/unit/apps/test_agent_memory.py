@@ -28,6 +28,7 @@ from nodeau.domain.catalog import Catalog
 from nodeau.domain.hardware import PodMemory
 from nodeau.domain.memory import GIB, MIB
 from tests.contract.test_gpu_inventory import H100_UUID, L4_UUID, FakeNvml, nvml_error, two_cards
+from tests.support.clock import ticking
 from tests.support.fake_cluster import FakeCluster, machine_report
 from tests.support.fake_registry import FakeRegistry
 from tests.support.fakes import FakeDisk, FakeModelStore
@@ -36,15 +37,6 @@ MACHINE = "garage"
 POD_A = "0b8a0e3e-2f0c-4a2b-9a5d-3b2f1c6e7d8a"
 POD_B = "11111111-2222-3333-4444-555555555555"
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.at = T0
-
-    def __call__(self) -> datetime:
-        self.at += timedelta(seconds=1)
-        return self.at
 
 
 def in_pod(proc: Path, pid: int, uid: str) -> None:
@@ -75,7 +67,9 @@ def proc(tmp_path: Path) -> Path:
 
 def watch_of(nvml: FakeNvml, proc: Path) -> PodMemoryWatch:
     return PodMemoryWatch(
-        processes=NvmlGpuInventory(MACHINE, nvml=nvml), pods=ProcCgroupPods(proc), clock=Clock()
+        processes=NvmlGpuInventory(MACHINE, nvml=nvml),
+        pods=ProcCgroupPods(proc),
+        clock=ticking(T0 + timedelta(seconds=1)),
     )
 
 
@@ -117,7 +111,7 @@ def test_the_watch_thread_samples_until_stopped(proc: Path) -> None:
     nvml = two_cards(processes={0: [(100, 700 * MIB)]})
     watch = PodMemoryWatch(
         processes=NvmlGpuInventory(MACHINE, nvml=nvml), pods=ProcCgroupPods(proc),
-        clock=Clock(), interval_s=0.01,
+        clock=ticking(T0 + timedelta(seconds=1)), interval_s=0.01,
     )  # fmt: skip
     watch.start()  # its first sample is taken before it returns
     assert [m.pod_uid for m in watch.memory()] == [POD_A]
@@ -140,11 +134,13 @@ def agent(nvml_or_sim: NvmlGpuInventory | SimulatedGpuInventory, cluster: FakeCl
         machine=MACHINE,
         connect=lambda: Link(server="fake", reports=cluster.reports),
         inventory=nvml_or_sim,
-        store=FakeModelStore(MACHINE, disk=FakeDisk(tmp_path / "disk"), clock=Clock()),
+        store=FakeModelStore(
+            MACHINE, disk=FakeDisk(tmp_path / "disk"), clock=ticking(T0 + timedelta(seconds=1))
+        ),
         registry=FakeRegistry(),
         catalog=NoCatalog(),
         inspector=NoInspector(),  # type: ignore[arg-type]
-        clock=Clock(),
+        clock=ticking(T0 + timedelta(seconds=1)),
         memory=memory,
     )
 

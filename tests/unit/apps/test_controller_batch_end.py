@@ -142,14 +142,14 @@ def test_a_job_whose_every_request_has_a_result_succeeds_its_pod_goes_and_its_ca
     assert story.cluster.ledger.read() == Ledger()
     w = story.cluster.store.snapshot().named("nightly")
     assert w is not None
-    assert (w.workload.state, w.workload.since) == (S.SUCCEEDED, story.clock.at)
+    assert (w.workload.state, w.workload.since) == (S.SUCCEEDED, story.clock.now)
     assert story.said()[-1] == (
         "Succeeded",
         "every request has its result (2 done, 1 failed of 3); "
         "GPU-m1-00-0000-sim on m1 is free again, the results are kept",
     )
     ended = story.cluster.events.said[-1]
-    assert ended.at == story.clock.at
+    assert ended.at == story.clock.now
     assert story.lines[-1] == (
         "BatchJob nightly: Succeeded: every request has its result (2 done, 1 failed of 3); "
         "GPU-m1-00-0000-sim on m1 is free again, the results are kept"

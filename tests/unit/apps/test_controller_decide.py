@@ -38,7 +38,8 @@ from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import MarkedFleet, WorkloadAsk
 from nodeau.ports.state import Admission, Snapshot
-from tests.support.kube_controller import HUGE_ID, SMALL_ID, SUMMARY
+from tests.support.fake_cluster import SUMMARY
+from tests.support.kube_controller import HUGE_ID, SMALL_ID
 from tests.unit.domain.test_memory import TINY
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

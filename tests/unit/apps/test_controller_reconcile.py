@@ -20,33 +20,24 @@ from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
 from nodeau.apps.planes.plane import LogsUnavailable
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
-from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import HeldReason, ServerExit, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import ClusterError, Condition, NoAnswer, ServerPod, WorkloadAsk
 from nodeau.ports.state import UnknownWorkload, WorkloadRecord
+from tests.support.clock import Clock, ticking
 from tests.support.fake_cluster import (
+    SUMMARY,
     FakeCluster,
     FakeServerPods,
     gpu_uuid,
     machine_report,
     verified,
 )
-from tests.support.fakes import StepClock
-from tests.unit.domain.test_memory import TINY
 
 START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 S = WorkloadState
 SMALL, HUGE = "ab" * 32, "cd" * 32
-SUMMARY = ModelSummary(
-    architecture=TINY,
-    quantisation="Q8_0",
-    tensor_count=21,
-    tensor_bytes=100,
-    has_tokenizer=True,
-    has_chat_template=True,
-)
 ENDPOINT = "http://10.0.0.7:8080/v1"
 
 
@@ -55,7 +46,7 @@ def fleet(
 ) -> FakeCluster:
     """Machines that each report ``cards`` 24 GiB cards and a verified 4 GiB "qwen" and a
     40 GiB "giant" (which fits no card)."""
-    cluster = FakeCluster(clock or StepClock(start=START))
+    cluster = FakeCluster(clock or ticking(START))
     for m in machines:
         cluster.add_node(m)
         small = verified(m, SUMMARY, sha=SMALL, name="qwen", gib=4)
@@ -343,17 +334,7 @@ def test_a_broken_invariant_is_not_swallowed() -> None:
 # -- a model server restarted in place by its machine's kubelet
 
 
-class SetClock:
-    """A clock that says what the test last set."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def tick(cluster: FakeCluster, clock: SetClock, when: datetime) -> None:
+def tick(cluster: FakeCluster, clock: Clock[datetime], when: datetime) -> None:
     """Time passes to ``when``; the machines' heartbeats and agent reports keep coming."""
     clock.now = when
     for name, node in cluster.nodes.items():
@@ -366,8 +347,8 @@ AGAIN = ENDED + timedelta(seconds=20)
 CARD = [("chat", gpu_uuid("m1", 0))]
 
 
-def serving_chat() -> tuple[FakeCluster, SetClock, Controller]:
-    clock = SetClock(START)
+def serving_chat() -> tuple[FakeCluster, Clock[datetime], Controller]:
+    clock = Clock(START)
     cluster = fleet("m1", clock=clock)
     cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
     ctl = controller(cluster)
@@ -512,7 +493,7 @@ def test_a_restart_under_way_is_the_next_attempt_and_is_not_said_twice() -> None
 
 
 def test_a_server_that_fails_at_start_is_restarting_and_its_log_is_pointed_at() -> None:
-    clock = SetClock(START)
+    clock = Clock(START)
     cluster = fleet("m1", clock=clock)
     cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
     ctl = controller(cluster)
@@ -544,7 +525,7 @@ def test_a_server_that_fails_at_start_is_restarting_and_its_log_is_pointed_at() 
 
 
 def test_a_batch_jobs_server_restarts_in_place_and_the_job_runs_again() -> None:
-    clock = SetClock(START)
+    clock = Clock(START)
     cluster = fleet("m1", clock=clock)
     cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
     ctl = controller(cluster)
@@ -624,7 +605,7 @@ def test_nodeau_logs_on_the_fleet_is_the_last_lines_of_the_pods_server_log() -> 
     )
 
 
-def crash_loop(cluster: FakeCluster, clock: SetClock, ctl: Controller) -> ServerExit:
+def crash_loop(cluster: FakeCluster, clock: Clock[datetime], ctl: Controller) -> ServerExit:
     """The kubelet restarted chat's server at AGAIN; that restart ended too (OOMKilled after
     8 s), and it waits out a 20 s back-off; one pass a second later. The restart's end."""
     crashed = ServerExit.killed(9, "OOMKilled", AGAIN)

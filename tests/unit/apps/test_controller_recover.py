@@ -16,8 +16,8 @@ from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import MarkedFleet
-from tests.support.fake_cluster import machine_report, verified
-from tests.unit.apps.test_controller_reconcile import HUGE, SMALL, SUMMARY, record
+from tests.support.fake_cluster import SUMMARY, machine_report, verified
+from tests.unit.apps.test_controller_reconcile import HUGE, SMALL, record
 from tests.unit.apps.test_controller_recovery import DELAY, Story
 from tests.unit.apps.test_controller_words import Measured, UnreadableObjects
 from tests.unit.domain.test_holding import record_of
@@ -81,7 +81,7 @@ def test_a_recovery_moves_the_same_bytes_whatever_the_name_means_now() -> None:
     # on m2, "qwen" now names a 40 GiB model no card takes; the bytes served are "qwen-old"
     old = verified("m2", SUMMARY, sha=SMALL, name="qwen-old", gib=4)
     new = verified("m2", SUMMARY, sha=HUGE, name="qwen", gib=40)
-    story.cluster.reports.publish(machine_report("m2", 1, old, new, at=story.clock.at))
+    story.cluster.reports.publish(machine_report("m2", 1, old, new, at=story.clock.now))
     story.off_the_network("m1")
     story.run_for(180)
     w = record(story.cluster, "chat").workload

@@ -10,7 +10,7 @@ recovers on every ``resync``, the pass ``--once`` runs.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from attrs import evolve
 
@@ -24,11 +24,11 @@ from nodeau.domain.workloads import (
     ps_sentence,
 )
 from nodeau.ports.cluster import WorkloadAsk
-from tests.support.fake_cluster import FakeCluster, gpu_uuid, machine_report, verified
+from tests.support.clock import Clock
+from tests.support.fake_cluster import SUMMARY, FakeCluster, gpu_uuid, machine_report, verified
 from tests.unit.apps.test_controller_reconcile import (
     SMALL,
     START,
-    SUMMARY,
     controller,
     fleet,
     held_cards,
@@ -41,16 +41,6 @@ SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 AUTO = RecoveryMode.AUTOMATIC
 DELAY = timedelta(seconds=60)
 STEP = 10  # seconds between passes, the controller's default resync
-
-
-class Clock:
-    """Time as the test sets it."""
-
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def __call__(self) -> datetime:
-        return self.at
 
 
 class Story:
@@ -70,14 +60,14 @@ class Story:
         for m, node in self.cluster.nodes.items():
             if m in self.quiet:
                 continue
-            node.heartbeat_at = self.clock.at
+            node.heartbeat_at = self.clock.now
             report = self.cluster.reports.reports.get(m)
             if report is not None:
-                self.cluster.reports.publish(evolve(report, at=self.clock.at))
+                self.cluster.reports.publish(evolve(report, at=self.clock.now))
 
     def tick(self, seconds: int = STEP) -> None:
         """Time passes, the machines that answer renew their signals, one pass runs."""
-        self.clock.at += timedelta(seconds=seconds)
+        self.clock.now += timedelta(seconds=seconds)
         self.renew()
         self.ctl.resync()
 
@@ -123,7 +113,7 @@ def test_an_automatic_service_moves_after_its_delay_and_not_a_second_before() ->
     story = Story("m1", "m2", "m3")
     story.serve()
     assert story.machine_of() == "m1"
-    gone_at = story.clock.at  # its last renewal
+    gone_at = story.clock.now  # its last renewal
     story.off_the_network("m1")
 
     waited = seconds_until_moved(story)
@@ -183,8 +173,8 @@ def test_one_quiet_signal_is_degraded_and_moves_nothing() -> None:
     )
     story.quiet.add("m1")  # nothing renews...
     for _ in range(60):
-        story.clock.at += timedelta(seconds=STEP)
-        story.cluster.nodes["m1"].heartbeat_at = story.clock.at  # ...but its kubelet
+        story.clock.now += timedelta(seconds=STEP)
+        story.cluster.nodes["m1"].heartbeat_at = story.clock.now  # ...but its kubelet
         story.renew()
         story.ctl.resync()
     assert story.health("m1") is Health.DEGRADED
@@ -241,7 +231,7 @@ def test_the_free_plans_two_machines_follow_the_work_so_a_service_can_move() -> 
 def test_a_drained_machine_is_never_a_target() -> None:
     story = Story("m1", "m2", "m3")
     story.serve()
-    story.cluster.marks.drain("m2", story.clock.at)
+    story.cluster.marks.drain("m2", story.clock.now)
     story.off_the_network("m1")
     seconds_until_moved(story)
     assert story.machine_of() == "m3"
@@ -266,7 +256,7 @@ def test_nothing_moves_where_only_the_organisations_limits_would_allow_it() -> N
     story.run_for(600)
     w = record(story.cluster, "chat").workload
     assert (w.machine, w.state, w.held_reason) == ("m1", WorkloadState.HELD, HeldReason.LIMITS)
-    said = ps_sentence(w, story.clock.at)
+    said = ps_sentence(w, story.clock.now)
     assert "m1 stopped answering and the machines that could take it are outside the limits" in said
     assert "it moves once the organisation's limits or the plan cover a machine" in said
 
@@ -297,14 +287,14 @@ def test_nowhere_to_go_for_capacity_holds_without_writes_then_moves_when_a_card_
 def test_nowhere_to_go_for_files_moves_once_a_machine_reports_a_verified_copy() -> None:
     story = Story("m1")
     story.cluster.add_node("m2")
-    story.cluster.reports.publish(machine_report("m2", 1, at=story.clock.at))  # no model
+    story.cluster.reports.publish(machine_report("m2", 1, at=story.clock.now))  # no model
     story.serve()
     story.off_the_network("m1")
     story.run_for(120)
     w = record(story.cluster, "chat").workload
     assert (w.state, w.held_reason) == (S.HELD, HeldReason.MODEL_FILES)
     copy = verified("m2", SUMMARY, sha=SMALL, name="qwen", gib=4)
-    story.cluster.reports.publish(machine_report("m2", 1, copy, at=story.clock.at))
+    story.cluster.reports.publish(machine_report("m2", 1, copy, at=story.clock.now))
     story.tick()
     assert (state(story.cluster, "chat"), story.machine_of()) == (S.RECOVERING, "m2")
     assert record(story.cluster, "chat").model_path == copy.path
@@ -349,11 +339,11 @@ def test_a_controller_that_was_not_watching_counts_quiet_time_only_from_when_it_
     story = Story("m1", "m2")
     story.serve()
     story.off_the_network("m1")
-    story.clock.at += timedelta(hours=1)  # the controller stalled for an hour meanwhile
+    story.clock.now += timedelta(hours=1)  # the controller stalled for an hour meanwhile
     story.renew()
     story.ctl.resync()
     assert story.health("m1") is Health.UNREACHABLE
-    assert story.cluster.health.read()["m1"].since == story.clock.at  # not an hour ago
+    assert story.cluster.health.read()["m1"].since == story.clock.now  # not an hour ago
     waited = seconds_until_moved(story)
     assert waited >= DELAY.total_seconds()
 
@@ -361,14 +351,14 @@ def test_a_controller_that_was_not_watching_counts_quiet_time_only_from_when_it_
 def test_the_controller_wakes_when_a_signal_can_go_quiet_and_when_a_delay_runs_out() -> None:
     story = Story("m1", "m2")
     story.serve()
-    renewed = story.clock.at
+    renewed = story.clock.now
     # both machines renewed just now: the agent's 30 s grace is the first that can run out
     assert story.ctl.wake_at == renewed + timedelta(seconds=30)
     story.off_the_network("m1")
     story.run_for(50)  # m1 unreachable since renewed + 40 s; chat waits for its delay
     since = story.cluster.health.read()["m1"].since
     assert since == renewed + timedelta(seconds=40)
-    assert story.ctl.wake_at == min(since + DELAY, story.clock.at + timedelta(seconds=30))
+    assert story.ctl.wake_at == min(since + DELAY, story.clock.now + timedelta(seconds=30))
 
 
 def test_a_move_decided_on_the_first_pass_that_sees_the_machine_gone_shows_no_old_endpoint() -> (

@@ -24,14 +24,13 @@ from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, ServerExit, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject
 from nodeau.ports.state import WorkloadRecord
-from tests.support.fake_cluster import FakeCluster, FakeServerPods, FakeWorkloadObjects
+from tests.support.clock import Clock
+from tests.support.fake_cluster import SUMMARY, FakeCluster, FakeServerPods, FakeWorkloadObjects
 from tests.unit.apps.test_controller_reconcile import (
     ENDED,
     ENDPOINT,
     SMALL,
     START,
-    SUMMARY,
-    SetClock,
     controller,
     fleet,
     held,
@@ -54,7 +53,7 @@ def said(cluster: FakeCluster, name: str) -> list[tuple[str, str]]:
 
 
 def test_a_services_placement_start_and_endpoint_are_said_in_these_words_at_that_time() -> None:
-    clock = SetClock(START)
+    clock = Clock(START)
     cluster = fleet("m1", clock=clock)
     tick(cluster, clock, ENDED)
     cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
@@ -175,7 +174,7 @@ def test_a_ready_server_without_an_address_shows_no_endpoint() -> None:
 
 
 def test_a_finished_workloads_release_is_logged_with_why_it_finished() -> None:
-    cluster = fleet("m1", "m2", clock=SetClock(START))
+    cluster = fleet("m1", "m2", clock=Clock(START))
     cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
     cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
     lines: list[str] = []
@@ -230,7 +229,7 @@ def test_a_restart_is_logged_and_said_at_its_time_and_a_service_back_up_is_not_r
 
 
 def test_a_batch_job_back_up_after_a_restart_says_it_runs_in_these_words() -> None:
-    clock = SetClock(START)
+    clock = Clock(START)
     cluster = fleet("m1", clock=clock)
     tick(cluster, clock, ENDED)
     cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
@@ -336,7 +335,7 @@ class Kept:
 
 
 def test_what_counts_as_proved_is_not_read_for_a_batch_job_or_a_service_served_unproved() -> None:
-    cluster = fleet("m1", "m2", clock=SetClock(START))
+    cluster = fleet("m1", "m2", clock=Clock(START))
     cluster.objects.create(WorkloadAsk(kind=BATCH, name="job", model="qwen"))
     cluster.objects.create(WorkloadAsk(kind=SERVICE, name="anyway", model="qwen", unproved=True))
     kept = Kept()
@@ -347,7 +346,7 @@ def test_what_counts_as_proved_is_not_read_for_a_batch_job_or_a_service_served_u
 
 
 def test_the_organisations_limits_decide_where_a_service_is_placed() -> None:
-    cluster = fleet("m1", "m2", clock=SetClock(START))
+    cluster = fleet("m1", "m2", clock=Clock(START))
     limits = {"everyone": "admin", "limits": {"allowed_machines": ["m2"]}}
     cluster.organisation.install(json.dumps(limits).encode())
     alice = Requester(user="alice")
@@ -366,7 +365,7 @@ class Measured:
 
 
 def test_a_service_is_admitted_on_the_peak_measured_on_the_fleets_cards() -> None:
-    cluster = fleet("m1", clock=SetClock(START))
+    cluster = fleet("m1", clock=Clock(START))
     ports = evolve(cluster.controller_ports(), measured=Measured())
     cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
     Controller(ports, clock=cluster.clock, log=lambda _: None).resync()
@@ -374,7 +373,7 @@ def test_a_service_is_admitted_on_the_peak_measured_on_the_fleets_cards() -> Non
 
 
 def test_a_held_workload_gets_no_server_even_while_its_machine_answers() -> None:
-    cluster = fleet("m1", clock=SetClock(START))
+    cluster = fleet("m1", clock=Clock(START))
     cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
     ctl = controller(cluster)
     ctl.resync()
@@ -406,7 +405,7 @@ class LostObjects(FakeWorkloadObjects):
 
 
 def test_an_object_gone_or_without_a_record_once_decided_gets_no_server() -> None:
-    cluster = fleet("m1", "m2", clock=SetClock(START))
+    cluster = fleet("m1", "m2", clock=Clock(START))
     objects = cluster.objects = LostObjects(cluster)
     objects.gone.add("chat")
     objects.unrecorded.add("job")

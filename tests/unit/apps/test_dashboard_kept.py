@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from nodeau.apps.dashboard.kept import KeptBoard
+from tests.support.clock import Clock
 
 
 class Reads:
@@ -24,26 +25,18 @@ class Reads:
         return f"read {n}".encode()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def settle() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
 
 
-def kept(reads: Reads, clock: Clock) -> KeptBoard:
+def kept(reads: Reads, clock: Clock[float]) -> KeptBoard:
     return KeptBoard(reads, refresh_s=2.0, max_age_s=30.0, clock_s=clock)
 
 
 def test_a_poll_is_answered_from_the_kept_board_and_a_read_starts_behind_it() -> None:
     async def scenario() -> None:
-        reads, clock = Reads(), Clock()
+        reads, clock = Reads(), Clock(100.0)
         board = kept(reads, clock)
         assert await board.current() == b"read 1"  # nothing kept: the first poll waits
         clock.now += 1.0
@@ -65,7 +58,7 @@ def test_a_poll_is_answered_from_the_kept_board_and_a_read_starts_behind_it() ->
 
 def test_a_fresh_poll_a_too_old_board_and_the_action_wait_for_a_read() -> None:
     async def scenario() -> None:
-        reads, clock = Reads(), Clock()
+        reads, clock = Reads(), Clock(100.0)
         board = kept(reads, clock)
         await board.current()
         assert await board.current(fresh=True) == b"read 2"  # Cache-Control: no-cache
@@ -79,7 +72,7 @@ def test_a_fresh_poll_a_too_old_board_and_the_action_wait_for_a_read() -> None:
 
 def test_a_read_that_started_before_the_action_is_not_kept() -> None:
     async def scenario() -> None:
-        reads, clock = Reads(), Clock()
+        reads, clock = Reads(), Clock(100.0)
         board = kept(reads, clock)
         await board.current()
         clock.now += 3.0
@@ -100,7 +93,7 @@ def test_a_read_that_started_before_the_action_is_not_kept() -> None:
 
 def test_the_first_poll_waits_for_the_read_started_with_the_server_not_a_second_one() -> None:
     async def scenario() -> None:
-        reads, clock = Reads(), Clock()
+        reads, clock = Reads(), Clock(100.0)
         board = kept(reads, clock)
         reads.held = True
         board.prefetch()  # as the server starts
@@ -118,7 +111,7 @@ def test_the_first_poll_waits_for_the_read_started_with_the_server_not_a_second_
 
 def test_a_poll_after_the_action_does_not_wait_for_a_read_started_before_it() -> None:
     async def scenario() -> None:
-        reads, clock = Reads(), Clock()
+        reads, clock = Reads(), Clock(100.0)
         board = kept(reads, clock)
         reads.held = True
         board.prefetch()
@@ -134,7 +127,7 @@ def test_a_poll_after_the_action_does_not_wait_for_a_read_started_before_it() ->
 class SlowReads(Reads):
     """Reads that take ``takes_s`` on the clock."""
 
-    def __init__(self, clock: Clock, takes_s: float) -> None:
+    def __init__(self, clock: Clock[float], takes_s: float) -> None:
         super().__init__()
         self.clock = clock
         self.takes_s = takes_s
@@ -146,7 +139,7 @@ class SlowReads(Reads):
 
 def test_a_slow_read_is_followed_by_as_long_a_rest_before_the_next_read_behind() -> None:
     async def scenario() -> None:
-        clock = Clock()
+        clock = Clock(100.0)
         reads = SlowReads(clock, takes_s=3.0)
         board = kept(reads, clock)
         assert await board.current() == b"read 1"  # read from 100 to 103

@@ -15,22 +15,15 @@ from nodeau.apps.endpoint.log_bound import (
     WINDOW_S,
     BoundedStreamHandler,
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import Clock
 
 
 def record(msg: str, *args: object, name: str = "uvicorn.error") -> logging.LogRecord:
     return logging.LogRecord(name, logging.WARNING, __file__, 1, msg, args, None)
 
 
-def handler() -> tuple[BoundedStreamHandler, io.StringIO, Clock]:
-    out, clock = io.StringIO(), Clock()
+def handler() -> tuple[BoundedStreamHandler, io.StringIO, Clock[float]]:
+    out, clock = io.StringIO(), Clock(1000.0)
     h = BoundedStreamHandler(out, clock=clock)
     h.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
     return h, out, clock

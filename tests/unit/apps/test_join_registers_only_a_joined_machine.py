@@ -15,8 +15,8 @@ import pytest
 from nodeau.apps.cli.cluster_join import JoinAsk, JoiningCluster, NotJoined, ThisMachine, join_fleet
 from nodeau.ports.cluster import ClusterUnreachable, MachineReports
 from nodeau.ports.errors import SettingsError
+from tests.support.clock import ticking
 from tests.support.fake_cluster import FakeCluster, machine_report
-from tests.support.fakes import StepClock
 
 PIN = "sha256:" + "0f" * 32
 OTHER_PIN = "sha256:" + "ab" * 32
@@ -34,7 +34,7 @@ class World:
     def __init__(self, tmp_path: Path, *, kubeadm: bool = True, exit_status: int = 0) -> None:
         self.home = tmp_path / "home"
         self.kubeconfig = tmp_path / "kubeconfig"
-        self.cluster = FakeCluster(StepClock(start=NOW))
+        self.cluster = FakeCluster(ticking(NOW))
         self.cluster.tokens.pin = PIN
         self.cluster.add_node("cp", control_plane=True)
         self.reachable = True

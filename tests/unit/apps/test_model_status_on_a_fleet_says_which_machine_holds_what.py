@@ -11,12 +11,11 @@ from attrs import evolve
 from nodeau.apps.planes.status_rows import fleet_status_rows
 from nodeau.domain.cache import CopyState
 from nodeau.domain.copies import CopyPhase, CopyProgress
-from tests.support.fake_cluster import GIB, machine_report, verified
+from tests.support.fake_cluster import GIB, SUMMARY, machine_report, verified
 from tests.unit.apps.test_controller_reconcile import (
     HUGE,
     SMALL,
     START,
-    SUMMARY,
     fleet,
     fleet_plane,
 )

@@ -16,6 +16,7 @@ from nodeau.apps.cli.plan import NOTE, REFUSED, install_on, plan_lines, show_on
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import Plane
 from nodeau.domain.plans import PlanName
+from tests.support.clock import Clock
 from tests.support.entitlements import KEY_ID, NEXT_KEY_ID, document, trusted
 
 PLAN_KEYS = {
@@ -100,15 +101,7 @@ def test_the_compiled_in_keys_refuse_a_test_key(home: Path, tmp_path: Path) -> N
     assert not (home / "entitlement.json").exists()
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def machine_plane(home: Path, clock: Clock) -> MachinePlane:
+def machine_plane(home: Path, clock: Clock[datetime]) -> MachinePlane:
     from nodeau.adapters.entitlement_document import Ed25519EntitlementVerifier
 
     s = bootstrap.settings()

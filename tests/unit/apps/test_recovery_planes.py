@@ -31,12 +31,11 @@ from nodeau.domain.workloads import (
 from nodeau.ports.cluster import WorkloadAsk
 from nodeau.ports.state import UnknownWorkload
 from tests.support.admissions import decider, fleet_of
-from tests.support.fake_cluster import FakeCluster, machine_report, verified
+from tests.support.clock import Clock
+from tests.support.fake_cluster import SUMMARY, FakeCluster, machine_report, verified
 from tests.unit.apps.test_controller_reconcile import (
     HUGE,
     START,
-    SUMMARY,
-    SetClock,
     controller,
     fleet,
     fleet_plane,
@@ -55,7 +54,7 @@ class Fleet:
     """A fleet, its controller, the plane the CLI uses on it, and a clock the test moves."""
 
     def __init__(self, *machines: str) -> None:
-        self.clock = SetClock(START)
+        self.clock = Clock(START)
         self.cluster: FakeCluster = fleet(*machines, clock=self.clock)
         self.ctl = controller(self.cluster)
         self.plane: KubernetesPlane = fleet_plane(self.cluster)

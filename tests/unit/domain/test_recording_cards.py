@@ -12,14 +12,14 @@ from nodeau.domain.recording import Backing, holds_other_card
 from nodeau.domain.records import Admission
 from nodeau.domain.reservations import Reservation
 from tests.support.admissions import decider, fleet_of
+from tests.support.clock import ticking
 from tests.support.fake_state import FakeStateStore
-from tests.support.fakes import StepClock
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def admitted() -> Admission:
-    store = FakeStateStore(clock=StepClock(start=NOW))
+    store = FakeStateStore(clock=ticking(NOW))
     return store.admit("chat", decider("chat", fleet_of(1), NOW)).unwrap()
 
 
