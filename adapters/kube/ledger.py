@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from attrs import frozen
 
 from nodeau.adapters.kube.claims import Held, list_claims
-from nodeau.adapters.kube.known import KnownObjects
+from nodeau.adapters.kube.informer_cache import KnownObjects
 from nodeau.adapters.kube.objects import KubeObject, list_objects, record_of
 from nodeau.adapters.record_json import RecordError, from_plain
 from nodeau.domain.recording import Backing, Claim

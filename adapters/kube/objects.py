@@ -15,7 +15,7 @@ from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none, send_json
-from nodeau.adapters.kube.known import UNKNOWN, KnownObjects, version_of
+from nodeau.adapters.kube.informer_cache import UNKNOWN, KnownObjects, version_of
 from nodeau.adapters.record_json import RecordError, from_plain, pack, to_plain
 from nodeau.domain.batches import BatchRequest
 from nodeau.domain.organisation import Requester

@@ -18,7 +18,7 @@ from kubernetes import client
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube import server_keys
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none, send_json
-from nodeau.adapters.kube.known import UNKNOWN, KnownObjects, version_of
+from nodeau.adapters.kube.informer_cache import UNKNOWN, KnownObjects, version_of
 from nodeau.adapters.llama_server import HOST, server_command
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.workloads import ServerExit, WorkloadKind

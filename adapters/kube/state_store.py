@@ -25,7 +25,7 @@ from nodeau.adapters.kube.guards import (
     check_name_free,
     holds_other_card,
 )
-from nodeau.adapters.kube.known import KnownObjects
+from nodeau.adapters.kube.informer_cache import KnownObjects
 from nodeau.adapters.kube.ledger import LedgerRead, read_ledger, read_state, unbacked
 from nodeau.adapters.kube.objects import (
     MAX_TRIES,

@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.known import KnownObjects, version_of
+from nodeau.adapters.kube.informer_cache import KnownObjects, version_of
 from nodeau.adapters.kube.pods import PODS
 from nodeau.domain.workloads import WorkloadKind
 

@@ -14,7 +14,7 @@ from kubernetes import client
 from nodeau.adapters.kube import events
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none
-from nodeau.adapters.kube.known import KnownObjects, version_of
+from nodeau.adapters.kube.informer_cache import KnownObjects, version_of
 from nodeau.adapters.kube.objects import (
     HERE,
     KINDS,

@@ -17,7 +17,7 @@ from nodeau.adapters.kube.copies import KubeModelCopies
 from nodeau.adapters.kube.entitlement import KubeEntitlementStore
 from nodeau.adapters.kube.events import KubeEventLog, Sending
 from nodeau.adapters.kube.health_store import KubeHealthRecords
-from nodeau.adapters.kube.known import KnownObjects
+from nodeau.adapters.kube.informer_cache import KnownObjects
 from nodeau.adapters.kube.lease import fenced_client
 from nodeau.adapters.kube.marks import KubeFleetMarks
 from nodeau.adapters.kube.organisation import KubeOrganisationPolicy

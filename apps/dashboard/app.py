@@ -25,9 +25,9 @@ from starlette.staticfiles import StaticFiles
 
 from nodeau.apps.dashboard import playground
 from nodeau.apps.dashboard.board import no_reading, read_views
-from nodeau.apps.dashboard.encoded import EncodedBoard
+from nodeau.apps.dashboard.board_cache import KeptBoard
+from nodeau.apps.dashboard.board_encoding import EncodedBoard
 from nodeau.apps.dashboard.guard import HEALTH_PATH, Guard
-from nodeau.apps.dashboard.kept import KeptBoard
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.session import TokenFile, csrf_value
 from nodeau.apps.planes.plane import Plane

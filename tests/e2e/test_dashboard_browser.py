@@ -2,7 +2,7 @@
 tests/support/browser.py says why): the page the installed ``nodeau dashboard`` serves,
 opened with the address it prints, shows the state sentences ``nodeau ps --json`` gives,
 stops a real batch job, streams a real answer in the Playground, renders a machine with no
-figures without an error, shows a long sentence sent once (apps/dashboard/texts.py) in
+figures without an error, shows a long sentence sent once (apps/dashboard/repeated_texts.py) in
 every row that says it, and asks nothing of any host but 127.0.0.1.
 
 Screenshots of each view are saved under ``$NODEAU_SCREENSHOTS`` when it is set (else the

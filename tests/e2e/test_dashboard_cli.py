@@ -25,19 +25,19 @@ import pytest
 from gguf import GGUFValueType, Keys
 
 from nodeau.adapters.sqlite_state import SqliteStateStore
-from nodeau.apps.dashboard.texts import expanded
+from nodeau.apps.dashboard.repeated_texts import expanded
 from tests.support.cli import Cli as BaseCli
 from tests.support.tiny_gguf import write_tiny_llama
 
 DEADLINE_S = 120.0
 # a program that compares the board with the CLI at one moment asks for a fresh read (a
-# poll gets the board kept since the last one: apps/dashboard/kept.py)
+# poll gets the board kept since the last one: apps/dashboard/board_cache.py)
 FRESH = {"Cache-Control": "no-cache"}
 
 
 def whole_board(client: httpx.Client, headers: dict[str, str]) -> dict[str, Any]:
     """The board with the CLI's JSON of every view (``?with=cli``, from the same read as
-    the page's sections), its tables' repeated texts expanded (apps/dashboard/texts.py)."""
+    the page's sections), its tables' repeated texts expanded (apps/dashboard/repeated_texts.py)."""
     answer = client.get("/api/board", params={"with": "cli"}, headers=headers)
     assert answer.status_code == 200, answer.text
     return expanded(answer.json())

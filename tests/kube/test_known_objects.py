@@ -1,4 +1,4 @@
-"""The controller's cache of its objects on a real API server (adapters/kube/known.py): its
+"""The controller's cache of its objects on a real API server (adapters/kube/informer_cache.py): its
 reads send no request where it knows, it keeps what its own writes answered, it learns a
 kubelet's change from a list or from its watch, and a person's change between its read and
 its write is never lost (the write names the version read: a conflict, a read, the change
@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes import client
 
-from nodeau.adapters.kube.known import KnownObjects
+from nodeau.adapters.kube.informer_cache import KnownObjects
 from nodeau.adapters.kube.pods import KubeServerPods
 from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.kube.watch import KubeWorkloadWatch

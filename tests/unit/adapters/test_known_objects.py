@@ -1,4 +1,4 @@
-"""The controller's cache of its objects (adapters/kube/known.py): what it answers after
+"""The controller's cache of its objects (adapters/kube/informer_cache.py): what it answers after
 lists, reads, writes and watch events arriving in any order. The real adapters that keep it
 are proved against a real API server (tests/kube, the controller's tests)."""
 
@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeau.adapters.kube.known import UNKNOWN, KnownObjects, version_of
+from nodeau.adapters.kube.informer_cache import UNKNOWN, KnownObjects, version_of
 
 PODS = "pods"
 

@@ -1,11 +1,12 @@
 """The board kept between polls: served at once, read again behind it, read fresh when
-asked, when too old, when nothing is kept or after the one action (apps/dashboard/kept.py)."""
+asked, when too old, when nothing is kept or after the one action
+(apps/dashboard/board_cache.py)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from nodeau.apps.dashboard.kept import KeptBoard
+from nodeau.apps.dashboard.board_cache import KeptBoard
 from tests.support.clock import Clock
 
 

@@ -1,6 +1,6 @@
 """One read of the board as the data route sends it: serialised and gzipped once per read.
 
-Why it is so: docs/adr/decisions/apps-dashboard.md (encoded.py).
+Why it is so: docs/adr/decisions/apps-dashboard.md (board_encoding.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from attrs import frozen
 
 from nodeau.apps.dashboard.board import Views, cli_views, page_board
-from nodeau.apps.dashboard.texts import compacted
+from nodeau.apps.dashboard.repeated_texts import compacted
 
 GZIP_LEVEL = 5
 

@@ -1,6 +1,6 @@
 """The board kept between polls: the newest document, served at once, read again behind it.
 
-Why it is so: docs/adr/decisions/apps-dashboard.md (kept.py).
+Why it is so: docs/adr/decisions/apps-dashboard.md (board_cache.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A long text repeated in the board's tables is sent once.
 
-Why it is so: docs/adr/decisions/apps-dashboard.md (texts.py).
+Why it is so: docs/adr/decisions/apps-dashboard.md (repeated_texts.py).
 """
 
 from __future__ import annotations

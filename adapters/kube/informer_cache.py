@@ -1,6 +1,6 @@
 """What one controller process last saw of the objects it acts on: an informer's cache.
 
-Why it is so: docs/adr/decisions/adapters-kube.md (known.py).
+Why it is so: docs/adr/decisions/adapters-kube.md (informer_cache.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The page's document sends a long text repeated in its tables once (apps/dashboard/texts.py),
-and the data route sends the page's sections alone unless asked for the CLI's JSON too
-(apps/dashboard/encoded.py)."""
+"""The page's document sends a long text repeated in its tables once
+(apps/dashboard/repeated_texts.py), and the data route sends the page's sections alone
+unless asked for the CLI's JSON too (apps/dashboard/board_encoding.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from nodeau.apps.cli import ps_command
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.dashboard.board import page_board, read_board, read_views
-from nodeau.apps.dashboard.encoded import EncodedBoard
-from nodeau.apps.dashboard.texts import SHORTEST, compacted, expanded
+from nodeau.apps.dashboard.board_encoding import EncodedBoard
+from nodeau.apps.dashboard.repeated_texts import SHORTEST, compacted, expanded
 from nodeau.apps.planes.plane import CopyListing, Plane, RecoveryListing
 from tests.unit.apps.test_dashboard_board import NOW, FakePlane, fleet, machine, plan, workload
 
