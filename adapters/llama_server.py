@@ -37,9 +37,9 @@ __all__ = [
     "SOURCE_RSS_SIMULATED",
     "SOURCE_RSS_UNLISTED",
     "LlamaServerRuntime",
+    "LocalRelaunch",
     "LocalServerProcesses",
     "ModelServer",
-    "Relaunch",
     "RuntimeChoice",
     "choose_runtime",
     "find_llama_server",
@@ -109,9 +109,7 @@ def choose_runtime(
     built = installed_builds(env, prefer_cuda=prefer_cuda)
     if built:
         flavour = built[0].parents[1].name
-        return Success(
-            _llama_server(built[0], f"the newest `{INSTALL}` build ({flavour})")
-        )
+        return Success(_llama_server(built[0], f"the newest `{INSTALL}` build ({flavour})"))
     found = has_llama_cpp() if has_llama_cpp is not None else _llama_cpp_installed()
     if found:
         usable, library = _llama_cpp_library(env, None)
@@ -124,8 +122,7 @@ def choose_runtime(
                 server=ModelServer.LLAMA_CPP_PYTHON,
                 program=python or Path(sys.executable),
                 library=library,
-                reason="no llama-server configured, on PATH or installed; the llama_cpp "
-                "package is",
+                reason="no llama-server configured, on PATH or installed; the llama_cpp package is",
             )
         )
     return Failure(NO_SERVER)
@@ -292,7 +289,7 @@ class LlamaServerRuntime(ServerProcessRuntime):
 
 
 @frozen(kw_only=True)
-class Relaunch:
+class LocalRelaunch:
     """How to start a recorded server again: the runtime that runs its program, and whether
     it ran on its card."""
 
@@ -302,7 +299,7 @@ class Relaunch:
 
 def relaunch_for(
     command: Sequence[str], environ: Mapping[str, str] | None = None
-) -> Relaunch | None:
+) -> LocalRelaunch | None:
     """The runtime that started a server with ``command`` (llama-server, or llama-cpp-python's
     server run by the Python it names), starting from ``environ`` (default: this process's);
     None for a command line neither would have made."""
@@ -324,4 +321,4 @@ def relaunch_for(
         return None
     if layers is None:
         return None
-    return Relaunch(runtime=runtime, on_card=layers != "0")
+    return LocalRelaunch(runtime=runtime, on_card=layers != "0")

@@ -24,7 +24,7 @@ from nodeau.domain.workloads import ServerExit
 from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
 
 if TYPE_CHECKING:
-    from nodeau.adapters.llama_server import Relaunch
+    from nodeau.adapters.llama_server import LocalRelaunch
 
 HOST = "127.0.0.1"
 SOURCE_NVML = "nvml"
@@ -364,7 +364,7 @@ class LocalServerProcesses:
     ) -> ServerExit | None:
         return server_exit(server, log_path, starting=starting, wait_s=self._status_wait_s)
 
-    def relaunch(self, server: RunningServer) -> Relaunch | None:
+    def relaunch(self, server: RunningServer) -> LocalRelaunch | None:
         from nodeau.adapters.llama_server import relaunch_for  # the runtimes' own choice
 
         return relaunch_for(server.command, self._environ)

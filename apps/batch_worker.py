@@ -25,13 +25,13 @@ from nodeau.apps.batches import (
     read_requests,
     read_results,
 )
-from nodeau.apps.serving import WATCH_S, ServerProcesses, Supervisor
+from nodeau.apps.serving import WATCH_S, Supervisor
 from nodeau.apps.settings import utc_now
 from nodeau.domain.batches import BatchRequest, BatchResult, still_to_run
 from nodeau.domain.restarts import KUBELET, RestartPolicy
 from nodeau.domain.workloads import WorkloadState, holds_gpu
 from nodeau.ports.errors import NodeauError
-from nodeau.ports.runtime import RunningServer
+from nodeau.ports.runtime import RunningServer, ServerProcesses
 
 REQUEST_TIMEOUT_S = 600.0
 STOP_GRACE_S = 10.0

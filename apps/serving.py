@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol
 
 from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
@@ -44,7 +43,14 @@ from nodeau.domain.workloads import (
     next_clause,
 )
 from nodeau.ports.hardware import GpuInventory
-from nodeau.ports.runtime import ModelRuntime, RunningServer, RuntimeFailure, ServerSpec
+from nodeau.ports.runtime import (
+    ModelRuntime,
+    RunningServer,
+    RuntimeFailure,
+    ServerProcesses,
+    ServerSpec,
+    Stopper,
+)
 from nodeau.ports.state import Admission, Event, Snapshot, StateStore, WorkloadRecord
 
 READY_TIMEOUT_S = 120.0
@@ -348,26 +354,6 @@ def this_starter() -> Starter:
     return Starter(pid=os.getpid(), created_at=start_time(os.getpid()))
 
 
-class Stopper(Protocol):
-    """Stops a recorded model server (any runtime's: its record names the process), and
-    finds those a record may not name."""
-
-    def stop(self, server: RunningServer, grace_s: float) -> None: ...
-
-    def found(self, name: str, model_path: str) -> tuple[RunningServer, ...]:
-        """The model servers running now for workload ``name`` of ``model_path``."""
-        ...
-
-
-class HomeServers(Stopper, Protocol):
-    """A ``Stopper`` that also finds every model server of one home."""
-
-    def under(self, models_root: Path) -> tuple[tuple[str, RunningServer], ...]:
-        """Every model server running now of a model under ``models_root`` (this home's),
-        with the workload name it serves."""
-        ...
-
-
 def stop_workload(
     name: str, *, state: StateStore, runtime: Stopper, now: Callable[[], datetime]
 ) -> WorkloadRecord:
@@ -387,38 +373,6 @@ def stop_workload(
 
 
 # -- supervision
-
-
-class Relaunch(Protocol):
-    """How a recorded server is started again."""
-
-    @property
-    def runtime(self) -> ModelRuntime: ...
-
-    @property
-    def on_card(self) -> bool:
-        """Whether it ran on its card (else on the CPU: simulated hardware)."""
-        ...
-
-
-class ServerProcesses(Protocol):
-    """What a supervisor asks of model server processes."""
-
-    def alive(self, server: RunningServer) -> bool:
-        """Whether it still runs as it was started."""
-        ...
-
-    def exit_of(
-        self, server: RunningServer, log_path: Path, *, starting: bool = False
-    ) -> ServerExit | None:
-        """How it ended, when that was kept (None: unknown)."""
-        ...
-
-    def relaunch(self, server: RunningServer) -> Relaunch | None:
-        """How to start it again (None: its command line is no model server known here)."""
-        ...
-
-    def stop(self, server: RunningServer, grace_s: float) -> None: ...
 
 
 class _NotRestarting(Exception):

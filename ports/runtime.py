@@ -10,6 +10,7 @@ from attrs import frozen
 
 from nodeau.domain.memory import RuntimeConfig
 from nodeau.domain.records import RunningServer
+from nodeau.domain.workloads import ServerExit
 from nodeau.ports.errors import NodeauError
 
 __all__ = ["MemoryUse", "ModelRuntime", "RunningServer", "RuntimeFailure", "ServerSpec"]
@@ -71,3 +72,55 @@ class ModelRuntime(Protocol):
     def memory(self, server: RunningServer) -> MemoryUse | None:
         """Its memory now, labelled by how it was read; None when it is gone."""
         ...
+
+
+class Stopper(Protocol):
+    """Stops a recorded model server (any runtime's: its record names the process), and
+    finds those a record may not name."""
+
+    def stop(self, server: RunningServer, grace_s: float) -> None: ...
+
+    def found(self, name: str, model_path: str) -> tuple[RunningServer, ...]:
+        """The model servers running now for workload ``name`` of ``model_path``."""
+        ...
+
+
+class HomeServers(Stopper, Protocol):
+    """A ``Stopper`` that also finds every model server of one home."""
+
+    def under(self, models_root: Path) -> tuple[tuple[str, RunningServer], ...]:
+        """Every model server running now of a model under ``models_root`` (this home's),
+        with the workload name it serves."""
+        ...
+
+
+class Relaunch(Protocol):
+    """How a recorded server is started again."""
+
+    @property
+    def runtime(self) -> ModelRuntime: ...
+
+    @property
+    def on_card(self) -> bool:
+        """Whether it ran on its card (else on the CPU: simulated hardware)."""
+        ...
+
+
+class ServerProcesses(Protocol):
+    """What a supervisor asks of model server processes."""
+
+    def alive(self, server: RunningServer) -> bool:
+        """Whether it still runs as it was started."""
+        ...
+
+    def exit_of(
+        self, server: RunningServer, log_path: Path, *, starting: bool = False
+    ) -> ServerExit | None:
+        """How it ended, when that was kept (None: unknown)."""
+        ...
+
+    def relaunch(self, server: RunningServer) -> Relaunch | None:
+        """How to start it again (None: its command line is no model server known here)."""
+        ...
+
+    def stop(self, server: RunningServer, grace_s: float) -> None: ...

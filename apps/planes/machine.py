@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.plane import Explanation, OrganisationView
     from nodeau.apps.planes.status_rows import StatusRow
-    from nodeau.apps.serving import HomeServers, Rules, RunRequest
+    from nodeau.apps.serving import Rules, RunRequest
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
     from nodeau.ports.organisation import Identity, OrganisationPolicy
-    from nodeau.ports.runtime import ModelRuntime, RunningServer
+    from nodeau.ports.runtime import HomeServers, ModelRuntime, RunningServer
     from nodeau.ports.state import StateStore
 
 PLANE = "one machine (state in SQLite, no Kubernetes)"
