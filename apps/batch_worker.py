@@ -15,16 +15,11 @@ from pathlib import Path
 
 import httpx
 
+from nodeau.adapters.batch_files import JobFiles, append_result, read_requests, read_results
 from nodeau.adapters.llama_server import LocalServerProcesses
 from nodeau.adapters.private_files import keep_private
 from nodeau.adapters.sqlite_state import SqliteStateStore
-from nodeau.apps.batches import (
-    JobFiles,
-    append_result,
-    finish,
-    read_requests,
-    read_results,
-)
+from nodeau.apps.batches import finish
 from nodeau.apps.serving import WATCH_S, Supervisor
 from nodeau.apps.settings import utc_now
 from nodeau.domain.batches import BatchRequest, BatchResult, still_to_run

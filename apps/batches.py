@@ -1,193 +1,22 @@
-"""Batch jobs on the one-machine plane: their files, their admission, their server, their end.
+"""Batch jobs on the one-machine plane: their model server started, and their end recorded.
 
 Why it is so: docs/adr/decisions/apps.md (batches.py).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from attrs import evolve, frozen
+from attrs import evolve
 
-from nodeau.adapters import processes
-from nodeau.adapters.detached import launcher_argv
-from nodeau.adapters.private_files import PRIVATE_FILE, PRIVATE_FOLDER, write_private
 from nodeau.apps.serving import launch_server
-from nodeau.domain.batches import (
-    BatchRequest,
-    BatchResult,
-    LineProblem,
-    result_from_line,
-    result_line,
-)
 from nodeau.domain.lifecycle import ServerPhase, server_moved
 from nodeau.domain.lifecycle import with_state as in_state
 from nodeau.domain.workloads import WorkloadState, holds_gpu
-from nodeau.ports.runtime import ModelRuntime, RuntimeFailure
+from nodeau.ports.runtime import ModelRuntime
 from nodeau.ports.state import Admission, StateStore, WorkloadRecord
-
-WORKER_MODULE = "nodeau.apps.batch_worker"
-_WORKER_STOP_S = 10.0
-
-
-@frozen(kw_only=True)
-class JobFiles:
-    """Where one batch job keeps its requests, problems, results and worker."""
-
-    folder: Path
-
-    @classmethod
-    def of(cls, home: Path, name: str) -> JobFiles:
-        return cls(folder=home / "batches" / name)
-
-    @property
-    def requests(self) -> Path:
-        return self.folder / "requests.jsonl"
-
-    @property
-    def problems(self) -> Path:
-        return self.folder / "problems.txt"
-
-    @property
-    def results(self) -> Path:
-        return self.folder / "results.jsonl"
-
-    @property
-    def job(self) -> Path:
-        return self.folder / "job.json"
-
-    @property
-    def log(self) -> Path:
-        return self.folder / "worker.log"
-
-
-@frozen(kw_only=True)
-class Progress:
-    """How far a job has come: requests to run, answered, failed, and lines that never ran."""
-
-    total: int
-    done: int
-    failed: int
-    bad_lines: int
-
-    @property
-    def left(self) -> int:
-        return max(0, self.total - self.done - self.failed)
-
-
-def write_job(
-    files: JobFiles,
-    requests: Iterable[BatchRequest],
-    problems: Iterable[LineProblem],
-    meta: dict[str, Any],
-) -> None:
-    """Write what a submit knows: the requests to run, the bad lines, the counts (the
-    user's prompts: 0600 in a folder of 0700, whatever the umask)."""
-    files.folder.parent.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
-    files.folder.mkdir(mode=PRIVATE_FOLDER, exist_ok=True)
-    lines = [
-        json.dumps({"line_no": r.line_no, "custom_id": r.custom_id, "url": r.url, "body": r.body})
-        for r in requests
-    ]
-    write_private(files.requests, "".join(line + "\n" for line in lines).encode("utf-8"))
-    write_private(files.problems, "".join(f"{p}\n" for p in problems).encode("utf-8"))
-    write_meta(files, meta)
-
-
-def write_meta(files: JobFiles, meta: dict[str, Any]) -> None:
-    partial = files.job.with_suffix(".json.partial")
-    write_private(partial, (json.dumps(meta, indent=2) + "\n").encode("utf-8"))
-    partial.replace(files.job)
-
-
-def read_meta(files: JobFiles) -> dict[str, Any]:
-    try:
-        meta = json.loads(files.job.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
-
-
-def read_requests(files: JobFiles) -> tuple[BatchRequest, ...]:
-    out = []
-    for line in files.requests.read_text(encoding="utf-8").splitlines():
-        item = json.loads(line)
-        out.append(
-            BatchRequest(
-                line_no=item["line_no"],
-                custom_id=item["custom_id"],
-                url=item["url"],
-                body=item["body"],
-            )
-        )
-    return tuple(out)
-
-
-def read_result_lines(files: JobFiles) -> tuple[dict[str, Any], ...]:
-    """The result lines written so far, as written (``retried`` included); a line cut short
-    by a crash is not a result."""
-    try:
-        text = files.results.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ()
-    lines = []
-    for line in text.splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue
-        if result_from_line(item) is not None:
-            lines.append(item)
-    return tuple(lines)
-
-
-def read_results(files: JobFiles) -> tuple[BatchResult, ...]:
-    """The results written so far; a line cut short by a crash is not a result."""
-    results = (result_from_line(item) for item in read_result_lines(files))
-    return tuple(r for r in results if r is not None)
-
-
-def append_result(files: JobFiles, result: BatchResult, *, retried: bool = False) -> None:
-    """Append one result as one write, then fsync: a written line survives a crash.
-    ``retried``: the request was sent again after its model server ended (said in the line)."""
-    line = result_line(result)
-    if retried:
-        line["retried"] = True
-    data = (json.dumps(line) + "\n").encode("utf-8")
-    fd = os.open(files.results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
-    try:
-        size = os.fstat(fd).st_size
-        if size and _last_byte(files.results, size) != b"\n":
-            data = b"\n" + data  # a line cut short by a crash stays on a line of its own
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _last_byte(path: Path, size: int) -> bytes:
-    with path.open("rb") as f:
-        f.seek(size - 1)
-        return f.read(1)
-
-
-def progress(files: JobFiles) -> Progress:
-    meta = read_meta(files)
-    results = read_results(files)
-    done = sum(1 for r in results if r.succeeded)
-    return Progress(
-        total=int(meta.get("total", 0)),
-        done=done,
-        failed=len(results) - done,
-        bad_lines=int(meta.get("bad_lines", 0)),
-    )
 
 
 def start_batch_server(
@@ -219,55 +48,3 @@ def finish(state: StateStore, name: str, end: WorkloadState, at: datetime) -> Wo
         return evolve(in_state(r, end, at), server=None)
 
     return state.release(name, change)
-
-
-def worker_command(name: str, home: Path) -> tuple[str, ...]:
-    return (sys.executable, "-m", WORKER_MODULE, "--job", name, "--home", str(home))
-
-
-def _worker(meta: dict[str, Any]) -> processes.OurProcess | None:
-    """The worker ``job.json`` names: its pid, known by the command line it was started with."""
-    pid = meta.get("worker_pid")
-    command = meta.get("worker_command")
-    if not isinstance(pid, int) or not isinstance(command, list):
-        return None
-    if not all(isinstance(a, str) for a in command):
-        return None
-    return processes.OurProcess(pid=pid, command=tuple(command))
-
-
-def worker_alive(meta: dict[str, Any]) -> bool:
-    """Whether the pid in ``job.json`` is still this job's worker (a reused pid is not)."""
-    worker = _worker(meta)
-    return worker is not None and processes.alive(worker)
-
-
-def stop_worker(files: JobFiles) -> bool:
-    """Stop the job's worker (SIGTERM, then SIGKILL); whether one was running."""
-    worker = _worker(read_meta(files))
-    if worker is None:
-        return False
-    try:
-        return processes.terminate(worker, _WORKER_STOP_S, kill_wait_s=_WORKER_STOP_S)
-    except processes.ProcessDenied as exc:
-        raise RuntimeFailure(f"batch worker (pid {worker.pid}): no permission to stop it") from exc
-    except processes.ProcessError as exc:
-        raise RuntimeFailure(f"batch worker (pid {worker.pid}) still runs after SIGKILL") from exc
-
-
-def launch_worker(files: JobFiles, command: Sequence[str]) -> int:
-    """Start the job's worker detached (its output on ``worker.log``); its pid."""
-    try:
-        launched = subprocess.run(
-            launcher_argv(files.log, command),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise RuntimeFailure(f"batch {files.folder.name}: cannot start its worker: {exc}") from exc
-    out = launched.stdout.decode("utf-8", "replace").strip()
-    if launched.returncode != 0 or not out.isdigit():
-        raise RuntimeFailure(f"batch {files.folder.name}: cannot start its worker: {out}")
-    return int(out)

@@ -9,19 +9,18 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from nodeau.apps.batches import (
+from nodeau.adapters.batch_files import (
     JobFiles,
-    finish,
     launch_worker,
     progress,
     read_meta,
     read_result_lines,
-    start_batch_server,
     stop_worker,
     worker_command,
     write_job,
     write_meta,
 )
+from nodeau.apps.batches import finish, start_batch_server
 from nodeau.apps.models import Resolved
 from nodeau.apps.planes.plane import BatchAsk, BatchOutcome, BatchSubmitted, BatchView, Refused
 from nodeau.apps.serving import RunRequest

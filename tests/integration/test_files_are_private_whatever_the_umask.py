@@ -1,7 +1,7 @@
 """Files that hold prompts and answers are 0600 (folders 0700) even when the code writing them
 runs without an entry point that set the umask (library use): under umask 022 here.
 
-A batch job's files (apps/batches.py) and the log the detached launchers open for a model
+A batch job's files (adapters/batch_files.py) and the log the detached launchers open for a model
 server or a batch worker (adapters/detached.py), with real processes for the launchers.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from nodeau.adapters.batch_files import JobFiles, append_result, write_job, write_meta
 from nodeau.adapters.detached import launcher_argv, reaped_launcher_argv
-from nodeau.apps.batches import JobFiles, append_result, write_job, write_meta
 from nodeau.domain.batches import BatchRequest, BatchResult, LineProblem
 
 SAY = (sys.executable, "-I", "-S", "-c", "print('the answer is 42')")
