@@ -151,10 +151,9 @@ class LazyMachineParts:
 
 def plane_choice() -> PlaneChoice:
     """Which plane this command acts on: NODEAU_PLANE, else plane.json, else this machine."""
-    from nodeau.apps.cli.cluster_plane import choose
+    from nodeau.apps.cli.cluster_plane import plane_choice as chosen
 
-    s = settings()
-    return choose(s.environ, s.home)
+    return chosen()
 
 
 def entitlement_verifier(trusted_keys: Mapping[str, bytes] | None = None) -> EntitlementVerifier:

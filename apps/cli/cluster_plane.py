@@ -69,6 +69,14 @@ def read_plane_file(path: Path) -> PlaneChoice | None:
     )
 
 
+def plane_choice() -> PlaneChoice:
+    """Which plane this command acts on: NODEAU_PLANE, else plane.json, else this machine."""
+    from nodeau.apps.settings import settings_from
+
+    s = settings_from(os.environ)
+    return choose(s.environ, s.home)
+
+
 def choose(env: Mapping[str, str], home: Path) -> PlaneChoice:
     """The plane: NODEAU_PLANE, else the plane file, else this machine."""
     forced = env.get("NODEAU_PLANE", "").strip()
@@ -133,15 +141,11 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
     from nodeau.adapters.kube.reports import KubeMachineReports
     from nodeau.adapters.kube.workloads import KubeWorkloadObjects
     from nodeau.apps.planes.kubernetes import FleetCluster, banner
+    from nodeau.apps.settings import settings_from
 
-    if choice is None:
-        from nodeau.apps.cli.bootstrap import plane_choice
-
-        choice = plane_choice()
-    c = choice
-    from nodeau.apps.cli.bootstrap import settings
-
-    connection = connect(c.kubeconfig, c.context, settings().environ)
+    environ = settings_from(os.environ).environ
+    c = choice if choice is not None else plane_choice()
+    connection = connect(c.kubeconfig, c.context, environ)
     print(banner(connection.server, connection.context), file=sys.stderr, flush=True)
     api = connection.api
     return FleetCluster(
