@@ -41,9 +41,14 @@ class Checked:
 
     @classmethod
     def of(cls, check: str, refusal: Refusal | None, passed: str) -> Checked:
-        return cls(
-            check=check, refusal=refusal, sentence=passed if refusal is None else refusal.sentence
-        )
+        """``check``'s answer: its refusal in the refusal's words, else ``passed``."""
+        if refusal is None:
+            return cls(check=check, refusal=None, sentence=passed)
+        return cls.refused(check, refusal)
+
+    @classmethod
+    def refused(cls, check: str, refusal: Refusal) -> Checked:
+        return cls(check=check, refusal=refusal, sentence=refusal.sentence)
 
 
 @frozen(kw_only=True)
@@ -89,10 +94,11 @@ def checks(asked: Asked, spent: Iterable[Spending], place: Place | None) -> Iter
         yield Checked.of(QUALIFICATION, asked.qualification, proved)
         if asked.qualification is not None:
             return
-    if asked.server is not None or asked.server_said is not None:
-        yield Checked.of(MODEL_SERVER, asked.server, asked.server_said or "")
-        if asked.server is not None:
-            return
+    if asked.server is not None:
+        yield Checked.refused(MODEL_SERVER, asked.server)
+        return
+    if asked.server_said is not None:
+        yield Checked.of(MODEL_SERVER, None, asked.server_said)
     organisation = run_checks(asked.organisation, asked.requester, asked.shape, tuple(spent))
     for index, (kind, outcome) in enumerate(organisation):
         refusal = outcome.failure() if isinstance(outcome, Failure) else None
@@ -107,7 +113,7 @@ def checks(asked: Asked, spent: Iterable[Spending], place: Place | None) -> Iter
                 check=PLACEMENT, refusal=None, sentence=admission.placement.why, admission=admission
             )
         case Failure(Refusal() as refusal):
-            yield Checked.of(refusal.kind.value, refusal, "")
+            yield Checked.refused(refusal.kind.value, refusal)
 
 
 def decide(asked: Asked, spent: Iterable[Spending], place: Place) -> Result[Admission, Refusal]:
@@ -117,7 +123,7 @@ def decide(asked: Asked, spent: Iterable[Spending], place: Place) -> Result[Admi
             return Failure(checked.refusal)
         if checked.admission is not None:
             return Success(checked.admission)
-    raise AssertionError("checks end with a refusal or a placement")
+    raise AssertionError  # checks end with a refusal or a placement
 
 
 def first_refusal(found: Iterable[Checked]) -> Refusal | None:

@@ -61,7 +61,7 @@ def fleet_checks(
     except UnknownModel as exc:
         missing = Refusal.of(ReasonCode.NO_VERIFIED_COPY, exc.one_line())
         return FleetChecks(
-            model=ask.model, checked=(Checked.of(missing.kind.value, missing, ""),), known=False
+            model=ask.model, checked=(Checked.refused(missing.kind.value, missing),), known=False
         )
     config = runtime_config(found.summary, ask.task, ask.context_tokens)
     qualification = None

@@ -62,7 +62,7 @@ def explain_run(parts: MachineParts, ask: RunAsk, rules: Rules, now: datetime) -
         now=now,
     )
     if isinstance(decision, Refusal):  # no verified copy here: nothing else can be read
-        found: tuple[Checked, ...] = (Checked.of(decision.kind.value, decision, ""),)
+        found: tuple[Checked, ...] = (Checked.refused(decision.kind.value, decision),)
     else:
         found = tuple(decision.checks(parts.state.snapshot()))
     refusal = first_refusal(found)
