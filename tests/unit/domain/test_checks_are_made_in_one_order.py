@@ -108,6 +108,13 @@ def test_the_decision_is_the_first_refusal_of_the_checks_or_the_placement(
     assert ranks == sorted(ranks) and names.count("permission") <= 2
     # every check but the last passed; the walk stops at the first refusal
     assert all(c.passed for c in found[:-1])
+    # a refusal is said in its own words, a placement's by its kind (capacity)
+    for c in found:
+        if c.refusal is not None:
+            assert c.sentence == c.refusal.sentence
+        assert c.sentence
+    if not fits and found[-1].refusal == FULL:
+        assert found[-1].check == "capacity" and found[-1].admission is None
     refusal = first_refusal(found)
     again = Placement(place.answer)
     decided = decide(asked, spent, again)
@@ -167,6 +174,14 @@ def test_a_request_nobody_is_named_for_passes_only_where_no_policy_is_configured
     assert refused.failure().code is ReasonCode.REQUESTER_UNKNOWN
     free = evolve(unnamed, organisation=Organisation.none())
     assert decide(free, [], Placement(Success(ADMITTED))) == Success(ADMITTED)
+    said = {c.check: c.sentence for c in checks(free, [], None)}
+    assert said["permission"] == "the organisation permits qwen"  # the second permission
+    assert said["quota"] == "no quota is counted for a request nobody is named for"
+    first = next(iter(checks(evolve(free, unproved=True), [], None)))
+    assert (first.check, first.sentence) == (
+        "permission",
+        "no organisation policy is configured: whoever asks may run",
+    )
 
 
 def test_explain_reads_each_check_in_words_and_the_placement_last() -> None:
@@ -195,5 +210,9 @@ def test_explain_reads_each_check_in_words_and_the_placement_last() -> None:
     assert found[-1] == Checked(
         check=PLACEMENT, refusal=None, sentence=ADMITTED.placement.why, admission=ADMITTED
     )
+    assert first_refusal(found) is None
     # where another places it (a fleet's controller), the checks end before placement
     assert [c.check for c in checks(asked, [], None)][-1] == "quota"
+    # without a word from the model server, its check is not made here (the fleet's
+    # controller leaves out the machines whose server cannot use their cards)
+    assert MODEL_SERVER not in [c.check for c in checks(evolve(asked, server_said=None), [], None)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from attrs import evolve
 from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
@@ -16,6 +17,7 @@ from nodeau.domain.organisation import (
     check_action,
     check_quotas,
     check_run,
+    check_shape,
     role_of,
     usage_of,
 )
@@ -188,3 +190,18 @@ def test_the_persons_gpu_quota_is_checked_against_what_the_request_asks() -> Non
 
 def test_no_policy_is_one_not_configured() -> None:
     assert Organisation.none().configured is False
+
+
+def test_a_held_workloads_shape_meets_the_limits_and_the_models_permitted_only() -> None:
+    policy = Organisation(
+        everyone=Role.VIEWER,  # a role that may not run: its shape is all that is read
+        limits=OrgLimits(max_context_tokens=1024, allowed_models=frozenset({"qwen"})),
+        contact="#gpu",
+    )
+    assert check_shape(policy, evolve(ASK, context_tokens=1024)) == Success(None)
+    too_long = check_shape(policy, evolve(ASK, context_tokens=2048))
+    assert too_long.failure().code is ReasonCode.CONTEXT_OVER_LIMIT
+    assert too_long.failure().sentence.endswith("; ask #gpu.")
+    other = check_shape(policy, evolve(ASK, model="llama", artifact_id="cd" * 32))
+    assert other.failure().code is ReasonCode.MODEL_NOT_PERMITTED
+    assert other.failure().sentence.endswith("; ask #gpu.")
