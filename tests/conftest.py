@@ -6,7 +6,12 @@ timing is a benchmark's business (bench/), so no test has one.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("nodeau", deadline=None)
 settings.load_profile("nodeau")
+
+# the helpers in tests/support (builders, fakes, the contract suites two folders run) assert
+# as the tests do: pytest rewrites their asserts too, so a failure says what it compared
+pytest.register_assert_rewrite("tests.support")

@@ -16,50 +16,10 @@ from hypothesis import strategies as st
 
 from nodeau.adapters.organisation_document import parse_organisation
 from nodeau.adapters.organisation_file import FileOrganisationPolicy
-from nodeau.domain.limits import Role
-from nodeau.domain.organisation import Organisation, Requester, role_of
-from nodeau.ports.organisation import OrganisationError, OrganisationPolicy
+from nodeau.domain.organisation import Organisation
+from nodeau.ports.organisation import OrganisationError
 from tests.support.fake_cluster import FakeOrganisationPolicy
-
-POLICY = {
-    "limits": {"max_context_tokens": 8192, "allowed_machines": ["gpu-a", "gpu-b"]},
-    "roles": {"admin": ["alice"], "operator": ["group:ml"]},
-    "everyone": "viewer",
-    "quotas": {"users": {"bob": {"max_gpus_held": 1}}, "teams": {"ml": {"max_workloads": 4}}},
-    "contact": "#gpu-help",
-}
-
-
-def none_installed_reads_as_no_policy(policy: OrganisationPolicy) -> None:
-    assert policy.read() == Organisation.none()
-    assert policy.remove() is False
-
-
-def installed_reads_back_and_removes(policy: OrganisationPolicy) -> None:
-    installed = policy.install(json.dumps(POLICY).encode())
-    assert policy.read() == installed
-    assert installed.limits.max_context_tokens == 8192
-    assert role_of(installed, Requester(user="carol", groups=frozenset({"ml"}))) is Role.OPERATOR
-    assert installed.team_quotas["ml"].max_workloads == 4
-    assert installed.contact == "#gpu-help"
-    assert policy.remove() is True
-    assert policy.read() == Organisation.none()
-
-
-def a_document_that_does_not_read_replaces_nothing(policy: OrganisationPolicy) -> None:
-    policy.install(json.dumps(POLICY).encode())
-    kept = policy.read()
-    with pytest.raises(OrganisationError, match=r"quotas\.users\['bob'\]\.max_gpus_held"):
-        policy.install(b'{"quotas": {"users": {"bob": {"max_gpus_held": -1}}}}')
-    assert policy.read() == kept
-    policy.remove()
-
-
-POLICY_CONTRACT: tuple[Callable[[Any], None], ...] = (
-    none_installed_reads_as_no_policy,
-    installed_reads_back_and_removes,
-    a_document_that_does_not_read_replaces_nothing,
-)
+from tests.support.organisation_policy_contract import POLICY_CONTRACT
 
 
 @pytest.mark.parametrize("check", POLICY_CONTRACT, ids=lambda c: c.__name__)

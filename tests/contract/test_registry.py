@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,16 +13,9 @@ from nodeau.adapters.sqlite_registry import SqliteRegistry as Sqlite
 from nodeau.domain.aliases import AliasBook, ImportKind, import_under_alias
 from nodeau.domain.artifacts import Artifact, ArtifactFile, Sha256
 from nodeau.domain.memory import MeasuredKey, Measurement
-from nodeau.domain.qualification import (
-    Capability,
-    MemoryReading,
-    MemorySource,
-    ProbeOutcome,
-    ProbeResult,
-    QualificationEvidence,
-)
-from nodeau.domain.tasks import Task
+from nodeau.domain.qualification import ProbeOutcome
 from nodeau.ports.registry import ArtifactRegistry
+from tests.support.evidence import qualified
 from tests.support.fake_registry import FakeRegistry
 
 
@@ -88,33 +80,6 @@ def test_measurements_keep_order_and_newest_wins(registry: ArtifactRegistry) -> 
     found = table.lookup(key)
     assert found is not None
     assert (found.peak_bytes, found.note) == (12, "second")
-
-
-def qualified(artifact_id: Sha256, gpu: str, chat: ProbeOutcome) -> QualificationEvidence:
-    return QualificationEvidence(
-        artifact_id=artifact_id,
-        gpu_model=gpu,
-        runtime="llama-server 0.5.0-dev (build 1, commit 0c1e570)",
-        at=datetime(2026, 11, 30, 18, 5, tzinfo=UTC),
-        context_tokens=2048,
-        memory=(
-            MemoryReading(
-                task=Task.CHAT,
-                config_key="task=chat,ctx=2048",
-                peak_bytes=123_456_789,
-                source=MemorySource.RUNTIME_BUFFERS,
-            ),
-        ),
-        probes=(
-            ProbeResult(
-                capability=Capability.CHAT,
-                outcome=chat,
-                asked='chat: "Reply with the code word QZ7K."',
-                answered="QZ7K",
-                why="the reply holds the code word",
-            ),
-        ),
-    )
 
 
 def test_evidence_is_kept_per_artifact_every_run_newest_last(registry: ArtifactRegistry) -> None:

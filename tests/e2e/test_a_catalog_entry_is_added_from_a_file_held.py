@@ -18,8 +18,8 @@ import pytest
 from nodeau.adapters.sqlite_registry import SqliteRegistry
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.qualification import ProbeOutcome
-from tests.contract.test_registry import qualified
 from tests.support.cli import Cli
+from tests.support.evidence import qualified
 from tests.support.publisher import LocalPublisher, local_publisher
 from tests.support.tiny_gguf import write_tiny_llama
 

@@ -19,8 +19,8 @@ from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from tests.integration.test_endpoint import Target, running_endpoint, upstream_at
 from tests.support.browser import Page, chromium
+from tests.support.endpoint import Target, running_endpoint, upstream_at
 from tests.support.upstream import (
     MinimalUpstream,
     loopback_socket,

@@ -24,11 +24,11 @@ from nodeau.apps.dashboard import cards
 from nodeau.apps.dashboard.traffic import totals
 from nodeau.apps.planes.plane import CopyListing, GpuView, RecoveryListing
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
-from tests.e2e.test_dashboard_browser import render_all, screenshot_of, served, shots
-from tests.e2e.test_dashboard_cli import Cli, leave_nothing
 from tests.support.browser import Page, chromium, off_loopback
+from tests.support.dashboard_cli import Cli, leave_nothing
+from tests.support.dashboard_page import render_all, screenshot_of, served, shots
+from tests.support.dashboard_views import GIB, NOW, FakePlane, fleet, machine, plan
 from tests.support.tiny_gguf import write_tiny_llama
-from tests.unit.apps.test_dashboard_board import GIB, NOW, FakePlane, fleet, machine, plan
 
 MIB = 1024**2
 SYSTEM = "Answer in one word."

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import Cli
-from tests.unit.adapters.test_asking_a_server_what_it_can_use import CUDA_ANSWER, stand_in
+from tests.support.server_answers import CUDA_ANSWER, stand_in
 
 CPU_BUILD = Path("~/.cache/nodeau/llama-server/0.3.36/cpu/bin/llama-server").expanduser()
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_dashboard_cli import FRESH, http, whole_board
 from tests.support.cli import Cli
+from tests.support.dashboard_cli import FRESH, http, whole_board
 from tests.support.tiny_gguf import write_tiny_llama
 
 STOPPED = "loaded, endpoint stopped; nodeau run tiny brings it back"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import Cli
+from tests.support.server_answers import CUDA_ANSWER, stand_in
 from tests.support.tiny_gguf import write_tiny_llama
-from tests.unit.adapters.test_asking_a_server_what_it_can_use import CUDA_ANSWER, stand_in
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 
 from nodeau.apps.endpoint.app import Upstream
 from nodeau.domain.tasks import Task
-from tests.integration.test_endpoint import BOUND_S, Target, openai_client, running_endpoint
+from tests.support.endpoint import BOUND_S, Target, openai_client, running_endpoint
 from tests.support.upstream import MinimalUpstream, running_upstream
 
 WORKLOAD = "chatbot"

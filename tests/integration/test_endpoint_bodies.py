@@ -14,14 +14,8 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
-from tests.integration.test_endpoint import (
-    BOUND_S,
-    MODEL,
-    Target,
-    running_endpoint,
-    upstream_at,
-)
-from tests.integration.test_endpoint_callers import CHAT, Served, send
+from tests.support.endpoint import BOUND_S, MODEL, Target, running_endpoint, upstream_at
+from tests.support.endpoint_requests import CHAT, Served, send
 from tests.support.upstream import MinimalUpstream, free_port, running_upstream
 
 

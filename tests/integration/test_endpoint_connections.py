@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from nodeau.apps.endpoint.connections import ModelServerConnections
-from tests.integration.test_endpoint import (
+from tests.support.endpoint import (
     BOUND_S,
     MODEL,
     Target,

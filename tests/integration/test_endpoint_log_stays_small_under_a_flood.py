@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from nodeau.apps.endpoint.log_bound import PER_KIND
-from tests.integration.test_endpoint import raw_exchange
-from tests.integration.test_endpoint_survives_idle_connections import BOUND_S, eventually
+from tests.support.endpoint import raw_exchange
+from tests.support.idle_connections import BOUND_S, eventually
 from tests.support.upstream import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,14 +12,12 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import openai
 import pytest
 from gguf import GGUFValueType, Keys
-from returns.result import Success
 
 from nodeau.adapters.llama_cpp_python import (
     NO_RERANK,
@@ -28,42 +26,14 @@ from nodeau.adapters.llama_cpp_python import (
     child_environment,
     server_command,
 )
-from nodeau.adapters.llama_server import LIB_ENV, ModelServer, choose_runtime, find_llama_server
+from nodeau.adapters.llama_server import LIB_ENV
 from nodeau.domain.memory import CacheType, RuntimeConfig, kv_cells
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerSpec
+from tests.support.llama import llama_cpp_python_runtime
 from tests.support.tiny_gguf import write_tiny_llama
 
 READY_S = 60.0  # generous: a tiny model is ready in about a second
-INSTALL_HOW = (
-    "llama-cpp-python's server is not usable here: run scripts/build-llama-server (it installs "
-    "llama-cpp-python[server] into this Python, sharing the build of nodeau server install)"
-)
-
-
-def llama_cpp_python_runtime(
-    inventory_memory: Callable[[int], int | None] | None = None,
-) -> LlamaCppPythonRuntime:
-    """The runtime ``choose_runtime`` picks with no llama-server configured, on PATH or
-    installed, on the library of the llama-server build it shares (``LLAMA_CPP_LIB_PATH``,
-    as scripts/build-llama-server installs it)."""
-    built = find_llama_server(os.environ)
-    env = {k: v for k, v in os.environ.items() if k != "NODEAU_LLAMA_SERVER"}
-    env["PATH"] = str(Path(sys.executable).parent)
-    env["NODEAU_LLAMA_CACHE"] = str(Path(sys.executable).parent / "no-installs-here")
-    if built is not None:
-        env.setdefault(LIB_ENV, str(built.parent))
-    chosen = choose_runtime(env)
-    if (
-        not isinstance(chosen, Success)
-        or chosen.unwrap().server is not ModelServer.LLAMA_CPP_PYTHON
-    ):
-        # under CI=true and elsewhere alike: a missing runtime is a failure, not a skip
-        pytest.fail(f"{INSTALL_HOW} (chose {chosen}); CI={os.environ.get('CI', '')!r}")
-    choice = chosen.unwrap()
-    return LlamaCppPythonRuntime(
-        choice.program, library=choice.library, inventory_memory=inventory_memory
-    )
 
 
 @pytest.fixture

@@ -2,7 +2,9 @@
 
 etcd, kube-apiserver and KWOK start once per worker (a few seconds); the namespace and
 CRDs from deploy/ are applied as a user applies them. ``fresh_fleet`` gives a test an
-empty fleet: no nodes, no Nodeau objects, no ledger.
+empty fleet: no nodes, no Nodeau objects, no ledger. ``controller_process`` runs the
+installed controller as its ServiceAccount; ``fleet`` is the CLI on a fleet of one machine
+with two simulated cards (a module with a ``fleet`` of its own replaces it there).
 """
 
 from __future__ import annotations
@@ -14,20 +16,28 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client, config, utils
+from kubernetes import client, utils
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.claims import PLURAL as RESERVATIONS
-from tests.support.kube_cluster import Cluster, ControlPlane
+from nodeau.adapters.kube.reports import publish_report
+from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
+from nodeau.ports.cluster import MachineReport
+from tests.support.cli import Cli
+from tests.support.kube_apply import (
+    ISSUER,
+    MANIFESTS,
+    apply_manifests,
+    kubeconfig_for_token,
+    service_account_token,
+)
+from tests.support.kube_cluster import Cluster, ControlPlane, api_client
+from tests.support.kube_nodes import create_kwok_nodes
+from tests.support.kube_objects import NOW
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 BASE_MANIFESTS = ("00-namespace.yaml", "10-crds.yaml")
 WORKLOADS = (r.GPUSERVICES, r.BATCHJOBS)
-
-
-def api_client(cluster: Cluster) -> client.ApiClient:
-    """A kubernetes client configured from the cluster's kubeconfig, as kubectl would be."""
-    return config.new_client_from_config(config_file=str(cluster.kubeconfig))
 
 
 def wait_established(api: client.ApiClient, names: tuple[str, ...], timeout_s: float = 30) -> None:
@@ -137,3 +147,39 @@ def controller(cluster: Cluster, fresh_fleet: client.ApiClient) -> Iterator[None
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+@pytest.fixture
+def controller_process(
+    cluster: Cluster, fresh_fleet: client.ApiClient, tmp_path: Path
+) -> Iterator[subprocess.Popen[str]]:
+    """deploy/'s RBAC applied, and the controller running as its ServiceAccount."""
+    apply_manifests(fresh_fleet, MANIFESTS)
+    token = service_account_token(fresh_fleet, r.NAMESPACE, "nodeau-controller", ISSUER)
+    config = kubeconfig_for_token(cluster, token, tmp_path / "controller.kubeconfig")
+    log = (tmp_path / "controller.log").open("w")
+    running = subprocess.Popen(
+        [sys.executable, "-m", "nodeau.apps.controller", "--kubeconfig", str(config),
+         "--identity", "whole-path", "--resync", "2"],
+        stdout=log, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        yield running
+    finally:
+        running.terminate()
+        running.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture
+def fleet(cluster: Cluster, fresh_fleet: client.ApiClient, tmp_path: Path) -> Cli:
+    """The CLI on the fleet: machine m1, its two simulated 24 GiB cards reported at NOW."""
+    create_kwok_nodes(fresh_fleet, ["m1"])
+    reading = SimulatedGpuInventory("m1", "2 x 24 GiB").read()
+    publish_report(fresh_fleet, MachineReport(reading=reading, at=NOW))
+    return Cli(
+        tmp_path / "fleet",
+        timeout_s=120,
+        NODEAU_PLANE="kubernetes",
+        KUBECONFIG=str(cluster.kubeconfig),
+    )

@@ -39,9 +39,14 @@ from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.batch_results import KubeFleetBatches, piece_name
 from nodeau.adapters.kube.report_form import MachineArtifact
-from tests.kube.test_whole_path import ISSUER, kubeconfig_for_token
 from tests.support.cli import Cli
-from tests.support.kube_apply import MANIFESTS, apply_manifests, service_account_token
+from tests.support.kube_apply import (
+    ISSUER,
+    MANIFESTS,
+    apply_manifests,
+    kubeconfig_for_token,
+    service_account_token,
+)
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_controller import add_machine, gpu_uuid
 from tests.support.kube_nodes import wait_for

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 from returns.result import Success
@@ -36,9 +35,9 @@ from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.ports.state import Admission, Snapshot, WorkloadRecord
 from tests.support.admissions import decider, fleet_of
 from tests.support.cli import Cli
+from tests.support.kube_cli import banner, one_line_error, write_ledger
 from tests.support.kube_cluster import Cluster, write_kubeconfig
 from tests.support.kube_nodes import create_kwok_nodes, wait_for
-from tests.support.kube_store import plant
 
 # The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving
 # them is the user's explicit choice (docs/adr/0010).
@@ -60,18 +59,6 @@ def cli(cluster: Cluster, fresh_fleet: client.ApiClient, tmp_path: Path) -> Cli:
 @pytest.fixture
 def api(fresh_fleet: client.ApiClient) -> Iterator[client.ApiClient]:
     yield fresh_fleet
-
-
-def banner(cluster: Cluster) -> str:
-    context = yaml.safe_load(cluster.kubeconfig.read_text())["current-context"]
-    where = f"at {cluster.server} (context {context}), namespace nodeau-system"
-    return f"nodeau: fleet on Kubernetes {where}"
-
-
-def write_ledger(api: client.ApiClient, reservations: list[dict[str, Any]]) -> None:
-    """Cards held, as the controller's claims keep them (one Reservation per card)."""
-    for held in reservations:
-        plant(api, Reservation(**held), by="test-controller", at=datetime.now(UTC))
 
 
 def write_health_configmap(api: client.ApiClient, health: dict[str, Any]) -> None:
@@ -124,19 +111,6 @@ def condition(kind: str, ok: bool, reason: str, message: str) -> dict[str, str]:
         "message": message,
         "lastTransitionTime": NOW.strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-
-
-def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
-    """The one line of a failed command (after the plane's banner line, when it printed one)."""
-    assert done.returncode != 0, done.stdout
-    assert "Traceback" not in done.stderr
-    lines = [
-        line
-        for line in done.stderr.strip().splitlines()
-        if not line.startswith("nodeau: fleet on Kubernetes at ")
-    ]
-    assert len(lines) == 1, done.stderr
-    return lines[0]
 
 
 def test_fleet_list_shows_nodes_reports_health_marks_and_held_cards(

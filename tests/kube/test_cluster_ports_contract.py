@@ -1,10 +1,10 @@
 """The cluster ports' contract suite, run again against the Kubernetes adapters on a real
 API server (etcd, kube-apiserver, KWOK).
 
-Every test of tests/contract/test_cluster_ports.py that takes the ``cluster``
-fixture is collected here too, unchanged: the ``cluster`` fixture below replaces
-the contract module's (the in-memory fake) with the adapters on the cluster, so
-the fake and the adapters are held to the same tests.
+Every test of the contract (tests/support/cluster_ports_contract.py) that takes the
+``cluster`` fixture is collected here too, unchanged: the ``cluster`` fixture below gives
+the adapters on the cluster where tests/contract/test_cluster_ports.py gives the
+in-memory fake, so the fake and the adapters are held to the same tests.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.domain.lifecycle import ServerRestarts
 from nodeau.domain.workloads import ExitKind, ServerExit, WorkloadKind
-from tests.contract import test_cluster_ports as contract
+from tests.support import cluster_ports_contract as contract
 from tests.support.clock import ticking
-from tests.support.kube_nodes import kwok_node, wait_for
+from tests.support.kube_nodes import READINESS, kwok_node, stamp, wait_for
 
 CONTRACT: dict[str, Callable[..., None]] = {
     name: test
@@ -76,10 +76,6 @@ class KubeHarness:
 
     def logs_unserved(self, machine: str) -> None:
         """Nothing to do: KWOK's machines have no kubelet to give logs."""
-
-
-def stamp(at: datetime) -> str:
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def go_duration(wait: timedelta) -> str:
@@ -156,9 +152,6 @@ def say_as_kubelet(
     body["status"]["conditions"] = conditions
     body["status"]["containerStatuses"] = [container_status(pod, restarts, ready)]
     core.replace_namespaced_pod_status(pod, r.NAMESPACE, body)
-
-
-READINESS = ("Ready", "ContainersReady")
 
 
 @pytest.fixture

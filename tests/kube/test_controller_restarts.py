@@ -23,7 +23,6 @@ from kubernetes import client
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.pods import announced_backoff, container_exit
 from nodeau.domain.workloads import ServerExit
-from tests.kube.test_cluster_ports_contract import READINESS, stamp
 from tests.support.cli import Cli
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_controller import (
@@ -37,7 +36,7 @@ from tests.support.kube_controller import (
     small,
     status,
 )
-from tests.support.kube_nodes import wait_for
+from tests.support.kube_nodes import READINESS, stamp, wait_for
 
 AT = datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)
 

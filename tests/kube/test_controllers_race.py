@@ -18,9 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from nodeau.adapters.kube.pods import list_pods
-from tests.kube.test_leader_election import holder
 from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import add_machine, create, gpu_uuid, ledger, small, status
+from tests.support.kube_controller import (
+    add_machine,
+    create,
+    gpu_uuid,
+    holder,
+    ledger,
+    small,
+    status,
+)
 from tests.support.kube_nodes import wait_for
 
 MACHINES = {"m1": 3, "m2": 2}  # within the Home plan: these controllers trust no test key

@@ -13,20 +13,14 @@ import httpx
 from kubernetes import client
 
 from nodeau.domain.workloads import WorkloadKind
-from tests.e2e.test_dashboard_cli import same_moment, whole_board, without
-from tests.kube.test_two_planes import (
-    decide_as_the_controller,
-    finished,
-    fleet,  # noqa: F401  (a fixture)
-    started,
-    the_object,
-)
 from tests.support.cli import Cli
+from tests.support.dashboard_cli import same_moment, whole_board, without
 from tests.support.kube_nodes import wait_for
+from tests.support.kube_objects import decide_as_the_controller, finished, started, the_object
 
 
 def test_the_dashboard_reads_the_fleet_and_stops_a_batch_job_there(
-    fleet: Cli,  # noqa: F811
+    fleet: Cli,
     fresh_fleet: client.ApiClient,
     tmp_path: Path,
 ) -> None:

@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.lease import LEADER_LEASE, field_manager
+from nodeau.adapters.kube.lease import field_manager
 from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import add_machine, create, small, status
+from tests.support.kube_controller import add_machine, create, holder, lease_of, small, status
 from tests.support.kube_nodes import wait_for
 
 MACHINES = {"m1": 3, "m2": 3}  # room for every service these tests ask for
@@ -50,21 +49,6 @@ def start_controller(cluster: Cluster, identity: str, log: Path) -> subprocess.P
              str(cluster.kubeconfig), "--identity", identity, "--resync", "2"],
             stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
-
-
-def lease_of(api: Any) -> Any:
-    """The leader Lease as the API server has it (None before the first controller)."""
-    try:
-        return client.CoordinationV1Api(api).read_namespaced_lease(LEADER_LEASE, r.NAMESPACE)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-
-
-def holder(api: Any) -> str | None:
-    lease = lease_of(api)
-    return None if lease is None else lease.spec.holder_identity
 
 
 def everything(cluster: Cluster) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -5,9 +5,10 @@ from the estimates (labelled estimated); the architecture values come from this 
 verified copy when it holds one, else from the machine that reported one, and a line says
 so; a re-import of other bytes under the used alias shows none of it.
 
-The fleet is test_fleet_measured's: a KWOK node whose agent is the real agent code over
-``FakeNvml`` and written cgroup files, the real controller process as its ServiceAccount,
-and a real llama-server standing in for each qualification Pod.
+The fleet is test_fleet_measured's (tests/support/kube_measured.py): a KWOK node whose
+agent is the real agent code over ``FakeNvml`` and written cgroup files, the real
+controller process as its ServiceAccount, and a real llama-server standing in for each
+qualification Pod.
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ from nodeau.apps.cli.render import size
 from nodeau.apps.models import import_model
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog
-from tests.kube.test_fleet_measured import CARD, CONTEXT, HELD, MACHINE, Machine, kubelet_and_nvml
-from tests.kube.test_whole_path import controller_process  # noqa: F401 (a fixture)
 from tests.support.cli import Cli
 from tests.support.kube_cluster import Cluster
+from tests.support.kube_measured import CARD, CONTEXT, HELD, MACHINE, Machine, kubelet_and_nvml
 from tests.support.kube_nodes import wait_for
 from tests.support.tiny_gguf import write_tiny_llama
 
@@ -66,7 +66,7 @@ def reported_tiny(api: Any) -> str | None:
 def test_model_info_on_the_fleet_shows_the_clusters_evidence_and_measured_configurations(
     fresh_fleet: client.ApiClient,
     cluster: Cluster,
-    controller_process: subprocess.Popen[str],  # noqa: F811 (the fixture imported above)
+    controller_process: subprocess.Popen[str],
     nodeau: Cli,
     tmp_path: Path,
 ) -> None:

@@ -26,7 +26,6 @@ from nodeau.domain.qualification import (
     ProbeResult,
     QualificationEvidence,
 )
-from tests.kube.test_whole_path import controller_process  # noqa: F401 (a fixture)
 from tests.support.cli import Cli
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_controller import add_machine, artifact, small, status
@@ -78,7 +77,7 @@ def cli_sentence(cli: Cli, *args: str) -> str:
 def test_a_gpuservice_applied_by_hand_is_refused_for_a_task_it_has_not_proved(
     cluster: Cluster,
     fresh_fleet: client.ApiClient,
-    controller_process: subprocess.Popen[str],  # noqa: F811 (the fixture imported above)
+    controller_process: subprocess.Popen[str],
     tmp_path: Path,
 ) -> None:
     api = fresh_fleet

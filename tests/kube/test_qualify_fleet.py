@@ -40,7 +40,6 @@ from nodeau.domain.qualification import (
     QualificationEvidence,
 )
 from nodeau.ports.cluster import ClusterError
-from tests.kube.test_whole_path import controller_process  # noqa: F401 (a fixture)
 from tests.support.cli import Cli
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_controller import add_machine, report
@@ -125,7 +124,7 @@ def nodeau(cluster: Cluster, tmp_path: Path) -> Cli:
 
 def test_qualify_on_the_fleet_runs_as_workloads_and_keeps_its_evidence_in_the_cluster(
     fresh_fleet: client.ApiClient,
-    controller_process: subprocess.Popen[str],  # noqa: F811 (the fixture imported above)
+    controller_process: subprocess.Popen[str],
     nodeau: Cli,
     tmp_path: Path,
 ) -> None:

@@ -20,7 +20,7 @@ from nodeau.adapters.server_abilities import from_answer
 from nodeau.domain.hardware import GpuReading
 from tests.support.kube_controller import controller, create, report, settle, small, status
 from tests.support.kube_nodes import kwok_node
-from tests.unit.adapters.test_asking_a_server_what_it_can_use import CPU_ANSWER, CUDA_ANSWER
+from tests.support.server_answers import CPU_ANSWER, CUDA_ANSWER
 
 SEES = from_answer("version: 0.5.0-dev (build 1, commit 0c1e570)\n" + CUDA_ANSWER,
                    r.CUDA_SERVER_IMAGE)  # fmt: skip

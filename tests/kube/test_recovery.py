@@ -10,92 +10,32 @@ and a service set to ``automatic`` moves once its delay has passed after that.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from attrs import evolve
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.health_store import read_health
 from nodeau.adapters.kube.marks import drain
 from nodeau.adapters.kube.pods import list_pods
-from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
+from nodeau.adapters.kube.report_form import MachineArtifact
 from nodeau.adapters.kube.reports import publish_report
-from nodeau.adapters.record_json import from_plain
-from nodeau.apps.controller.loop import Controller
 from nodeau.domain.health import Health
-from nodeau.ports.state import WorkloadRecord
 from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import (
-    artifact,
-    controller,
-    create,
-    gpu_uuid,
-    ledger,
-    report,
-    status,
-)
+from tests.support.kube_controller import artifact, create, gpu_uuid, ledger, report, status
 from tests.support.kube_lossy import lossy_machines
 from tests.support.kube_nodes import kwok_node
+from tests.support.kube_recovery import SHAS, Fleet, record
 
 DELAY_S = 5
 RECOVER = {"recovery": "automatic", "recoveryAfterSeconds": DELAY_S}
 
 
-SHAS = {"x": "a1", "y": "b2", "z": "c3", "w": "d4", "f": "e5", "g": "f6"}
-
-
 def model(machine: str, letter: str) -> MachineArtifact:
     """A verified 4 GiB copy of model ``<letter>model`` on ``machine``."""
     return artifact(machine, SHAS[letter] * 32, f"{letter}model", 4)
-
-
-class Fleet:
-    """The machines' reports, renewed for those that answer, and the controller's passes."""
-
-    def __init__(self, api: Any) -> None:
-        self.api = api
-        self.reports: dict[str, MachineReport] = {}
-        self.quiet: set[str] = set()
-        self.ctl: Controller = controller(api)
-
-    def machine(self, name: str, cards: int, *artifacts: MachineArtifact) -> None:
-        self.reports[name] = report(name, cards, *artifacts)
-        publish_report(self.api, self.reports[name])
-
-    def renew(self) -> None:
-        now = datetime.now(UTC)
-        for name, rep in self.reports.items():
-            if name not in self.quiet and now - rep.at > timedelta(seconds=5):
-                self.reports[name] = evolve(rep, at=now)
-                publish_report(self.api, self.reports[name])
-
-    def step(self) -> None:
-        self.renew()
-        self.ctl.resync()
-
-    def until(self, predicate: Callable[[], bool], what: str, timeout_s: float = 150) -> None:
-        """Passes (about one a second) until ``predicate`` holds after one."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            self.step()
-            if predicate():
-                return
-            time.sleep(0.5)
-        raise AssertionError(f"not within {timeout_s} s: {what}")
-
-    def passes(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.step()
-            time.sleep(0.5)
-
-
-def record(api: Any, name: str, plural: str = r.GPUSERVICES) -> WorkloadRecord:
-    return from_plain(status(api, name, plural)["record"], WorkloadRecord, name)
 
 
 def held_for(api: Any, name: str) -> str | None:

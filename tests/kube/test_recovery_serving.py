@@ -32,12 +32,13 @@ from nodeau.adapters.kube.report_form import MachineArtifact
 from nodeau.adapters.llama_server import find_llama_server
 from nodeau.domain.health import Health
 from nodeau.domain.memory import GIB
-from tests.kube.test_recovery import SHAS, Fleet, record, status
 from tests.support.cli import Cli
 from tests.support.fake_cluster import SUMMARY
 from tests.support.kube_cluster import Cluster
+from tests.support.kube_controller import status
 from tests.support.kube_lossy import lossy_machines
 from tests.support.kube_nodes import kwok_node
+from tests.support.kube_recovery import SHAS, Fleet, record
 from tests.support.tiny_gguf import write_tiny_llama
 
 # The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving

@@ -9,33 +9,18 @@ JSON documents must have the same keys at every level.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from attrs import evolve
 from kubernetes import client
-from returns.result import Success
 
-from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.reports import publish_report
-from nodeau.adapters.record_json import pack, to_plain
-from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
-from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.workloads import WorkloadKind
-from nodeau.ports.cluster import MachineReport
-from nodeau.ports.state import Admission, Snapshot, WorkloadRecord
-from tests.support.admissions import decider, fleet_of
 from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_nodes import create_kwok_nodes, wait_for
+from tests.support.kube_nodes import wait_for
+from tests.support.kube_objects import decide_as_the_controller, finished, started, the_object
 from tests.support.tiny_gguf import write_tiny_llama
-
-NOW = datetime.now(UTC).replace(microsecond=123456)
-PLURAL = {WorkloadKind.SERVICE: r.GPUSERVICES, WorkloadKind.BATCH: r.BATCHJOBS}
 
 
 def shape(value: Any) -> Any:
@@ -71,67 +56,6 @@ def same_keys(one: Any, other: Any) -> None:
     assert shape(one) == shape(other)
 
 
-def the_object(api: client.ApiClient, kind: WorkloadKind, name: str) -> dict[str, Any] | None:
-    try:
-        found: dict[str, Any] = client.CustomObjectsApi(api).get_namespaced_custom_object(
-            r.GROUP, r.VERSION, r.NAMESPACE, PLURAL[kind], name
-        )
-    except client.ApiException as exc:
-        assert exc.status == 404
-        return None
-    return found
-
-
-def decide_as_the_controller(api: client.ApiClient, kind: WorkloadKind, name: str) -> None:
-    """Write the admitted status the controller writes (status subresource, replaced whole)."""
-    outcome = decider(name, fleet_of(2), NOW)(Snapshot(ledger=Ledger(), workloads=()))
-    assert isinstance(outcome, Success)
-    admission: Admission = outcome.unwrap()
-    if kind is WorkloadKind.BATCH:
-        workload = evolve(admission.record.workload, kind=WorkloadKind.BATCH)
-        admission = evolve(admission, record=evolve(admission.record, workload=workload))
-    record = admission.record
-    status = {
-        "state": "admitted",
-        "sentence": "admitted",
-        "machine": record.workload.machine,
-        "gpuUUID": record.workload.gpu_uuid,
-        "reservedBytes": admission.placement.reservation.bytes,
-        "source": "estimated",
-        "decidedBy": "test",
-        "record": to_plain(record, WorkloadRecord),
-        "admission": pack(admission, Admission),
-        "reservation": to_plain(admission.placement.reservation, Reservation),
-        "conditions": [
-            {
-                "type": "Admitted",
-                "status": "True",
-                "reason": "Admitted",
-                "message": "fits",
-                "lastTransitionTime": NOW.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            }
-        ],
-    }
-    if kind is WorkloadKind.SERVICE:
-        status["endpoint"] = "http://10.1.2.3:8080/v1"
-    custom = client.CustomObjectsApi(api)
-    body = custom.get_namespaced_custom_object(r.GROUP, r.VERSION, r.NAMESPACE, PLURAL[kind], name)
-    body["status"] = status
-    custom.replace_namespaced_custom_object_status(
-        r.GROUP, r.VERSION, r.NAMESPACE, PLURAL[kind], name, body
-    )
-
-
-def started(cli: Cli, *args: str) -> subprocess.Popen[str]:
-    return cli.start(*args)
-
-
-def finished(running: subprocess.Popen[str]) -> Any:
-    out, err = running.communicate(timeout=120)
-    assert running.returncode == 0, err
-    return json.loads(out)
-
-
 @pytest.fixture
 def machine(tmp_path: Path) -> Iterator[Cli]:
     cli = Cli(tmp_path / "machine", NODEAU_PLANE="machine", NODEAU_SIMULATED_GPUS="2 x 24 GiB")
@@ -140,19 +64,6 @@ def machine(tmp_path: Path) -> Iterator[Cli]:
     yield cli
     for row in json.loads(cli("ps", "--json").stdout or "[]"):
         cli("stop", row["name"], "--workload")
-
-
-@pytest.fixture
-def fleet(cluster: Cluster, fresh_fleet: client.ApiClient, tmp_path: Path) -> Cli:
-    create_kwok_nodes(fresh_fleet, ["m1"])
-    reading = SimulatedGpuInventory("m1", "2 x 24 GiB").read()
-    publish_report(fresh_fleet, MachineReport(reading=reading, at=NOW))
-    return Cli(
-        tmp_path / "fleet",
-        timeout_s=120,
-        NODEAU_PLANE="kubernetes",
-        KUBECONFIG=str(cluster.kubeconfig),
-    )
 
 
 def test_every_command_prints_one_json_shape_on_both_planes(

@@ -15,21 +15,17 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
-import yaml
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.ledger import read_ledger
 from nodeau.adapters.kube.reports import publish_report
 from tests.support.cli import Cli
-from tests.support.kube_apply import MANIFESTS, apply_manifests, service_account_token
 from tests.support.kube_cluster import Cluster
 from tests.support.kube_controller import add_machine, gpu_uuid, report, small
 from tests.support.kube_lossy import lossy_machines
@@ -38,50 +34,6 @@ from tests.support.kube_nodes import wait_for
 # The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving
 # them is the user's explicit choice (docs/adr/0010).
 UNPROVED = ("--unproved",)
-
-ISSUER = "https://kubernetes.default.svc"  # the API server's service-account issuer
-
-
-def kubeconfig_for_token(cluster: Cluster, token: str, path: Path) -> Path:
-    """A kubeconfig that talks to the test cluster as whoever ``token`` is."""
-    admin = yaml.safe_load(cluster.kubeconfig.read_text())
-    document = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": admin["clusters"],
-        "users": [{"name": "controller", "user": {"token": token}}],
-        "contexts": [
-            {
-                "name": "controller",
-                "context": {"cluster": admin["clusters"][0]["name"], "user": "controller"},
-            }
-        ],
-        "current-context": "controller",
-    }
-    path.write_text(yaml.safe_dump(document), encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def controller_process(
-    cluster: Cluster, fresh_fleet: client.ApiClient, tmp_path: Path
-) -> Iterator[subprocess.Popen[str]]:
-    """deploy/'s RBAC applied, and the controller running as its ServiceAccount."""
-    apply_manifests(fresh_fleet, MANIFESTS)
-    token = service_account_token(fresh_fleet, r.NAMESPACE, "nodeau-controller", ISSUER)
-    config = kubeconfig_for_token(cluster, token, tmp_path / "controller.kubeconfig")
-    log = (tmp_path / "controller.log").open("w")
-    running = subprocess.Popen(
-        [sys.executable, "-m", "nodeau.apps.controller", "--kubeconfig", str(config),
-         "--identity", "whole-path", "--resync", "2"],
-        stdout=log, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        yield running
-    finally:
-        running.terminate()
-        running.wait(timeout=30)
-        log.close()
 
 
 def pod_of(api: client.ApiClient, name: str) -> Any:

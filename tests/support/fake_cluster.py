@@ -65,9 +65,9 @@ from nodeau.ports.cluster import (
 )
 from nodeau.ports.entitlements import StoredEntitlement
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload, WorkloadRecord
+from tests.support.architectures import TINY
 from tests.support.entitlements import document, trusted
 from tests.support.fake_state import FakeStateStore
-from tests.unit.domain.test_memory import TINY
 
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
 

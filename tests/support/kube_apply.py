@@ -18,6 +18,8 @@ import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
+from tests.support.kube_cluster import Cluster
+
 FIELD_MANAGER = "nodeau-tests"
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 # every manifest, in the order kubectl apply -f deploy/ applies them
@@ -86,3 +88,26 @@ def service_account_token(api: Any, namespace: str, name: str, audience: str) ->
     )
     token: str = issued.status.token
     return token
+
+
+ISSUER = "https://kubernetes.default.svc"  # the API server's service-account issuer
+
+
+def kubeconfig_for_token(cluster: Cluster, token: str, path: Path) -> Path:
+    """A kubeconfig that talks to the test cluster as whoever ``token`` is."""
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": admin["clusters"],
+        "users": [{"name": "controller", "user": {"token": token}}],
+        "contexts": [
+            {
+                "name": "controller",
+                "context": {"cluster": admin["clusters"][0]["name"], "user": "controller"},
+            }
+        ],
+        "current-context": "controller",
+    }
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path

@@ -33,6 +33,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
+from kubernetes import client, config
 
 K8S_VERSION = os.environ.get("NODEAU_K8S_VERSION", "v1.35.4")
 BINARIES = ("etcd", "kube-apiserver", "kwok", "kwok-stages.yaml")
@@ -291,3 +292,8 @@ class ControlPlane:
     def kwok(self) -> subprocess.Popen[bytes]:
         """The KWOK process (a test stops it to make machines stop answering)."""
         return next(process for name, process in self.processes if name == "kwok")
+
+
+def api_client(cluster: Cluster) -> client.ApiClient:
+    """A kubernetes client configured from the cluster's kubeconfig, as kubectl would be."""
+    return config.new_client_from_config(config_file=str(cluster.kubeconfig))  # type: ignore[no-any-return,no-untyped-call]

@@ -17,6 +17,7 @@ from kubernetes import client
 from nodeau.adapters.entitlement_document import Ed25519EntitlementVerifier
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.entitlement import KubeEntitlementStore
+from nodeau.adapters.kube.lease import LEADER_LEASE
 from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.adapters.kube.reports import publish_report
 from nodeau.apps.controller.bootstrap import DEFAULT_WORKERS, kube_controller
@@ -177,3 +178,18 @@ def settle(
         return predicate()
 
     wait_for(step, what, timeout_s)
+
+
+def lease_of(api: Any) -> Any:
+    """The leader Lease as the API server has it (None before the first controller)."""
+    try:
+        return client.CoordinationV1Api(api).read_namespaced_lease(LEADER_LEASE, r.NAMESPACE)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def holder(api: Any) -> str | None:
+    lease = lease_of(api)
+    return None if lease is None else lease.spec.holder_identity

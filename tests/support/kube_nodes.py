@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
@@ -59,3 +60,10 @@ def node_lease_renewed(api: client.ApiClient, name: str) -> bool:
             return False
         raise
     return lease.spec is not None and lease.spec.renew_time is not None
+
+
+def stamp(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+READINESS = ("Ready", "ContainersReady")

@@ -22,22 +22,9 @@ from nodeau.adapters.server_abilities import (
 )
 from nodeau.domain.model_server import CUDA, ServerDevice
 from nodeau.ports.runtime import RuntimeFailure
+from tests.support.server_answers import CPU_ANSWER, CUDA_ANSWER, CUDA_NO_CARD, stand_in
 
 MIB = 1 << 20
-CUDA_ANSWER = """\
-ggml_cuda_init: found 2 CUDA devices (Total VRAM: 287542 MiB):
-  Device 0: NVIDIA H200, compute capability 9.0, VMM: yes, VRAM: 143771 MiB
-  Device 1: NVIDIA H200, compute capability 9.0, VMM: yes, VRAM: 143771 MiB
-Available devices:
-  CUDA0: NVIDIA H200 (143771 MiB, 143001 MiB free)
-  CUDA1: NVIDIA H200 (143771 MiB, 12 MiB free)
-"""
-CUDA_NO_CARD = """\
-ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected
-Available devices:
-  (none)
-"""
-CPU_ANSWER = "Available devices:\n  (none)\n"
 DL_ANSWER = """\
 load_backend: loaded CPU backend from /opt/llama/libggml-cpu-haswell.so
 load_backend: loaded Vulkan backend from /opt/llama/libggml-vulkan.so
@@ -82,23 +69,6 @@ def test_any_answer_parses_without_raising(text: str) -> None:
     for device in parse_devices(text):
         assert device.total_bytes >= 0 and device.free_bytes >= 0
     assert "CPU" not in parse_backends(text, ())
-
-
-def stand_in(path: Path, answer: str, *, counter: Path, code: int = 0) -> Path:
-    """A llama-server stand-in: ``--version`` and ``--list-devices`` as a CUDA build answers
-    (to stderr, as llama.cpp logs), each call counted in ``counter``."""
-    path.write_text(
-        "#!/bin/sh\n"
-        f'echo "$1 $CUDA_VISIBLE_DEVICES" >> "{counter}"\n'
-        'if [ "$1" = --version ]; then\n'
-        "  echo 'version: 9.9.9 (build 7, commit abc1234)' >&2\n"
-        "  echo 'built with GNU 12.2.0 for Linux x86_64' >&2\n"
-        "  exit 0\nfi\n"
-        f"cat >&2 <<'EOF'\n{answer}EOF\n"
-        f"exit {code}\n"
-    )
-    path.chmod(0o755)
-    return path
 
 
 def test_a_cuda_build_on_a_card_says_so(tmp_path: Path) -> None:

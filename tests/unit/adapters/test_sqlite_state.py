@@ -7,7 +7,6 @@ these prove what it says when SQLite, its folder or a stored row fails it.
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,29 +15,10 @@ from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.domain.lifecycle import with_state
 from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.state import Event, StateError
-from tests.contract.test_state_store import admit
 from tests.support.admissions import decider, fleet_of
 from tests.support.clock import ticking
-
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-def store_at(path: Path) -> SqliteStateStore:
-    return SqliteStateStore(path, clock=ticking(NOW))
-
-
-def admitted(path: Path) -> SqliteStateStore:
-    store = store_at(path)
-    store.admit("chat", decider("chat", fleet_of(1), NOW)).unwrap()
-    return store
-
-
-def sql(path: Path, statement: str) -> None:
-    db = sqlite3.connect(path, isolation_level=None)
-    try:
-        db.execute(statement)
-    finally:
-        db.close()
+from tests.support.sqlite_store import NOW, admitted, sql, store_at
+from tests.support.state_store_contract import admit
 
 
 def test_the_store_makes_every_missing_folder_of_its_file(tmp_path: Path) -> None:

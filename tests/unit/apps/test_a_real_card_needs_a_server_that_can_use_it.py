@@ -22,7 +22,7 @@ from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.refusals import ReasonCode
 from nodeau.ports.errors import SettingsError
 from tests.support.fake_runtime import CPU_ONLY, SEES_A_CARD
-from tests.unit.apps.test_machine_plane import Parts, ask, plane_with
+from tests.support.machine_plane import Parts, ask, plane_with
 
 
 class RealCards(SimulatedGpuInventory):

@@ -25,12 +25,12 @@ from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import imported_sentence
 from nodeau.domain.model_info import ModelSummary
 from nodeau.ports.cluster import ClusterError, MachineArtifact
+from tests.support.architectures import TINY
 from tests.support.copy_models import KIB, MIB, Model, catalog_of, model, some_bytes
 from tests.support.fake_cluster import FakeCluster, FakeModelCopies, machine_report
 from tests.support.fake_registry import FakeRegistry
 from tests.support.fakes import FakeDisk, FakeModelStore
 from tests.support.publisher import LocalPublisher, local_publisher
-from tests.unit.domain.test_memory import TINY
 
 MACHINE = "garage"
 SUMMARY = ModelSummary(

@@ -9,7 +9,7 @@ Pod is proven only on a machine with one.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pynvml  # type: ignore[import-untyped]
@@ -21,22 +21,17 @@ from nodeau.adapters.nvml_inventory import NvmlGpuInventory
 from nodeau.adapters.pod_cgroup import ProcCgroupPods
 from nodeau.adapters.record_json import RecordError
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
-from nodeau.apps.agent.agent import Agent, Link
 from nodeau.apps.agent.memory import PodMemoryWatch
 from nodeau.apps.planes.fleet_qualify import PeakAnswer, pod_peak_in
-from nodeau.domain.catalog import Catalog
 from nodeau.domain.hardware import PodMemory
 from nodeau.domain.memory import GIB, MIB
-from tests.contract.test_gpu_inventory import H100_UUID, L4_UUID, FakeNvml, nvml_error, two_cards
+from tests.support.agents import MACHINE, T0, agent
 from tests.support.clock import ticking
 from tests.support.fake_cluster import FakeCluster, machine_report
-from tests.support.fake_registry import FakeRegistry
-from tests.support.fakes import FakeDisk, FakeModelStore
+from tests.support.fake_nvml import H100_UUID, L4_UUID, FakeNvml, nvml_error, two_cards
 
-MACHINE = "garage"
 POD_A = "0b8a0e3e-2f0c-4a2b-9a5d-3b2f1c6e7d8a"
 POD_B = "11111111-2222-3333-4444-555555555555"
-T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
 def in_pod(proc: Path, pid: int, uid: str) -> None:
@@ -118,31 +113,6 @@ def test_the_watch_thread_samples_until_stopped(proc: Path) -> None:
     watch.stop()
     stopped = nvml.inits
     assert stopped >= 1 and nvml.shutdowns == stopped
-
-
-def agent(nvml_or_sim: NvmlGpuInventory | SimulatedGpuInventory, cluster: FakeCluster,
-          tmp_path: Path, memory: PodMemoryWatch | None) -> Agent:  # fmt: skip
-    class NoCatalog:
-        def load(self) -> Catalog:
-            return Catalog(entries=())
-
-    class NoInspector:
-        def inspect(self, path: Path) -> object:
-            raise AssertionError("no model is held")
-
-    return Agent(
-        machine=MACHINE,
-        connect=lambda: Link(server="fake", reports=cluster.reports),
-        inventory=nvml_or_sim,
-        store=FakeModelStore(
-            MACHINE, disk=FakeDisk(tmp_path / "disk"), clock=ticking(T0 + timedelta(seconds=1))
-        ),
-        registry=FakeRegistry(),
-        catalog=NoCatalog(),
-        inspector=NoInspector(),  # type: ignore[arg-type]
-        clock=ticking(T0 + timedelta(seconds=1)),
-        memory=memory,
-    )
 
 
 def test_a_round_publishes_what_each_pod_holds_and_simulated_cards_report_none(

@@ -22,15 +22,14 @@ from nodeau.domain.health import Health
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.cluster import WorkloadAsk, WorkloadObject
+from tests.support.controller_fleet import SERVICE, LingeringPods, held_cards, state
 from tests.support.fake_cluster import (
     FakeCluster,
     FakeServerPods,
     FakeWorkloadObjects,
     gpu_uuid,
 )
-from tests.unit.apps.test_controller_deletes_in_order import LingeringPods
-from tests.unit.apps.test_controller_reconcile import SERVICE, held_cards, state
-from tests.unit.apps.test_controller_recovery import Story
+from tests.support.fleet_stories import Story
 
 BATCH = WorkloadKind.BATCH
 S = WorkloadState

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -13,7 +13,6 @@ from returns.result import Result
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.objects import ask_of
 from nodeau.adapters.kube.pods import PodImages, pod_manifest
-from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.apps.controller.decide import (
     Decide,
     Planning,
@@ -25,7 +24,7 @@ from nodeau.apps.controller.decide import (
 )
 from nodeau.apps.controller.decide import decider as controller_decider
 from nodeau.domain.catalog import Catalog
-from nodeau.domain.hardware import Fleet, Gpu, GpuReading, Machine, MachineReading
+from nodeau.domain.hardware import Fleet, Gpu, Machine
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.memory import GIB, MIB, Allowances, MeasuredKey, MeasuredTable, Measurement
 from nodeau.domain.model_info import runtime_config
@@ -36,75 +35,23 @@ from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import MarkedFleet, WorkloadAsk
-from nodeau.ports.state import Admission, Snapshot
+from nodeau.ports.cluster import MarkedFleet
+from nodeau.ports.state import Snapshot
+from tests.support.architectures import TINY
+from tests.support.controller_decisions import (
+    EMPTY,
+    HUGE,
+    NOW,
+    SMALL,
+    admitted,
+    artifact,
+    ask,
+    decider,
+    marks,
+    report,
+)
 from tests.support.fake_cluster import SUMMARY
-from tests.support.kube_controller import HUGE_ID, SMALL_ID
-from tests.unit.domain.test_memory import TINY
-
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-SMALL, HUGE = SMALL_ID, HUGE_ID
-EMPTY = Snapshot(ledger=Ledger(), workloads=())
-
-
-def artifact(sha: str, *names: str, gib: int = 4, path: str | None = None) -> MachineArtifact:
-    return MachineArtifact(
-        id=sha,
-        names=names,
-        size_bytes=gib * GIB,
-        path=path or f"/var/lib/nodeau/models/{sha[:8]}/model.gguf",
-        summary=SUMMARY,
-    )
-
-
-def report(machine: str, cards: int, *artifacts: MachineArtifact, gib: int = 24) -> MachineReport:
-    gpus = tuple(
-        GpuReading(
-            gpu=Gpu(uuid=f"GPU-{machine}-{i}", model="NVIDIA L4", total_bytes=gib * GIB),
-            free_bytes=gib * GIB,
-            driver_version="550",
-        )
-        for i in range(cards)
-    )
-    reading = MachineReading(machine=machine, gpus=gpus, simulated=True, note="")
-    return MachineReport(reading=reading, at=NOW, artifacts=artifacts)
-
-
-def marks(*nodes: str, drained: tuple[str, ...] = (), **kw: Any) -> MarkedFleet:
-    return MarkedFleet(
-        nodes=nodes,
-        drained=frozenset(drained),
-        upgrading=frozenset(),
-        control_plane=frozenset(),
-        settings=kw.get("settings", SchedulingSettings()),
-    )
-
-
-def ask(
-    name: str = "chat", model: str = "qwen", kind: WorkloadKind = WorkloadKind.SERVICE
-) -> WorkloadAsk:
-    return WorkloadAsk(
-        kind=kind,
-        name=name,
-        model=model,
-        task=Task.CHAT,
-        context_tokens=None,
-        recovery=RecoveryMode.NEVER,
-        recovery_after=timedelta(seconds=180),
-        endpoint_stopped=False,
-    )
-
-
-def admitted(result: Any) -> Admission:
-    assert is_successful(result), result
-    value: Admission = result.unwrap()
-    return value
-
-
-def decider(wanted: WorkloadAsk, **kw: Any) -> Decide:
-    """The controller's decision with no plan bound (these tests are about other rules)."""
-    return controller_decider(wanted, plan=ENTERPRISE, **kw)
-
+from tests.support.kube_controller import SMALL_ID
 
 FLEET = (
     report("m1", 1, artifact(SMALL, "qwen", path="/models/m1/qwen.gguf")),

@@ -7,30 +7,10 @@ from __future__ import annotations
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.cluster import WorkloadAsk
-from tests.support.fake_cluster import FakeServerPods, gpu_uuid
-from tests.unit.apps.test_controller_reconcile import controller, fleet, held_cards, state
+from tests.support.controller_fleet import LingeringPods, controller, fleet, held_cards, state
+from tests.support.fake_cluster import gpu_uuid
 
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
-
-
-class LingeringPods(FakeServerPods):
-    """Servers that stay until their machine lets them go (``leave``), as a real Pod does
-    while its container is stopped."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.leaving: set[tuple[WorkloadKind, str]] = set()
-
-    def delete(self, kind: WorkloadKind, workload: str, *, force: bool = False) -> bool:
-        if (kind, workload) not in self.pods:
-            return False
-        self.leaving.add((kind, workload))
-        return True
-
-    def leave(self) -> None:
-        for key in self.leaving:
-            self.pods.pop(key, None)
-        self.leaving.clear()
 
 
 def test_a_deleted_services_card_is_released_only_once_its_server_is_gone() -> None:

@@ -14,15 +14,8 @@ from nodeau.domain.organisation import Requester
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.cluster import WorkloadAsk
+from tests.support.controller_fleet import SERVICE, START, controller, fleet, held_cards, state
 from tests.support.fake_cluster import FakeCluster
-from tests.unit.apps.test_controller_reconcile import (
-    SERVICE,
-    START,
-    controller,
-    fleet,
-    held_cards,
-    state,
-)
 
 ALICE = Requester(user="alice", groups=frozenset({"research"}))
 QUOTA = {"everyone": "operator", "quotas": {"users": {"alice": {"max_workloads": 1}}}}

@@ -8,57 +8,42 @@ the cluster holds afterwards: records, ledger, objects, servers, events.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from attrs import evolve
 
 from nodeau.apps.controller.loop import Controller
 from nodeau.apps.controller.reading import FleetReading, proved_reader
-from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
 from nodeau.apps.planes.plane import LogsUnavailable
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.workloads import HeldReason, ServerExit, WorkloadKind, WorkloadState
+from nodeau.domain.workloads import ServerExit, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import ClusterError, Condition, NoAnswer, ServerPod, WorkloadAsk
-from nodeau.ports.state import UnknownWorkload, WorkloadRecord
-from tests.support.clock import Clock, ticking
-from tests.support.fake_cluster import (
-    SUMMARY,
-    FakeCluster,
-    FakeServerPods,
-    gpu_uuid,
-    machine_report,
-    verified,
+from nodeau.ports.state import UnknownWorkload
+from tests.support.clock import Clock
+from tests.support.controller_fleet import (
+    AGAIN,
+    ENDED,
+    ENDPOINT,
+    START,
+    controller,
+    crash_loop,
+    fleet,
+    fleet_plane,
+    held,
+    held_cards,
+    record,
+    serving_chat,
+    state,
+    status_of,
+    tick,
 )
+from tests.support.fake_cluster import FakeCluster, FakeServerPods, gpu_uuid
 
-START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 S = WorkloadState
-SMALL, HUGE = "ab" * 32, "cd" * 32
-ENDPOINT = "http://10.0.0.7:8080/v1"
-
-
-def fleet(
-    *machines: str, cards: int = 1, clock: Callable[[], datetime] | None = None
-) -> FakeCluster:
-    """Machines that each report ``cards`` 24 GiB cards and a verified 4 GiB "qwen" and a
-    40 GiB "giant" (which fits no card)."""
-    cluster = FakeCluster(clock or ticking(START))
-    for m in machines:
-        cluster.add_node(m)
-        small = verified(m, SUMMARY, sha=SMALL, name="qwen", gib=4)
-        huge = verified(m, SUMMARY, sha=HUGE, name="giant", gib=40)
-        cluster.reports.publish(machine_report(m, cards, small, huge, at=START))
-    return cluster
-
-
-def controller(cluster: FakeCluster, lines: list[str] | None = None) -> Controller:
-    ports = cluster.controller_ports()
-    said = lines if lines is not None else []
-    return Controller(ports, clock=cluster.clock, log=said.append)
 
 
 def reading_of(ctl: Controller) -> FleetReading:
@@ -66,20 +51,6 @@ def reading_of(ctl: Controller) -> FleetReading:
     return FleetReading(
         ctl.read_fleet, ctl.ports.health.read, proved_reader(None, None), ctl.spending
     )
-
-
-def record(cluster: FakeCluster, name: str) -> WorkloadRecord:
-    found = cluster.store.snapshot().named(name)
-    assert found is not None, name
-    return found
-
-
-def state(cluster: FakeCluster, name: str) -> WorkloadState:
-    return record(cluster, name).workload.state
-
-
-def held_cards(cluster: FakeCluster) -> list[tuple[str, str]]:
-    return [(x.workload, x.gpu_uuid) for x in cluster.ledger.read().reservations]
 
 
 def test_a_service_is_admitted_its_server_made_then_it_starts_and_serves() -> None:
@@ -284,16 +255,6 @@ def test_a_held_workload_gets_no_server() -> None:
     assert cluster.pods.pods == {}
 
 
-def held(r: WorkloadRecord, since: datetime) -> WorkloadRecord:
-    w = evolve(
-        r.workload,
-        state=S.HELD,
-        since=since,
-        held_reason=HeldReason.MACHINE_UNREACHABLE_RECOVERY_OFF,
-    )
-    return evolve(r, workload=w)
-
-
 class Unreachable(FakeServerPods):
     """Servers on a machine whose API calls fail, for one workload."""
 
@@ -334,35 +295,7 @@ def test_a_broken_invariant_is_not_swallowed() -> None:
 # -- a model server restarted in place by its machine's kubelet
 
 
-def tick(cluster: FakeCluster, clock: Clock[datetime], when: datetime) -> None:
-    """Time passes to ``when``; the machines' heartbeats and agent reports keep coming."""
-    clock.now = when
-    for name, node in cluster.nodes.items():
-        node.heartbeat_at = when
-        cluster.reports.publish(evolve(cluster.reports.reports[name], at=when))
-
-
-ENDED = datetime(2026, 3, 1, 11, 0, 5, tzinfo=UTC)
-AGAIN = ENDED + timedelta(seconds=20)
 CARD = [("chat", gpu_uuid("m1", 0))]
-
-
-def serving_chat() -> tuple[FakeCluster, Clock[datetime], Controller]:
-    clock = Clock(START)
-    cluster = fleet("m1", clock=clock)
-    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
-    ctl = controller(cluster)
-    ctl.resync()
-    cluster.pods.run()
-    ctl.resync()
-    assert state(cluster, "chat") is S.SERVING
-    return cluster, clock, ctl
-
-
-def status_of(cluster: FakeCluster, name: str = "chat") -> tuple[str, str, str]:
-    obj = cluster.objects.get(SERVICE, name)
-    assert obj is not None
-    return obj.status["state"], obj.status["sentence"], obj.endpoint
 
 
 def writes(cluster: FakeCluster, name: str = "chat") -> int:
@@ -567,21 +500,6 @@ def test_a_restarting_services_pod_that_went_is_made_again() -> None:
 # -- nodeau logs on the fleet (the Kubernetes plane over the same fakes)
 
 
-def fleet_plane(cluster: FakeCluster) -> KubernetesPlane:
-    ports = FleetCluster(
-        server="https://fake",
-        context="fake",
-        objects=cluster.objects,
-        marks=cluster.marks,
-        reports=cluster.reports,
-        health=cluster.health,
-        ledger=cluster.ledger,
-        tokens=cluster.tokens,
-        pods=cluster.pods,
-    )
-    return KubernetesPlane(ports, clock=cluster.clock)
-
-
 def test_nodeau_logs_on_the_fleet_is_the_last_lines_of_the_pods_server_log() -> None:
     cluster, _clock, _ctl = serving_chat()
     cluster.pods.write_log(SERVICE, "chat", "loading", "listening on 0.0.0.0:8080", "oops")
@@ -603,21 +521,3 @@ def test_nodeau_logs_on_the_fleet_is_the_last_lines_of_the_pods_server_log() -> 
         "chat has no model server on the fleet now (serving): no log to show; "
         "nodeau ps says what happens next"
     )
-
-
-def crash_loop(cluster: FakeCluster, clock: Clock[datetime], ctl: Controller) -> ServerExit:
-    """The kubelet restarted chat's server at AGAIN; that restart ended too (OOMKilled after
-    8 s), and it waits out a 20 s back-off; one pass a second later. The restart's end."""
-    crashed = ServerExit.killed(9, "OOMKilled", AGAIN)
-    looping = ServerRestarts(
-        count=1,
-        last_exit=crashed,
-        ran_for=timedelta(seconds=8),
-        down=True,
-        backing_off=True,
-        backoff=timedelta(seconds=20),
-    )
-    cluster.pods.report(SERVICE, "chat", looping)
-    tick(cluster, clock, AGAIN + timedelta(seconds=1))
-    ctl.resync()
-    return crashed

@@ -16,12 +16,10 @@ from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import MarkedFleet
+from tests.support.controller_fleet import HUGE, SMALL, Measured, UnreadableObjects, record
 from tests.support.fake_cluster import SUMMARY, machine_report, verified
-from tests.unit.apps.test_controller_reconcile import HUGE, SMALL, record
-from tests.unit.apps.test_controller_recovery import DELAY, Story
-from tests.unit.apps.test_controller_words import Measured, UnreadableObjects
-from tests.unit.domain.test_holding import record_of
-from tests.unit.domain.test_recovery import GONE, REPORTING, service, unreachable_since
+from tests.support.fleet_stories import DELAY, Story
+from tests.support.recovery_inputs import GONE, REPORTING, record_of, service, unreachable_since
 
 S = WorkloadState
 AUTO, NEVER = RecoveryMode.AUTOMATIC, RecoveryMode.NEVER

@@ -16,21 +16,19 @@ from nodeau.apps.controller.reading import FleetInputs, FleetReading
 from nodeau.apps.controller.reconcile import Reconciler
 from nodeau.domain.health import Health
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
-from nodeau.domain.memory import GIB, MeasuredKey, MeasuredTable, Measurement
-from nodeau.domain.model_info import runtime_config
+from nodeau.domain.memory import GIB
 from nodeau.domain.organisation import Requester
 from nodeau.domain.qualification import EvidenceBook
-from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, ServerExit, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject
 from nodeau.ports.state import WorkloadRecord
 from tests.support.clock import Clock
-from tests.support.fake_cluster import SUMMARY, FakeCluster, FakeServerPods, FakeWorkloadObjects
-from tests.unit.apps.test_controller_reconcile import (
+from tests.support.controller_fleet import (
     ENDED,
     ENDPOINT,
-    SMALL,
     START,
+    Measured,
+    UnreadableObjects,
     controller,
     fleet,
     held,
@@ -40,7 +38,8 @@ from tests.unit.apps.test_controller_reconcile import (
     state,
     tick,
 )
-from tests.unit.apps.test_controller_recovery import Story
+from tests.support.fake_cluster import FakeCluster, FakeServerPods, FakeWorkloadObjects
+from tests.support.fleet_stories import Story
 
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 S = WorkloadState
@@ -87,18 +86,6 @@ def test_a_refusal_is_logged_with_its_code_and_sentence() -> None:
     refused = [line for line in lines if line.startswith("GPUService big: refused: ")]
     assert len(refused) == 1
     assert refused[0].startswith("GPUService big: refused: capacity.no-card-large-enough: ")
-
-
-class UnreadableObjects(FakeWorkloadObjects):
-    """The fake's objects, whose spec no longer reads for the names in ``unreadable``."""
-
-    def __init__(self, cluster: FakeCluster) -> None:
-        super().__init__(cluster)
-        self.unreadable: set[str] = set()
-
-    def _view(self, key: tuple[WorkloadKind, str]) -> WorkloadObject:
-        seen = super()._view(key)
-        return evolve(seen, ask=None) if key[1] in self.unreadable else seen
 
 
 def test_an_undecided_object_whose_spec_does_not_read_is_logged_and_left_undecided() -> None:
@@ -353,15 +340,6 @@ def test_the_organisations_limits_decide_where_a_service_is_placed() -> None:
     cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen", requester=alice))
     controller(cluster).resync()
     assert record(cluster, "chat").workload.machine == "m2"
-
-
-class Measured:
-    """The peaks measured on the fleet's cards: qwen measured at 6 GiB on an NVIDIA L4."""
-
-    def measurements(self) -> MeasuredTable:
-        config = runtime_config(SUMMARY, Task.CHAT, None)
-        key = MeasuredKey(artifact_id=SMALL, gpu_model="NVIDIA L4", config_key=config.key())
-        return MeasuredTable(measurements=(Measurement(key=key, peak_bytes=6 * GIB),))
 
 
 def test_a_service_is_admitted_on_the_peak_measured_on_the_fleets_cards() -> None:

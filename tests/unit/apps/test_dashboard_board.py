@@ -4,7 +4,6 @@ rows, a missing figure shown as "unknown", an unreadable section said in one lin
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
@@ -18,96 +17,14 @@ from nodeau.apps.planes.plane import (
     BatchView,
     CopyListing,
     CopyView,
-    FleetListing,
-    GpuView,
-    MachineView,
     Plane,
-    PlanView,
     RecoveryListing,
     RecoveryView,
-    WorkloadView,
 )
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.domain.cache import CopyState
 from nodeau.ports.errors import NodeauError
-
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-GIB = 1024**3
-
-
-def workload(
-    name: str, state: str = "serving", kind: str = "service", **changes: Any
-) -> WorkloadView:
-    fields: dict[str, Any] = {
-        "name": name,
-        "kind": kind,
-        "model": "tiny",
-        "machine": "box-a",
-        "gpu": "GPU-1",
-        "simulated": False,
-        "state": state,
-        "since": NOW,
-        "endpoint": "http://127.0.0.1:4000/v1",
-        "sentence": f"{state} on box-a since 12:00:00: sentence of {name}",
-        **changes,
-    }
-    return WorkloadView(**fields)
-
-
-def machine(name: str, health: str = "reporting", **changes: Any) -> MachineView:
-    fields: dict[str, Any] = {
-        "machine": name,
-        "health": health,
-        "health_sentence": None
-        if health == "reporting"
-        else f"{name} is {health}: its agent is quiet",
-        "drained": False,
-        "upgrading": False,
-        "control_plane": False,
-        "policy": "pack",
-        "policy_from": "the fleet policy",
-        "simulated": False,
-        "reported_at": NOW,
-        "gpus": (
-            GpuView(
-                uuid="GPU-1",
-                model="L4",
-                total_bytes=24 * GIB,
-                held_by="chat",
-                reserved_bytes=3 * GIB,
-            ),
-            GpuView(uuid="GPU-2", model="L4", total_bytes=24 * GIB, held_by=None, reserved_bytes=0),
-        ),
-        **changes,
-    }
-    return MachineView(**fields)
-
-
-def plan(**changes: Any) -> PlanView:
-    fields: dict[str, Any] = {
-        "plane": "one machine",
-        "installation_id": "inst-1",
-        "plan": "home",
-        "accepted": False,
-        "reason": "none-present",
-        "sentence": "The free Home plan applies: no entitlement is installed.",
-        "detail": None,
-        "warning": None,
-        "source": None,
-        "key_id": None,
-        "features": (),
-        "max_machines": 2,
-        "max_gpus": 8,
-        "protections": ("loopback",),
-        "not_before": None,
-        "expires_at": None,
-        "grace_until": None,
-        "clock": NOW,
-        "clock_anchor": None,
-        "clock_moved_back": False,
-        **changes,
-    }
-    return PlanView(**fields)
+from tests.support.dashboard_views import NOW, FakePlane, fleet, machine, plan, workload
 
 
 def copy_view(state: str) -> CopyView:
@@ -136,45 +53,6 @@ def status_row(state: CopyState, verified: str = "NO: wrong bytes") -> StatusRow
         verified=verified,
         state=state,
     )
-
-
-class FakePlane:
-    """The views a board reads, as given; a view given as an exception is raised."""
-
-    description = "a fake plane"
-
-    def __init__(self, **views: Any) -> None:
-        self.views = views
-        self.plan_advanced: list[bool] = []  # ``advance`` of each plan() call
-
-    def _give(self, name: str) -> Any:
-        value = self.views[name]
-        if isinstance(value, Exception):
-            raise value
-        return value
-
-    def machines(self) -> FleetListing:
-        return cast(FleetListing, self._give("machines"))
-
-    def workloads(self) -> tuple[WorkloadView, ...]:
-        return cast(tuple[WorkloadView, ...], self._give("workloads"))
-
-    def batches(self, name: str | None) -> tuple[BatchView, ...]:
-        return cast(tuple[BatchView, ...], self._give("batches"))
-
-    def copies(self) -> CopyListing:
-        return cast(CopyListing, self._give("copies"))
-
-    def recovery(self) -> RecoveryListing:
-        return cast(RecoveryListing, self._give("recovery"))
-
-    def plan(self, *, advance: bool = True) -> PlanView:
-        self.plan_advanced.append(advance)
-        return cast(PlanView, self._give("plan"))
-
-
-def fleet(*machines: MachineView) -> FleetListing:
-    return FleetListing(plane="a fake plane", fleet_policy="pack", machines=machines)
 
 
 def board_of(**views: Any) -> dict[str, Any]:

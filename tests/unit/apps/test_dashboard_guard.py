@@ -31,7 +31,7 @@ from nodeau.apps.dashboard.session import (
 )
 from nodeau.apps.planes.plane import Plane
 from nodeau.ports.errors import NodeauError
-from tests.unit.apps.test_dashboard_board import NOW, FakePlane, fleet, machine, plan
+from tests.support.dashboard_views import NOW, TARGET, FakePlane, fleet, machine, plan
 
 PORT = 8123
 BASE = f"http://127.0.0.1:{PORT}"
@@ -237,18 +237,6 @@ def test_every_answer_keeps_the_page_on_its_own_origin(client: TestClient) -> No
 
 
 # -- the Playground's requests
-
-
-TARGET = playground.Target(
-    name="chat",
-    task="chat",
-    model="tiny",
-    artifact="ab" * 32,
-    machine="box-a",
-    gpu="GPU-1",
-    state="serving",
-    endpoint="http://127.0.0.1:4000/v1",
-)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from nodeau.apps.dashboard import playground
-from tests.unit.apps.test_dashboard_guard import TARGET
+from tests.support.dashboard_views import TARGET
 
 TURNS = [
     {"role": "system", "content": "Answer in one word."},

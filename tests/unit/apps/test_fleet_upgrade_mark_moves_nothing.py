@@ -1,5 +1,5 @@
 """``nodeau fleet upgrade`` on both planes, over the contract-checked fakes (the fleet:
-``Story`` of test_controller_recovery.py; one machine: test_machine_plane.py's fakes).
+``Story`` of tests/support/fleet_stories.py; one machine: tests/support/machine_plane.py).
 The mark is set and taken off, ``fleet list`` shows it, marking restarts and moves
 nothing, and the controller moves nothing off a marked machine and nothing onto it.
 """
@@ -25,9 +25,9 @@ from nodeau.ports.cluster import UnknownMachine
 from nodeau.ports.organisation import NotAllowed
 from nodeau.ports.state import StateError
 from tests.support.cli import Cli
-from tests.unit.apps.test_controller_reconcile import fleet_plane, record
-from tests.unit.apps.test_controller_recovery import Story, seconds_until_moved
-from tests.unit.apps.test_machine_plane import ask, plane_with
+from tests.support.controller_fleet import fleet_plane, record
+from tests.support.fleet_stories import Story, seconds_until_moved
+from tests.support.machine_plane import ask, plane_with
 
 SERVICE = WorkloadKind.SERVICE
 KEYS = ["plane", "machine", "upgrading", "sentence"]

@@ -282,7 +282,7 @@ class _PlaneParts:
         self.runtime = world.runtime
         self.server = world.runtime.abilities
         from nodeau.adapters.sqlite_marks import SqliteMarks
-        from tests.unit.apps.test_machine_plane import FakeEndpoints
+        from tests.support.machine_plane import FakeEndpoints
 
         self.marks = SqliteMarks(world.settings.state_path)
         self.endpoints = FakeEndpoints(fail=False)

@@ -19,8 +19,8 @@ from nodeau.apps.planes.plane import Plane
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from nodeau.ports.cluster import WorkloadAsk
 from nodeau.ports.errors import SettingsError
-from tests.unit.apps.test_machine_plane import ask, plane_with
-from tests.unit.apps.test_recovery_planes import Fleet
+from tests.support.fleet_stories import Fleet
+from tests.support.machine_plane import ask, plane_with
 
 AUTO = RecoveryMode.AUTOMATIC
 

@@ -3,7 +3,7 @@
 The fleet: the Kubernetes plane and the controller over one ``FakeCluster`` (the
 controller's passes are ``resync``, the machines' signals renewed by ``tick``). One
 machine: the ``MachinePlane`` over the fake state store and model server of
-tests/unit/apps/test_machine_plane.py.
+tests/support/machine_plane.py.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from attrs import evolve
 from returns.result import Result
 
 from nodeau.apps.cli.render import to_json
-from nodeau.apps.planes.kubernetes import KubernetesPlane
-from nodeau.apps.planes.plane import NotAService, RecoveryView
+from nodeau.apps.planes.plane import NotAService
 from nodeau.domain.records import Admission, Snapshot
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import (
@@ -31,57 +30,16 @@ from nodeau.domain.workloads import (
 from nodeau.ports.cluster import WorkloadAsk
 from nodeau.ports.state import UnknownWorkload
 from tests.support.admissions import decider, fleet_of
-from tests.support.clock import Clock
-from tests.support.fake_cluster import SUMMARY, FakeCluster, machine_report, verified
-from tests.unit.apps.test_controller_reconcile import (
-    HUGE,
-    START,
-    controller,
-    fleet,
-    fleet_plane,
-    record,
-)
-from tests.unit.apps.test_machine_plane import ask, plane_with
+from tests.support.controller_fleet import HUGE, START, record
+from tests.support.fake_cluster import SUMMARY, machine_report, verified
+from tests.support.fleet_stories import Fleet
+from tests.support.machine_plane import ask, plane_with
 
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 S = WorkloadState
 AUTO, NEVER = RecoveryMode.AUTOMATIC, RecoveryMode.NEVER
 TEN_MINUTES = timedelta(minutes=10)
 LABEL = "node-role.kubernetes.io/control-plane"
-
-
-class Fleet:
-    """A fleet, its controller, the plane the CLI uses on it, and a clock the test moves."""
-
-    def __init__(self, *machines: str) -> None:
-        self.clock = Clock(START)
-        self.cluster: FakeCluster = fleet(*machines, clock=self.clock)
-        self.ctl = controller(self.cluster)
-        self.plane: KubernetesPlane = fleet_plane(self.cluster)
-        self.quiet: set[str] = set()
-
-    def tick(self, seconds: int = 10) -> None:
-        """Time passes; the machines that answer renew both signals; one controller pass."""
-        self.clock.now += timedelta(seconds=seconds)
-        for name, node in self.cluster.nodes.items():
-            if name not in self.quiet:
-                node.heartbeat_at = self.clock.now
-                report = self.cluster.reports.reports[name]
-                self.cluster.reports.publish(evolve(report, at=self.clock.now))
-        self.ctl.resync()
-
-    def serve(self, name: str = "chat", **fields: object) -> None:
-        self.cluster.objects.create(
-            WorkloadAsk(kind=SERVICE, name=name, model="qwen", **fields)  # type: ignore[arg-type]
-        )
-        self.tick()
-        self.cluster.pods.run()
-        self.tick()
-        assert record(self.cluster, name).workload.state is S.SERVING
-
-    def row(self, name: str = "chat") -> RecoveryView:
-        [found] = [v for v in self.plane.recovery().services if v.name == name]
-        return found
 
 
 # -- the fleet

@@ -54,9 +54,9 @@ from nodeau.domain.workloads import (
 )
 from nodeau.ports.cluster import MachineArtifact, ServerPod
 from nodeau.ports.state import WorkloadRecord
+from tests.support.controller_fleet import SMALL
 from tests.support.fake_cluster import SUMMARY, FakeCluster, verified
 from tests.support.recovery_world import SERVICE, Shape, Spell, Tally, Weather, World
-from tests.unit.apps.test_controller_reconcile import SMALL
 
 START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 TESTS = Path(__file__).resolve().parents[2]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import plistlib
-import shlex
 import shutil
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from nodeau.adapters.user_service import (
     systemd_unit,
     unit_name,
 )
+from tests.support.unit_files import exec_start_argv, sections
 
 PYTHON = Path(sys.executable)
 
@@ -61,28 +61,6 @@ def spec_for(tmp_path: Path, **changes: object) -> EndpointServiceSpec:
     }
     values.update(changes)
     return EndpointServiceSpec(**values)  # type: ignore[arg-type]
-
-
-def sections(unit: str) -> dict[str, dict[str, str]]:
-    """A unit's ``[Section] Key=value`` lines (each key once in what nodeau writes)."""
-    parsed: dict[str, dict[str, str]] = {}
-    current: dict[str, str] = {}
-    for line in unit.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("["):
-            current = parsed.setdefault(line.strip("[]"), {})
-            continue
-        key, _, value = line.partition("=")
-        assert key not in current, f"{key} twice"
-        current[key] = value
-    return parsed
-
-
-def exec_start_argv(value: str) -> list[str]:
-    """``ExecStart=`` split as systemd splits it, for what nodeau writes: double quotes with
-    ``\\\\`` and ``\\"`` escapes (shlex's POSIX rules agree there), then ``%%`` and ``$$``."""
-    return [w.replace("%%", "%").replace("$$", "$") for w in shlex.split(value, posix=True)]
 
 
 def verify_unit(tmp_path: Path, spec: EndpointServiceSpec) -> subprocess.CompletedProcess[str]:

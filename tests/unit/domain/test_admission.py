@@ -21,7 +21,7 @@ from nodeau.domain.memory import GIB, MIB, Prediction, RuntimeConfig, Source, Te
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation
 from tests.support.admissions import ARTIFACT, MACHINE, PREDICTION, fleet_of
-from tests.unit.domain.fleets import flat, fleet, fleets, gpu, machine, request
+from tests.support.fleets import flat, fleet, fleets, gpu, machine, request
 
 R = ReasonCode
 

@@ -7,24 +7,19 @@ from __future__ import annotations
 from datetime import timedelta
 
 from nodeau.domain.holding import held_while_away, resumed_on_return
-from nodeau.domain.memory import RuntimeConfig
-from nodeau.domain.records import WorkloadRecord
-from nodeau.domain.workloads import HeldReason, RecoveryMode, Workload, WorkloadState
-from tests.unit.domain.test_recovery import (
+from nodeau.domain.workloads import HeldReason, RecoveryMode, WorkloadState
+from tests.support.recovery_inputs import (
     DEGRADED,
     GONE,
     REPORTING,
     T0,
+    record_of,
     service,
     unreachable_since,
 )
 
 S = WorkloadState
 NEVER = RecoveryMode.NEVER
-
-
-def record_of(w: Workload) -> WorkloadRecord:
-    return WorkloadRecord(workload=w, config=RuntimeConfig(context_tokens=4096), model_path="/m")
 
 
 def test_a_service_set_to_never_is_held_since_its_machine_went_quiet() -> None:

@@ -22,20 +22,17 @@ from nodeau.domain.lifecycle import (
     server_moved,
     with_state,
 )
-from nodeau.domain.memory import RuntimeConfig
-from nodeau.domain.records import WorkloadRecord
-from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import (
     HeldReason,
     Recovery,
     RecoveryMode,
     ServerExit,
-    Workload,
     WorkloadKind,
     WorkloadState,
     holds_gpu,
     ps_sentence,
 )
+from tests.support.lifecycle import ENDED, OOM, SINCE, UP_AT, record, serving
 
 S = WorkloadState
 P = ServerPhase
@@ -146,27 +143,7 @@ def test_where_servers_restart_in_place_a_restarting_workload_whose_server_went_
         assert needs_server(state, phase, Health.REPORTING, in_place=True) is False
 
 
-SINCE = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 LATER = SINCE + timedelta(minutes=5)
-
-
-def record(**workload: object) -> WorkloadRecord:
-    fields: dict[str, object] = {
-        "name": "chat",
-        "kind": SERVICE,
-        "model": "qwen",
-        "artifact_id": "ab" * 32,
-        "machine": "m1",
-        "gpu_uuid": "GPU-1",
-        "state": S.SERVING,
-        "since": SINCE,
-        **workload,
-    }
-    return WorkloadRecord(
-        workload=Workload(**fields),  # type: ignore[arg-type]
-        config=RuntimeConfig(task=Task.CHAT, context_tokens=4096),
-        model_path="/models/qwen.gguf",
-    )
 
 
 def test_with_state_moves_the_state_and_its_since_and_keeps_the_rest() -> None:
@@ -245,15 +222,8 @@ def test_with_state_refuses_a_state_the_workload_cannot_be_in() -> None:
 
 # -- a server restarted in place (a Pod's container, by its kubelet)
 
-UP_AT = datetime(2026, 3, 1, 11, 0, tzinfo=UTC)  # serving since
-ENDED = datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)
 NOW = datetime(2026, 3, 1, 12, 0, 7, tzinfo=UTC)
-OOM = ServerExit.killed(9, "OOMKilled", ENDED)
 TEN_S = timedelta(seconds=10)
-
-
-def serving(**fields: Any) -> Workload:
-    return evolve(record(since=UP_AT).workload, **fields)
 
 
 def crash_looping(exit_: ServerExit = OOM, count: int = 1, **fields: Any) -> ServerRestarts:

@@ -34,21 +34,7 @@ from nodeau.domain.memory import (
 )
 from nodeau.domain.model_info import ModelSummary, runtime_config
 from nodeau.domain.tasks import Task
-
-# The tiny llama model of ../shared/NOTES-llamacpp.md: 2 layers, n_embd 64, 4 heads,
-# ff 128, head size 16, a 355-token byte-level vocabulary.
-TINY = Architecture(
-    name="llama",
-    n_layers=2,
-    n_embd=64,
-    n_head=4,
-    n_head_kv=4,
-    key_length=16,
-    value_length=16,
-    n_vocab=355,
-    n_ff=128,
-    context_length=256,
-)
+from tests.support.architectures import TINY
 
 # An 8B-class llama: 32 layers, 4096 wide, 32 heads, 8 KV heads, head size 128.
 LLAMA_8B = Architecture(

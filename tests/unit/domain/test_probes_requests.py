@@ -18,6 +18,7 @@ from nodeau.domain.probes.rerank import RerankExpected, rerank_challenge
 from nodeau.domain.probes.structured import StructuredExpected, structured_challenge
 from nodeau.domain.probes.tools import ToolsExpected, tools_challenge
 from nodeau.domain.probes.vision import COLOURS, VisionExpected, vision_challenge
+from tests.support.draws import RepeatingDraws
 
 SEEDS = range(12)
 CHAT_ROUTE = "/v1/chat/completions"
@@ -240,20 +241,6 @@ def test_a_structured_key_drawn_twice_is_drawn_again() -> None:
     expected = structured_challenge(rng, "m").expected
     assert isinstance(expected, StructuredExpected)
     assert list(expected.values) == ["key_abcd", "key_efgh", "key_ijkl"]
-
-
-class RepeatingDraws(random.Random):
-    """Random draws whose first ``repeats`` samples are all the same: two keys collide."""
-
-    def __init__(self, repeats: int) -> None:
-        super().__init__(7)
-        self._repeats = repeats
-
-    def sample(self, population: Any, k: int, *, counts: Any = None) -> list[Any]:
-        if self._repeats > 0:
-            self._repeats -= 1
-            return list(population[:k])
-        return super().sample(population, k)
 
 
 @pytest.mark.parametrize("repeats", [2, 3])

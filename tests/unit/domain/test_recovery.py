@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from attrs import evolve
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeau.domain.copies import CopyRequest, with_ask
-from nodeau.domain.health import Health, MachineHealth, Signals, assess
+from nodeau.domain.health import MachineHealth, Signals, assess
 from nodeau.domain.memory import GIB, Prediction, Source, Term
-from nodeau.domain.placement import SchedulingSettings
-from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.recovery import (
     CopyNeed,
     RecoveryAction,
@@ -37,63 +34,22 @@ from nodeau.domain.workloads import (
     WorkloadKind,
     WorkloadState,
 )
-from tests.unit.domain.fleets import flat, fleet, gpu, machine, request
-
-T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-GONE = T0 - timedelta(minutes=10)  # both signals last seen ten minutes before T0
-
-FLEET = fleet(
-    machine("garage", gpu("G1", 24)),
-    machine("attic", gpu("A1", 24)),
-    machine("cp", gpu("C1", 24), control_plane=True),
+from tests.support.fleets import flat, fleet, gpu, machine, request
+from tests.support.recovery_inputs import (
+    ART,
+    DEGRADED,
+    GONE,
+    LEDGER,
+    REPORTING,
+    T0,
+    asked,
+    need,
+    service,
+    unreachable_since,
+    view,
 )
-LEDGER = Ledger(
-    reservations=(Reservation(workload="svc", machine="garage", gpu_uuid="G1", bytes=10 * GIB),)
-)
 
-
-def unreachable_since(since: datetime) -> MachineHealth:
-    return MachineHealth(
-        state=Health.UNREACHABLE,
-        since=since,
-        quiet=frozenset(assess(Signals(node_heartbeat_at=None, agent_report_at=None), T0).quiet),
-        sentence="unreachable",
-    )
-
-
-REPORTING = assess(Signals(node_heartbeat_at=T0, agent_report_at=T0), T0)
-DEGRADED = assess(Signals(node_heartbeat_at=T0, agent_report_at=GONE), T0)
 UPGRADING = assess(Signals(node_heartbeat_at=GONE, agent_report_at=GONE, upgrading=True), T0)
-
-
-def service(**kw: object) -> Workload:
-    values: dict[str, object] = {
-        "name": "svc",
-        "kind": WorkloadKind.SERVICE,
-        "model": "qwen",
-        "artifact_id": "a" * 64,
-        "machine": "garage",
-        "gpu_uuid": "G1",
-        "state": WorkloadState.SERVING,
-        "since": T0 - timedelta(hours=1),
-        "recovery_mode": RecoveryMode.AUTOMATIC,
-        **kw,
-    }
-    return Workload(**values)
-
-
-def view(**kw: object) -> FleetView:
-    values: dict[str, object] = {
-        "fleet": FLEET,
-        "ledger": LEDGER,
-        "settings": SchedulingSettings(),
-        "excluded": (("garage", "unreachable"),),
-        "verified_on": frozenset({"garage", "attic", "cp"}),
-        "predict": flat(10 * GIB),
-        "plan": ENTERPRISE,  # unbounded: these tests are about other rules
-        **kw,
-    }
-    return FleetView(**values)
 
 
 def decide(
@@ -347,28 +303,6 @@ def test_nothing_moves_unless_the_machine_is_unreachable(
     d = decide_recovery(w, request("svc"), health, T0 + timedelta(days=1), view(excluded=()), "cp")
     assert d.action is RecoveryAction.NOTHING
     assert d.placement is None
-
-
-ART = "ab" * 32
-
-
-def need(**changes: object) -> CopyNeed:
-    fields: dict[str, object] = {
-        "workload": "svc",
-        "artifact": ART,
-        "name": "qwen",
-        "fits_on": frozenset({"attic", "shed"}),
-        "verified_on": frozenset({"garage"}),
-        **changes,
-    }
-    return CopyNeed(**fields)
-
-
-def asked(*triples: tuple[str, str, str]) -> tuple[CopyRequest, ...]:
-    held: tuple[CopyRequest, ...] = ()
-    for where, artifact, asker in triples:
-        held = with_ask(held, machine=where, artifact=artifact, name="qwen", asker=asker, at=T0)
-    return held
 
 
 def test_a_copy_is_asked_where_it_would_go_only_when_no_machine_that_fits_holds_one() -> None:

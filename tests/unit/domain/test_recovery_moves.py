@@ -28,17 +28,18 @@ from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.scheduling import schedule
 from nodeau.domain.workloads import (
     HeldReason,
-    Recovery,
     RecoveryMode,
     ServerExit,
     Workload,
     WorkloadKind,
     WorkloadState,
 )
-from tests.unit.domain.fleets import fleet, gpu, machine, request
-from tests.unit.domain.test_recovery import (
+from tests.support.fleets import fleet, gpu, machine, request
+from tests.support.recovery_inputs import (
     DEGRADED,
+    FIVE_MINUTES,
     GONE,
+    MOVED,
     REPORTING,
     T0,
     service,
@@ -47,7 +48,6 @@ from tests.unit.domain.test_recovery import (
 )
 
 S = WorkloadState
-FIVE_MINUTES = timedelta(minutes=5)
 
 
 def exactly(message: str) -> str:
@@ -78,24 +78,6 @@ def after(**changes: object) -> Workload:
     }
     fields.update(changes)
     return service(**fields)
-
-
-MOVED = Workload(
-    name="svc",
-    kind=WorkloadKind.SERVICE,
-    model="qwen",
-    artifact_id="a" * 64,
-    machine="attic",
-    gpu_uuid="A1",
-    state=S.RECOVERING,
-    since=T0,
-    recovery_mode=RecoveryMode.AUTOMATIC,
-    recovery_after=FIVE_MINUTES,
-    recoveries=1,
-    last_recovery=Recovery(
-        from_machine="garage", to_machine="attic", at=T0, unreachable_since=GONE, after=FIVE_MINUTES
-    ),
-)
 
 
 def test_a_move_is_recovering_on_its_new_card_with_its_own_choices_and_no_restart() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -34,36 +34,14 @@ from nodeau.domain.workloads import (
     holds_gpu,
     ps_sentence,
 )
+from tests.support.restarts import KILLED, at, serving
 
 S = WorkloadState
-GPU = "GPU-1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
-
-
-def at(hms: str) -> datetime:
-    h, m, s = (int(x) for x in hms.split(":"))
-    return datetime(2026, 11, 30, h, m, s, tzinfo=UTC)
 
 
 def exactly(message: str) -> str:
     return f"^{re.escape(message)}$"
 
-
-def serving(**changes: Any) -> Workload:
-    fields: dict[str, Any] = {
-        "name": "tiny",
-        "kind": WorkloadKind.SERVICE,
-        "model": "tiny",
-        "artifact_id": "9f2c",
-        "machine": "m1",
-        "gpu_uuid": GPU,
-        "state": S.SERVING,
-        "since": at("09:00:00"),
-    }
-    fields.update(changes)
-    return Workload(**fields)
-
-
-KILLED = ServerExit.killed(9, "SIGKILL", at("09:30:05"))
 
 # ---------------------------------------------------------------- the back-off
 

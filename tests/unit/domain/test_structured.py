@@ -8,7 +8,7 @@ import random
 import pytest
 
 from nodeau.domain.probes.structured import structured_challenge
-from tests.unit.domain.test_probes_requests import RepeatingDraws
+from tests.support.draws import RepeatingDraws
 
 
 @pytest.mark.parametrize("seed", range(20))

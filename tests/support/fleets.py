@@ -1,4 +1,9 @@
-"""Builders shared by the domain tests: fleets, cards and flat predictions."""
+"""Builders of the domain's hardware for tests: cards, machines, fleets, flat predictions.
+
+``gpu``, ``machine`` and ``fleet`` build the values in one call each; ``flat`` predicts the
+same peak on every card model; ``request`` is an admission request for "qwen";
+``fleets`` draws random fleets for Hypothesis.
+"""
 
 from __future__ import annotations
 
