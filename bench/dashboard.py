@@ -4,10 +4,10 @@
                               [--loads 10]
 
 The state is the one a user's fleet would have: the test control plane (etcd,
-kube-apiserver, KWOK: tests/support/kube_cluster.py, binaries from
+kube-apiserver, KWOK: tests/support/real/kube_cluster.py, binaries from
 scripts/build-kube-binaries) with ``--machines`` KWOK machines, each with its agent's report
 of ``--cards`` simulated cards, and ``--services`` GPUServices, decided by one pass of the
-in-process controller under an Enterprise entitlement (tests/support/kube_scale.py and
+in-process controller under an Enterprise entitlement (tests/support/real/kube_scale.py and
 kube_controller.py, as tests/kube/test_scale.py builds it): every card taken, the rest
 refused for capacity. The entitlement is signed by the tests' key, which the dashboard (a
 build with the production keys) does not accept: its plan section says so, one alert
@@ -28,7 +28,7 @@ would for a person. This process is the client. Measured, side by side:
    and no view shows (until 2026-12 this was all ``/api/board`` sent, and what this bench
    measured: 4.75 MB a poll, of which the page used one list of names). Goal: board
    p50 <= 20 ms.
-2. First meaningful paint: Debian's ``chromium`` headless (tests/support/browser.py's
+2. First meaningful paint: Debian's ``chromium`` headless (tests/support/real/browser.py's
    DevTools client) loads the page ``--loads`` times (the cookie already set, as after
    the first visit); from the navigation's start to the frame after the first board is
    rendered (the page's ``nodeau-board-shown`` mark), with the first contentful paint
@@ -60,12 +60,12 @@ import httpx  # noqa: E402
 from kubernetes import client, config  # noqa: E402
 
 from nodeau.adapters.kube import resources as r  # noqa: E402
-from tests.support.browser import Page, chromium  # noqa: E402
-from tests.support.cli import Cli  # noqa: E402
-from tests.support.kube_apply import apply_manifests  # noqa: E402
-from tests.support.kube_cluster import ControlPlane  # noqa: E402
-from tests.support.kube_controller import controller as fleet_controller  # noqa: E402
-from tests.support.kube_scale import check, populate  # noqa: E402
+from tests.support.real.browser import Page, chromium  # noqa: E402
+from tests.support.real.cli import Cli  # noqa: E402
+from tests.support.real.kube_apply import apply_manifests  # noqa: E402
+from tests.support.real.kube_cluster import ControlPlane  # noqa: E402
+from tests.support.real.kube_controller import controller as fleet_controller  # noqa: E402
+from tests.support.real.kube_scale import check, populate  # noqa: E402
 
 DEPLOY = ROOT / "deploy"
 DATA_GOAL_MS = 20.0

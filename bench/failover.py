@@ -2,7 +2,7 @@
 
     python bench/failover.py [--rounds 3]
 
-Starts the test control plane (etcd, kube-apiserver, KWOK: tests/support/kube_cluster.py,
+Starts the test control plane (etcd, kube-apiserver, KWOK: tests/support/real/kube_cluster.py,
 binaries from scripts/build-kube-binaries), applies deploy/'s namespace and CRDs, adds two
 KWOK machines, and runs two ``python -m nodeau.apps.controller`` processes with the default
 lease terms (12 s lease, 7 s renew deadline, 2 s retry; docs/adr/0015). Each
@@ -36,10 +36,10 @@ from kubernetes import config  # noqa: E402
 
 from nodeau.domain.leadership import DEFAULT_DURATION_S  # noqa: E402
 from tests.kube.test_leader_election import holder, lease_of, start_controller  # noqa: E402
-from tests.support.kube_apply import apply_manifests  # noqa: E402
-from tests.support.kube_cluster import ControlPlane  # noqa: E402
-from tests.support.kube_controller import add_machine, create, small, status  # noqa: E402
-from tests.support.kube_nodes import wait_for  # noqa: E402
+from tests.support.real.kube_apply import apply_manifests  # noqa: E402
+from tests.support.real.kube_cluster import ControlPlane  # noqa: E402
+from tests.support.real.kube_controller import add_machine, create, small, status  # noqa: E402
+from tests.support.real.kube_nodes import wait_for  # noqa: E402
 
 DEPLOY = ROOT / "deploy"
 GOAL_S = 15.0

@@ -82,7 +82,7 @@ python3 -m pytest -q -p no:cacheprovider tests/contract/test_gpu_inventory.py 2>
 echo "== 3. run on the card, and the openai client's answer"
 python3 - <<'PY'
 from pathlib import Path
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
 write_tiny_llama(Path("/tmp/tiny.gguf"), n_layers=4, n_embd=256, n_head=8, n_head_kv=2,
                  n_ff=512, quant="q8_0", context=4096)
 PY

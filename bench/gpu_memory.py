@@ -34,7 +34,7 @@ from nodeau.ports.runtime import ServerSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.support.tiny_gguf import write_tiny_llama  # noqa: E402
+from tests.support.builders.tiny_gguf import write_tiny_llama  # noqa: E402
 
 SHAPES = {
     "dense-f16": {"n_layers": 8, "n_embd": 1024, "n_head": 16, "n_head_kv": 16, "n_ff": 2816,

@@ -107,7 +107,7 @@ def main() -> None:
     if args.hold:
         hold(args.hold[0], args.hold[1], args.half_heads)
         return
-    upstream = start([sys.executable, "-m", "tests.support.upstream"], reads_port=True)
+    upstream = start([sys.executable, "-m", "tests.support.real.upstream"], reads_port=True)
     try:
         assert upstream.stdout is not None
         upstream_port = int(upstream.stdout.readline())

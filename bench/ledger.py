@@ -2,7 +2,7 @@
 
     python bench/ledger.py [--cards 8000]
 
-Starts the test control plane (tests/support/kube_cluster.py), applies deploy/'s namespace
+Starts the test control plane (tests/support/real/kube_cluster.py), applies deploy/'s namespace
 and CRDs, claims ``--cards`` cards (one Reservation each, ``adapters/kube/claims.claim``, 8
 threads), then reads the ledger as every reader does (``ledger.read_ledger``: pages of 500)
 five times. Printed: the bytes of one object as the API server returns it (metadata with
@@ -33,8 +33,8 @@ from nodeau.adapters.kube.claims import PLURAL, claim, name_of, read_claim  # no
 from nodeau.adapters.kube.ledger import read_ledger  # noqa: E402
 from nodeau.domain.recording import Claim  # noqa: E402
 from nodeau.domain.reservations import Reservation  # noqa: E402
-from tests.support.kube_apply import apply_manifests  # noqa: E402
-from tests.support.kube_cluster import ControlPlane  # noqa: E402
+from tests.support.real.kube_apply import apply_manifests  # noqa: E402
+from tests.support.real.kube_cluster import ControlPlane  # noqa: E402
 
 DEPLOY = ROOT / "deploy"
 CARDS_PER_MACHINE = 8

@@ -3,7 +3,7 @@
     python bench/proxy.py [--requests 500] [--streams 200] [--concurrency 32] [--seconds 5]
                           [--fleet | --gateway] [--runs 1]
 
-The model server is the minimal upstream of the tests (tests/support/upstream.py: a
+The model server is the minimal upstream of the tests (tests/support/real/upstream.py: a
 Starlette app under uvicorn that answers at once), so what the endpoint itself costs is
 visible rather than hidden behind a model's compute. The endpoint is the real one,
 ``python -m nodeau.apps.endpoint``, reading the upstream's address from a state database,
@@ -59,7 +59,7 @@ from nodeau.ports.runtime import RunningServer
 ROOT = Path(__file__).resolve().parent.parent  # the child upstream imports tests.support
 
 sys.path.insert(0, str(ROOT))
-from tests.support.admissions import decider, fleet_of  # noqa: E402
+from tests.support.builders.admissions import decider, fleet_of  # noqa: E402
 
 P50_GOAL_MS = 1.0
 THROUGHPUT_GOAL = 0.7
@@ -298,8 +298,8 @@ def fleet_route(work: Path, upstream: str) -> Iterator[Path]:
 
     from nodeau.adapters.kube import resources as r
     from tests.kube.conftest import BASE_MANIFESTS, DEPLOY, api_client, wait_established
-    from tests.support.kube_cluster import ControlPlane
-    from tests.support.kube_controller import create
+    from tests.support.real.kube_cluster import ControlPlane
+    from tests.support.real.kube_controller import create
 
     (work / "kube").mkdir()
     plane = ControlPlane(work / "kube")
@@ -368,7 +368,7 @@ def main() -> None:
 def measure(args: argparse.Namespace) -> Outcome:
     """One run: an upstream and an endpoint started for it, measured, and stopped (the
     endpoint before its state database is removed)."""
-    upstream = start([sys.executable, "-m", "tests.support.upstream"], reads_port=True)
+    upstream = start([sys.executable, "-m", "tests.support.real.upstream"], reads_port=True)
     try:
         assert upstream.stdout is not None
         upstream_port = int(upstream.stdout.readline())
@@ -381,7 +381,7 @@ def measure(args: argparse.Namespace) -> Outcome:
                 pid=upstream.pid,
                 port=upstream_port,
                 started_at=datetime.now(UTC),
-                command=("tests.support.upstream",),
+                command=("tests.support.real.upstream",),
             )
             # the gateway routes to a workload whose endpoint listens: here the upstream's
             # port stands for it (the gateway only asks whether it accepts connections)

@@ -10,7 +10,7 @@ buildah mmdebstrap gcc``)::
     scripts/build-images                            # Nodeau's and the model server's images
     .venv/bin/python bench/real_node.py             # prints each step and its seconds
 
-What runs, all on this machine: etcd and kube-apiserver (tests/support/kube_cluster.py, with
+What runs, all on this machine: etcd and kube-apiserver (tests/support/real/kube_cluster.py, with
 the ServiceAccount admission plugin on), kube-controller-manager (DaemonSet, Deployment,
 ServiceAccount, root-CA and garbage-collector controllers) and kube-scheduler, containerd and
 runc from Debian with a CNI bridge (10.89.0.0/24, Debian's containernetworking-plugins), the
@@ -52,15 +52,15 @@ from kubernetes import client, config
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.kube_apply import MANIFESTS, apply_manifests, manifest_documents  # noqa: E402
-from tests.support.kube_cluster import (  # noqa: E402
+from tests.support.real.kube_apply import MANIFESTS, apply_manifests, manifest_documents  # noqa: E402
+from tests.support.real.kube_cluster import (  # noqa: E402
     K8S_VERSION,
     Cluster,
     ControlPlane,
     binary_dir,
     free_port,
 )
-from tests.support.real_models import SMOLLM2, fetch  # noqa: E402
+from tests.support.real.real_models import SMOLLM2, fetch  # noqa: E402
 
 NODE_BINARIES = ("kubelet", "kube-controller-manager", "kube-scheduler")
 TOOLS = {"containerd": "containerd", "runc": "runc", "buildah": "buildah", "gcc": "gcc"}

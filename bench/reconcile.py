@@ -3,7 +3,7 @@
     python bench/reconcile.py [--machines 100] [--cards 4] [--services 500] [--workers 8]
                               [--floor-runs 3] [--profile FILE]
 
-Starts the test control plane (etcd, kube-apiserver, KWOK: tests/support/kube_cluster.py,
+Starts the test control plane (etcd, kube-apiserver, KWOK: tests/support/real/kube_cluster.py,
 binaries from scripts/build-kube-binaries), applies deploy/'s namespace and CRDs, then
 creates ``--machines`` KWOK nodes, each with an agent report of ``--cards`` simulated 24 GiB
 cards and a verified copy of a 4 GiB model, and ``--services`` GPUServices asking for it.
@@ -51,10 +51,10 @@ from nodeau.adapters.kube import resources as r  # noqa: E402
 from nodeau.adapters.kube.client import steady_credentials  # noqa: E402
 from nodeau.apps.controller.bootstrap import DEFAULT_WORKERS  # noqa: E402
 from nodeau.domain.leadership import DEFAULT_RENEW_DEADLINE_S  # noqa: E402
-from tests.support.kube_apply import apply_manifests  # noqa: E402
-from tests.support.kube_cluster import ControlPlane  # noqa: E402
-from tests.support.kube_controller import controller as entitled_controller  # noqa: E402
-from tests.support.kube_scale import check, populate, service_name  # noqa: E402
+from tests.support.real.kube_apply import apply_manifests  # noqa: E402
+from tests.support.real.kube_cluster import ControlPlane  # noqa: E402
+from tests.support.real.kube_controller import controller as entitled_controller  # noqa: E402
+from tests.support.real.kube_scale import check, populate, service_name  # noqa: E402
 
 DEPLOY = ROOT / "deploy"
 

@@ -55,12 +55,12 @@ from nodeau.domain.health import Health  # noqa: E402
 from nodeau.domain.memory import GIB  # noqa: E402
 from nodeau.ports.state import WorkloadRecord  # noqa: E402
 from tests.kube.conftest import BASE_MANIFESTS, DEPLOY, api_client, wait_established  # noqa: E402
-from tests.support.kube_cluster import ControlPlane  # noqa: E402
-from tests.support.kube_controller import SUMMARY, create, report, status  # noqa: E402
-from tests.support.kube_lossy import LossyMachine  # noqa: E402
-from tests.support.kube_nodes import kwok_node  # noqa: E402
-from tests.support.tiny_gguf import write_tiny_llama  # noqa: E402
-from tests.support.upstream import free_port  # noqa: E402
+from tests.support.builders.tiny_gguf import write_tiny_llama  # noqa: E402
+from tests.support.real.kube_cluster import ControlPlane  # noqa: E402
+from tests.support.real.kube_controller import SUMMARY, create, report, status  # noqa: E402
+from tests.support.real.kube_lossy import LossyMachine  # noqa: E402
+from tests.support.real.kube_nodes import kwok_node  # noqa: E402
+from tests.support.real.upstream import free_port  # noqa: E402
 
 STAND_IN = {"l1": "127.0.0.2", "c": "127.0.0.3"}
 SHA = "a1" * 32

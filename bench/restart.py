@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from nodeau.adapters.sqlite_state import SqliteStateStore  # noqa: E402
-from tests.support.tiny_gguf import write_tiny_llama  # noqa: E402
+from tests.support.builders.tiny_gguf import write_tiny_llama  # noqa: E402
 
 NODEAU = str(Path(sys.executable).parent / "nodeau")
 POLL_S = 0.01

@@ -12,7 +12,7 @@
 
 Each side runs once untimed first, so both read a warm page cache; then the
 two sides alternate and the best of ``--runs`` timed runs of each counts. The
-publisher (tests/support/publisher.py) runs in its own process, as a real
+publisher (tests/support/real/publisher.py) runs in its own process, as a real
 publisher would, so it does not share this process's interpreter.
 """
 
@@ -109,7 +109,7 @@ def start_publisher(path: Path) -> tuple[subprocess.Popen[str], str]:
     """The test publisher serving ``path`` in a child process; its URL for the file."""
     program = (
         "import sys, pathlib\n"
-        "from tests.support.publisher import local_publisher\n"
+        "from tests.support.real.publisher import local_publisher\n"
         "with local_publisher() as pub:\n"
         "    print(pub.serve('/model.bin', pathlib.Path(sys.argv[1])), flush=True)\n"
         "    sys.stdin.read()\n"

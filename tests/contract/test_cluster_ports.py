@@ -1,7 +1,7 @@
 """The cluster ports' contract, run against the in-memory fake here and against the
 Kubernetes adapters on a real API server in tests/kube/test_cluster_ports_contract.py.
 
-The tests live in tests/support/cluster_ports_contract.py. Every test takes a ``cluster``
+The tests live in tests/support/contracts/cluster_ports_contract.py. Every test takes a ``cluster``
 (a ``Harness``): the role ports, the state store that writes beside them, and what stands
 for the world around a cluster (a machine joining, its servers running, the event history
 a person reads).
@@ -16,10 +16,10 @@ import pytest
 
 from nodeau.domain.lifecycle import ServerRestarts
 from nodeau.domain.workloads import WorkloadKind
-from tests.support import cluster_ports_contract as contract
 from tests.support.clock import ticking
-from tests.support.cluster_ports_contract import START, Harness
-from tests.support.fake_cluster import FakeCluster
+from tests.support.contracts import cluster_ports_contract as contract
+from tests.support.contracts.cluster_ports_contract import START, Harness
+from tests.support.fakes.fake_cluster import FakeCluster
 
 
 class FakeHarness(FakeCluster):

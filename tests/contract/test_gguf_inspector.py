@@ -15,7 +15,7 @@ from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.domain.memory import Architecture
 from nodeau.domain.model_info import ModelSummary
 from nodeau.ports.models import ModelFileError, ModelInspector
-from tests.support.tiny_gguf import VOCAB_SIZE, part_offsets, write_tiny_llama
+from tests.support.builders.tiny_gguf import VOCAB_SIZE, part_offsets, write_tiny_llama
 
 U32, STR = GGUFValueType.UINT32, GGUFValueType.STRING
 REQUIRED = (

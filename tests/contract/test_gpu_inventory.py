@@ -34,7 +34,7 @@ from nodeau.adapters.simulated_inventory import (
 from nodeau.domain.hardware import CardProcess
 from nodeau.domain.memory import GIB, MIB
 from nodeau.ports.hardware import GpuInventory, HardwareError
-from tests.support.fake_nvml import H100_UUID, L4_UUID, FakeNvml, nvml_error, two_cards
+from tests.support.fakes.fake_nvml import H100_UUID, L4_UUID, FakeNvml, nvml_error, two_cards
 
 # -- the contract, on every adapter ---------------------------------------------------------
 

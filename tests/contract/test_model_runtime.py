@@ -17,8 +17,8 @@ import pytest
 from nodeau.adapters.llama_server import LlamaServerRuntime, find_llama_server
 from nodeau.domain.memory import RuntimeConfig
 from nodeau.ports.runtime import ModelRuntime, RunningServer, RuntimeFailure, ServerSpec
-from tests.support.fake_runtime import FakeModelRuntime
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.fakes.fake_runtime import FakeModelRuntime
 
 
 def now() -> datetime:

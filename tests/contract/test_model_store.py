@@ -30,7 +30,7 @@ from nodeau.ports.models import (
     ModelStore,
 )
 from tests.support.clock import Clock, ticking
-from tests.support.fakes import FakeDisk, FakeModelStore
+from tests.support.fakes.fakes import FakeDisk, FakeModelStore
 
 MACHINE = "m1"
 START = datetime(2026, 1, 1, tzinfo=UTC)  # the stores' clock: one second a call

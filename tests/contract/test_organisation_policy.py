@@ -18,8 +18,8 @@ from nodeau.adapters.organisation_document import parse_organisation
 from nodeau.adapters.organisation_file import FileOrganisationPolicy
 from nodeau.domain.organisation import Organisation
 from nodeau.ports.organisation import OrganisationError
-from tests.support.fake_cluster import FakeOrganisationPolicy
-from tests.support.organisation_policy_contract import POLICY_CONTRACT
+from tests.support.contracts.organisation_policy_contract import POLICY_CONTRACT
+from tests.support.fakes.fake_cluster import FakeOrganisationPolicy
 
 
 @pytest.mark.parametrize("check", POLICY_CONTRACT, ids=lambda c: c.__name__)

@@ -15,8 +15,8 @@ from nodeau.domain.artifacts import Artifact, ArtifactFile, Sha256
 from nodeau.domain.memory import MeasuredKey, Measurement
 from nodeau.domain.qualification import ProbeOutcome
 from nodeau.ports.registry import ArtifactRegistry
-from tests.support.evidence import qualified
-from tests.support.fake_registry import FakeRegistry
+from tests.support.builders.evidence import qualified
+from tests.support.fakes.fake_registry import FakeRegistry
 
 
 def artifact(seed: bytes, name: str = "model.gguf") -> Artifact:

@@ -1,6 +1,6 @@
 """The StateStore contract, run against SQLite and the in-memory fake alike.
 
-The contract's tests live in tests/support/state_store_contract.py (tests/kube reruns them
+The contract's tests live in tests/support/contracts/state_store_contract.py (tests/kube reruns them
 on a real API server); those here are SQLite's own: what lasts, what is stored, what fails.
 """
 
@@ -20,10 +20,10 @@ from attrs import frozen
 from nodeau.adapters.sqlite_state import SqliteStateStore, _converter
 from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.state import Event, StateError, StateStore
-from tests.support import state_store_contract as contract
 from tests.support.clock import ticking
-from tests.support.fake_state import FakeStateStore
-from tests.support.state_store_contract import NOW, START, TWO_CARDS, admit, in_state
+from tests.support.contracts import state_store_contract as contract
+from tests.support.contracts.state_store_contract import NOW, START, TWO_CARDS, admit, in_state
+from tests.support.fakes.fake_state import FakeStateStore
 
 
 @pytest.fixture(params=["sqlite", "fake"])
@@ -35,7 +35,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore
         yield FakeStateStore(clock=clock)
 
 
-# the contract (tests/support/state_store_contract.py), on SQLite and the in-memory fake
+# the contract (tests/support/contracts/state_store_contract.py), on SQLite and the in-memory fake
 CONTRACT: dict[str, Callable[..., None]] = {
     name: test
     for name, test in vars(contract).items()

@@ -18,10 +18,10 @@ import pytest
 from nodeau.adapters.sqlite_registry import SqliteRegistry
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.qualification import ProbeOutcome
-from tests.support.cli import Cli
-from tests.support.evidence import qualified
-from tests.support.publisher import LocalPublisher, local_publisher
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.evidence import qualified
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
+from tests.support.real.publisher import LocalPublisher, local_publisher
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import NODEAU, Cli
+from tests.support.real.cli import NODEAU, Cli
 
 
 @pytest.mark.parametrize("args", [("environment",), ("ps",), ("ps", "--json"), ("fleet", "list")])

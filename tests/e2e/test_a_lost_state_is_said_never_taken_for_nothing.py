@@ -16,8 +16,8 @@ import psutil
 import pytest
 
 from nodeau.adapters.sqlite_state import SqliteStateStore
-from tests.support.cli import Cli
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 

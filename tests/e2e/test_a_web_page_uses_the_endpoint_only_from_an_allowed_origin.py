@@ -19,9 +19,9 @@ from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from tests.support.browser import Page, chromium
-from tests.support.endpoint import Target, running_endpoint, upstream_at
-from tests.support.upstream import (
+from tests.support.real.browser import Page, chromium
+from tests.support.real.endpoint import Target, running_endpoint, upstream_at
+from tests.support.real.upstream import (
     MinimalUpstream,
     loopback_socket,
     running_upstream,

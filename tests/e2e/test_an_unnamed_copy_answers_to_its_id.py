@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodeau.domain.artifacts import Sha256
-from tests.support.cli import Cli
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
 
 
 def test_an_unnamed_copy_is_verified_inspected_and_removed_by_its_id(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
+from tests.support.real.cli import Cli
 
 ROWS: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
     # (arguments, extra settings, exit code, start of stderr)

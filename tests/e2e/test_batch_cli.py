@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from nodeau.adapters.sqlite_state import SqliteStateStore
-from tests.support.cli import Cli as BaseCli
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli as BaseCli
 
 STALL_S = 120.0  # a job that answers nothing new for this long is stuck (a slow one is not)
 

@@ -31,12 +31,12 @@ import openai
 import pytest
 from gguf import GGUFValueType, Keys
 
-from tests.support.cli import NODEAU
-from tests.support.cli import Cli as BaseCli
-from tests.support.entitlements import document
-from tests.support.fake_cloud import FakeCloud, running_fake_cloud
-from tests.support.llama import llama_server_binary
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.entitlements import document
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.fakes.fake_cloud import FakeCloud, running_fake_cloud
+from tests.support.real.cli import NODEAU
+from tests.support.real.cli import Cli as BaseCli
+from tests.support.real.llama import llama_server_binary
 
 DEADLINE_S = 120.0
 INTERVAL_S = "0.5"  # reports and operation polls, for the test's sake (default: 300 s and 30 s)

@@ -1,5 +1,5 @@
 """The dashboard in a real browser (Debian's chromium, headless, over the DevTools protocol:
-tests/support/browser.py says why): the page the installed ``nodeau dashboard`` serves,
+tests/support/real/browser.py says why): the page the installed ``nodeau dashboard`` serves,
 opened with the address it prints, shows the state sentences ``nodeau ps --json`` gives,
 stops a real batch job, streams a real answer in the Playground, renders a machine with no
 figures without an error, shows a long sentence sent once (apps/dashboard/repeated_texts.py) in
@@ -21,16 +21,16 @@ import pytest
 from nodeau.apps.dashboard.traffic import totals
 from nodeau.apps.planes.plane import CopyListing, RecoveryListing
 from nodeau.ports.errors import NodeauError
-from tests.support.browser import Page, chromium, off_loopback
-from tests.support.dashboard_cli import (
+from tests.support.builders.dashboard_views import FakePlane, fleet, machine, plan, workload
+from tests.support.real.browser import Page, chromium, off_loopback
+from tests.support.real.dashboard_cli import (
     Cli,
     artifact_of,
     leave_nothing,
     same_moment,
     serve_and_submit,
 )
-from tests.support.dashboard_page import render_all, screenshot_of, served, shots
-from tests.support.dashboard_views import FakePlane, fleet, machine, plan, workload
+from tests.support.real.dashboard_page import render_all, screenshot_of, served, shots
 
 SECTIONS = ("alerts", "hardware", "workloads", "models", "recovery", "plan", "playground")
 

@@ -20,7 +20,8 @@ import httpx
 import pytest
 from gguf import GGUFValueType, Keys
 
-from tests.support.dashboard_cli import (
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.dashboard_cli import (
     FRESH,
     Cli,
     artifact_of,
@@ -31,7 +32,6 @@ from tests.support.dashboard_cli import (
     whole_board,
     without,
 )
-from tests.support.tiny_gguf import write_tiny_llama
 
 
 @pytest.fixture

@@ -24,11 +24,11 @@ from nodeau.apps.dashboard import cards
 from nodeau.apps.dashboard.traffic import totals
 from nodeau.apps.planes.plane import CopyListing, GpuView, RecoveryListing
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
-from tests.support.browser import Page, chromium, off_loopback
-from tests.support.dashboard_cli import Cli, leave_nothing
-from tests.support.dashboard_page import render_all, screenshot_of, served, shots
-from tests.support.dashboard_views import GIB, NOW, FakePlane, fleet, machine, plan
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.dashboard_views import GIB, NOW, FakePlane, fleet, machine, plan
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.browser import Page, chromium, off_loopback
+from tests.support.real.dashboard_cli import Cli, leave_nothing
+from tests.support.real.dashboard_page import render_all, screenshot_of, served, shots
 
 MIB = 1024**2
 SYSTEM = "Answer in one word."

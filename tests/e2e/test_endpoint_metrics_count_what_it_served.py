@@ -17,8 +17,8 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.cli import Cli
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
 
 ROUTE = "/v1/chat/completions"
 ASK = [{"role": "user", "content": "hi"}]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
-from tests.support.server_answers import CUDA_ANSWER, stand_in
+from tests.support.fakes.server_answers import CUDA_ANSWER, stand_in
+from tests.support.real.cli import Cli
 
 CPU_BUILD = Path("~/.cache/nodeau/llama-server/0.3.36/cpu/bin/llama-server").expanduser()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
+from tests.support.real.cli import Cli
 
 FORMS = "give whole numbers with d, h, m or s, largest first (e.g. 90s, 3m, 1h30m, 2d)"
 

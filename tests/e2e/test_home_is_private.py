@@ -19,9 +19,9 @@ import pytest
 
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.settings import utc_now
-from tests.support.cli import NODEAU, Cli
-from tests.support.llama import llama_server_binary
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import NODEAU, Cli
+from tests.support.real.llama import llama_server_binary
 
 STALL_S = 120.0  # a job that answers nothing new for this long is stuck (a slow one is not)
 UMASK_022 = ("sh", "-c", 'umask 022; exec "$@"', "sh")

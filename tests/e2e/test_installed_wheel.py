@@ -19,7 +19,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from tests.support.real_models import SMOLLM2, fetch
+from tests.support.real.real_models import SMOLLM2, fetch
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

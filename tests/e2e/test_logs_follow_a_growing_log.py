@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
+from tests.support.real.cli import Cli
 
 HANG_GUARD_S = 60.0  # only so a broken follow fails instead of hanging the suite
 

@@ -11,9 +11,9 @@ from nodeau.adapters.catalog_file import catalog_json
 from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
 from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry
 from nodeau.domain.tasks import Task
-from tests.support.cli import Cli as BaseCli
-from tests.support.publisher import LocalPublisher, local_publisher
-from tests.support.tiny_gguf import tiny_llama_bytes, write_tiny_llama
+from tests.support.builders.tiny_gguf import tiny_llama_bytes, write_tiny_llama
+from tests.support.real.cli import Cli as BaseCli
+from tests.support.real.publisher import LocalPublisher, local_publisher
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 

@@ -15,8 +15,8 @@ import pytest
 
 from nodeau.apps.cli.models import LARGE_IMPORT_BYTES
 from nodeau.domain.artifacts import Sha256
-from tests.support.cli import Cli
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
 
 
 @pytest.fixture

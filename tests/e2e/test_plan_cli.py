@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.support.cli import Cli
-from tests.support.entitlements import KEY_ID, document
+from tests.support.builders.entitlements import KEY_ID, document
+from tests.support.real.cli import Cli
 
 
 def test_plan_shows_home_and_refuses_what_it_cannot_accept(tmp_path: Path) -> None:

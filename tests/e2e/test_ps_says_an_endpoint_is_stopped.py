@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.cli import Cli
-from tests.support.dashboard_cli import FRESH, http, whole_board
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
+from tests.support.real.dashboard_cli import FRESH, http, whole_board
 
 STOPPED = "loaded, endpoint stopped; nodeau run tiny brings it back"
 

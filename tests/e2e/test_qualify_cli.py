@@ -22,9 +22,9 @@ import pytest
 from nodeau.adapters.catalog_file import JsonCatalogFile, catalog_json
 from nodeau.apps.cli.bootstrap import shipped_catalog
 from nodeau.domain.catalog import Catalog
-from tests.support.cli import Cli as BaseCli
-from tests.support.real_models import SMOLLM2, fetch, fetch_minilm
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli as BaseCli
+from tests.support.real.real_models import SMOLLM2, fetch, fetch_minilm
 
 SEED = "0"
 CONTEXT = "1024"

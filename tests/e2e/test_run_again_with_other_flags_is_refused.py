@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
 
 STOP_AND_RUN = (
     "a model server keeps what it was started with: stop it with nodeau stop tiny --workload "

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
-from tests.support.server_answers import CUDA_ANSWER, stand_in
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.fakes.server_answers import CUDA_ANSWER, stand_in
+from tests.support.real.cli import Cli
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from gguf import GGUFValueType, Keys
 
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.ports.state import WorkloadRecord
-from tests.support.cli import Cli as BaseCli
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli as BaseCli
 
 DEADLINE_S = 120.0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
+from tests.support.real.cli import Cli
 
 
 def completed(script: str, words: list[str]) -> list[str]:

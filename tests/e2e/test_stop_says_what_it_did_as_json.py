@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
 
 KEYS = ["name", "workload", "kind", "gpu", "holds_gpu", "state", "endpoint", "sentence"]
 

@@ -17,9 +17,9 @@ import httpx
 import openai
 import pytest
 
-from tests.support.cli import Cli
-from tests.support.tiny_gguf import write_tiny_llama
-from tests.support.upstream import free_port
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
+from tests.support.real.upstream import free_port
 
 pytestmark = pytest.mark.slow
 ASK = [{"role": "user", "content": "hi"}]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.gguf_outcomes import Seed
+from tests.support.builders.gguf_outcomes import Seed
 
 
 @pytest.fixture(scope="module")

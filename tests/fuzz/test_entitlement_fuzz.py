@@ -28,7 +28,14 @@ from nodeau.apps.planes.plan import plan_in_force
 from nodeau.domain.entitlements import EntitlementReason, SignatureVerdict, verified_terms
 from nodeau.domain.plans import HOME
 from nodeau.ports.entitlements import StoredEntitlement
-from tests.support.entitlements import KEY_ID, NEXT_KEY_ID, NOW, document, signing_key, trusted
+from tests.support.builders.entitlements import (
+    KEY_ID,
+    NEXT_KEY_ID,
+    NOW,
+    document,
+    signing_key,
+    trusted,
+)
 
 pytestmark = pytest.mark.slow
 

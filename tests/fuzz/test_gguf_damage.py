@@ -1,6 +1,6 @@
 """Damage to valid GGUF files whose failure is known: 2,500 files, each refused with the
 cause the damage must give, or summarised as the undamaged file when only its tensor data
-changed (on top of the property every file keeps: tests/support/gguf_outcomes.py).
+changed (on top of the property every file keeps: tests/support/builders/gguf_outcomes.py).
 
 A cut is judged by where it falls in the seed's layout; a type, length, count, offset or
 name overwritten, by what it now says, with the format's own enums from the ``gguf``
@@ -18,7 +18,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nodeau.ports.models import ModelFileCause as Cause
-from tests.support.gguf_outcomes import FUZZ, SHARES, Outcome, Part, Seed, outcome, run_property
+from tests.support.builders.gguf_outcomes import (
+    FUZZ,
+    SHARES,
+    Outcome,
+    Part,
+    Seed,
+    outcome,
+    run_property,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -1,5 +1,5 @@
 """Fuzzing the GGUF inspector: 7,500 mutated, overwritten or random files, each a possible
-summary or a failure of a known cause (the property: tests/support/gguf_outcomes.py); no
+summary or a failure of a known cause (the property: tests/support/builders/gguf_outcomes.py); no
 crash, no hang. tests/fuzz/test_gguf_damage.py runs damage whose failure is known.
 """
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.gguf_outcomes import FUZZ, SHARES, Seed, outcome, run_property
+from tests.support.builders.gguf_outcomes import FUZZ, SHARES, Seed, outcome, run_property
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.reservations import over_committed
 from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.state import WorkloadRecord
-from tests.support.admissions import Racers, fleet_of
+from tests.support.builders.admissions import Racers, fleet_of
 from tests.support.clock import ticking
 
 PROCESSES = 8

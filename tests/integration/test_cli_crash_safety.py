@@ -24,8 +24,8 @@ from nodeau.adapters.catalog_file import catalog_json
 from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
 from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry
 from nodeau.domain.tasks import Task
-from tests.support.publisher import local_publisher
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.publisher import local_publisher
 
 NODEAU = Path(sys.executable).parent / "nodeau"
 REVISION = "89abcdef0123456789abcdef0123456789abcdef"

@@ -25,8 +25,8 @@ from nodeau.apps.cli.bootstrap import LazyMachineParts
 from nodeau.apps.cli.cloud import connect_on, disconnect_lines, run_on, status_text
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import Plane
-from tests.support.entitlements import KEY_ID, document, trusted
-from tests.support.fake_cloud import FakeCloud, nowhere, running_fake_cloud
+from tests.support.builders.entitlements import KEY_ID, document, trusted
+from tests.support.fakes.fake_cloud import FakeCloud, nowhere, running_fake_cloud
 
 DEADLINE_S = 60.0
 

@@ -24,10 +24,10 @@ from nodeau.apps.endpoint.limits import Limits
 from nodeau.apps.endpoint.request_head import MAX_HEAD_BYTES
 from nodeau.apps.planes.plane import Plane
 from nodeau.ports.errors import NodeauError
-from tests.support.dashboard_views import NOW, FakePlane, fleet, machine, plan
-from tests.support.endpoint import raw_exchange, read_until_closed
-from tests.support.idle_connections import eventually, opened
-from tests.support.upstream import bound_port, serving
+from tests.support.builders.dashboard_views import NOW, FakePlane, fleet, machine, plan
+from tests.support.real.endpoint import raw_exchange, read_until_closed
+from tests.support.real.idle_connections import eventually, opened
+from tests.support.real.upstream import bound_port, serving
 
 CAP = 32
 IDLE = 200

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 from nodeau.adapters.detached import reaped_launcher_argv
-from tests.support.live_processes import naming
+from tests.support.real.live_processes import naming
 
 SLEEPER = (sys.executable, "-I", "-S", "-c", "import time; time.sleep(30)")  # then the marker
 

@@ -43,8 +43,8 @@ from nodeau.apps.endpoint.serve import (
 )
 from nodeau.domain.tasks import Task, routes_for
 from nodeau.domain.workloads import ServerExit, WorkloadState
-from tests.support.admissions import decider, fleet_of
-from tests.support.endpoint import (
+from tests.support.builders.admissions import decider, fleet_of
+from tests.support.real.endpoint import (
     BOUND_S,
     MODEL,
     ROOT,
@@ -58,7 +58,7 @@ from tests.support.endpoint import (
     upstream_at,
     wait_until_answering,
 )
-from tests.support.upstream import (
+from tests.support.real.upstream import (
     STREAM_CHUNKS,
     MinimalUpstream,
     bound_port,

@@ -16,8 +16,8 @@ import pytest
 
 from nodeau.apps.endpoint.app import Upstream
 from nodeau.domain.tasks import Task
-from tests.support.endpoint import BOUND_S, Target, openai_client, running_endpoint
-from tests.support.upstream import MinimalUpstream, running_upstream
+from tests.support.real.endpoint import BOUND_S, Target, openai_client, running_endpoint
+from tests.support.real.upstream import MinimalUpstream, running_upstream
 
 WORKLOAD = "chatbot"
 ARTIFACT = "5f2c" + "0123456789abcdef" * 3 + "a1b2c3d4e5f60718"[:12]

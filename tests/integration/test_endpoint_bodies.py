@@ -14,9 +14,9 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
-from tests.support.endpoint import BOUND_S, MODEL, Target, running_endpoint, upstream_at
-from tests.support.endpoint_requests import CHAT, Served, send
-from tests.support.upstream import MinimalUpstream, free_port, running_upstream
+from tests.support.real.endpoint import BOUND_S, MODEL, Target, running_endpoint, upstream_at
+from tests.support.real.endpoint_requests import CHAT, Served, send
+from tests.support.real.upstream import MinimalUpstream, free_port, running_upstream
 
 
 @pytest.fixture(scope="module")

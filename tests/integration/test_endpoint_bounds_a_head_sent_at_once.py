@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from nodeau.apps.endpoint.request_head import MAX_HEAD_BYTES
-from tests.support.endpoint import Target, raw_exchange, running_endpoint
+from tests.support.real.endpoint import Target, raw_exchange, running_endpoint
 
 
 def test_a_head_past_the_bound_sent_in_one_write_is_a_431() -> None:

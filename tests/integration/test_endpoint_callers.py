@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from nodeau.domain.origins import parse_origin
-from tests.support.endpoint import (
+from tests.support.real.endpoint import (
     BOUND_S,
     MODEL,
     ROOT,
@@ -29,8 +29,8 @@ from tests.support.endpoint import (
     upstream_at,
     wait_until_answering,
 )
-from tests.support.endpoint_requests import CHAT, Answer, Served, send
-from tests.support.upstream import MinimalUpstream, free_port, running_upstream
+from tests.support.real.endpoint_requests import CHAT, Answer, Served, send
+from tests.support.real.upstream import MinimalUpstream, free_port, running_upstream
 
 ALLOWED = ("https://app.example", "chrome-extension://abcdefghijklmnop")
 ASKED = b'{"messages": [{"role": "user", "content": "hi"}]}'

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from nodeau.apps.endpoint.limits import Limits
-from tests.support.endpoint import read_until_closed
-from tests.support.idle_connections import endpoint, health
+from tests.support.real.endpoint import read_until_closed
+from tests.support.real.idle_connections import endpoint, health
 
 TIMEOUT_S = 0.5
 WAIT_S = 10 * TIMEOUT_S

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from nodeau.apps.endpoint.connections import ModelServerConnections
-from tests.support.endpoint import (
+from tests.support.real.endpoint import (
     BOUND_S,
     MODEL,
     Target,
@@ -23,7 +23,7 @@ from tests.support.endpoint import (
     still_serves,
     upstream_at,
 )
-from tests.support.upstream import MinimalUpstream, loopback_socket, running_upstream
+from tests.support.real.upstream import MinimalUpstream, loopback_socket, running_upstream
 
 PIECE_GAP_S = 0.005  # between the pieces of one answer, so that they arrive apart
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.support.endpoint import Target, raw_exchange, running_endpoint
+from tests.support.real.endpoint import Target, raw_exchange, running_endpoint
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from nodeau.apps.endpoint.log_bound import PER_KIND
-from tests.support.endpoint import raw_exchange
-from tests.support.idle_connections import BOUND_S, eventually
-from tests.support.upstream import free_port
+from tests.support.real.endpoint import raw_exchange
+from tests.support.real.idle_connections import BOUND_S, eventually
+from tests.support.real.upstream import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOOD = 300

@@ -9,7 +9,7 @@ import socket
 from contextlib import suppress
 
 from nodeau.apps.endpoint.request_head import MAX_HEAD_BYTES
-from tests.support.endpoint import (
+from tests.support.real.endpoint import (
     BOUND_S,
     Target,
     read_until_closed,

@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 
 from nodeau.apps.endpoint.limits import Limits
-from tests.support.endpoint import read_until_closed
-from tests.support.idle_connections import BOUND_S, endpoint, eventually, health, opened
-from tests.support.upstream import free_port
+from tests.support.real.endpoint import read_until_closed
+from tests.support.real.idle_connections import BOUND_S, endpoint, eventually, health, opened
+from tests.support.real.upstream import free_port
 
 CAP = 64
 IDLE = 300

@@ -18,7 +18,7 @@ from nodeau.apps.endpoint.app import proxy_app
 from nodeau.apps.endpoint.choice import EveryModel, Served
 from nodeau.apps.endpoint.serve import endpoint_config
 from nodeau.domain.tasks import Task
-from tests.support.upstream import MinimalUpstream, bound_port, running_upstream, serving
+from tests.support.real.upstream import MinimalUpstream, bound_port, running_upstream, serving
 
 BOUND_S = 15.0
 ARTIFACT = "cd" * 32

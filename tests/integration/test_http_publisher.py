@@ -17,7 +17,7 @@ from nodeau.adapters.http_publisher import HttpPublisher, fetch_url
 from nodeau.adapters.progress import PlainLines, duration_text, fetch_progress, size_text
 from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
 from nodeau.ports.models import DiskReserveError, FetchError, PartialFile
-from tests.support.publisher import LocalPublisher, local_publisher
+from tests.support.real.publisher import LocalPublisher, local_publisher
 
 CHUNK = 64 * 1024
 DATA = os.urandom(3 * 1024 * 1024 + 123)  # several chunks and a ragged end

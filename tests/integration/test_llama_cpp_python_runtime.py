@@ -30,8 +30,8 @@ from nodeau.adapters.llama_server import LIB_ENV
 from nodeau.domain.memory import CacheType, RuntimeConfig, kv_cells
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerSpec
-from tests.support.llama import llama_cpp_python_runtime
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.llama import llama_cpp_python_runtime
 
 READY_S = 60.0  # generous: a tiny model is ready in about a second
 

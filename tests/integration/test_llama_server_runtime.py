@@ -45,9 +45,9 @@ from nodeau.adapters.model_server_process import ServerProcessRuntime
 from nodeau.domain.memory import CacheType, RuntimeConfig, kv_cells
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerSpec
-from tests.support.live_processes import naming
-from tests.support.llama import llama_cpp_python_runtime, llama_server_binary
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.live_processes import naming
+from tests.support.real.llama import llama_cpp_python_runtime, llama_server_binary
 
 READY_S = 60.0  # generous: a tiny model is ready in well under a second
 

@@ -36,9 +36,9 @@ from nodeau.adapters.runtime_estimate import RuntimeEstimate, runtime_estimate
 from nodeau.domain.memory import MIB, Allowances, RuntimeConfig, estimate_peak
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import ServerSpec
-from tests.support.llama import llama_server_binary
-from tests.support.real_models import GEMMA3_270M, SMOLLM2, fetch, fetch_minilm
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.llama import llama_server_binary
+from tests.support.real.real_models import GEMMA3_270M, SMOLLM2, fetch, fetch_minilm
 
 pytestmark = pytest.mark.slow
 

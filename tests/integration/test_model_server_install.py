@@ -23,8 +23,8 @@ from nodeau.adapters.pypi_files import PinnedFile, fetch_pinned
 from nodeau.adapters.server_abilities import ask_binary, linked_libraries
 from nodeau.domain.model_server import BuildAsk, abilities_text
 from nodeau.ports.server_install import InstallError
-from tests.support.llama import llama_server_binary
-from tests.support.publisher import LocalPublisher, local_publisher
+from tests.support.real.llama import llama_server_binary
+from tests.support.real.publisher import LocalPublisher, local_publisher
 
 STAND_IN = """\
 #!/bin/sh

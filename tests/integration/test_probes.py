@@ -1,6 +1,6 @@
 """The qualification probes over real HTTP on 127.0.0.1, against stub model servers.
 
-Every known-bad server (tests/support/bad_backends.py) fails the probe of the capability
+Every known-bad server (tests/support/fakes/bad_backends.py) fails the probe of the capability
 it gets wrong, over several seeds; the good server passes every probe over the same
 seeds; a server that cannot be reached, answers too slowly, or answers something that is
 not JSON fails every probe with that as the evidence, and never raises.
@@ -20,8 +20,8 @@ from nodeau.adapters.probe_client import run_capabilities, run_probes
 from nodeau.domain.probes import probes_for
 from nodeau.domain.qualification import Capability, ProbeOutcome
 from nodeau.domain.tasks import Task
-from tests.support.bad_backends import GOOD, KNOWN_BAD, NOT_JSON, serving_backend
-from tests.support.upstream import MinimalUpstream, free_port, running_upstream
+from tests.support.fakes.bad_backends import GOOD, KNOWN_BAD, NOT_JSON, serving_backend
+from tests.support.real.upstream import MinimalUpstream, free_port, running_upstream
 
 SEEDS = (0, 1, 2, 3, 4, 5)
 MODEL = "stub"

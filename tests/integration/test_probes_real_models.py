@@ -3,14 +3,14 @@
 What each model passes is what was observed running these probes (docs/probes.md has the
 evidence), over several seeds:
 
-- the random tiny llama (tests/support/tiny_gguf.py: random weights, its answers are
+- the random tiny llama (tests/support/builders/tiny_gguf.py: random weights, its answers are
   noise) fails every probe of every task;
 - SmolLM2-135M-Instruct passes chat and structured output; it fails tools (it writes
   prose or Python about the function instead of a tool call), vision input (llama-server
   refuses image input without a projector), embed (llama-server refuses /v1/embeddings:
   the model declares no pooling, so its pooling is "none") and rerank (with rank pooling
   and no classifier head its scores do not pick the relevant passage);
-- all-MiniLM-L6-v2 (a real sentence-embedding model, tests/support/minilm_gguf.py) passes
+- all-MiniLM-L6-v2 (a real sentence-embedding model, tests/support/builders/minilm_gguf.py) passes
   embed (its paraphrases are at 0.63 to 0.92 cosine, unrelated sentences at most 0.35)
   and, having no classifier head, fails rerank.
 
@@ -33,9 +33,9 @@ from nodeau.domain.probes import probes_for
 from nodeau.domain.qualification import Capability, ProbeOutcome, ProbeResult
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import RunningServer, ServerSpec
-from tests.support.llama import llama_server_binary
-from tests.support.real_models import SMOLLM2, fetch
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.llama import llama_server_binary
+from tests.support.real.real_models import SMOLLM2, fetch
 
 pytestmark = pytest.mark.slow
 
@@ -145,7 +145,7 @@ def test_smollm2_fails_embed_and_rerank(
 
 
 def test_minilm_passes_embed_and_fails_rerank(binary: Path, tmp_path: Path) -> None:
-    from tests.support.real_models import fetch_minilm
+    from tests.support.real.real_models import fetch_minilm
 
     minilm = fetch_minilm()
     with served(binary, minilm, Task.EMBED, tmp_path) as server:

@@ -26,8 +26,8 @@ from nodeau.apps.planes.plane import RunAsk
 from nodeau.domain.plans import PlanName
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode
-from tests.support.entitlements import document, trusted
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.entitlements import document, trusted
+from tests.support.builders.tiny_gguf import write_tiny_llama
 
 
 def outcomes(home: Path, plan: PlanName, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:

@@ -1,6 +1,6 @@
 """Kill -9 during imports and fetches: nothing is ever verified unless its bytes hash right.
 
-Each trial starts tests/support/store_worker.py on a fresh cache root and
+Each trial starts tests/support/real/store_worker.py on a fresh cache root and
 sends it SIGKILL after a seeded random delay, spread over how long the same
 operation took uninterrupted (measured once per mode), so the kills land
 while the store opens, while it hashes, copies or appends, and around the
@@ -27,8 +27,8 @@ import pytest
 from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.cache import CopyState
-from tests.support import store_worker
 from tests.support.clock import ticking
+from tests.support.real import store_worker
 
 WORKER = Path(store_worker.__file__)
 TRIALS_PER_MODE = 20

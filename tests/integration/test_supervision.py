@@ -53,11 +53,11 @@ from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import ExitKind, RecoveryMode, ServerExit, WorkloadState
 from nodeau.ports.runtime import RunningServer
 from nodeau.ports.state import WorkloadRecord
+from tests.support.builders.tiny_gguf import write_tiny_llama
 from tests.support.clock import Clock
-from tests.support.fake_registry import FakeRegistry
-from tests.support.live_processes import naming
-from tests.support.llama import llama_server_binary
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.fakes.fake_registry import FakeRegistry
+from tests.support.real.live_processes import naming
+from tests.support.real.llama import llama_server_binary
 
 CARD = "SIM-GPU-092fee4d-8a0c-5c09-bf89-10b04b9d1b58"  # the simulated card of machine m1
 BOUND_S = 60.0

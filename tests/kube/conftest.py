@@ -23,17 +23,17 @@ from nodeau.adapters.kube.claims import PLURAL as RESERVATIONS
 from nodeau.adapters.kube.reports import publish_report
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.ports.cluster import MachineReport
-from tests.support.cli import Cli
-from tests.support.kube_apply import (
+from tests.support.real.cli import Cli
+from tests.support.real.kube_apply import (
     ISSUER,
     MANIFESTS,
     apply_manifests,
     kubeconfig_for_token,
     service_account_token,
 )
-from tests.support.kube_cluster import Cluster, ControlPlane, api_client
-from tests.support.kube_nodes import create_kwok_nodes
-from tests.support.kube_objects import NOW
+from tests.support.real.kube_cluster import Cluster, ControlPlane, api_client
+from tests.support.real.kube_nodes import create_kwok_nodes
+from tests.support.real.kube_objects import NOW
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 BASE_MANIFESTS = ("00-namespace.yaml", "10-crds.yaml")

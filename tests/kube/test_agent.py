@@ -20,10 +20,10 @@ from nodeau.adapters.kube.reports import read_reports, read_signals
 from nodeau.adapters.simulated_inventory import simulated_uuid
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.health import Health, MachineHealth, Signal
-from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster, free_port, write_kubeconfig
-from tests.support.kube_nodes import create_kwok_nodes, node_lease_renewed, wait_for
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster, free_port, write_kubeconfig
+from tests.support.real.kube_nodes import create_kwok_nodes, node_lease_renewed, wait_for
 
 SIMULATED = "2 x 24 GiB"
 

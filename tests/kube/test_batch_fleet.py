@@ -39,20 +39,20 @@ from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.batch_results import KubeFleetBatches, piece_name
 from nodeau.adapters.kube.report_form import MachineArtifact
-from tests.support.cli import Cli
-from tests.support.kube_apply import (
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
+from tests.support.real.kube_apply import (
     ISSUER,
     MANIFESTS,
     apply_manifests,
     kubeconfig_for_token,
     service_account_token,
 )
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import add_machine, gpu_uuid
-from tests.support.kube_nodes import wait_for
-from tests.support.llama import llama_server_binary
-from tests.support.real_models import sha256_of
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import add_machine, gpu_uuid
+from tests.support.real.kube_nodes import wait_for
+from tests.support.real.llama import llama_server_binary
+from tests.support.real.real_models import sha256_of
 
 WORKER = "nodeau-batch-worker"
 

@@ -28,7 +28,7 @@ from nodeau.ports.cluster import (
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.state import StateError
 from tests.support.clock import ticking
-from tests.support.kube_cluster import Cluster
+from tests.support.real.kube_cluster import Cluster
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from pathlib import Path
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from tests.support.cli import Cli
-from tests.support.fake_cloud import FakeCloud, running_fake_cloud
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import add_machine, gpu_uuid, small
+from tests.support.fakes.fake_cloud import FakeCloud, running_fake_cloud
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import add_machine, gpu_uuid, small
 
 INTERVAL_S = "0.5"  # reports and polls, for the test's sake (defaults: 300 s and 30 s)
 

@@ -7,8 +7,8 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from nodeau.adapters.kube import resources as r
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_nodes import kwok_node, wait_for
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_nodes import kwok_node, wait_for
 
 
 def test_the_api_server_is_ready_and_refuses_anonymous_requests(cluster: Cluster) -> None:

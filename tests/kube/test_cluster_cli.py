@@ -33,11 +33,11 @@ from nodeau.apps.cli.ps_command import short_gpu
 from nodeau.domain.health import Health
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.ports.state import Admission, Snapshot, WorkloadRecord
-from tests.support.admissions import decider, fleet_of
-from tests.support.cli import Cli
-from tests.support.kube_cli import banner, one_line_error, write_ledger
-from tests.support.kube_cluster import Cluster, write_kubeconfig
-from tests.support.kube_nodes import create_kwok_nodes, wait_for
+from tests.support.builders.admissions import decider, fleet_of
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cli import banner, one_line_error, write_ledger
+from tests.support.real.kube_cluster import Cluster, write_kubeconfig
+from tests.support.real.kube_nodes import create_kwok_nodes, wait_for
 
 # The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving
 # them is the user's explicit choice (docs/adr/0010).

@@ -1,7 +1,7 @@
 """The cluster ports' contract suite, run again against the Kubernetes adapters on a real
 API server (etcd, kube-apiserver, KWOK).
 
-Every test of the contract (tests/support/cluster_ports_contract.py) that takes the
+Every test of the contract (tests/support/contracts/cluster_ports_contract.py) that takes the
 ``cluster`` fixture is collected here too, unchanged: the ``cluster`` fixture below gives
 the adapters on the cluster where tests/contract/test_cluster_ports.py gives the
 in-memory fake, so the fake and the adapters are held to the same tests.
@@ -30,9 +30,9 @@ from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.domain.lifecycle import ServerRestarts
 from nodeau.domain.workloads import ExitKind, ServerExit, WorkloadKind
-from tests.support import cluster_ports_contract as contract
 from tests.support.clock import ticking
-from tests.support.kube_nodes import READINESS, kwok_node, stamp, wait_for
+from tests.support.contracts import cluster_ports_contract as contract
+from tests.support.real.kube_nodes import READINESS, kwok_node, stamp, wait_for
 
 CONTRACT: dict[str, Callable[..., None]] = {
     name: test

@@ -22,7 +22,7 @@ from nodeau.domain.health import Health
 from nodeau.domain.placement import Policy
 from nodeau.domain.reservations import Reservation
 from nodeau.ports.state import Admission
-from tests.support.kube_controller import (
+from tests.support.real.kube_controller import (
     add_machine,
     condition,
     controller,

@@ -23,9 +23,9 @@ from kubernetes import client
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.pods import announced_backoff, container_exit
 from nodeau.domain.workloads import ServerExit
-from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import (
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import (
     add_machine,
     controller,
     create,
@@ -36,7 +36,7 @@ from tests.support.kube_controller import (
     small,
     status,
 )
-from tests.support.kube_nodes import READINESS, stamp, wait_for
+from tests.support.real.kube_nodes import READINESS, stamp, wait_for
 
 AT = datetime(2026, 3, 1, 12, 0, 5, tzinfo=UTC)
 

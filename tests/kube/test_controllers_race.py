@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from nodeau.adapters.kube.pods import list_pods
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import (
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import (
     add_machine,
     create,
     gpu_uuid,
@@ -28,7 +28,7 @@ from tests.support.kube_controller import (
     small,
     status,
 )
-from tests.support.kube_nodes import wait_for
+from tests.support.real.kube_nodes import wait_for
 
 MACHINES = {"m1": 3, "m2": 2}  # within the Home plan: these controllers trust no test key
 SERVICES = 14

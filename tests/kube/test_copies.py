@@ -47,11 +47,18 @@ from nodeau.apps.agent.agent import Agent, Link
 from nodeau.apps.agent.copies import CopyWorker
 from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
 from nodeau.apps.planes.plane import CopyView
-from tests.support.cli import Cli
-from tests.support.copy_models import KIB, MIB, Model, catalog_of, gguf_model, write_catalog
-from tests.support.kube_cluster import Cluster, api_client
-from tests.support.kube_nodes import create_kwok_nodes, wait_for
-from tests.support.publisher import LocalPublisher, local_publisher
+from tests.support.builders.copy_models import (
+    KIB,
+    MIB,
+    Model,
+    catalog_of,
+    gguf_model,
+    write_catalog,
+)
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster, api_client
+from tests.support.real.kube_nodes import create_kwok_nodes, wait_for
+from tests.support.real.publisher import LocalPublisher, local_publisher
 
 MACHINE = "garage"
 SIMULATED = "1 x 24 GiB"

@@ -13,10 +13,10 @@ import httpx
 from kubernetes import client
 
 from nodeau.domain.workloads import WorkloadKind
-from tests.support.cli import Cli
-from tests.support.dashboard_cli import same_moment, whole_board, without
-from tests.support.kube_nodes import wait_for
-from tests.support.kube_objects import decide_as_the_controller, finished, started, the_object
+from tests.support.real.cli import Cli
+from tests.support.real.dashboard_cli import same_moment, whole_board, without
+from tests.support.real.kube_nodes import wait_for
+from tests.support.real.kube_objects import decide_as_the_controller, finished, started, the_object
 
 
 def test_the_dashboard_reads_the_fleet_and_stops_a_batch_job_there(

@@ -15,8 +15,8 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from nodeau.adapters.kube import resources as r
-from tests.support.kube_apply import MANIFESTS, apply_manifests, manifest_documents
-from tests.support.kube_cluster import Cluster
+from tests.support.real.kube_apply import MANIFESTS, apply_manifests, manifest_documents
+from tests.support.real.kube_cluster import Cluster
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 

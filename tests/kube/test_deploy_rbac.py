@@ -18,8 +18,8 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.claims import PLURAL, body_of, name_of
 from nodeau.domain.recording import Claim
 from nodeau.domain.reservations import Reservation
-from tests.support.kube_apply import MANIFESTS, apply_manifests, service_account_token
-from tests.support.kube_cluster import Cluster
+from tests.support.real.kube_apply import MANIFESTS, apply_manifests, service_account_token
+from tests.support.real.kube_cluster import Cluster
 
 ISSUER = "https://kubernetes.default.svc"
 CONTROLLER, AGENT = "nodeau-controller", "nodeau-agent"

@@ -30,9 +30,9 @@ from nodeau.adapters.kube.reports import read_reports
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.memory import GIB, MeasuredKey, MeasuredTable, Measurement
 from nodeau.ports.cluster import ClusterError
-from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_measured import (
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_measured import (
     CARD,
     CONTEXT,
     GPU,
@@ -42,7 +42,7 @@ from tests.support.kube_measured import (
     kubelet_and_nvml,
     qualification_pods,
 )
-from tests.support.kube_nodes import wait_for
+from tests.support.real.kube_nodes import wait_for
 
 
 def service(api: Any, name: str) -> Any:

@@ -17,11 +17,11 @@ import pytest
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from tests.support.cli import Cli
-from tests.support.kube_apply import DEPLOY, apply_manifests, service_account_token
-from tests.support.kube_cli import banner, one_line_error, write_ledger
-from tests.support.kube_cluster import Cluster, write_kubeconfig
-from tests.support.kube_nodes import create_kwok_nodes
+from tests.support.real.cli import Cli
+from tests.support.real.kube_apply import DEPLOY, apply_manifests, service_account_token
+from tests.support.real.kube_cli import banner, one_line_error, write_ledger
+from tests.support.real.kube_cluster import Cluster, write_kubeconfig
+from tests.support.real.kube_nodes import create_kwok_nodes
 
 MARKER = "marker"  # the ServiceAccount standing for a person who marks machines
 ISSUER = "https://kubernetes.default.svc"

@@ -21,8 +21,8 @@ from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.domain.lifecycle import ServerPhase
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import Condition, WorkloadAsk
-from tests.support.admissions import decider, fleet_of
-from tests.support.kube_nodes import kwok_node, wait_for
+from tests.support.builders.admissions import decider, fleet_of
+from tests.support.real.kube_nodes import kwok_node, wait_for
 
 SERVICE = WorkloadKind.SERVICE
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -26,9 +26,9 @@ import pytest
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.lease import field_manager
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import add_machine, create, holder, lease_of, small, status
-from tests.support.kube_nodes import wait_for
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import add_machine, create, holder, lease_of, small, status
+from tests.support.real.kube_nodes import wait_for
 
 MACHINES = {"m1": 3, "m2": 3}  # room for every service these tests ask for
 LISTS = (

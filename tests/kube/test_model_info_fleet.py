@@ -5,7 +5,7 @@ from the estimates (labelled estimated); the architecture values come from this 
 verified copy when it holds one, else from the machine that reported one, and a line says
 so; a re-import of other bytes under the used alias shows none of it.
 
-The fleet is test_fleet_measured's (tests/support/kube_measured.py): a KWOK node whose
+The fleet is test_fleet_measured's (tests/support/real/kube_measured.py): a KWOK node whose
 agent is the real agent code over ``FakeNvml`` and written cgroup files, the real
 controller process as its ServiceAccount, and a real llama-server standing in for each
 qualification Pod.
@@ -28,11 +28,11 @@ from nodeau.apps.cli.render import size
 from nodeau.apps.models import import_model
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog
-from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_measured import CARD, CONTEXT, HELD, MACHINE, Machine, kubelet_and_nvml
-from tests.support.kube_nodes import wait_for
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_measured import CARD, CONTEXT, HELD, MACHINE, Machine, kubelet_and_nvml
+from tests.support.real.kube_nodes import wait_for
 
 FROM_M1 = f"{MACHINE}'s verified copy (its agent's report)"
 

@@ -22,12 +22,12 @@ from kubernetes import client
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.identity import KubeIdentity
 from nodeau.adapters.kube.organisation import KubeOrganisationPolicy
-from tests.support.cli import Cli
-from tests.support.kube_apply import DEPLOY, apply_manifests
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import add_machine, create, get, small
-from tests.support.kube_nodes import wait_for
-from tests.support.organisation_policy_contract import POLICY_CONTRACT
+from tests.support.contracts.organisation_policy_contract import POLICY_CONTRACT
+from tests.support.real.cli import Cli
+from tests.support.real.kube_apply import DEPLOY, apply_manifests
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import add_machine, create, get, small
+from tests.support.real.kube_nodes import wait_for
 
 UNPROVED = ("--unproved",)
 

@@ -19,9 +19,9 @@ from nodeau.adapters.entitlement_document import Ed25519EntitlementVerifier
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.entitlement import KubeEntitlementStore
 from nodeau.apps.planes.plan import install, plan_in_force, remove
-from tests.support.cli import Cli
-from tests.support.entitlements import document, trusted
-from tests.support.kube_cluster import Cluster
+from tests.support.builders.entitlements import document, trusted
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
 
 
 def config_map(api: Any) -> dict[str, str]:

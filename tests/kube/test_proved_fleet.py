@@ -26,10 +26,10 @@ from nodeau.domain.qualification import (
     ProbeResult,
     QualificationEvidence,
 )
-from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import add_machine, artifact, small, status
-from tests.support.kube_nodes import wait_for
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import add_machine, artifact, small, status
+from tests.support.real.kube_nodes import wait_for
 
 CODE = "qualification.task-not-proved"
 QUALIFIED_ID = "ef" * 32  # "mistral": chat proved on the fleet, embed failed

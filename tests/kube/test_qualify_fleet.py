@@ -40,13 +40,13 @@ from nodeau.domain.qualification import (
     QualificationEvidence,
 )
 from nodeau.ports.cluster import ClusterError
-from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import add_machine, report
-from tests.support.kube_stand_in import point_pod_at, serve_pod
-from tests.support.llama import llama_server_binary
-from tests.support.real_models import SMOLLM2, fetch, sha256_of
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import add_machine, report
+from tests.support.real.kube_stand_in import point_pod_at, serve_pod
+from tests.support.real.llama import llama_server_binary
+from tests.support.real.real_models import SMOLLM2, fetch, sha256_of
 
 STAND_IN = "127.0.0.2"  # where the qualification Pods' model server answers
 SEED = "0"

@@ -18,9 +18,9 @@ from nodeau.adapters.kube.pods import list_pods
 from nodeau.adapters.kube.reports import publish_report
 from nodeau.adapters.server_abilities import from_answer
 from nodeau.domain.hardware import GpuReading
-from tests.support.kube_controller import controller, create, report, settle, small, status
-from tests.support.kube_nodes import kwok_node
-from tests.support.server_answers import CPU_ANSWER, CUDA_ANSWER
+from tests.support.fakes.server_answers import CPU_ANSWER, CUDA_ANSWER
+from tests.support.real.kube_controller import controller, create, report, settle, small, status
+from tests.support.real.kube_nodes import kwok_node
 
 SEES = from_answer("version: 0.5.0-dev (build 1, commit 0c1e570)\n" + CUDA_ANSWER,
                    r.CUDA_SERVER_IMAGE)  # fmt: skip

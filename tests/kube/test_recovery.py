@@ -1,7 +1,7 @@
 """Recovery on a real API server: machines whose kubelet (their own KWOK) and agent go quiet.
 
 Each machine that goes off the network has a KWOK process of its own, stopped with
-SIGSTOP (``tests/support/kube_lossy.py``); Nodeau's agent is the test publishing the
+SIGSTOP (``tests/support/real/kube_lossy.py``); Nodeau's agent is the test publishing the
 machine's report, and a machine off the network is one whose report is no longer
 renewed. The controller runs in this process, one resync pass at a time, on the
 real clock: a machine is unreachable 40 s after its last renewal (the node grace)
@@ -23,11 +23,11 @@ from nodeau.adapters.kube.pods import list_pods
 from nodeau.adapters.kube.report_form import MachineArtifact
 from nodeau.adapters.kube.reports import publish_report
 from nodeau.domain.health import Health
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import artifact, create, gpu_uuid, ledger, report, status
-from tests.support.kube_lossy import lossy_machines
-from tests.support.kube_nodes import kwok_node
-from tests.support.kube_recovery import SHAS, Fleet, record
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import artifact, create, gpu_uuid, ledger, report, status
+from tests.support.real.kube_lossy import lossy_machines
+from tests.support.real.kube_nodes import kwok_node
+from tests.support.real.kube_recovery import SHAS, Fleet, record
 
 DELAY_S = 5
 RECOVER = {"recovery": "automatic", "recoveryAfterSeconds": DELAY_S}

@@ -17,9 +17,9 @@ from kubernetes import client
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.domain.workloads import RecoveryMode, Workload, WorkloadKind
-from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import (
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import (
     add_machine,
     controller,
     create,

@@ -32,14 +32,14 @@ from nodeau.adapters.kube.report_form import MachineArtifact
 from nodeau.adapters.llama_server import find_llama_server
 from nodeau.domain.health import Health
 from nodeau.domain.memory import GIB
-from tests.support.cli import Cli
-from tests.support.fake_cluster import SUMMARY
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import status
-from tests.support.kube_lossy import lossy_machines
-from tests.support.kube_nodes import kwok_node
-from tests.support.kube_recovery import SHAS, Fleet, record
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.fakes.fake_cluster import SUMMARY
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import status
+from tests.support.real.kube_lossy import lossy_machines
+from tests.support.real.kube_nodes import kwok_node
+from tests.support.real.kube_recovery import SHAS, Fleet, record
 
 # The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving
 # them is the user's explicit choice (docs/adr/0010).

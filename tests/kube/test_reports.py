@@ -25,7 +25,7 @@ from nodeau.domain.hardware import Gpu, GpuReading, MachineReading, merge_report
 from nodeau.domain.health import Health, HealthPolicy, Signal, assess
 from nodeau.domain.memory import GIB, Architecture
 from nodeau.domain.model_info import ModelSummary
-from tests.support.kube_nodes import create_kwok_nodes, kwok_node, node_lease_renewed, wait_for
+from tests.support.real.kube_nodes import create_kwok_nodes, kwok_node, node_lease_renewed, wait_for
 
 AT = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
 SHA = "ab" * 32

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from tests.support.kube_controller import controller as fleet_controller
-from tests.support.kube_scale import check, populate
+from tests.support.real.kube_controller import controller as fleet_controller
+from tests.support.real.kube_scale import check, populate
 
 MACHINES, CARDS, SERVICES = 100, 4, 500
 

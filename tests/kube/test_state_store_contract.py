@@ -1,6 +1,6 @@
 """The StateStore contract suite, run again against ``KubeStateStore`` on a real API server.
 
-Every test of the contract (tests/support/state_store_contract.py, which
+Every test of the contract (tests/support/contracts/state_store_contract.py, which
 tests/contract/test_state_store.py runs on SQLite and in memory) that takes the ``store``
 fixture is collected here too, unchanged: the ``store`` fixture below is the cluster's. The
 cluster's fixtures live in tests/kube/conftest.py, which is why the rerun is
@@ -27,9 +27,9 @@ from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.cluster import Condition
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload
-from tests.support import state_store_contract as contract
-from tests.support.admissions import decider
+from tests.support.builders.admissions import decider
 from tests.support.clock import ticking
+from tests.support.contracts import state_store_contract as contract
 
 CONTRACT: dict[str, Callable[..., None]] = {
     name: test

@@ -25,9 +25,9 @@ from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Reservation
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.state import Admission, Snapshot
-from tests.support.admissions import NEEDED_BYTES, decider, fleet_of
-from tests.support.kube_controller import controller, create
-from tests.support.kube_store import LONG_AGO, plant, reservations
+from tests.support.builders.admissions import NEEDED_BYTES, decider, fleet_of
+from tests.support.real.kube_controller import controller, create
+from tests.support.real.kube_store import LONG_AGO, plant, reservations
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 TWO_CARDS = fleet_of(2)

@@ -29,9 +29,9 @@ from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Reservation, over_committed
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.state import Admission, Snapshot, StateError
-from tests.support.admissions import NEEDED_BYTES, Racers, decider, fleet_of
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_store import (
+from tests.support.builders.admissions import NEEDED_BYTES, Racers, decider, fleet_of
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_store import (
     claims,
     crash_after_the_ledger,
     plant,

@@ -21,10 +21,10 @@ import pytest
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import create
-from tests.support.upstream import MinimalUpstream, running_upstream
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import create
+from tests.support.real.upstream import MinimalUpstream, running_upstream
 
 BOUND_S = 20.0
 HELLO = [{"role": "user", "content": "hi"}]

@@ -17,10 +17,10 @@ import pytest
 from kubernetes import client
 
 from nodeau.domain.workloads import WorkloadKind
-from tests.support.cli import Cli
-from tests.support.kube_nodes import wait_for
-from tests.support.kube_objects import decide_as_the_controller, finished, started, the_object
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.real.cli import Cli
+from tests.support.real.kube_nodes import wait_for
+from tests.support.real.kube_objects import decide_as_the_controller, finished, started, the_object
 
 
 def shape(value: Any) -> Any:

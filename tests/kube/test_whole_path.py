@@ -4,7 +4,7 @@ its machine and card -> serving, as ``nodeau ps`` shows it; and the same service
 machine stops answering (held where it is) and answers again (resumed there).
 
 A machine that goes quiet is a KWOK node played by its own KWOK process, stopped with
-SIGSTOP (``tests/support/kube_lossy.py``); its Nodeau agent is the test publishing the
+SIGSTOP (``tests/support/real/kube_lossy.py``); its Nodeau agent is the test publishing the
 machine's report, renewed every few seconds while the machine answers and not while it is
 quiet. The controller is the installed ``python -m nodeau.apps.controller``, whose log the
 test reads for the hold and the resume it decided.
@@ -25,11 +25,11 @@ from kubernetes import client
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.ledger import read_ledger
 from nodeau.adapters.kube.reports import publish_report
-from tests.support.cli import Cli
-from tests.support.kube_cluster import Cluster
-from tests.support.kube_controller import add_machine, gpu_uuid, report, small
-from tests.support.kube_lossy import lossy_machines
-from tests.support.kube_nodes import wait_for
+from tests.support.real.cli import Cli
+from tests.support.real.kube_cluster import Cluster
+from tests.support.real.kube_controller import add_machine, gpu_uuid, report, small
+from tests.support.real.kube_lossy import lossy_machines
+from tests.support.real.kube_nodes import wait_for
 
 # The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving
 # them is the user's explicit choice (docs/adr/0010).

@@ -22,7 +22,7 @@ from nodeau.adapters.server_abilities import (
 )
 from nodeau.domain.model_server import CUDA, ServerDevice
 from nodeau.ports.runtime import RuntimeFailure
-from tests.support.server_answers import CPU_ANSWER, CUDA_ANSWER, CUDA_NO_CARD, stand_in
+from tests.support.fakes.server_answers import CPU_ANSWER, CUDA_ANSWER, CUDA_NO_CARD, stand_in
 
 MIB = 1 << 20
 DL_ANSWER = """\

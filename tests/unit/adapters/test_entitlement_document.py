@@ -25,7 +25,7 @@ from nodeau.domain.entitlements import (
     verified_terms,
 )
 from nodeau.domain.plans import HOME, PRO, Feature, PlanName
-from tests.support.entitlements import (
+from tests.support.builders.entitlements import (
     ISSUED,
     KEY_ID,
     NEXT_KEY_ID,

@@ -1,5 +1,5 @@
 """Each failure the GGUF inspector tells apart, once: a file made with the ``gguf`` writer
-(tests/support/tiny_gguf.py), damaged in one place, and the cause and the exact line it
+(tests/support/builders/tiny_gguf.py), damaged in one place, and the cause and the exact line it
 is refused with. The fuzz (tests/fuzz/test_gguf_*.py) runs thousands of these."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from nodeau.adapters import gguf_inspector
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.ports.models import ModelFileCause as Cause
 from nodeau.ports.models import ModelFileError
-from tests.support.tiny_gguf import part_offsets, write_tiny_llama
+from tests.support.builders.tiny_gguf import part_offsets, write_tiny_llama
 
 U32, STR = GGUFValueType.UINT32, GGUFValueType.STRING
 

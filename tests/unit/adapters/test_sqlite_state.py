@@ -15,10 +15,10 @@ from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.domain.lifecycle import with_state
 from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.state import Event, StateError
-from tests.support.admissions import decider, fleet_of
+from tests.support.builders.admissions import decider, fleet_of
 from tests.support.clock import ticking
-from tests.support.sqlite_store import NOW, admitted, sql, store_at
-from tests.support.state_store_contract import admit
+from tests.support.contracts.state_store_contract import admit
+from tests.support.real.sqlite_store import NOW, admitted, sql, store_at
 
 
 def test_the_store_makes_every_missing_folder_of_its_file(tmp_path: Path) -> None:

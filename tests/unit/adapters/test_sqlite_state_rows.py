@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nodeau.ports.state import StateError
-from tests.support.sqlite_store import admitted, sql
+from tests.support.real.sqlite_store import admitted, sql
 
 
 def test_an_admission_missing_every_field_names_each_one(tmp_path: Path) -> None:

@@ -21,8 +21,8 @@ from nodeau.domain.hardware import MachineReading
 from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.refusals import ReasonCode
 from nodeau.ports.errors import SettingsError
-from tests.support.fake_runtime import CPU_ONLY, SEES_A_CARD
-from tests.support.machine_plane import Parts, ask, plane_with
+from tests.support.fakes.fake_runtime import CPU_ONLY, SEES_A_CARD
+from tests.support.fakes.machine_plane import Parts, ask, plane_with
 
 
 class RealCards(SimulatedGpuInventory):

@@ -12,7 +12,7 @@ import pytest
 from nodeau.adapters import server_search
 from nodeau.ports.runtime import RunningServer
 from nodeau.ports.state import StateError
-from tests.support.machine_plane import ask, plane_with
+from tests.support.fakes.machine_plane import ask, plane_with
 
 
 def server(pid: int) -> RunningServer:

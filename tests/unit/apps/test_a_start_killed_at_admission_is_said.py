@@ -17,7 +17,7 @@ from nodeau.domain.records import Starter
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.state import Admission, Snapshot
-from tests.support.machine_plane import ask, plane_with
+from tests.support.fakes.machine_plane import ask, plane_with
 
 
 def test_a_services_admission_names_this_run_as_its_starter(tmp_path: Path) -> None:

@@ -25,12 +25,12 @@ from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import imported_sentence
 from nodeau.domain.model_info import ModelSummary
 from nodeau.ports.cluster import ClusterError, MachineArtifact
-from tests.support.architectures import TINY
-from tests.support.copy_models import KIB, MIB, Model, catalog_of, model, some_bytes
-from tests.support.fake_cluster import FakeCluster, FakeModelCopies, machine_report
-from tests.support.fake_registry import FakeRegistry
-from tests.support.fakes import FakeDisk, FakeModelStore
-from tests.support.publisher import LocalPublisher, local_publisher
+from tests.support.builders.architectures import TINY
+from tests.support.builders.copy_models import KIB, MIB, Model, catalog_of, model, some_bytes
+from tests.support.fakes.fake_cluster import FakeCluster, FakeModelCopies, machine_report
+from tests.support.fakes.fake_registry import FakeRegistry
+from tests.support.fakes.fakes import FakeDisk, FakeModelStore
+from tests.support.real.publisher import LocalPublisher, local_publisher
 
 MACHINE = "garage"
 SUMMARY = ModelSummary(

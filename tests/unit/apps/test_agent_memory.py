@@ -25,10 +25,10 @@ from nodeau.apps.agent.memory import PodMemoryWatch
 from nodeau.apps.planes.fleet_qualify import PeakAnswer, pod_peak_in
 from nodeau.domain.hardware import PodMemory
 from nodeau.domain.memory import GIB, MIB
-from tests.support.agents import MACHINE, T0, agent
 from tests.support.clock import ticking
-from tests.support.fake_cluster import FakeCluster, machine_report
-from tests.support.fake_nvml import H100_UUID, L4_UUID, FakeNvml, nvml_error, two_cards
+from tests.support.fakes.agents import MACHINE, T0, agent
+from tests.support.fakes.fake_cluster import FakeCluster, machine_report
+from tests.support.fakes.fake_nvml import H100_UUID, L4_UUID, FakeNvml, nvml_error, two_cards
 
 POD_A = "0b8a0e3e-2f0c-4a2b-9a5d-3b2f1c6e7d8a"
 POD_B = "11111111-2222-3333-4444-555555555555"

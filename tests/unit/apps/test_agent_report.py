@@ -33,7 +33,7 @@ from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.memory import GIB
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.tasks import Task
-from tests.support.tiny_gguf import tiny_llama_bytes, write_tiny_llama
+from tests.support.builders.tiny_gguf import tiny_llama_bytes, write_tiny_llama
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, 250000, tzinfo=UTC)
 MACHINE = "garage"

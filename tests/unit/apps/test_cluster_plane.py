@@ -127,7 +127,7 @@ def test_a_cluster_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
             }
         )
     )
-    from tests.support.cli import Cli
+    from tests.support.real.cli import Cli
 
     done = Cli(tmp_path, timeout_s=120, NODEAU_PLANE="kubernetes", KUBECONFIG=str(kubeconfig))("ps")
     lines = done.stderr.splitlines()

@@ -11,8 +11,8 @@ from nodeau.apps.controller.health import apply_health
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import WorkloadAsk
-from tests.support.controller_fleet import state
-from tests.support.fleet_stories import Story
+from tests.support.fakes.controller_fleet import state
+from tests.support.fakes.fleet_stories import Story
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 S = WorkloadState

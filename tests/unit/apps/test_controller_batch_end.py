@@ -22,14 +22,14 @@ from nodeau.domain.health import Health
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.cluster import WorkloadAsk, WorkloadObject
-from tests.support.controller_fleet import SERVICE, LingeringPods, held_cards, state
-from tests.support.fake_cluster import (
+from tests.support.fakes.controller_fleet import SERVICE, LingeringPods, held_cards, state
+from tests.support.fakes.fake_cluster import (
     FakeCluster,
     FakeServerPods,
     FakeWorkloadObjects,
     gpu_uuid,
 )
-from tests.support.fleet_stories import Story
+from tests.support.fakes.fleet_stories import Story
 
 BATCH = WorkloadKind.BATCH
 S = WorkloadState

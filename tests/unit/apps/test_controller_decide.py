@@ -37,8 +37,8 @@ from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import MarkedFleet
 from nodeau.ports.state import Snapshot
-from tests.support.architectures import TINY
-from tests.support.controller_decisions import (
+from tests.support.builders.architectures import TINY
+from tests.support.builders.controller_decisions import (
     EMPTY,
     HUGE,
     NOW,
@@ -50,8 +50,8 @@ from tests.support.controller_decisions import (
     marks,
     report,
 )
-from tests.support.fake_cluster import SUMMARY
-from tests.support.kube_controller import SMALL_ID
+from tests.support.fakes.fake_cluster import SUMMARY
+from tests.support.real.kube_controller import SMALL_ID
 
 FLEET = (
     report("m1", 1, artifact(SMALL, "qwen", path="/models/m1/qwen.gguf")),

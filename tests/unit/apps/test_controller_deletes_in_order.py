@@ -7,8 +7,8 @@ from __future__ import annotations
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.cluster import WorkloadAsk
-from tests.support.controller_fleet import LingeringPods, controller, fleet, held_cards, state
-from tests.support.fake_cluster import gpu_uuid
+from tests.support.fakes.controller_fleet import LingeringPods, controller, fleet, held_cards, state
+from tests.support.fakes.fake_cluster import gpu_uuid
 
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 

@@ -31,12 +31,12 @@ from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.cluster import ClusterError, WorkloadAsk
-from tests.support.controller_decisions import EMPTY, artifact, ask, decider, marks, report
-from tests.support.controller_fleet import SERVICE, fleet_plane, held_cards
-from tests.support.controller_fleet import fleet as reconcile_fleet
-from tests.support.controller_fleet import state as reconcile_state
-from tests.support.fake_cluster import FakeCluster
-from tests.support.kube_controller import HUGE_ID, SMALL_ID
+from tests.support.builders.controller_decisions import EMPTY, artifact, ask, decider, marks, report
+from tests.support.fakes.controller_fleet import SERVICE, fleet_plane, held_cards
+from tests.support.fakes.controller_fleet import fleet as reconcile_fleet
+from tests.support.fakes.controller_fleet import state as reconcile_state
+from tests.support.fakes.fake_cluster import FakeCluster
+from tests.support.real.kube_controller import HUGE_ID, SMALL_ID
 
 SHIPPED = JsonCatalogFile(shipped_catalog()).load()
 [SMOL] = SHIPPED.entries

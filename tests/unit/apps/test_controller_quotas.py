@@ -14,8 +14,15 @@ from nodeau.domain.organisation import Requester
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.cluster import WorkloadAsk
-from tests.support.controller_fleet import SERVICE, START, controller, fleet, held_cards, state
-from tests.support.fake_cluster import FakeCluster
+from tests.support.fakes.controller_fleet import (
+    SERVICE,
+    START,
+    controller,
+    fleet,
+    held_cards,
+    state,
+)
+from tests.support.fakes.fake_cluster import FakeCluster
 
 ALICE = Requester(user="alice", groups=frozenset({"research"}))
 QUOTA = {"everyone": "operator", "quotas": {"users": {"alice": {"max_workloads": 1}}}}

@@ -23,7 +23,7 @@ from nodeau.domain.workloads import ServerExit, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import ClusterError, Condition, NoAnswer, ServerPod, WorkloadAsk
 from nodeau.ports.state import UnknownWorkload
 from tests.support.clock import Clock
-from tests.support.controller_fleet import (
+from tests.support.fakes.controller_fleet import (
     AGAIN,
     ENDED,
     ENDPOINT,
@@ -40,7 +40,7 @@ from tests.support.controller_fleet import (
     status_of,
     tick,
 )
-from tests.support.fake_cluster import FakeCluster, FakeServerPods, gpu_uuid
+from tests.support.fakes.fake_cluster import FakeCluster, FakeServerPods, gpu_uuid
 
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 S = WorkloadState

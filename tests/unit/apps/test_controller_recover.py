@@ -16,10 +16,16 @@ from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import MarkedFleet
-from tests.support.controller_fleet import HUGE, SMALL, Measured, UnreadableObjects, record
-from tests.support.fake_cluster import SUMMARY, machine_report, verified
-from tests.support.fleet_stories import DELAY, Story
-from tests.support.recovery_inputs import GONE, REPORTING, record_of, service, unreachable_since
+from tests.support.builders.recovery_inputs import (
+    GONE,
+    REPORTING,
+    record_of,
+    service,
+    unreachable_since,
+)
+from tests.support.fakes.controller_fleet import HUGE, SMALL, Measured, UnreadableObjects, record
+from tests.support.fakes.fake_cluster import SUMMARY, machine_report, verified
+from tests.support.fakes.fleet_stories import DELAY, Story
 
 S = WorkloadState
 AUTO, NEVER = RecoveryMode.AUTOMATIC, RecoveryMode.NEVER

@@ -23,9 +23,9 @@ from nodeau.domain.workloads import (
     ps_sentence,
 )
 from nodeau.ports.cluster import WorkloadAsk
-from tests.support.controller_fleet import SMALL, START, held_cards, record, state
-from tests.support.fake_cluster import SUMMARY, gpu_uuid, machine_report, verified
-from tests.support.fleet_stories import DELAY, STEP, Story, seconds_until_moved
+from tests.support.fakes.controller_fleet import SMALL, START, held_cards, record, state
+from tests.support.fakes.fake_cluster import SUMMARY, gpu_uuid, machine_report, verified
+from tests.support.fakes.fleet_stories import DELAY, STEP, Story, seconds_until_moved
 
 S = WorkloadState
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH

@@ -23,7 +23,7 @@ from nodeau.domain.workloads import RecoveryMode, ServerExit, WorkloadKind, Work
 from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject
 from nodeau.ports.state import WorkloadRecord
 from tests.support.clock import Clock
-from tests.support.controller_fleet import (
+from tests.support.fakes.controller_fleet import (
     ENDED,
     ENDPOINT,
     START,
@@ -38,8 +38,8 @@ from tests.support.controller_fleet import (
     state,
     tick,
 )
-from tests.support.fake_cluster import FakeCluster, FakeServerPods, FakeWorkloadObjects
-from tests.support.fleet_stories import Story
+from tests.support.fakes.fake_cluster import FakeCluster, FakeServerPods, FakeWorkloadObjects
+from tests.support.fakes.fleet_stories import Story
 
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 S = WorkloadState

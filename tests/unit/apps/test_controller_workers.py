@@ -18,8 +18,8 @@ from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.cluster import ClusterError, WorkloadAsk, WorkloadObject
 from nodeau.ports.state import Admission, WorkloadRecord
-from tests.support.controller_fleet import SERVICE, fleet, held_cards, state
-from tests.support.fake_cluster import FakeCluster
+from tests.support.fakes.controller_fleet import SERVICE, fleet, held_cards, state
+from tests.support.fakes.fake_cluster import FakeCluster
 
 ALICE = Requester(user="alice")
 NAMES = tuple(f"svc-{i}" for i in range(7))

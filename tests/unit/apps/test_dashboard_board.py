@@ -24,7 +24,7 @@ from nodeau.apps.planes.plane import (
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.domain.cache import CopyState
 from nodeau.ports.errors import NodeauError
-from tests.support.dashboard_views import NOW, FakePlane, fleet, machine, plan, workload
+from tests.support.builders.dashboard_views import NOW, FakePlane, fleet, machine, plan, workload
 
 
 def copy_view(state: str) -> CopyView:

@@ -15,7 +15,7 @@ from nodeau.apps.dashboard.cards import CardReadings, card_readings, reading_lin
 from nodeau.apps.planes.plane import CopyListing, GpuView, Plane, RecoveryListing
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.ports.hardware import HardwareError
-from tests.support.dashboard_views import GIB, NOW, FakePlane, fleet, machine, plan
+from tests.support.builders.dashboard_views import GIB, NOW, FakePlane, fleet, machine, plan
 
 MIB = 1024**2
 

@@ -31,7 +31,7 @@ from nodeau.apps.dashboard.session import (
 )
 from nodeau.apps.planes.plane import Plane
 from nodeau.ports.errors import NodeauError
-from tests.support.dashboard_views import NOW, TARGET, FakePlane, fleet, machine, plan
+from tests.support.builders.dashboard_views import NOW, TARGET, FakePlane, fleet, machine, plan
 
 PORT = 8123
 BASE = f"http://127.0.0.1:{PORT}"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from nodeau.apps.dashboard import playground
-from tests.support.dashboard_views import TARGET
+from tests.support.builders.dashboard_views import TARGET
 
 TURNS = [
     {"role": "system", "content": "Answer in one word."},

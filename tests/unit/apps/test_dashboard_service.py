@@ -18,7 +18,7 @@ from nodeau.adapters.user_service import (
 )
 from nodeau.apps.dashboard.service import carried
 from nodeau.domain.runs import name_problem
-from tests.support.unit_files import exec_start_argv, sections
+from tests.support.builders.unit_files import exec_start_argv, sections
 
 
 def spec(tmp_path: Path) -> DashboardServiceSpec:

@@ -13,7 +13,7 @@ from pathlib import Path
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.apps.cli.environment import ServerReading, environment_json, environment_lines
 from nodeau.domain.platforms import how_served
-from tests.support.cli import Cli
+from tests.support.real.cli import Cli
 
 READING = SimulatedGpuInventory("box", "1 x 24 GiB").read()
 SERVER = ServerReading(line="no model server found: run `nodeau server install`")

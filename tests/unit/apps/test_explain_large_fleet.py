@@ -17,7 +17,7 @@ from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.reservations import Ledger, Reservation, reserve
 from nodeau.domain.scheduling import FleetView, scheduled_admission
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
-from tests.support.fleets import flat, fleet, gpu, machine, request
+from tests.support.builders.fleets import flat, fleet, gpu, machine, request
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

@@ -28,11 +28,11 @@ from nodeau.domain.qualification import (
     QualificationEvidence,
     record,
 )
-from tests.support.controller_decisions import artifact, report
-from tests.support.fake_cluster import SUMMARY
-from tests.support.fake_registry import FakeRegistry
-from tests.support.kube_controller import HUGE_ID, SMALL_ID
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.controller_decisions import artifact, report
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.fakes.fake_cluster import SUMMARY
+from tests.support.fakes.fake_registry import FakeRegistry
+from tests.support.real.kube_controller import HUGE_ID, SMALL_ID
 
 SHIPPED = JsonCatalogFile(shipped_catalog()).load()
 [SMOL] = SHIPPED.entries

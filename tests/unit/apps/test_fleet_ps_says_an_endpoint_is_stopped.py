@@ -4,7 +4,7 @@ the same sentence as on one machine (the Kubernetes plane over the controller's 
 from __future__ import annotations
 
 from nodeau.domain.workloads import WorkloadKind
-from tests.support.controller_fleet import ENDPOINT, fleet_plane, serving_chat
+from tests.support.fakes.controller_fleet import ENDPOINT, fleet_plane, serving_chat
 
 
 def test_a_fleet_service_with_its_endpoint_stopped_shows_no_address_and_says_so() -> None:

@@ -32,12 +32,12 @@ from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode
 from nodeau.ports.errors import NodeauError
-from tests.support.agents import MACHINE, agent
-from tests.support.controller_decisions import EMPTY, SMALL, admitted, artifact, ask, marks
-from tests.support.controller_fleet import fleet_plane
-from tests.support.fake_cluster import FakeCluster
-from tests.support.fake_runtime import CPU_ONLY, SEES_A_CARD
-from tests.support.server_answers import CUDA_ANSWER, CUDA_NO_CARD
+from tests.support.builders.controller_decisions import EMPTY, SMALL, admitted, artifact, ask, marks
+from tests.support.fakes.agents import MACHINE, agent
+from tests.support.fakes.controller_fleet import fleet_plane
+from tests.support.fakes.fake_cluster import FakeCluster
+from tests.support.fakes.fake_runtime import CPU_ONLY, SEES_A_CARD
+from tests.support.fakes.server_answers import CUDA_ANSWER, CUDA_NO_CARD
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 REAL = Gpu(uuid="GPU-1111", model="NVIDIA H200", total_bytes=141 * GIB)

@@ -13,7 +13,7 @@ from nodeau.domain.runs import Asked
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from nodeau.ports.state import StateError
-from tests.support.controller_fleet import fleet_plane, serving_chat
+from tests.support.fakes.controller_fleet import fleet_plane, serving_chat
 
 
 def again(asked: Asked) -> RunAsk:

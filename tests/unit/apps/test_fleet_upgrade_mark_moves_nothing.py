@@ -1,5 +1,6 @@
 """``nodeau fleet upgrade`` on both planes, over the contract-checked fakes (the fleet:
-``Story`` of tests/support/fleet_stories.py; one machine: tests/support/machine_plane.py).
+``Story`` of tests/support/fakes/fleet_stories.py; one machine:
+tests/support/fakes/machine_plane.py).
 The mark is set and taken off, ``fleet list`` shows it, marking restarts and moves
 nothing, and the controller moves nothing off a marked machine and nothing onto it.
 """
@@ -24,10 +25,10 @@ from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.cluster import UnknownMachine
 from nodeau.ports.organisation import NotAllowed
 from nodeau.ports.state import StateError
-from tests.support.cli import Cli
-from tests.support.controller_fleet import fleet_plane, record
-from tests.support.fleet_stories import Story, seconds_until_moved
-from tests.support.machine_plane import ask, plane_with
+from tests.support.fakes.controller_fleet import fleet_plane, record
+from tests.support.fakes.fleet_stories import Story, seconds_until_moved
+from tests.support.fakes.machine_plane import ask, plane_with
+from tests.support.real.cli import Cli
 
 SERVICE = WorkloadKind.SERVICE
 KEYS = ["plane", "machine", "upgrading", "sentence"]

@@ -16,7 +16,7 @@ from nodeau.apps.cli.cluster_join import JoinAsk, JoiningCluster, NotJoined, Thi
 from nodeau.ports.cluster import ClusterUnreachable, MachineReports
 from nodeau.ports.errors import SettingsError
 from tests.support.clock import ticking
-from tests.support.fake_cluster import FakeCluster, machine_report
+from tests.support.fakes.fake_cluster import FakeCluster, machine_report
 
 PIN = "sha256:" + "0f" * 32
 OTHER_PIN = "sha256:" + "ab" * 32

@@ -16,8 +16,8 @@ from nodeau.domain.placement import Policy
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.ports.errors import SettingsError
 from nodeau.ports.state import StateError, UnknownWorkload
-from tests.support.machine_plane import FailedService, ask, plane_with
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.fakes.machine_plane import FailedService, ask, plane_with
 
 CARD_0 = "SIM-GPU-092fee4d-8a0c-5c09-bf89-10b04b9d1b58"  # simulated cards of machine m1
 CARD_1 = "SIM-GPU-38269710-2214-56ae-80ce-f036a762d38b"

@@ -15,7 +15,7 @@ from nodeau.apps.cli import bootstrap
 from nodeau.apps.planes.plane import Plane
 from nodeau.domain.plans import PlanName
 from nodeau.ports.organisation import NotAllowed, OrganisationError
-from tests.support.entitlements import document, trusted
+from tests.support.builders.entitlements import document, trusted
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from nodeau.apps.cli.plan import NOTE, REFUSED, install_on, plan_lines, show_on
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import Plane
 from nodeau.domain.plans import PlanName
+from tests.support.builders.entitlements import KEY_ID, NEXT_KEY_ID, document, trusted
 from tests.support.clock import Clock
-from tests.support.entitlements import KEY_ID, NEXT_KEY_ID, document, trusted
 
 PLAN_KEYS = {
     "plane", "installation_id", "plan", "accepted", "reason", "sentence", "detail", "warning",

@@ -33,7 +33,7 @@ from nodeau.domain.workloads import (
     WorkloadState,
 )
 from nodeau.ports.state import WorkloadRecord
-from tests.support.admissions import MACHINE, decider, fleet_of
+from tests.support.builders.admissions import MACHINE, decider, fleet_of
 
 SINCE = datetime(2025, 3, 1, 9, 30, 5, tzinfo=UTC)
 NOW = SINCE + timedelta(minutes=4, seconds=10)

@@ -19,9 +19,9 @@ from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
 from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry
 from nodeau.domain.tasks import Task
 from nodeau.ports.models import ChecksumMismatch, FetchProgress
-from tests.support.fake_registry import FakeRegistry
-from tests.support.fakes import FakeDisk, FakeModelStore
-from tests.support.publisher import LocalPublisher, local_publisher
+from tests.support.fakes.fake_registry import FakeRegistry
+from tests.support.fakes.fakes import FakeDisk, FakeModelStore
+from tests.support.real.publisher import LocalPublisher, local_publisher
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 WEIGHTS = b"GGUF" + bytes(range(256)) * 64

@@ -44,9 +44,9 @@ from nodeau.domain.scheduling import Marks
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode
 from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
-from tests.support.fake_runtime import FakeModelRuntime
-from tests.support.fake_state import FakeStateStore
-from tests.support.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.fakes.fake_runtime import FakeModelRuntime
+from tests.support.fakes.fake_state import FakeStateStore
 
 NOW = datetime(2026, 11, 30, 19, 0, tzinfo=UTC)
 PEAK = 300 * 1024 * 1024
@@ -282,7 +282,7 @@ class _PlaneParts:
         self.runtime = world.runtime
         self.server = world.runtime.abilities
         from nodeau.adapters.sqlite_marks import SqliteMarks
-        from tests.support.machine_plane import FakeEndpoints
+        from tests.support.fakes.machine_plane import FakeEndpoints
 
         self.marks = SqliteMarks(world.settings.state_path)
         self.endpoints = FakeEndpoints(fail=False)

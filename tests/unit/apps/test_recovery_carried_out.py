@@ -30,7 +30,7 @@ from nodeau.domain.workloads import (
     WorkloadState,
 )
 from nodeau.ports.cluster import Condition, WorkloadObject
-from tests.support.controller_fleet import (
+from tests.support.fakes.controller_fleet import (
     ENDED,
     SERVICE,
     crash_loop,
@@ -39,8 +39,8 @@ from tests.support.controller_fleet import (
     status_of,
     tick,
 )
-from tests.support.fleet_stories import Story, seconds_until_moved
-from tests.support.machine_plane import NOW, ask, plane_with
+from tests.support.fakes.fleet_stories import Story, seconds_until_moved
+from tests.support.fakes.machine_plane import NOW, ask, plane_with
 
 S = WorkloadState
 AUTO = RecoveryMode.AUTOMATIC

@@ -19,8 +19,8 @@ from nodeau.apps.planes.plane import Plane
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from nodeau.ports.cluster import WorkloadAsk
 from nodeau.ports.errors import SettingsError
-from tests.support.fleet_stories import Fleet
-from tests.support.machine_plane import ask, plane_with
+from tests.support.fakes.fleet_stories import Fleet
+from tests.support.fakes.machine_plane import ask, plane_with
 
 AUTO = RecoveryMode.AUTOMATIC
 

@@ -3,7 +3,7 @@
 The fleet: the Kubernetes plane and the controller over one ``FakeCluster`` (the
 controller's passes are ``resync``, the machines' signals renewed by ``tick``). One
 machine: the ``MachinePlane`` over the fake state store and model server of
-tests/support/machine_plane.py.
+tests/support/fakes/machine_plane.py.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from nodeau.domain.workloads import (
 )
 from nodeau.ports.cluster import WorkloadAsk
 from nodeau.ports.state import UnknownWorkload
-from tests.support.admissions import decider, fleet_of
-from tests.support.controller_fleet import HUGE, START, record
-from tests.support.fake_cluster import SUMMARY, machine_report, verified
-from tests.support.fleet_stories import Fleet
-from tests.support.machine_plane import ask, plane_with
+from tests.support.builders.admissions import decider, fleet_of
+from tests.support.fakes.controller_fleet import HUGE, START, record
+from tests.support.fakes.fake_cluster import SUMMARY, machine_report, verified
+from tests.support.fakes.fleet_stories import Fleet
+from tests.support.fakes.machine_plane import ask, plane_with
 
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 S = WorkloadState

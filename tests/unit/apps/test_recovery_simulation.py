@@ -1,6 +1,6 @@
 """Recovery simulated over the domain and the fake cluster: fleets of 20 to 50 machines over
 many seeds, and fleets of 1,000, with random outages, flaps, one quiet signal, upgrades,
-drains, network splits and returns (tests/support/recovery_world.py).
+drains, network splits and returns (tests/support/fakes/recovery_world.py).
 
 After every controller pass the promises of docs/recovery (product:
 recovery-and-copies.txt) are held against the world's own truth, which the controller
@@ -54,9 +54,9 @@ from nodeau.domain.workloads import (
 )
 from nodeau.ports.cluster import MachineArtifact, ServerPod
 from nodeau.ports.state import WorkloadRecord
-from tests.support.controller_fleet import SMALL
-from tests.support.fake_cluster import SUMMARY, FakeCluster, verified
-from tests.support.recovery_world import SERVICE, Shape, Spell, Tally, Weather, World
+from tests.support.fakes.controller_fleet import SMALL
+from tests.support.fakes.fake_cluster import SUMMARY, FakeCluster, verified
+from tests.support.fakes.recovery_world import SERVICE, Shape, Spell, Tally, Weather, World
 
 START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 TESTS = Path(__file__).resolve().parents[2]

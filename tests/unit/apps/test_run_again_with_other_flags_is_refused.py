@@ -14,7 +14,7 @@ from nodeau.domain.runs import Asked
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode
 from nodeau.ports.state import StateError
-from tests.support.machine_plane import ask, plane_with
+from tests.support.fakes.machine_plane import ask, plane_with
 
 ORIGIN = "https://app.example"
 

@@ -19,7 +19,7 @@ from nodeau.apps.dashboard.board import page_board, read_board, read_views
 from nodeau.apps.dashboard.board_encoding import EncodedBoard
 from nodeau.apps.dashboard.repeated_texts import SHORTEST, compacted, expanded
 from nodeau.apps.planes.plane import CopyListing, Plane, RecoveryListing
-from tests.support.dashboard_views import NOW, FakePlane, fleet, machine, plan, workload
+from tests.support.builders.dashboard_views import NOW, FakePlane, fleet, machine, plan, workload
 
 REFUSED = (
     "refused (capacity): capacity.no-free-card: every card large enough is held: "

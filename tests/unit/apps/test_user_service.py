@@ -36,7 +36,7 @@ from nodeau.adapters.user_service import (
     systemd_unit,
     unit_name,
 )
-from tests.support.unit_files import exec_start_argv, sections
+from tests.support.builders.unit_files import exec_start_argv, sections
 
 PYTHON = Path(sys.executable)
 

@@ -20,8 +20,8 @@ from nodeau.domain.hardware import Fleet
 from nodeau.domain.memory import GIB, MIB, Prediction, RuntimeConfig, Source, Term
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation
-from tests.support.admissions import ARTIFACT, MACHINE, PREDICTION, fleet_of
-from tests.support.fleets import flat, fleet, fleets, gpu, machine, request
+from tests.support.builders.admissions import ARTIFACT, MACHINE, PREDICTION, fleet_of
+from tests.support.builders.fleets import flat, fleet, fleets, gpu, machine, request
 
 R = ReasonCode
 

@@ -28,7 +28,7 @@ from nodeau.domain.records import Admission, Snapshot
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.tasks import Task
-from tests.support.admissions import decider, fleet_of
+from tests.support.builders.admissions import decider, fleet_of
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 ALICE = Requester(user="alice", groups=frozenset({"ml"}))

@@ -34,8 +34,8 @@ from nodeau.domain.copies import (
     without_ask,
 )
 from nodeau.domain.recovery import copy_asks
-from tests.support.recovery_inputs import ART, need
-from tests.support.recovery_inputs import asked as asked_at
+from tests.support.builders.recovery_inputs import ART, need
+from tests.support.builders.recovery_inputs import asked as asked_at
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 QWEN, LLAMA, OWN = "a" * 64, "b" * 64, "c" * 64

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nodeau.domain.cache import artifact_state
-from tests.support.fleets import fleet, gpu, machine
+from tests.support.builders.fleets import fleet, gpu, machine
 
 
 def refusal(make: object) -> str:

@@ -26,7 +26,7 @@ from nodeau.domain.plans import ENTERPRISE, PlanName, PlanTerms, plan_scope
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger, Reservation, reserve
 from nodeau.domain.scheduling import FleetView, limit_refusal, schedule
-from tests.support.fleets import flat, fleet, gpu, machine, request
+from tests.support.builders.fleets import flat, fleet, gpu, machine, request
 
 MODELS = ("NVIDIA L4", "NVIDIA H100")
 

@@ -16,7 +16,7 @@ from nodeau.domain.hardware import (
     latest_per_machine,
     merge_reports,
 )
-from tests.support.fleets import gpu
+from tests.support.builders.fleets import gpu
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from nodeau.domain.holding import held_while_away, resumed_on_return
 from nodeau.domain.workloads import HeldReason, RecoveryMode, WorkloadState
-from tests.support.recovery_inputs import (
+from tests.support.builders.recovery_inputs import (
     DEGRADED,
     GONE,
     REPORTING,

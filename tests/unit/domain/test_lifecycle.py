@@ -32,7 +32,7 @@ from nodeau.domain.workloads import (
     holds_gpu,
     ps_sentence,
 )
-from tests.support.lifecycle import ENDED, OOM, SINCE, UP_AT, record, serving
+from tests.support.builders.lifecycle import ENDED, OOM, SINCE, UP_AT, record, serving
 
 S = WorkloadState
 P = ServerPhase

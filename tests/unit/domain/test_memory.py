@@ -34,7 +34,7 @@ from nodeau.domain.memory import (
 )
 from nodeau.domain.model_info import ModelSummary, runtime_config
 from nodeau.domain.tasks import Task
-from tests.support.architectures import TINY
+from tests.support.builders.architectures import TINY
 
 # An 8B-class llama: 32 layers, 4096 wide, 32 heads, 8 KV heads, head size 128.
 LLAMA_8B = Architecture(

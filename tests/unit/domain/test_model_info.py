@@ -16,7 +16,7 @@ from nodeau.domain.memory import (
 )
 from nodeau.domain.model_info import ModelSummary, info_contexts, model_info
 from nodeau.domain.tasks import Task
-from tests.support.architectures import TINY
+from tests.support.builders.architectures import TINY
 
 
 def summary(context: int) -> ModelSummary:

@@ -21,7 +21,7 @@ from nodeau.domain.placement import (
 )
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation, over_committed, reserve
-from tests.support.fleets import flat, fleet, fleets, gpu, machine, request
+from tests.support.builders.fleets import flat, fleet, fleets, gpu, machine, request
 
 PACK = SchedulingSettings(fleet_policy=Policy.PACK)
 SPREAD = SchedulingSettings(fleet_policy=Policy.SPREAD)

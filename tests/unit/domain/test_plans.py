@@ -41,7 +41,7 @@ from nodeau.domain.plans import (
 from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.scheduling import FleetView, schedule
-from tests.support.fleets import flat, fleet, gpu, machine
+from tests.support.builders.fleets import flat, fleet, gpu, machine
 
 bounds = st.none() | st.integers(min_value=1, max_value=1_000)
 terms_strategy = st.builds(

@@ -18,7 +18,7 @@ from nodeau.domain.probes.rerank import RerankExpected, rerank_challenge
 from nodeau.domain.probes.structured import StructuredExpected, structured_challenge
 from nodeau.domain.probes.tools import ToolsExpected, tools_challenge
 from nodeau.domain.probes.vision import COLOURS, VisionExpected, vision_challenge
-from tests.support.draws import RepeatingDraws
+from tests.support.builders.draws import RepeatingDraws
 
 SEEDS = range(12)
 CHAT_ROUTE = "/v1/chat/completions"

@@ -13,7 +13,7 @@ from nodeau.domain.recording import Conflict, admitted_ledger, check_update
 from nodeau.domain.records import Admission, Snapshot
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.workloads import WorkloadState
-from tests.support.admissions import decider, fleet_of
+from tests.support.builders.admissions import decider, fleet_of
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 EMPTY = Snapshot(ledger=Ledger(), workloads=())

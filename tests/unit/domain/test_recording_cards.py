@@ -11,9 +11,9 @@ from attrs import evolve
 from nodeau.domain.recording import Backing, holds_other_card
 from nodeau.domain.records import Admission
 from nodeau.domain.reservations import Reservation
-from tests.support.admissions import decider, fleet_of
+from tests.support.builders.admissions import decider, fleet_of
 from tests.support.clock import ticking
-from tests.support.fake_state import FakeStateStore
+from tests.support.fakes.fake_state import FakeStateStore
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

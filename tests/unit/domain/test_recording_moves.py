@@ -16,8 +16,8 @@ from nodeau.domain.records import Admission, Snapshot, WorkloadRecord
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.scheduling import schedule
 from nodeau.domain.workloads import Workload
-from tests.support.fleets import request
-from tests.support.recovery_inputs import LEDGER, MOVED, T0, service, view
+from tests.support.builders.fleets import request
+from tests.support.builders.recovery_inputs import LEDGER, MOVED, T0, service, view
 
 CONFIG = RuntimeConfig(context_tokens=4096)
 BEFORE = WorkloadRecord(workload=service(), config=CONFIG, model_path="/m/qwen.gguf")

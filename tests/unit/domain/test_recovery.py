@@ -34,8 +34,8 @@ from nodeau.domain.workloads import (
     WorkloadKind,
     WorkloadState,
 )
-from tests.support.fleets import flat, fleet, gpu, machine, request
-from tests.support.recovery_inputs import (
+from tests.support.builders.fleets import flat, fleet, gpu, machine, request
+from tests.support.builders.recovery_inputs import (
     ART,
     DEGRADED,
     GONE,

@@ -34,8 +34,8 @@ from nodeau.domain.workloads import (
     WorkloadKind,
     WorkloadState,
 )
-from tests.support.fleets import fleet, gpu, machine, request
-from tests.support.recovery_inputs import (
+from tests.support.builders.fleets import fleet, gpu, machine, request
+from tests.support.builders.recovery_inputs import (
     DEGRADED,
     FIVE_MINUTES,
     GONE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from nodeau.domain.recovery import RecoveryAction, no_plan
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.workloads import HeldReason
-from tests.support.recovery_inputs import service
+from tests.support.builders.recovery_inputs import service
 
 GONE = Refusal.of(
     ReasonCode.NO_VERIFIED_COPY,

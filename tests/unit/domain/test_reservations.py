@@ -18,7 +18,7 @@ from nodeau.domain.reservations import (
     release_finished,
     reserve,
 )
-from tests.support.fleets import fleet, fleets, gpu, machine
+from tests.support.builders.fleets import fleet, fleets, gpu, machine
 
 CARD = gpu("GPU-a", 24)
 

@@ -34,7 +34,7 @@ from nodeau.domain.workloads import (
     holds_gpu,
     ps_sentence,
 )
-from tests.support.restarts import KILLED, at, serving
+from tests.support.builders.restarts import KILLED, at, serving
 
 S = WorkloadState
 

@@ -13,7 +13,7 @@ from attrs import evolve
 
 from nodeau.domain.restarts import KUBELET, as_seen, restart_notice, server_exited
 from nodeau.domain.workloads import ServerExit, WorkloadState
-from tests.support.restarts import KILLED, at, serving
+from tests.support.builders.restarts import KILLED, at, serving
 
 S = WorkloadState
 

@@ -23,7 +23,7 @@ from nodeau.domain.scheduling import (
     set_machine_policy,
     undrain,
 )
-from tests.support.fleets import flat, fleet, gpu, machine, request
+from tests.support.builders.fleets import flat, fleet, gpu, machine, request
 
 FLEET = fleet(
     machine("garage", gpu("G1", 24), gpu("G2", 24)),

@@ -12,7 +12,7 @@ from nodeau.domain.organisation import Organisation, Requester, Spending
 from nodeau.domain.records import Snapshot, spending
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadState
-from tests.support.admissions import decider, fleet_of
+from tests.support.builders.admissions import decider, fleet_of
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

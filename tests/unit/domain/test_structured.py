@@ -8,7 +8,7 @@ import random
 import pytest
 
 from nodeau.domain.probes.structured import structured_challenge
-from tests.support.draws import RepeatingDraws
+from tests.support.builders.draws import RepeatingDraws
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -29,7 +29,7 @@ from nodeau.domain.workloads import (
     short_gpu,
     workload_invariants,
 )
-from tests.support.lifecycle import OOM, serving
+from tests.support.builders.lifecycle import OOM, serving
 
 S = WorkloadState
 R = HeldReason

@@ -1,0 +1,1 @@
+"""Builders of the values and files the tests take: models, fleets, records."""

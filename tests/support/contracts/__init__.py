@@ -1,0 +1,1 @@
+"""The shared contract suites: each runs against every implementation of its port."""
