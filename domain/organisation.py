@@ -151,7 +151,7 @@ def check_shape(org: Organisation, ask: RequestShape) -> Result[None, Refusal]:
     return Success(None)
 
 
-def requester_known(org: Organisation, who: Requester | None, model: str) -> Result[None, Refusal]:
+def _requester_known(org: Organisation, who: Requester | None, model: str) -> Result[None, Refusal]:
     """Under a configured policy a request must say who asked (on a fleet the API server
     checked the name); with no policy nobody need be named."""
     if who is not None or not org.configured:
@@ -177,7 +177,7 @@ def run_checks(
     what changes by itself (``domain.limits.check_request``'s order). ``who`` None: nobody
     was named, which only a policy that is not configured lets pass."""
     permitted = (
-        requester_known(org, who, ask.model) if who is None else check_action(org, who, Action.RUN)
+        _requester_known(org, who, ask.model) if who is None else check_action(org, who, Action.RUN)
     )
     quotas: Result[None, Refusal] = (
         Success(None) if who is None else check_quotas(org, who, ask, spending)

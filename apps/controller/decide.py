@@ -118,8 +118,9 @@ def unproved_refusal(
     ask: WorkloadAsk, resolution: FleetResolution, proved: Proved | None
 ) -> Refusal | None:
     """Why ``ask`` may not be served for its task (the domain's ``task_refusal`` over the
-    artifact resolved), or None: nothing to check against (``proved`` None)."""
-    if proved is None:
+    artifact resolved), or None: a service or batch job served unproved on purpose, or
+    nothing to check against (``proved`` None)."""
+    if proved is None or ask.unproved:
         return None
     artifact = resolution.artifact_id.lower()
     return task_refusal(
