@@ -34,6 +34,7 @@ from tests.support.real.kube_apply import (
 from tests.support.real.kube_cluster import Cluster, ControlPlane, api_client
 from tests.support.real.kube_nodes import create_kwok_nodes
 from tests.support.real.kube_objects import NOW
+from tests.support.real.kubelet import ended
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 BASE_MANIFESTS = ("00-namespace.yaml", "10-crds.yaml")
@@ -145,8 +146,7 @@ def controller(cluster: Cluster, fresh_fleet: client.ApiClient) -> Iterator[None
     try:
         yield
     finally:
-        process.terminate()
-        process.wait(timeout=60)
+        ended(process, grace_s=60)
 
 
 @pytest.fixture
@@ -166,8 +166,7 @@ def controller_process(
     try:
         yield running
     finally:
-        running.terminate()
-        running.wait(timeout=30)
+        ended(running)
         log.close()
 
 

@@ -51,6 +51,7 @@ from tests.support.real.kube_apply import (
 from tests.support.real.kube_cluster import Cluster
 from tests.support.real.kube_controller import add_machine, gpu_uuid
 from tests.support.real.kube_nodes import wait_for
+from tests.support.real.kubelet import beside, ended
 from tests.support.real.llama import llama_server_binary
 from tests.support.real.real_models import sha256_of
 
@@ -120,10 +121,7 @@ class Containers:
 
     def end(self) -> None:
         for process in (self.worker, self.server):
-            if process.poll() is None:
-                os.kill(process.pid, signal.SIGCONT)  # a test may have paused it
-                process.terminate()
-                process.wait(timeout=30)
+            ended(process)
 
 
 @contextmanager
@@ -132,35 +130,33 @@ def kubelet_stand_in(
 ) -> Iterator[dict[str, Containers]]:
     """Runs the containers of every batch Pod KWOK has running, until the Pod goes."""
     running: dict[str, Containers] = {}
-    stop = threading.Event()
     core = client.CoreV1Api(api)
 
-    def watch() -> None:
-        while not stop.is_set():
-            listed = core.list_namespaced_pod(r.NAMESPACE).items
-            now = {
-                p.metadata.uid: p
-                for p in listed
-                if p.metadata.name.startswith("batch-") and p.metadata.deletion_timestamp is None
-            }
-            for uid in [u for u in running if u not in now]:
-                running.pop(uid).end()
-            for uid, pod in now.items():
-                if uid not in running and pod.status.phase == "Running":
-                    running[uid] = Containers(api, pod, binary, logs, kubeconfig)
+    def watch(stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                listed = core.list_namespaced_pod(r.NAMESPACE).items
+                now = {
+                    p.metadata.uid: p
+                    for p in listed
+                    if p.metadata.name.startswith("batch-")
+                    and p.metadata.deletion_timestamp is None
+                }
+                for uid in [u for u in running if u not in now]:
+                    running[uid].end()
+                    del running[uid]
+                for uid, pod in now.items():
+                    if uid not in running and pod.status.phase == "Running":
+                        running[uid] = Containers(api, pod, binary, logs, kubeconfig)
+                for containers in running.values():
+                    containers.tend()
+                time.sleep(0.1)
+        finally:
             for containers in running.values():
-                containers.tend()
-            time.sleep(0.1)
-        for containers in running.values():
-            containers.end()
+                containers.end()
 
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    try:
+    with beside(watch):
         yield running
-    finally:
-        stop.set()
-        thread.join(timeout=60)
 
 
 @pytest.fixture

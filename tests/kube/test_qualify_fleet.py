@@ -45,6 +45,7 @@ from tests.support.real.cli import Cli
 from tests.support.real.kube_cluster import Cluster
 from tests.support.real.kube_controller import add_machine, report
 from tests.support.real.kube_stand_in import point_pod_at, serve_pod
+from tests.support.real.kubelet import beside, ended
 from tests.support.real.llama import llama_server_binary
 from tests.support.real.real_models import SMOLLM2, fetch, sha256_of
 
@@ -63,7 +64,6 @@ def kubelet_stand_in(api: Any, binary: Path, logs: Path) -> Iterator[list[list[s
     ``STAND_IN``, its address in the Pod's status once it answers; stopped when the Pod
     goes. Yields the argument lists it ran."""
     ran: list[list[str]] = []
-    stop = threading.Event()
     core = client.CoreV1Api(api)
 
     def serve(pod: Any) -> subprocess.Popen[bytes]:
@@ -73,29 +73,25 @@ def kubelet_stand_in(api: Any, binary: Path, logs: Path) -> Iterator[list[list[s
         point_pod_at(core, pod, STAND_IN)
         return process
 
-    def watch() -> None:
+    def watch(stop: threading.Event) -> None:
         running: dict[str, subprocess.Popen[bytes]] = {}
-        while not stop.is_set():
-            now = {p.metadata.uid: p for p in pods(api) if p.metadata.deletion_timestamp is None}
-            for uid in [u for u in running if u not in now]:
-                ended = running.pop(uid)
-                ended.terminate()
-                ended.wait(timeout=30)
-            for uid, pod in now.items():
-                if uid not in running and pod.status.phase == "Running":
-                    running[uid] = serve(pod)
-            time.sleep(0.2)
-        for process in running.values():
-            process.terminate()
-            process.wait(timeout=30)
+        try:
+            while not stop.is_set():
+                now = {
+                    p.metadata.uid: p for p in pods(api) if p.metadata.deletion_timestamp is None
+                }
+                for uid in [u for u in running if u not in now]:
+                    ended(running.pop(uid))
+                for uid, pod in now.items():
+                    if uid not in running and pod.status.phase == "Running":
+                        running[uid] = serve(pod)
+                time.sleep(0.2)
+        finally:
+            for process in running.values():
+                ended(process)
 
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    try:
+    with beside(watch):
         yield ran
-    finally:
-        stop.set()
-        thread.join(timeout=60)
 
 
 def smol(path: Path) -> MachineArtifact:

@@ -40,6 +40,7 @@ from tests.support.real.kube_controller import status
 from tests.support.real.kube_lossy import lossy_machines
 from tests.support.real.kube_nodes import kwok_node
 from tests.support.real.kube_recovery import SHAS, Fleet, record
+from tests.support.real.kubelet import ended
 
 # The test models are stand-ins (a made-up or random-weight GGUF) that prove nothing: serving
 # them is the user's explicit choice (docs/adr/0010).
@@ -75,8 +76,7 @@ def model_server(binary: Path, model: Path, host: str, log: Path, key: str) -> I
             time.sleep(0.1)
         yield
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        ended(process)
 
 
 def key_of(api: Any) -> str | None:

@@ -39,6 +39,7 @@ from tests.support.fakes.fake_nvml import FakeNvml
 from tests.support.real.kube_cluster import Cluster
 from tests.support.real.kube_nodes import create_kwok_nodes
 from tests.support.real.kube_stand_in import point_pod_at, serve_pod
+from tests.support.real.kubelet import beside, ended
 from tests.support.real.llama import llama_server_binary
 
 MACHINE = "m1"
@@ -136,7 +137,6 @@ def kubelet_and_nvml(api: Any, machine: Machine, logs: Path) -> Iterator[list[tu
     in the Pod's status once it answers; stopped (and off the card) when the Pod goes.
     Yields the UID and task of each Pod it served."""
     served: list[tuple[str, str]] = []
-    stop = threading.Event()
     core = client.CoreV1Api(api)
     binary = llama_server_binary()
 
@@ -150,31 +150,27 @@ def kubelet_and_nvml(api: Any, machine: Machine, logs: Path) -> Iterator[list[tu
         return process
 
     def end(process: subprocess.Popen[bytes]) -> None:
-        process.terminate()
-        process.wait(timeout=30)
+        ended(process)
         machine.off_card(process.pid)
 
-    def watch() -> None:
+    def watch(stop: threading.Event) -> None:
         running: dict[str, subprocess.Popen[bytes]] = {}
-        while not stop.is_set():
-            now_ = {
-                p.metadata.uid: p
-                for p in qualification_pods(api)
-                if p.metadata.deletion_timestamp is None
-            }
-            for uid in [u for u in running if u not in now_]:
-                end(running.pop(uid))
-            for uid, pod in now_.items():
-                if uid not in running and pod.status.phase == "Running":
-                    running[uid] = serve(pod)
-            time.sleep(0.2)
-        for process in running.values():
-            end(process)
+        try:
+            while not stop.is_set():
+                now_ = {
+                    p.metadata.uid: p
+                    for p in qualification_pods(api)
+                    if p.metadata.deletion_timestamp is None
+                }
+                for uid in [u for u in running if u not in now_]:
+                    end(running.pop(uid))
+                for uid, pod in now_.items():
+                    if uid not in running and pod.status.phase == "Running":
+                        running[uid] = serve(pod)
+                time.sleep(0.2)
+        finally:
+            for process in running.values():
+                end(process)
 
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    try:
+    with beside(watch):
         yield served
-    finally:
-        stop.set()
-        thread.join(timeout=60)
