@@ -29,7 +29,6 @@ from nodeau.domain.qualification import EvidenceBook, QualificationEvidence
 from nodeau.domain.records import WorkloadRecord
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.scheduling import DrainChange, SettingsChange, UpgradeChange
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from nodeau.ports.errors import NodeauError
@@ -366,33 +365,25 @@ class MachineReports(Protocol):
 
 
 class FleetMarks(Protocol):
-    """A person's marks: drained and upgrading machines and the scheduling policy. Marks
-    change what happens to new placements (and, upgrading, that nothing on the machine
-    moves); writing one never touches a running workload."""
+    """A person's marks: drained and upgrading machines and the scheduling policy, as
+    written; what a mark means is the plane's to say (``domain.scheduling``). Writing one
+    never touches a running workload. A write to a machine not in the fleet raises
+    UnknownMachine."""
 
     def read(self) -> MarkedFleet:
         """The machines and their marks now (a policy no one set is the domain's default)."""
         ...
 
-    def drain(self, machine: str, at: datetime) -> DrainChange:
-        """Mark the machine drained since ``at``; UnknownMachine when there is none."""
+    def write_drained(self, machine: str, at: datetime | None) -> None:
+        """Mark the machine drained since ``at``; None takes the mark off."""
         ...
 
-    def undrain(self, machine: str) -> DrainChange:
-        """Take the drained mark off; UnknownMachine when there is no such machine."""
+    def write_upgrading(self, machine: str, upgrading: bool) -> None:
+        """Put the upgrading mark on the machine, or take it off."""
         ...
 
-    def set_policy(self, policy: Policy, machine: str | None = None) -> SettingsChange:
-        """Set the fleet-wide policy, or one machine's override (UnknownMachine if none)."""
-        ...
-
-    def mark_upgrading(self, machine: str) -> UpgradeChange:
-        """Mark the machine upgrading (the controller then moves nothing on it and places
-        nothing new there); UnknownMachine when there is none."""
-        ...
-
-    def clear_upgrading(self, machine: str) -> UpgradeChange:
-        """Take the upgrading mark off; UnknownMachine when there is no such machine."""
+    def write_policy(self, policy: Policy, machine: str | None = None) -> None:
+        """Set the fleet-wide policy, or one machine's override."""
         ...
 
 

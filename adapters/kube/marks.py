@@ -13,20 +13,7 @@ from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, or_none
-from nodeau.adapters.kube.ledger import read_ledger as read_ledger_configmap
 from nodeau.domain.placement import Policy, SchedulingSettings
-from nodeau.domain.reservations import Ledger
-from nodeau.domain.scheduling import (
-    DrainChange,
-    SettingsChange,
-    UpgradeChange,
-    change_fleet_policy,
-    set_machine_policy,
-)
-from nodeau.domain.scheduling import clear_upgrading as clear_upgrading_change
-from nodeau.domain.scheduling import drain as drain_change
-from nodeau.domain.scheduling import mark_upgrading as mark_upgrading_change
-from nodeau.domain.scheduling import undrain as undrain_change
 from nodeau.ports.cluster import MarkedFleet, UnknownMachine
 
 __all__ = ["KubeFleetMarks", "MarkedFleet", "UnknownMachine"]
@@ -78,74 +65,34 @@ def _fleet_policy_value(api: Any) -> str | None:
     return None if held is None else (held.data or {}).get(r.POLICY_KEY)
 
 
-def read_ledger(api: Any) -> Ledger:
-    """The reservation ledger (the Reservation objects, one per card held; docs/adr/0017)."""
-    return Ledger(reservations=read_ledger_configmap(api).reservations)
-
-
-def _known(marks: MarkedFleet, node: str) -> None:
-    if node not in marks.nodes:
-        raise UnknownMachine(
-            f"no machine called {node!r} in the cluster; nodeau fleet list lists them"
-        )
-
-
 def _patch_node(api: Any, node: str, labels: dict[str, Any], annotations: dict[str, Any]) -> None:
     body = {"metadata": {"labels": labels, "annotations": annotations}}
-    with api_errors(f"mark Node {node}"):
-        _core(api).patch_node(node, body, _request_timeout=REQUEST_TIMEOUT)
+    try:
+        with api_errors(f"mark Node {node}"):
+            _core(api).patch_node(node, body, _request_timeout=REQUEST_TIMEOUT)
+    except NotFound as exc:
+        raise UnknownMachine(
+            f"no machine called {node!r} in the cluster; nodeau fleet list lists them"
+        ) from exc
 
 
-def drain(api: Any, node: str, at: datetime) -> DrainChange:
-    """Mark a Node drained (label, and when as an annotation); nothing on it is disturbed."""
-    marks = read_marks(api)
-    _known(marks, node)
-    running = len(read_ledger(api).on_machine(node))
-    change = drain_change(marks.drained, node, running)
-    _patch_node(api, node, {r.DRAINED_LABEL: TRUE}, {r.DRAINED_AT_ANNOTATION: at.isoformat()})
-    return change
+def write_drained(api: Any, node: str, at: datetime | None) -> None:
+    """Label a Node drained, and when as an annotation (None: take both off)."""
+    drained, since = (TRUE, at.isoformat()) if at is not None else (None, None)
+    _patch_node(api, node, {r.DRAINED_LABEL: drained}, {r.DRAINED_AT_ANNOTATION: since})
 
 
-def undrain(api: Any, node: str) -> DrainChange:
-    """Remove the drained mark from a Node; nothing is moved back to it."""
-    marks = read_marks(api)
-    _known(marks, node)
-    change = undrain_change(marks.drained, node)
-    _patch_node(api, node, {r.DRAINED_LABEL: None}, {r.DRAINED_AT_ANNOTATION: None})
-    return change
+def write_upgrading(api: Any, node: str, upgrading: bool) -> None:
+    """Label a Node upgrading, or take the label off."""
+    _patch_node(api, node, {r.UPGRADING_LABEL: TRUE if upgrading else None}, {})
 
 
-def mark_upgrading(api: Any, node: str) -> UpgradeChange:
-    """Label a Node upgrading; the controller moves nothing on it while the label holds."""
-    marks = read_marks(api)
-    _known(marks, node)
-    running = len(read_ledger(api).on_machine(node))
-    change = mark_upgrading_change(marks.upgrading, node, running, alone=False)
-    _patch_node(api, node, {r.UPGRADING_LABEL: TRUE}, {})
-    return change
-
-
-def clear_upgrading(api: Any, node: str) -> UpgradeChange:
-    """Remove a Node's upgrading label; nothing moves because of it."""
-    marks = read_marks(api)
-    _known(marks, node)
-    change = clear_upgrading_change(marks.upgrading, node, alone=False)
-    _patch_node(api, node, {r.UPGRADING_LABEL: None}, {})
-    return change
-
-
-def set_policy(api: Any, policy: Policy, node: str | None = None) -> SettingsChange:
+def write_policy(api: Any, policy: Policy, node: str | None = None) -> None:
     """Set the fleet-wide policy (ConfigMap, created when absent) or one Node's override."""
-    marks = read_marks(api)
-    ledger = read_ledger(api)
     if node is not None:
-        _known(marks, node)
-        change = set_machine_policy(marks.settings, node, policy, len(ledger.on_machine(node)))
         _patch_node(api, node, {r.POLICY_LABEL: policy.value}, {})
-        return change
-    change = change_fleet_policy(marks.settings, policy, len(ledger.reservations))
-    _write_fleet_policy(api, policy)
-    return change
+    else:
+        _write_fleet_policy(api, policy)
 
 
 def _write_fleet_policy(api: Any, policy: Policy) -> None:
@@ -196,17 +143,11 @@ class KubeFleetMarks:
     def read(self) -> MarkedFleet:
         return read_marks(self._api)
 
-    def drain(self, machine: str, at: datetime) -> DrainChange:
-        return drain(self._api, machine, at)
+    def write_drained(self, machine: str, at: datetime | None) -> None:
+        write_drained(self._api, machine, at)
 
-    def undrain(self, machine: str) -> DrainChange:
-        return undrain(self._api, machine)
+    def write_upgrading(self, machine: str, upgrading: bool) -> None:
+        write_upgrading(self._api, machine, upgrading)
 
-    def set_policy(self, policy: Policy, machine: str | None = None) -> SettingsChange:
-        return set_policy(self._api, policy, machine)
-
-    def mark_upgrading(self, machine: str) -> UpgradeChange:
-        return mark_upgrading(self._api, machine)
-
-    def clear_upgrading(self, machine: str) -> UpgradeChange:
-        return clear_upgrading(self._api, machine)
+    def write_policy(self, policy: Policy, machine: str | None = None) -> None:
+        write_policy(self._api, policy, machine)

@@ -42,6 +42,7 @@ from nodeau.apps.planes.plane import (
     WorkloadView,
 )
 from nodeau.apps.planes.recovery import choice_of, fleet_listing, refuse_batch
+from nodeau.domain import scheduling
 from nodeau.domain.batches import batch_counts, result_from_line
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import (
@@ -72,6 +73,7 @@ from nodeau.ports.cluster import (
     HealthRecords,
     MachineReport,
     MachineReports,
+    MarkedFleet,
     ModelCopies,
     QualificationRecords,
     ReservationLedger,
@@ -682,22 +684,50 @@ class KubernetesPlane:
             ),
         )
 
+    def _marked(self, node: str) -> MarkedFleet:
+        marks = self._cluster.marks.read()
+        if node not in marks.nodes:
+            raise UnknownMachine(
+                f"no machine called {node!r} in the cluster; nodeau fleet list lists them"
+            )
+        return marks
+
     def drain(self, node: str) -> str:
         self._permit("drain")
-        return self._cluster.marks.drain(node, self._clock()).sentence
+        marks = self._marked(node)
+        running = len(self._cluster.ledger.read().on_machine(node))
+        change = scheduling.drain(marks.drained, node, running)
+        self._cluster.marks.write_drained(node, self._clock())
+        return change.sentence
 
     def undrain(self, node: str) -> str:
         self._permit("drain")
-        return self._cluster.marks.undrain(node).sentence
+        change = scheduling.undrain(self._marked(node).drained, node)
+        self._cluster.marks.write_drained(node, None)
+        return change.sentence
 
     def set_policy(self, policy: Policy, node: str | None) -> str:
         self._permit("set-policy")
-        return self._cluster.marks.set_policy(policy, node).sentence
+        ledger = self._cluster.ledger.read()
+        if node is None:
+            settings = self._cluster.marks.read().settings
+            change = scheduling.change_fleet_policy(settings, policy, len(ledger.reservations))
+        else:
+            settings = self._marked(node).settings
+            running = len(ledger.on_machine(node))
+            change = scheduling.set_machine_policy(settings, node, policy, running)
+        self._cluster.marks.write_policy(policy, node)
+        return change.sentence
 
     def mark_upgrading(self, node: str, *, upgrading: bool) -> UpgradeMark:
         self._permit("mark-upgrading")
-        marks = self._cluster.marks
-        change = marks.mark_upgrading(node) if upgrading else marks.clear_upgrading(node)
+        marked = self._marked(node).upgrading
+        if upgrading:
+            running = len(self._cluster.ledger.read().on_machine(node))
+            change = scheduling.mark_upgrading(marked, node, running, alone=False)
+        else:
+            change = scheduling.clear_upgrading(marked, node, alone=False)
+        self._cluster.marks.write_upgrading(node, upgrading)
         return UpgradeMark(
             plane=self.description, machine=node, upgrading=upgrading, sentence=change.sentence
         )

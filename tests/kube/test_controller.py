@@ -14,7 +14,7 @@ from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.health_store import read_health
-from nodeau.adapters.kube.marks import drain, set_policy
+from nodeau.adapters.kube.marks import write_drained, write_policy
 from nodeau.adapters.kube.pods import list_pods, read_pod
 from nodeau.adapters.kube.reports import publish_report
 from nodeau.adapters.record_json import to_plain, unpack
@@ -129,7 +129,7 @@ def test_a_drained_machine_is_never_chosen_and_its_workload_is_untouched(fresh_f
     assert status(api, "first")["machine"] == "m1"  # pack; the tie goes to m1
     before = client.CoreV1Api(api).read_namespaced_pod("service-first", r.NAMESPACE)
 
-    drain(api, "m1", datetime.now(UTC))
+    write_drained(api, "m1", datetime.now(UTC))
     create(api, "second", "qwen")
     settle(ctl, lambda: serving(api, "second"), "second serving")
     assert status(api, "second")["machine"] == "m2"  # pack would have chosen m1
@@ -155,7 +155,7 @@ def test_a_per_machine_policy_changes_new_placements_only(fresh_fleet: Any) -> N
     assert status(api, "a")["machine"] == "m1"
     pod_a = client.CoreV1Api(api).read_namespaced_pod("service-a", r.NAMESPACE).metadata.uid
 
-    set_policy(api, Policy.SPREAD, node="m2")
+    write_policy(api, Policy.SPREAD, node="m2")
     create(api, "b", "qwen")
     settle(ctl, lambda: serving(api, "b"), "b serving")
     assert status(api, "b")["machine"] == "m2"  # fleet-wide pack would have chosen m1

@@ -18,7 +18,7 @@ from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.health_store import read_health
-from nodeau.adapters.kube.marks import drain
+from nodeau.adapters.kube.marks import write_drained
 from nodeau.adapters.kube.pods import list_pods
 from nodeau.adapters.kube.report_form import MachineArtifact
 from nodeau.adapters.kube.reports import publish_report
@@ -103,7 +103,7 @@ def test_each_rule_on_three_machines_going_off_the_network(
         for name in ("a", "c", "e"):
             client.CoreV1Api(api).create_node(kwok_node(name))
             fleet.machine(name, 2, model(name, "x"), model(name, "y"), model(name, "z"))
-        drain(api, "a", datetime.now(UTC))
+        write_drained(api, "a", datetime.now(UTC))
         label(api, "l2", {r.UPGRADING_LABEL: "true"})
         label(api, "l3", {r.CONTROL_PLANE_LABEL: ""})
         fleet.step()

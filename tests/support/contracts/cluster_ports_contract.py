@@ -23,14 +23,6 @@ from nodeau.domain.lifecycle import ServerPhase, ServerRestarts, with_state
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.scheduling import (
-    change_fleet_policy,
-    clear_upgrading,
-    drain,
-    mark_upgrading,
-    set_machine_policy,
-    undrain,
-)
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, ServerExit, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import (
@@ -465,7 +457,7 @@ def test_events_recorded_while_held_are_kept_in_order_once_it_ends(cluster: Harn
 # -- marks, reports, health
 
 
-def test_marks_start_empty_and_drain_and_policy_say_what_they_touch(cluster: Harness) -> None:
+def test_marks_start_empty_and_what_is_written_is_read_back(cluster: Harness) -> None:
     cluster.add_node("m1")
     cluster.add_node("cp", control_plane=True)
     marks = cluster.marks.read()
@@ -476,51 +468,45 @@ def test_marks_start_empty_and_drain_and_policy_say_what_they_touch(cluster: Har
         frozenset({"cp"}),
     )
     assert marks.settings == SchedulingSettings()
-    cluster.objects.create(service())
-    admitted(cluster)  # one workload on m1
-    assert cluster.marks.drain("m1", START) == drain(frozenset(), "m1", 1)
+    cluster.marks.write_drained("m1", START)
     assert cluster.marks.read().drained == frozenset({"m1"})
-    assert cluster.marks.undrain("m1") == undrain(frozenset({"m1"}), "m1")
+    cluster.marks.write_drained("m1", None)
     assert cluster.marks.read().drained == frozenset()
-    assert cluster.marks.set_policy(Policy.SPREAD) == change_fleet_policy(
-        SchedulingSettings(), Policy.SPREAD, 1
-    )
-    spread = SchedulingSettings(fleet_policy=Policy.SPREAD)
-    assert cluster.marks.set_policy(Policy.PACK, "m1") == set_machine_policy(
-        spread, "m1", Policy.PACK, 1
-    )
+    cluster.marks.write_policy(Policy.SPREAD)
+    cluster.marks.write_policy(Policy.PACK, "m1")
     assert cluster.marks.read().settings == SchedulingSettings(
         fleet_policy=Policy.SPREAD, overrides=(("m1", Policy.PACK),)
     )
-    for unknown in (
-        lambda: cluster.marks.drain("m9", START),
-        lambda: cluster.marks.undrain("m9"),
-        lambda: cluster.marks.set_policy(Policy.PACK, "m9"),
-    ):
-        with pytest.raises(UnknownMachine, match=r"^no machine called 'm9' in the cluster"):
-            unknown()
+    cluster.marks.write_policy(Policy.PACK)
+    assert cluster.marks.read().settings == SchedulingSettings(
+        fleet_policy=Policy.PACK, overrides=(("m1", Policy.PACK),)
+    )
+    assert cluster.marks.read().nodes == ("cp", "m1")  # writing a mark adds no machine
 
 
-def test_the_upgrading_mark_is_set_read_as_a_signal_and_taken_off(cluster: Harness) -> None:
+def test_the_upgrading_mark_is_written_read_as_a_signal_and_taken_off(cluster: Harness) -> None:
     cluster.add_node("m1")
     cluster.add_node("m2")
-    cluster.objects.create(service())
-    admitted(cluster)  # one workload on m1
-    assert cluster.marks.mark_upgrading("m1") == mark_upgrading(frozenset(), "m1", 1, alone=False)
+    cluster.marks.write_upgrading("m1", True)
     assert cluster.marks.read().upgrading == frozenset({"m1"})
     signals = cluster.reports.signals()  # what the controller's health pass reads
     assert (signals["m1"].upgrading, signals["m2"].upgrading) == (True, False)
-    assert cluster.marks.clear_upgrading("m1") == clear_upgrading(
-        frozenset({"m1"}), "m1", alone=False
-    )
+    cluster.marks.write_upgrading("m1", False)
     assert cluster.marks.read().upgrading == frozenset()
     assert not cluster.reports.signals()["m1"].upgrading
+
+
+def test_a_mark_written_for_a_machine_not_in_the_fleet_is_refused(cluster: Harness) -> None:
+    cluster.add_node("m1")
     for unknown in (
-        lambda: cluster.marks.mark_upgrading("m9"),
-        lambda: cluster.marks.clear_upgrading("m9"),
+        lambda: cluster.marks.write_drained("m9", START),
+        lambda: cluster.marks.write_drained("m9", None),
+        lambda: cluster.marks.write_upgrading("m9", True),
+        lambda: cluster.marks.write_policy(Policy.PACK, "m9"),
     ):
         with pytest.raises(UnknownMachine, match=r"^no machine called 'm9' in the cluster"):
-            unknown()  # type: ignore[no-untyped-call]
+            unknown()
+    assert cluster.marks.read().nodes == ("m1",)
 
 
 def test_the_last_report_of_each_machine_is_read_back_whole(cluster: Harness) -> None:

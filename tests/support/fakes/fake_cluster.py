@@ -37,17 +37,6 @@ from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.plans import PlanName
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
-from nodeau.domain.scheduling import (
-    DrainChange,
-    SettingsChange,
-    UpgradeChange,
-    change_fleet_policy,
-    clear_upgrading,
-    mark_upgrading,
-    set_machine_policy,
-)
-from nodeau.domain.scheduling import drain as drain_change
-from nodeau.domain.scheduling import undrain as undrain_change
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, ps_sentence
 from nodeau.ports.cluster import (
     BootstrapToken,
@@ -118,49 +107,18 @@ class FakeFleetMarks:
             )
         return self._cluster.nodes[machine]
 
-    def drain(self, machine: str, at: datetime) -> DrainChange:
-        marks = self.read()
+    def write_drained(self, machine: str, at: datetime | None) -> None:
         node = self._node(machine)
-        running = len(self._cluster.ledger.read().on_machine(machine))
-        change = drain_change(marks.drained, machine, running)
-        node.drained, node.drained_at = True, at
-        return change
+        node.drained, node.drained_at = at is not None, at
 
-    def undrain(self, machine: str) -> DrainChange:
-        marks = self.read()
-        node = self._node(machine)
-        change = undrain_change(marks.drained, machine)
-        node.drained, node.drained_at = False, None
-        return change
+    def write_upgrading(self, machine: str, upgrading: bool) -> None:
+        self._node(machine).upgrading = upgrading
 
-    def mark_upgrading(self, machine: str) -> UpgradeChange:
-        marks = self.read()
-        node = self._node(machine)
-        running = len(self._cluster.ledger.read().on_machine(machine))
-        change = mark_upgrading(marks.upgrading, machine, running, alone=False)
-        node.upgrading = True
-        return change
-
-    def clear_upgrading(self, machine: str) -> UpgradeChange:
-        marks = self.read()
-        node = self._node(machine)
-        change = clear_upgrading(marks.upgrading, machine, alone=False)
-        node.upgrading = False
-        return change
-
-    def set_policy(self, policy: Policy, machine: str | None = None) -> SettingsChange:
-        marks = self.read()
-        ledger = self._cluster.ledger.read()
+    def write_policy(self, policy: Policy, machine: str | None = None) -> None:
         if machine is not None:
-            node = self._node(machine)
-            change = set_machine_policy(
-                marks.settings, machine, policy, len(ledger.on_machine(machine))
-            )
-            node.policy = policy
-            return change
-        change = change_fleet_policy(marks.settings, policy, len(ledger.reservations))
-        self.fleet_policy = policy
-        return change
+            self._node(machine).policy = policy
+        else:
+            self.fleet_policy = policy
 
 
 class FakeMachineReports:

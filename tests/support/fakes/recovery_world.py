@@ -212,7 +212,7 @@ class World:
         for report in joining:
             self.cluster.reports.publish(report)
         for name in self.rng.sample(sorted(self.machines), round(shape.machines * shape.drained)):
-            self.cluster.marks.drain(name, start)
+            self.cluster.marks.write_drained(name, start)
 
     def _ask(self, ask: WorkloadAsk) -> None:
         self.asks[ask.name] = ask
@@ -425,10 +425,10 @@ class World:
     def _toggle_drain(self, now: datetime) -> None:
         name = self.rng.choice(sorted(self.machines))
         if self.cluster.nodes[name].drained:
-            self.cluster.marks.undrain(name)
+            self.cluster.marks.write_drained(name, None)
             self.say(f"{name} undrained")
         else:
-            self.cluster.marks.drain(name, now)
+            self.cluster.marks.write_drained(name, now)
             self.say(f"{name} drained")
 
     # -- the machines ----------------------------------------------------------------------

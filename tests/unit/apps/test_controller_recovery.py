@@ -154,7 +154,7 @@ def test_the_free_plans_two_machines_follow_the_work_so_a_service_can_move() -> 
 def test_a_drained_machine_is_never_a_target() -> None:
     story = Story("m1", "m2", "m3")
     story.serve()
-    story.cluster.marks.drain("m2", story.clock.now)
+    story.cluster.marks.write_drained("m2", story.clock.now)
     story.off_the_network("m1")
     seconds_until_moved(story)
     assert story.machine_of() == "m3"
