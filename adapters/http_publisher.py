@@ -150,6 +150,16 @@ class HttpPublisher:
         self._chunk_bytes = chunk_bytes
         self._stall_timeout_s = stall_timeout_s
 
+    @classmethod
+    def over_the_internet(cls) -> HttpPublisher:
+        """Following redirects (a catalog's URL may move), 30 s for a read, 10 s to connect."""
+        timeout = httpx.Timeout(30.0, connect=10.0)
+        return cls(httpx.Client(follow_redirects=True, timeout=timeout))
+
+    def close(self) -> None:
+        """Close the client's connections."""
+        self._client.close()
+
     def fetch_into(
         self, url: str, partial: PartialFile, expected: ArtifactFile, progress: FetchProgress
     ) -> Sha256:

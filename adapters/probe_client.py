@@ -15,7 +15,17 @@ from nodeau.domain.probes.common import clip
 from nodeau.domain.qualification import Capability, ProbeResult
 from nodeau.domain.tasks import Task
 
-__all__ = ["run_probe", "run_probes"]
+__all__ = ["answers_health", "run_probe", "run_probes"]
+
+HEALTH_S = 2.0  # one look at a model server's /health
+
+
+def answers_health(base_url: str) -> bool:
+    """Whether the model server at ``base_url`` says it is ready (``/health`` answers 200)."""
+    try:
+        return httpx.get(base_url + "/health", timeout=HEALTH_S, trust_env=False).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def run_probes(

@@ -12,29 +12,21 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import httpx
-
-from nodeau.apps.batch_worker import REQUEST_TIMEOUT_S, send
 from nodeau.domain.batches import (
     BatchRequest,
     result_from_line,
     result_line,
     still_to_run,
 )
-from nodeau.ports.batches import FleetBatches
+from nodeau.ports.batches import BatchSender, FleetBatches
 from nodeau.ports.errors import NodeauError
 
 EVERY_S = 0.5
 
 
-def answering(client: httpx.Client, every_s: float) -> None:
+def answering(server: BatchSender, every_s: float) -> None:
     """Wait until the model server's ``/health`` answers 200."""
-    while True:
-        try:
-            if client.get("/health", timeout=5.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
+    while not server.answering():
         time.sleep(every_s)
 
 
@@ -42,7 +34,7 @@ def run_fleet_job(
     job: str,
     requests: Sequence[BatchRequest],
     results: FleetBatches,
-    client: httpx.Client,
+    server: BatchSender,
     *,
     every_s: float = EVERY_S,
     log: Callable[[str], None] = print,
@@ -53,14 +45,14 @@ def run_fleet_job(
     left = still_to_run(requests, done)
     log(f"batch {job}: {len(left)} of {len(requests)} requests to send")
     if left:
-        answering(client, every_s)
+        answering(server, every_s)
     for request in left:
-        result = send(client, job, request)
+        result = server.send(job, request)
         retried = False
         if result.status_code is None:  # no answer: the server may have ended under it
             log(f"batch {job}: {request.custom_id}: no answer ({result.error}); once more")
-            answering(client, every_s)
-            result = send(client, job, request)
+            answering(server, every_s)
+            result = server.send(job, request)
             retried = True
         line = result_line(result)
         if retried:
@@ -71,6 +63,7 @@ def run_fleet_job(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from nodeau.adapters.batch_sender import HttpBatchSender
     from nodeau.adapters.kube.batch_results import KubeFleetBatches
     from nodeau.adapters.kube.client import connect
     from nodeau.adapters.kube.server_keys import WORKER_VARIABLE
@@ -89,16 +82,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"batch {args.job}: no BatchJob with requests to send", file=sys.stderr)
             return 2
         key = os.environ.get(WORKER_VARIABLE, "")  # its server's key (the Pod's Secret)
-        with httpx.Client(
-            base_url=args.server,
-            headers={"Authorization": f"Bearer {key}"} if key else None,
-            trust_env=False,
-            timeout=REQUEST_TIMEOUT_S,
-        ) as client:
+        server = HttpBatchSender(args.server, {"Authorization": f"Bearer {key}"} if key else None)
+        try:
             return run_fleet_job(
-                args.job, found.ask.requests, KubeFleetBatches(api), client,
+                args.job, found.ask.requests, KubeFleetBatches(api), server,
                 log=lambda line: print(line, flush=True),
             )  # fmt: skip
+        finally:
+            server.close()
     except NodeauError as exc:
         print(f"batch {args.job}: {exc.one_line()}", file=sys.stderr)
         return 1

@@ -13,42 +13,22 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-import httpx
-
 from nodeau.adapters.batch_files import JobFiles, append_result, read_requests, read_results
+from nodeau.adapters.batch_sender import HttpBatchSender
 from nodeau.adapters.llama_server import LocalServerProcesses
 from nodeau.adapters.private_files import keep_private
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.batches import finish
 from nodeau.apps.serving import WATCH_S, Supervisor
 from nodeau.apps.settings import utc_now
-from nodeau.domain.batches import BatchRequest, BatchResult, still_to_run
+from nodeau.domain.batches import still_to_run
 from nodeau.domain.restarts import KUBELET, RestartPolicy
 from nodeau.domain.workloads import WorkloadState, holds_gpu
+from nodeau.ports.batches import BatchSender
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.runtime import RunningServer, ServerProcesses
 
-REQUEST_TIMEOUT_S = 600.0
 STOP_GRACE_S = 10.0
-
-
-def send(client: httpx.Client, job: str, request: BatchRequest) -> BatchResult:
-    """One request to the model server, as its result (an error when no answer came)."""
-    rid = f"batch_req_{job}_{request.line_no}"
-    try:
-        answer = client.post(request.url, json=dict(request.body))
-    except httpx.HTTPError as exc:
-        return BatchResult(
-            id=rid, custom_id=request.custom_id, status_code=None, body=None, error=str(exc)
-        )
-    try:
-        body = answer.json()
-    except ValueError:
-        body = answer.text
-    error = None if answer.status_code < 400 else f"the model server answered {answer.status_code}"
-    return BatchResult(
-        id=rid, custom_id=request.custom_id, status_code=answer.status_code, body=body, error=error
-    )
 
 
 def serving_server(supervisor: Supervisor, every_s: float) -> RunningServer | None:
@@ -86,26 +66,27 @@ class _Watch:
         return self._server
 
 
-class _Clients:
-    """One HTTP client per model server address and key, closed together."""
+class _Senders:
+    """One sender per model server address and key (a restart has a key of its own)."""
 
-    def __init__(self) -> None:
-        self._clients: dict[tuple[str, str | None], httpx.Client] = {}
+    def __init__(self, sender: Callable[[RunningServer], BatchSender]) -> None:
+        self._sender = sender
+        self._senders: dict[tuple[str, str | None], BatchSender] = {}
 
-    def to(self, server: RunningServer) -> httpx.Client:
-        at = (server.base_url, server.api_key)  # a restart has a key of its own
-        if at not in self._clients:
-            self._clients[at] = httpx.Client(
-                base_url=server.base_url,
-                headers=server.auth_headers,
-                trust_env=False,
-                timeout=REQUEST_TIMEOUT_S,
-            )
-        return self._clients[at]
+    def to(self, server: RunningServer) -> BatchSender:
+        at = (server.base_url, server.api_key)
+        if at not in self._senders:
+            self._senders[at] = self._sender(server)
+        return self._senders[at]
 
     def close(self) -> None:
-        for client in self._clients.values():
-            client.close()
+        for sender in self._senders.values():
+            sender.close()
+
+
+def http_sender(server: RunningServer) -> BatchSender:
+    """The model server's own address, with its key."""
+    return HttpBatchSender(server.base_url, server.auth_headers)
 
 
 def run_job(
@@ -116,6 +97,7 @@ def run_job(
     processes: ServerProcesses | None = None,
     now: Callable[[], datetime] = utc_now,
     every_s: float = WATCH_S,
+    sender: Callable[[RunningServer], BatchSender] = http_sender,
 ) -> int:
     """Run job ``name`` of ``home`` to its end (0), or until it no longer holds its card (1)."""
     files = JobFiles.of(home, name)
@@ -129,7 +111,7 @@ def run_job(
         name, state=state, processes=watch, log_dir=home / "logs", now=now, policy=policy
     )
     done = [r.custom_id for r in read_results(files)]
-    clients = _Clients()
+    senders = _Senders(sender)
     watching = _Watch(supervisor, every_s)
     try:
         for request in still_to_run(read_requests(files), done):
@@ -137,7 +119,7 @@ def run_job(
             if server is None:
                 print(f"batch {name}: stopped before its end", file=sys.stderr)
                 return 1
-            result = send(clients.to(server), name, request)
+            result = senders.to(server).send(name, request)
             retried = False
             if result.status_code is None:  # no answer: the server may have ended under it
                 time.sleep(every_s)  # let its end be seen (and recorded) before looking
@@ -145,11 +127,11 @@ def run_job(
                 if server is None:
                     print(f"batch {name}: stopped before its end", file=sys.stderr)
                     return 1
-                result = send(clients.to(server), name, request)
+                result = senders.to(server).send(name, request)
                 retried = True
             append_result(files, result, retried=retried)
     finally:
-        clients.close()
+        senders.close()
     last = state.snapshot().named(name)
     if last is not None and last.server is not None and holds_gpu(last.workload.state):
         watch.stop(last.server, STOP_GRACE_S)

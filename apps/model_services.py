@@ -31,12 +31,9 @@ class ModelServices:
         return LayeredCatalogFiles(s.catalog, s.own_catalog).load()
 
     def publisher(self) -> Publisher:
-        import httpx
-
         from nodeau.adapters.http_publisher import HttpPublisher
 
-        client = httpx.Client(follow_redirects=True, timeout=httpx.Timeout(30.0, connect=10.0))
-        return HttpPublisher(client)
+        return HttpPublisher.over_the_internet()
 
     def url_for(self, entry: CatalogEntry, file: ArtifactFile) -> str:
         from nodeau.adapters.http_publisher import fetch_url

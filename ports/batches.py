@@ -1,4 +1,5 @@
-"""The port of a batch job's records on the fleet: its results, and a person's ask to stop it.
+"""The ports of batch jobs: the model server a worker sends requests to, and on the fleet
+a job's results and a person's ask to stop it.
 
 Why it is so: docs/adr/decisions/ports.md (batches.py).
 """
@@ -7,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Protocol
+
+from nodeau.domain.batches import BatchRequest, BatchResult
 
 
 class FleetBatches(Protocol):
@@ -24,4 +27,21 @@ class FleetBatches(Protocol):
     def ask_stop(self, job: str) -> bool:
         """Ask the job to stop (its spec says so; the controller ends it); False when there
         is no such job."""
+        ...
+
+
+class BatchSender(Protocol):
+    """One model server, as a batch worker sends it requests."""
+
+    def send(self, job: str, request: BatchRequest) -> BatchResult:
+        """The request's result: the server's answer (an error above 399), or an error
+        saying why no answer came."""
+        ...
+
+    def answering(self) -> bool:
+        """Whether the server's ``/health`` answers 200 now."""
+        ...
+
+    def close(self) -> None:
+        """Close its connections."""
         ...

@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-import httpx
 from attrs import frozen
 
 from nodeau.adapters.kube.resources import SERVER_IMAGE
@@ -51,7 +50,6 @@ READY_S = 180.0  # from the decision to a model server that serves
 MEMORY_S = 45.0  # for the machine's report after the probes (agents report every 10 s)
 GONE_S = 60.0  # for a deleted qualification workload to be gone
 POLL_S = 0.2
-HEALTH_S = 2.0  # one look at a model server's /health
 API_SUFFIX = "/v1"
 RUNTIME = f"llama-server (the fleet's model-server image {SERVER_IMAGE})"
 
@@ -122,6 +120,7 @@ def qualify_on_fleet(
     decide: Decide,
     clock: Callable[[], datetime],
     probe: Probe,
+    healthy: Callable[[str], bool],
     model: str,
     context_tokens: int | None,
     seed: int,
@@ -162,7 +161,7 @@ def qualify_on_fleet(
             card = _card_of(decision, reports())
             if decision.record is not None:
                 context = context or decision.record.config.context_tokens
-            address, why = _serving_address(objects, name)
+            address, why = _serving_address(objects, name, healthy)
             if address is not None:
                 key = pods.key(WorkloadKind.SERVICE, name)
                 headers = {"Authorization": f"Bearer {key}"} if key else None
@@ -258,7 +257,9 @@ def _card_of(decision: WorkloadObject, reports: Iterable[MachineReport]) -> str:
     return f"card {uuid}" if uuid else "no card"
 
 
-def _serving_address(objects: WorkloadObjects, name: str) -> tuple[str | None, str]:
+def _serving_address(
+    objects: WorkloadObjects, name: str, healthy: Callable[[str], bool]
+) -> tuple[str | None, str]:
     """The model server's base URL once the GPUService's status states it and the server
     there says it is ready (``/health``; None when it does not come to), and why not. The
     status is read again each time: the address it states is the one that counts."""
@@ -269,7 +270,7 @@ def _serving_address(objects: WorkloadObjects, name: str) -> tuple[str | None, s
         if obj is None:
             return None, f"{name} was deleted before it served"
         base = obj.endpoint.removesuffix(API_SUFFIX)
-        if base and _healthy(base):
+        if base and healthy(base):
             return base, ""
         state = obj.state
         if state in ("failed", "exited", "stopped"):
@@ -277,13 +278,6 @@ def _serving_address(objects: WorkloadObjects, name: str) -> tuple[str | None, s
         last = f"{state or last}{', not answering at ' + base if base else ''}"
         time.sleep(POLL_S)
     return None, f"its model server did not serve within {READY_S:g} s (last: {last})"
-
-
-def _healthy(base: str) -> bool:
-    try:
-        return httpx.get(base + "/health", timeout=HEALTH_S, trust_env=False).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _until_gone(objects: WorkloadObjects, name: str) -> None:

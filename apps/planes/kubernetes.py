@@ -565,7 +565,7 @@ class KubernetesPlane:
     ) -> QualificationView | Refused:
         import random
 
-        from nodeau.adapters.probe_client import run_probes
+        from nodeau.adapters.probe_client import answers_health, run_probes
         from nodeau.apps.planes.fleet_qualify import fleet_model, qualify_on_fleet
         from nodeau.apps.planes.qualification_view import qualification_view
 
@@ -579,6 +579,7 @@ class KubernetesPlane:
             decide=self._decision,
             clock=self._clock,
             probe=run_probes,
+            healthy=answers_health,
             model=model,
             context_tokens=context_tokens,
             seed=drawn,

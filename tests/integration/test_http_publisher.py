@@ -414,3 +414,20 @@ def test_a_failure_in_the_hashing_thread_reaches_the_feeder() -> None:
     with pytest.raises(MemoryError, match="no memory for the hash"), hashing:
         for _ in range(5):  # more batches than the queue holds: the worker keeps draining
             hashing.feed([b"x" * 4096])
+
+
+def test_the_publisher_nodeau_uses_follows_a_redirect_as_a_hub_answers_one(
+    publisher: LocalPublisher, tmp_path: Path
+) -> None:
+    """A hub answers a model's URL with a redirect to where its bytes are (Hugging Face's
+    ``resolve`` URLs do); the publisher ``nodeau models pull`` builds follows it."""
+    target = publisher.serve("/cdn/model.gguf", DATA)
+    url = publisher.serve("/resolve/model.gguf", b"", moved_to=target)
+    over_http = HttpPublisher.over_the_internet()
+    try:
+        got = fetch(over_http, url, tmp_path / "model.gguf")
+    finally:
+        over_http.close()
+    assert got == EXPECTED.sha256
+    assert (tmp_path / "model.gguf").read_bytes() == DATA
+    assert [r.path for r in publisher.requests] == ["/resolve/model.gguf", "/cdn/model.gguf"]

@@ -16,7 +16,7 @@ import pytest
 from attrs import evolve
 from starlette.responses import Response
 
-from nodeau.adapters.probe_client import run_capabilities, run_probes
+from nodeau.adapters.probe_client import answers_health, run_capabilities, run_probes
 from nodeau.domain.probes import probes_for
 from nodeau.domain.qualification import Capability, ProbeOutcome
 from nodeau.domain.tasks import Task
@@ -112,3 +112,11 @@ def test_a_server_slower_than_the_time_out_fails_the_probe() -> None:
         (result,) = run_capabilities(url, [Capability.CHAT], MODEL, random.Random(0), timeout_s=0.2)
     assert result.outcome is ProbeOutcome.FAILED
     assert "no answer within 0.2 s" in result.answered
+
+
+def test_a_server_is_ready_only_when_its_health_answers_200(good_url: str) -> None:
+    """What a qualification on the fleet waits for before its first probe."""
+    with running_upstream(MinimalUpstream()) as no_health:  # a 404 at /health
+        assert answers_health(no_health) is False
+    assert answers_health(good_url) is True
+    assert answers_health(f"http://127.0.0.1:{free_port()}") is False  # nothing listens

@@ -46,7 +46,7 @@ from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import BatchAsk, BatchSubmitted, RunAsk, Started
 from nodeau.apps.serving import Supervisor
 from nodeau.apps.settings import settings_from
-from nodeau.domain.batches import BatchRequest
+from nodeau.domain.batches import BatchRequest, BatchResult
 from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.restarts import RestartPolicy
 from nodeau.domain.tasks import Task
@@ -530,20 +530,31 @@ def test_a_batch_job_whose_server_dies_mid_run_resumes_and_answers_each_request_
     first = parts.record("job").server
     assert first is not None
 
-    real_send = batch_worker.send
     killed: list[str] = []
 
-    def send(client: httpx.Client, job: str, request: BatchRequest) -> Any:
-        if request.custom_id == "r3" and not killed:
-            killed.append(request.custom_id)
-            kill(first, signal.SIGKILL)  # the server ends as this request goes out
-        return real_send(client, job, request)
+    class KillingFirst:
+        """The real sender, killing the first server as request r3 goes out."""
 
-    monkeypatch.setattr(batch_worker, "send", send)
+        def __init__(self, server: RunningServer) -> None:
+            self.real = batch_worker.http_sender(server)
+
+        def send(self, job: str, request: BatchRequest) -> BatchResult:
+            if request.custom_id == "r3" and not killed:
+                killed.append(request.custom_id)
+                kill(first, signal.SIGKILL)  # the server ends as this request goes out
+            return self.real.send(job, request)
+
+        def answering(self) -> bool:
+            return self.real.answering()
+
+        def close(self) -> None:
+            self.real.close()
+
     fast = RestartPolicy(first_delay=timedelta(seconds=0.2), max_delay=timedelta(seconds=1))
     code = batch_worker.run_job(
-        "job", parts.settings.home, policy=fast, now=lambda: datetime.now(UTC), every_s=0.1
-    )
+        "job", parts.settings.home, policy=fast, now=lambda: datetime.now(UTC), every_s=0.1,
+        sender=KillingFirst,
+    )  # fmt: skip
     assert code == 0
     lines = list(plane.batch_results("job"))
     assert sorted(str(line["custom_id"]) for line in lines) == [f"r{n}" for n in range(1, 9)]

@@ -71,6 +71,7 @@ class StubBackend:
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/embeddings", self._embeddings, methods=["POST"]),
             Route("/v1/rerank", self._rerank, methods=["POST"]),
+            Route("/health", lambda _: JSONResponse({"status": "ok"})),  # as llama-server's
         ]
         return Starlette(routes=routes)
 

@@ -40,6 +40,7 @@ class Faults:
     status: int | None = None  # answer this status with a short body instead
     ignore_range: bool = False  # answer 200 and the whole body even to a Range request
     send_length: bool = True  # False: no Content-Length, the body ends at connection close
+    moved_to: str | None = None  # answer 302 with this Location (a hub's CDN does)
 
     def __attrs_post_init__(self) -> None:
         if self.cut_after is not None and self.stall_after is not None:
@@ -119,6 +120,12 @@ class _Handler(BaseHTTPRequestHandler):
         faults = served.faults
         if faults.status is not None:
             self._short(faults.status, "injected failure")
+            return
+        if faults.moved_to is not None:
+            self.send_response(302)
+            self.send_header("Location", faults.moved_to)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         answer = _answer(served.size, None if faults.ignore_range else wanted)
         self.send_response(answer.status)
