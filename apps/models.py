@@ -21,10 +21,11 @@ from nodeau.domain.aliases import (
     import_under_alias,
     record_artifact,
 )
+from nodeau.domain.allowances import Allowances
 from nodeau.domain.artifacts import Artifact, ArtifactFile, Sha256
 from nodeau.domain.cache import CachedFile
 from nodeau.domain.catalog import Catalog, CatalogEntry, find_entry
-from nodeau.domain.memory import Allowances, MeasuredTable
+from nodeau.domain.memory import MeasuredTable
 from nodeau.domain.model_info import ModelInfo, ModelSummary, model_info
 from nodeau.domain.qualification import (
     Capability,

@@ -6,21 +6,20 @@ Nothing here runs at import time; commands call these functions lazily, so
 
 from __future__ import annotations
 
-import platform
+import os
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from importlib.resources import files
 from pathlib import Path
 from types import MappingProxyType
 
 from attrs import field, frozen
 
-from nodeau.domain.memory import GIB, Allowances
+from nodeau.domain.allowances import Allowances
 from nodeau.ports.errors import SettingsError
 
 DEFAULT_PUBLISHER = "https://huggingface.co"
-DEFAULT_RESERVE = 2 * GIB
+DEFAULT_RESERVE = 2 * 1024**3  # 2 GiB
 
 
 @frozen(kw_only=True)
@@ -82,8 +81,9 @@ def data_home(env: Mapping[str, str], platform: str = sys.platform) -> Path:
 
 
 def shipped_catalog() -> Path:
-    """The catalog document installed with Nodeau."""
-    return Path(str(files("nodeau.apps").joinpath("catalog.json")))
+    """The catalog document installed with Nodeau, beside this module (package data; a
+    file on disk, since model servers and the controller are given its path)."""
+    return Path(__file__).with_name("catalog.json")
 
 
 def settings_from(env: Mapping[str, str]) -> Settings:
@@ -95,7 +95,7 @@ def settings_from(env: Mapping[str, str]) -> Settings:
         )
     return Settings(
         home=data_home(env),
-        machine=env.get("NODEAU_MACHINE") or platform.node() or "localhost",
+        machine=env.get("NODEAU_MACHINE") or os.uname().nodename or "localhost",
         catalog=Path(env["NODEAU_CATALOG"]) if env.get("NODEAU_CATALOG") else shipped_catalog(),
         publisher_url=env.get("NODEAU_PUBLISHER_URL") or DEFAULT_PUBLISHER,
         reserve_bytes=int(reserve) if reserve else DEFAULT_RESERVE,

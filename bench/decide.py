@@ -39,11 +39,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from nodeau.domain.admission import AdmissionRequest  # noqa: E402
+from nodeau.domain.allowances import Allowances  # noqa: E402
 from nodeau.domain.free_cards import FreeCards  # noqa: E402
 from nodeau.domain.hardware import Fleet, Gpu, Machine  # noqa: E402
 from nodeau.domain.memory import (  # noqa: E402
     GIB,
-    Allowances,
     Architecture,
     MeasuredTable,
     RuntimeConfig,

@@ -28,7 +28,8 @@ from gguf import GGUFValueType, Keys
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.llama_server import LlamaServerRuntime
 from nodeau.adapters.nvml_inventory import NvmlGpuInventory
-from nodeau.domain.memory import MIB, Allowances, CacheType, RuntimeConfig, estimate_peak
+from nodeau.domain.allowances import Allowances
+from nodeau.domain.memory import MIB, CacheType, RuntimeConfig, estimate_peak
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import ServerSpec
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from attrs import field, frozen
 
+from nodeau.domain.allowances import Allowances
 from nodeau.domain.checks import not_negative, positive
 from nodeau.domain.tasks import Task, produces_embeddings
 
@@ -131,15 +132,6 @@ class RuntimeConfig:
             f"batch={self.batch},ubatch={self.ubatch},k={self.cache_type_k.value},"
             f"v={self.cache_type_v.value},fa={'on' if self.flash_attention else 'off'}"
         )
-
-
-@frozen(kw_only=True)
-class Allowances:
-    """What is added on top of the model's own terms: the runtime and a safety margin."""
-
-    runtime_footprint_bytes: int = field(validator=not_negative, default=512 * MIB)
-    margin_percent: int = field(validator=not_negative, default=10)
-    margin_floor_bytes: int = field(validator=not_negative, default=256 * MIB)
 
 
 @frozen(kw_only=True)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from attrs import field, frozen
 
+from nodeau.domain.allowances import Allowances
 from nodeau.domain.checks import not_negative
 from nodeau.domain.memory import (
-    Allowances,
     Architecture,
     MeasuredKey,
     MeasuredTable,

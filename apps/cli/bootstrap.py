@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.planes.plane import Plane
+    from nodeau.apps.planes.workload_view import WorkloadView
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.hardware import MachineReading
     from nodeau.domain.model_server import ServerAbilities
@@ -163,6 +164,18 @@ def entitlement_verifier(trusted_keys: Mapping[str, bytes] | None = None) -> Ent
     from nodeau.adapters.entitlement_keys import PRODUCTION_KEYS
 
     return Ed25519EntitlementVerifier(PRODUCTION_KEYS if trusted_keys is None else trusted_keys)
+
+
+def workloads() -> tuple[WorkloadView, ...]:
+    """What ``nodeau ps`` lists on the plane this command acts on; on one machine, without
+    building the plane (its listing is all ``ps`` needs, and the plane imports every
+    command's views)."""
+    if plane_choice().kubernetes:
+        return plane().workloads()
+    from nodeau.apps.planes.machine_workloads import MachineWorkloads
+
+    s = settings()
+    return MachineWorkloads(s, LazyMachineParts(s), utc_now).views()
 
 
 def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:

@@ -103,7 +103,7 @@ def connect_on(
     state = bootstrap.cloud_state(s.home)
     cloud = bootstrap.nodeau_cloud(target, settings.timeout_s, state, utc_now)
     installation = Installation(
-        installation_id=on.plan().installation_id,
+        installation_id=on.plans.in_force().installation_id,
         machine=s.machine,
         plane="kubernetes" if kubernetes else "machine",
         version=bootstrap.version(),

@@ -43,7 +43,7 @@ def show(*, json: bool = False) -> int:
 
 def show_on(on: Plane, *, json: bool = False) -> int:
     """``nodeau plan`` on ``on``."""
-    view = on.plan()
+    view = on.plans.in_force()
     print(to_json(view) if json else "\n".join(plan_lines(view)))
     return 0
 
@@ -75,7 +75,7 @@ def install_on(on: Plane, file: Path, *, json: bool = False) -> int:
             document = f.read(MAX_READ)
     except OSError as exc:
         raise SettingsError(f"cannot read {file}: {exc.strerror or exc}") from exc
-    outcome = on.install_plan(document, str(file))
+    outcome = on.plans.install(document, str(file))
     if json:
         print(to_json(outcome))
     elif outcome.installed:
@@ -90,7 +90,7 @@ def remove() -> int:
     """Remove the installed entitlement: new decisions use the free Home plan."""
     from nodeau.apps.cli.bootstrap import plane
 
-    print(plane().remove_plan())
+    print(plane().plans.remove())
     return 0
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from nodeau.apps.cli.render import table, to_json
 
 if TYPE_CHECKING:
-    from nodeau.apps.planes.plane import WorkloadView
+    from nodeau.apps.planes.workload_view import WorkloadView
 
 HEADERS = ("NAME", "KIND", "MODEL", "MACHINE", "GPU", "STATE", "ENDPOINT", "NOW")  # -o wide
 NARROW = ("NAME", "KIND", "MODEL", "MACHINE", "GPU", "STATE")
@@ -30,9 +30,9 @@ def fast_json(argv: Sequence[str]) -> bool | None:
 
 def ps(*, json: bool = False, output: Literal["wide"] | None = None) -> int:
     """What ``nodeau ps`` prints, however it is reached (its options: ``serving.ps``)."""
-    from nodeau.apps.cli.bootstrap import plane
+    from nodeau.apps.cli.bootstrap import workloads
 
-    views = plane().workloads()
+    views = workloads()
     if json:
         print(to_json(views))
         return 0

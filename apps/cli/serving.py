@@ -18,13 +18,8 @@ from nodeau.apps.cli.render import size, table, to_json
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from nodeau.apps.planes.plane import (
-        FleetListing,
-        MachineView,
-        RunOutcome,
-        Started,
-        WorkloadView,
-    )
+    from nodeau.apps.planes.plane import FleetListing, MachineView, RunOutcome, Started
+    from nodeau.apps.planes.workload_view import WorkloadView
     from nodeau.domain.refusals import Refusal
 
 service_app = App(name="service", help="Explain a service's admission.")

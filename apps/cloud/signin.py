@@ -110,7 +110,7 @@ def connect(
     installed = (
         None
         if entitlement is None
-        else plane.install_plan(entitlement, f"the entitlement from Nodeau Cloud ({base_url})")
+        else plane.plans.install(entitlement, f"the entitlement from Nodeau Cloud ({base_url})")
     )
     return Connected(association=association, entitlement=installed)
 

@@ -12,6 +12,7 @@ from attrs import evolve, field, frozen
 from returns.result import Failure, Result, Success
 
 from nodeau.domain.admission import AdmissionRequest
+from nodeau.domain.allowances import Allowances
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog, catalog_claims
 from nodeau.domain.decision import Asked
@@ -20,7 +21,7 @@ from nodeau.domain.free_cards import FreeCards
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
 from nodeau.domain.limits import RequestShape
-from nodeau.domain.memory import Allowances, MeasuredTable, Prediction, predictor
+from nodeau.domain.memory import MeasuredTable, Prediction, predictor
 from nodeau.domain.model_info import ModelSummary, runtime_config
 from nodeau.domain.model_server import server_exclusions
 from nodeau.domain.organisation import Organisation, Spending, check_shape

@@ -31,9 +31,9 @@ from nodeau.apps.planes.plane import (
     Plane,
     PlanView,
     RecoveryListing,
-    WorkloadView,
 )
 from nodeau.apps.planes.status_rows import StatusRow
+from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.domain.hardware import MachineReading
 from nodeau.ports.errors import NodeauError
 
@@ -202,7 +202,7 @@ def read_views(
     copy_listing: CopyListing | None = r.read("copies", plane.copies)
     recovering: RecoveryListing | None = r.read("recovery", plane.recovery)
     qualified: Sequence[ModelQualification] | None = r.read("qualification", qualifications)
-    plan: PlanView | None = r.read("plan", lambda: plane.plan(advance=False))
+    plan: PlanView | None = r.read("plan", lambda: plane.plans.in_force(advance=False))
     served: tuple[Traffic, ...] | None = r.read("traffic", lambda: read_traffic(workloads or ()))
     found = alerts(
         machines=machines, workloads=workloads, copies=copy_listing, files=files, plan=plan

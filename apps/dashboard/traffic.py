@@ -12,7 +12,7 @@ import httpx
 from attrs import frozen
 from prometheus_client.parser import text_string_to_metric_families
 
-from nodeau.apps.planes.plane import WorkloadView
+from nodeau.apps.planes.workload_view import WorkloadView
 
 TIMEOUT_S = 1.0
 HEADERS = ("NAME", "REQUESTS", "FAILED", "MEAN TIME", "COMPLETION TOKENS", "TOKENS/S")

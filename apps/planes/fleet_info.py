@@ -15,9 +15,9 @@ from nodeau.apps.models import (
 )
 from nodeau.apps.planes.fleet_qualify import AmbiguousModel, FleetModel, fleet_model
 from nodeau.apps.planes.info_view import THIS_MACHINE, ModelInfoView, info_view, unread_view
+from nodeau.domain.allowances import Allowances
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog, catalog_claims
-from nodeau.domain.memory import Allowances
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.qualification import capability_states, qualified_line
 from nodeau.ports.cluster import MachineReport, QualificationRecords

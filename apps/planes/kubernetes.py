@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from attrs import evolve, frozen
@@ -15,6 +16,7 @@ from attrs import evolve, frozen
 from nodeau.adapters.kube.batch_results import RESULTS_LABEL
 from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL
 from nodeau.adapters.record_json import unpack
+from nodeau.apps.planes.plan import Plans
 from nodeau.apps.planes.plane import (
     BatchAsk,
     BatchOutcome,
@@ -28,8 +30,6 @@ from nodeau.apps.planes.plane import (
     LogsUnavailable,
     MachineView,
     OrganisationView,
-    PlanInstall,
-    PlanView,
     QualificationUnavailable,
     QualificationView,
     RecoveryListing,
@@ -39,9 +39,9 @@ from nodeau.apps.planes.plane import (
     Started,
     Undecided,
     UpgradeMark,
-    WorkloadView,
 )
 from nodeau.apps.planes.recovery import choice_of, fleet_listing, refuse_batch
+from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.domain import scheduling
 from nodeau.domain.batches import batch_counts, result_from_line
 from nodeau.domain.catalog import Catalog
@@ -906,21 +906,6 @@ class KubernetesPlane:
         verifier = compiled_in_verifier() if self._verifier is None else self._verifier
         return self._cluster.entitlements, verifier
 
-    def plan(self, *, advance: bool = True) -> PlanView:
-        from nodeau.apps.planes.plan import plan_in_force
-
-        return plan_in_force(
-            self.description, *self._entitlements(), self._clock(), advance=advance
-        )
-
-    def install_plan(self, document: bytes, source: str) -> PlanInstall:
-        from nodeau.apps.planes.plan import install
-
-        self._permit("install-plan")
-        return install(self.description, *self._entitlements(), document, source, self._clock())
-
-    def remove_plan(self) -> str:
-        from nodeau.apps.planes.plan import remove
-
-        self._permit("install-plan")
-        return remove(self._entitlements()[0], self._clock())
+    @cached_property
+    def plans(self) -> Plans:
+        return Plans(self.description, self._entitlements, self._clock, self._permit)

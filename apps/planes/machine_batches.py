@@ -85,7 +85,8 @@ def submit(
         finish(parts.state, ask.name, WorkloadState.FAILED, clock())
         raise
     write_meta(files, {**read_meta(files), "worker_pid": pid})
-    from nodeau.apps.planes.machine import reservation_source, workload_view
+    from nodeau.apps.planes.machine import reservation_source
+    from nodeau.apps.planes.machine_workloads import workload_view
 
     now = clock()
     return BatchSubmitted(

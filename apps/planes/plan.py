@@ -5,6 +5,7 @@ Why it is so: docs/adr/decisions/apps-planes.md (plan.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from nodeau.apps.planes.plane import PlanInstall, PlanView
@@ -136,3 +137,32 @@ def remove(store: EntitlementStore, now: datetime) -> str:
         f"Removed the entitlement from {where}: new decisions use the free Home plan;"
         " nothing already serving is stopped."
     )
+
+
+class Plans:
+    """``PlanCommands`` on either plane: ``entitlements`` gives its store and verifier
+    (each plane keeps the entitlement where it keeps its state), ``permit`` refuses a
+    person who may not install or remove one."""
+
+    def __init__(
+        self,
+        plane: str,
+        entitlements: Callable[[], tuple[EntitlementStore, EntitlementVerifier]],
+        clock: Callable[[], datetime],
+        permit: Callable[[str], None],
+    ) -> None:
+        self._plane = plane
+        self._entitlements = entitlements
+        self._clock = clock
+        self._permit = permit
+
+    def in_force(self, *, advance: bool = True) -> PlanView:
+        return plan_in_force(self._plane, *self._entitlements(), self._clock(), advance=advance)
+
+    def install(self, document: bytes, source: str) -> PlanInstall:
+        self._permit("install-plan")
+        return install(self._plane, *self._entitlements(), document, source, self._clock())
+
+    def remove(self) -> str:
+        self._permit("install-plan")
+        return remove(self._entitlements()[0], self._clock())

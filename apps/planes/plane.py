@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from attrs import frozen
 
+from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays light
@@ -24,23 +25,6 @@ if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays ligh
     from nodeau.domain.runs import Asked
     from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
-
-
-@frozen(kw_only=True)
-class WorkloadView:
-    """One row of ``nodeau ps``: a workload holding a card (or, on a fleet, asking for one)."""
-
-    name: str
-    kind: str  # "service" or "batch"
-    model: str
-    machine: str | None
-    gpu: str | None
-    simulated: bool
-    state: str
-    since: datetime | None
-    endpoint: str | None  # the OpenAI-compatible base URL a client uses
-    sentence: str
-    on_cpu: bool = False  # asked with --cpu: its card is held, its model runs on the CPU
 
 
 @frozen(kw_only=True)
@@ -376,6 +360,27 @@ class Explanation:
     checks: tuple[CheckView, ...]
 
 
+class PlanCommands(Protocol):
+    """The plan of one plane: the entitlement in force, installing one, removing it."""
+
+    def in_force(self, *, advance: bool = True) -> PlanView:
+        """The plan in force: the installed entitlement's terms if it can be accepted, else
+        the Home plan's with the reason; advances the clock anchor unless ``advance`` is
+        False (a reader that only shows it)."""
+        ...
+
+    def install(self, document: bytes, source: str) -> PlanInstall:
+        """Keep ``document`` (read from ``source``) as this plane's entitlement if it can be
+        accepted now; a document that cannot is refused with its reason and nothing is
+        replaced."""
+        ...
+
+    def remove(self) -> str:
+        """Remove the installed entitlement (new decisions use the Home plan; nothing
+        serving stops); what was done."""
+        ...
+
+
 class Plane(Protocol):
     """Everything the CLI does with workloads and machines, on one plane."""
 
@@ -498,21 +503,9 @@ class Plane(Protocol):
         machine's cache, or every machine of a fleet as its agent last reported it."""
         ...
 
-    def plan(self, *, advance: bool = True) -> PlanView:
-        """The plan in force: the installed entitlement's terms if it can be accepted, else
-        the Home plan's with the reason; advances the clock anchor unless ``advance`` is
-        False (a reader that only shows it)."""
-        ...
-
-    def install_plan(self, document: bytes, source: str) -> PlanInstall:
-        """Keep ``document`` (read from ``source``) as this plane's entitlement if it can be
-        accepted now; a document that cannot is refused with its reason and nothing is
-        replaced."""
-        ...
-
-    def remove_plan(self) -> str:
-        """Remove the installed entitlement (new decisions use the Home plan; nothing
-        serving stops); what was done."""
+    @property
+    def plans(self) -> PlanCommands:
+        """``nodeau plan``: the entitlement in force here, installing one, removing it."""
         ...
 
     def organisation(self) -> OrganisationView:

@@ -10,13 +10,8 @@ from datetime import datetime, timedelta
 
 from attrs import evolve
 
-from nodeau.apps.planes.plane import (
-    LastRecoveryView,
-    NotAService,
-    RecoveryListing,
-    RecoveryView,
-    WorkloadView,
-)
+from nodeau.apps.planes.plane import LastRecoveryView, NotAService, RecoveryListing, RecoveryView
+from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.domain.records import Event, WorkloadRecord
 from nodeau.domain.recovery import with_recovery
 from nodeau.domain.recovery_choice import recovery_change

@@ -102,7 +102,7 @@ def test_sign_in_registers_this_installation_and_installs_its_entitlement(
     with running_fake_cloud(fake) as url:
         assert connect(url) == 0
     out = capsys.readouterr().out.splitlines()
-    installation = plane().plan().installation_id
+    installation = plane().plans.in_force().installation_id
     assert (
         out[0] == f"To connect, open {url}/device?user_code=WDJB-MJHT and enter the code WDJB-MJHT"
     )
@@ -122,7 +122,7 @@ def test_sign_in_registers_this_installation_and_installs_its_entitlement(
         }
     ]
     # the plan is the entitlement's, verified offline like any other
-    now = plane().plan()
+    now = plane().plans.in_force()
     assert (now.plan, now.reason, now.source) == ("pro", "accepted", f"{home}/entitlement.json")
 
     shown = status()
@@ -165,7 +165,7 @@ def test_sign_in_registers_this_installation_and_installs_its_entitlement(
 def test_a_bad_entitlement_from_the_cloud_is_refused_and_the_plan_is_unchanged(
     home: Path, capsys: pytest.CaptureFixture[str], give: object, reason: str
 ) -> None:
-    before = plane().plan()
+    before = plane().plans.in_force()
     fake = FakeCloud(give)  # type: ignore[arg-type]
     with running_fake_cloud(fake) as url:
         assert connect(url) == 2
@@ -173,7 +173,7 @@ def test_a_bad_entitlement_from_the_cloud_is_refused_and_the_plan_is_unchanged(
     assert f"The entitlement from Nodeau Cloud was not installed ({reason})." in said.out
     assert said.err.startswith(f"nodeau: entitlement.{reason}: ")
     assert "the plan in force is unchanged" in said.err
-    after = plane().plan()
+    after = plane().plans.in_force()
     assert (after.plan, after.reason, after.source) == (before.plan, "none-present", None)
     assert not (home / "entitlement.json").exists()
     assert status()["connected"] is True  # signed in all the same
@@ -203,7 +203,7 @@ def test_sign_in_during_an_outage_keeps_nothing_and_status_says_the_call_failed(
     assert shown["connected"] is False
     [failed] = shown["calls"]  # type: ignore[misc]
     assert failed["purpose"] == "sign-in" and why[outage] in failed["failure"]
-    assert plane().plan().reason == "none-present"
+    assert plane().plans.in_force().reason == "none-present"
     text = status_text(bootstrap.settings())
     assert "Nodeau Cloud: not connected (off: nothing reaches out)" in text
     assert "calls: 1 (1 failed)" in text
@@ -279,12 +279,12 @@ def test_connecting_a_fleet_opens_no_listener_and_disconnect_keeps_a_valid_plan(
             f"Disconnected from Nodeau Cloud at {url}: the association and its credential"
             " are forgotten, and nothing reaches out any more."
         )
-        assert fake.disconnects == [plane().plan().installation_id]
+        assert fake.disconnects == [plane().plans.in_force().installation_id]
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert status()["connected"] is False
     assert status()["totals"]["calls"] >= 5  # type: ignore[index]  # the record stays
     # the entitlement stays, and applies exactly while it verifies offline
-    assert plane().plan().reason == "accepted"
+    assert plane().plans.in_force().reason == "accepted"
     s = bootstrap.settings()
     later = datetime.now(UTC) + timedelta(days=30 + 15)
     expired = MachinePlane(
@@ -293,7 +293,7 @@ def test_connecting_a_fleet_opens_no_listener_and_disconnect_keeps_a_valid_plan(
         lambda: later,
         verifier=bootstrap.entitlement_verifier(trusted(KEY_ID)),
     )
-    assert (expired.plan().plan, expired.plan().reason) == ("home", "expired")
+    assert (expired.plans.in_force().plan, expired.plans.in_force().reason) == ("home", "expired")
 
 
 def test_disconnect_while_the_cloud_is_down_forgets_all_the_same(

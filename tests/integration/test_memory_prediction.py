@@ -33,7 +33,8 @@ from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.llama_server import free_port, server_command
 from nodeau.adapters.runtime_buffers import ReportedBuffers, reported_buffers
 from nodeau.adapters.runtime_estimate import RuntimeEstimate, runtime_estimate
-from nodeau.domain.memory import MIB, Allowances, RuntimeConfig, estimate_peak
+from nodeau.domain.allowances import Allowances
+from nodeau.domain.memory import MIB, RuntimeConfig, estimate_peak
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import ServerSpec
 from tests.support.builders.tiny_gguf import write_tiny_llama

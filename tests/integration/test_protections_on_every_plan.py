@@ -38,7 +38,7 @@ def outcomes(home: Path, plan: PlanName, monkeypatch: pytest.MonkeyPatch) -> dic
     monkeypatch.setenv("NODEAU_SIMULATED_GPUS", "1 x 1 GiB")
     monkeypatch.setenv("NODEAU_DISK_RESERVE_BYTES", "0")
     plane = bootstrap.plane(trusted_keys=trusted())
-    installation = plane.plan().installation_id
+    installation = plane.plans.in_force().installation_id
     now = datetime.now(UTC)
     signed = document(
         installation,
@@ -48,8 +48,8 @@ def outcomes(home: Path, plan: PlanName, monkeypatch: pytest.MonkeyPatch) -> dic
         issued_at=now - timedelta(days=1),
     )
     if plan is not PlanName.HOME:
-        assert plane.install_plan(signed, "plan.json").installed
-    assert plane.plan().plan == plan.value
+        assert plane.plans.install(signed, "plan.json").installed
+    assert plane.plans.in_force().plan == plan.value
     found: dict[str, object] = {}
 
     # admission: a context too large for the 1 GiB card is refused, with the same figures
@@ -85,7 +85,7 @@ def outcomes(home: Path, plan: PlanName, monkeypatch: pytest.MonkeyPatch) -> dic
     # integrity: an entitlement changed by one byte is refused, whatever is installed
     # (one byte of the signed payload: the expiry's year, so the document still parses and only
     # the signature can tell; a byte flipped at random may instead break the base64 or JSON)
-    refused = plane.install_plan(tampered_expiry(signed), "tampered.json")
+    refused = plane.plans.install(tampered_expiry(signed), "tampered.json")
     found["tampered entitlement"] = (refused.installed, refused.plan.reason)
     return found
 

@@ -19,8 +19,8 @@ from nodeau.apps.planes.plane import (
     MachineView,
     PlanView,
     RecoveryListing,
-    WorkloadView,
 )
+from nodeau.apps.planes.workload_view import WorkloadView
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 GIB = 1024**3
@@ -108,7 +108,7 @@ class FakePlane:
 
     def __init__(self, **views: Any) -> None:
         self.views = views
-        self.plan_advanced: list[bool] = []  # ``advance`` of each plan() call
+        self.plan_advanced: list[bool] = []  # ``advance`` of each plans.in_force() call
 
     def _give(self, name: str) -> Any:
         value = self.views[name]
@@ -131,7 +131,11 @@ class FakePlane:
     def recovery(self) -> RecoveryListing:
         return cast(RecoveryListing, self._give("recovery"))
 
-    def plan(self, *, advance: bool = True) -> PlanView:
+    @property
+    def plans(self) -> FakePlane:
+        return self  # the one plan command a board reads: in_force
+
+    def in_force(self, *, advance: bool = True) -> PlanView:
         self.plan_advanced.append(advance)
         return cast(PlanView, self._give("plan"))
 

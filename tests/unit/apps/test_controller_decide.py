@@ -23,10 +23,11 @@ from nodeau.apps.controller.decide import (
     unproved_refusal,
 )
 from nodeau.apps.controller.decide import decider as controller_decider
+from nodeau.domain.allowances import Allowances
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.hardware import Fleet, Gpu, Machine
 from nodeau.domain.health import Health, MachineHealth, Signal
-from nodeau.domain.memory import GIB, MIB, Allowances, MeasuredKey, MeasuredTable, Measurement
+from nodeau.domain.memory import GIB, MIB, MeasuredKey, MeasuredTable, Measurement
 from nodeau.domain.model_info import runtime_config
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE, HOME

@@ -30,13 +30,13 @@ def on_team_plan() -> Plane:
     plane = bootstrap.plane(trusted_keys=trusted())
     now = datetime.now(UTC)
     signed = document(
-        plane.plan().installation_id,
+        plane.plans.in_force().installation_id,
         plan=PlanName.TEAM,
         not_before=now - timedelta(days=1),
         not_after=now + timedelta(days=90),
         issued_at=now - timedelta(days=1),
     )
-    assert plane.install_plan(signed, "team.json").installed
+    assert plane.plans.install(signed, "team.json").installed
     return plane
 
 
@@ -62,7 +62,7 @@ def test_an_admin_installs_a_policy_on_a_team_plan_and_it_binds_at_once(home: Pa
     with pytest.raises(NotAllowed):
         plane.remove_organisation()
     with pytest.raises(NotAllowed):
-        plane.remove_plan()  # installing or removing a plan is an admin's action too
+        plane.plans.remove()  # installing or removing a plan is an admin's action too
     assert plane.organisation().role == "viewer"
 
 

@@ -57,7 +57,7 @@ def test_the_whole_path_through_the_composition_root(
     home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plane: Plane = bootstrap.plane(trusted_keys=trusted(KEY_ID, NEXT_KEY_ID))
-    first = plane.plan()
+    first = plane.plans.in_force()
     assert (first.plan, first.reason, first.source) == ("home", "none-present", None)
     installation = first.installation_id
 
@@ -83,20 +83,20 @@ def test_the_whole_path_through_the_composition_root(
     assert err.startswith("nodeau: entitlement.other-installation: ")
     assert "issued for installation inst-elsewhere, not this one" in err
     assert err.rstrip().endswith("nothing was replaced, and the plan in force is unchanged.")
-    assert plane.plan().plan == "pro"
+    assert plane.plans.in_force().plan == "pro"
 
-    assert plane.remove_plan() == (
+    assert plane.plans.remove() == (
         f"Removed the entitlement from {home}/entitlement.json: new decisions use the free"
         " Home plan; nothing already serving is stopped."
     )
-    assert (plane.plan().plan, plane.plan().reason) == ("home", "none-present")
-    assert plane.plan().installation_id == installation
+    assert (plane.plans.in_force().plan, plane.plans.in_force().reason) == ("home", "none-present")
+    assert plane.plans.in_force().installation_id == installation
 
 
 def test_the_compiled_in_keys_refuse_a_test_key(home: Path, tmp_path: Path) -> None:
     plane = bootstrap.plane()
-    doc = write(tmp_path, "pro.json", current(plane.plan().installation_id))
-    outcome = plane.install_plan(doc.read_bytes(), str(doc))
+    doc = write(tmp_path, "pro.json", current(plane.plans.in_force().installation_id))
+    outcome = plane.plans.install(doc.read_bytes(), str(doc))
     assert (outcome.installed, outcome.plan.reason) == (False, "unknown-key")
     assert not (home / "entitlement.json").exists()
 
@@ -113,23 +113,23 @@ def test_expiry_warns_then_keeps_the_terms_through_the_grace_then_home(home: Pat
     start = datetime(2025, 1, 1, tzinfo=UTC)
     clock = Clock(start + timedelta(days=10))
     plane = machine_plane(home, clock)
-    doc = document(plane.plan().installation_id, issued_at=start, not_before=start)
-    assert plane.install_plan(doc, "pro.json").installed
+    doc = document(plane.plans.in_force().installation_id, issued_at=start, not_before=start)
+    assert plane.plans.install(doc, "pro.json").installed
     expiry = start + timedelta(days=365)
 
     clock.now = expiry - timedelta(days=29)
-    ahead = plane.plan()
+    ahead = plane.plans.in_force()
     assert (ahead.plan, ahead.reason) == ("pro", "accepted")
     assert ahead.warning is not None and ahead.warning.startswith("The Pro entitlement expires at")
     assert f"warning: {ahead.warning}" in plan_lines(ahead)
 
     clock.now = expiry + timedelta(days=13)
-    grace = plane.plan()
+    grace = plane.plans.in_force()
     assert (grace.plan, grace.grace_until) == ("pro", expiry + timedelta(days=14))
     assert grace.warning is not None and "expired at" in grace.warning
 
     clock.now = expiry + timedelta(days=14)
-    over = plane.plan()
+    over = plane.plans.in_force()
     assert (over.plan, over.reason, over.warning) == ("home", "expired", None)
 
 
@@ -137,11 +137,11 @@ def test_a_clock_moved_back_is_detected_from_the_stored_anchor_and_said(home: Pa
     start = datetime(2025, 1, 1, tzinfo=UTC)
     clock = Clock(start + timedelta(days=100))
     plane = machine_plane(home, clock)
-    doc = document(plane.plan().installation_id, issued_at=start, not_before=start)
-    assert plane.install_plan(doc, "pro.json").installed
+    doc = document(plane.plans.in_force().installation_id, issued_at=start, not_before=start)
+    assert plane.plans.install(doc, "pro.json").installed
 
     clock.now = start + timedelta(days=50)  # back 50 days: still inside the window
-    view = plane.plan()
+    view = plane.plans.in_force()
     assert (view.plan, view.reason, view.clock_moved_back) == ("home", "clock-moved-back", True)
     assert view.sentence.startswith(f"The clock reads {clock.now.isoformat()}, more than 24")
     assert view.clock_anchor == start + timedelta(days=100)
@@ -151,4 +151,4 @@ def test_a_clock_moved_back_is_detected_from_the_stored_anchor_and_said(home: Pa
     )
     # the anchor did not move back with the clock; a right clock again is accepted
     clock.now = start + timedelta(days=100, hours=1)
-    assert plane.plan().plan == PlanName.PRO.value
+    assert plane.plans.in_force().plan == PlanName.PRO.value

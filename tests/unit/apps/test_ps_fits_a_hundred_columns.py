@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from nodeau.apps.cli.ps_command import HEADERS, narrow, row, short_gpu
 from nodeau.apps.cli.render import table
-from nodeau.apps.planes.plane import WorkloadView
+from nodeau.apps.planes.workload_view import WorkloadView
 
 UUID = "GPU-2c3ba94a-dcfc-5b93-9543-2e6eb24c6d0b"
 LONG = "smollm2-135m-instruct-q4-1"  # the README's own model, named after it

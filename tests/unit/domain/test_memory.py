@@ -7,10 +7,10 @@ from attrs import evolve
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodeau.domain.allowances import Allowances
 from nodeau.domain.memory import (
     GIB,
     MIB,
-    Allowances,
     Architecture,
     CacheType,
     MeasuredKey,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from attrs import evolve
 
+from nodeau.domain.allowances import Allowances
 from nodeau.domain.memory import (
-    Allowances,
     MeasuredKey,
     MeasuredTable,
     Measurement,

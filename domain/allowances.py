@@ -1,0 +1,21 @@
+"""What admission adds on top of a model's own memory terms: the runtime and a margin.
+
+Why it is so: docs/adr/decisions/domain.md (allowances.py).
+"""
+
+from __future__ import annotations
+
+from attrs import field, frozen
+
+from nodeau.domain.checks import not_negative
+
+MIB = 1024 * 1024  # the same unit as nodeau.domain.memory.MIB
+
+
+@frozen(kw_only=True)
+class Allowances:
+    """What is added on top of the model's own terms: the runtime and a safety margin."""
+
+    runtime_footprint_bytes: int = field(validator=not_negative, default=512 * MIB)
+    margin_percent: int = field(validator=not_negative, default=10)
+    margin_floor_bytes: int = field(validator=not_negative, default=256 * MIB)
