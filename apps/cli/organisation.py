@@ -35,7 +35,7 @@ def show(*, json: bool = False) -> int:
     """
     from nodeau.apps.cli.bootstrap import plane
 
-    view = plane().organisation()
+    view = plane().organisation.view()
     print(to_json(view) if json else "\n".join(organisation_lines(view)))
     return 0
 
@@ -57,7 +57,7 @@ def install(file: Path, /) -> int:
             document = f.read(MAX_READ)
     except OSError as exc:
         raise SettingsError(f"cannot read {file}: {exc.strerror or exc}") from exc
-    print(plane().install_organisation(document, str(file)))
+    print(plane().organisation.install(document, str(file)))
     return 0
 
 
@@ -66,7 +66,7 @@ def remove() -> int:
     """Remove the installed policy (an admin's action): no roles, limits or quotas apply."""
     from nodeau.apps.cli.bootstrap import plane
 
-    print(plane().remove_organisation())
+    print(plane().organisation.remove())
     return 0
 
 

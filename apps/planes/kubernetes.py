@@ -16,6 +16,7 @@ from attrs import evolve, frozen
 from nodeau.adapters.kube.batch_results import RESULTS_LABEL
 from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL
 from nodeau.adapters.record_json import unpack
+from nodeau.apps.planes.organisation import Organisations
 from nodeau.apps.planes.plan import Plans
 from nodeau.apps.planes.plane import (
     BatchAsk,
@@ -29,7 +30,6 @@ from nodeau.apps.planes.plane import (
     GpuView,
     LogsUnavailable,
     MachineView,
-    OrganisationView,
     QualificationUnavailable,
     QualificationView,
     RecoveryListing,
@@ -405,38 +405,29 @@ class KubernetesPlane:
             if o.record is None or holds_gpu(o.record.workload.state)
         )
 
-    def organisation(self) -> OrganisationView:
-        from nodeau.apps.planes.organisation import organisation_view
-
+    def _who(self) -> Requester:
+        """Who asks; a NotOnTheFleetYet on a connection made without it."""
         requester = self._requester()
         if requester is None:
             raise NotOnTheFleetYet("this connection to the fleet was made without who you are")
-        return organisation_view(self.description, self._policy(), requester, self._spent())
+        return requester
 
-    def install_organisation(self, document: bytes, source: str) -> str:
-        from nodeau.apps.planes.organisation import install_organisation
+    @cached_property
+    def organisation(self) -> Organisations:
         from nodeau.apps.planes.plan import status_in_force
 
-        requester = self._requester()
-        if requester is None:
-            raise NotOnTheFleetYet("this connection to the fleet was made without who you are")
-        terms = status_in_force(*self._entitlements(), self._clock()).terms
-        return install_organisation(self._policy(), requester, terms, document, source)
-
-    def remove_organisation(self) -> str:
-        from nodeau.apps.planes.organisation import remove_organisation
-
-        requester = self._requester()
-        if requester is None:
-            raise NotOnTheFleetYet("this connection to the fleet was made without who you are")
-        return remove_organisation(self._policy(), requester)
+        return Organisations(
+            self.description,
+            self._policy,
+            self._who,
+            lambda: status_in_force(*self._entitlements(), self._clock()).terms,
+            self._spent,
+        )
 
     def explain_run(self, ask: RunAsk) -> Explanation:
         from nodeau.apps.planes.fleet_explain import explain_on_fleet
 
-        requester = self._requester()
-        if requester is None:
-            raise NotOnTheFleetYet("this connection to the fleet was made without who you are")
+        requester = self._who()
         self._policy()  # a connection made without the policy says so
         return explain_on_fleet(
             plane=self.description, ask=ask, user=requester.user, found=self._checks(ask, requester)

@@ -17,6 +17,7 @@ from nodeau.apps.planes.machine_workloads import (
     MachineWorkloads,
     workload_view,
 )
+from nodeau.apps.planes.organisation import Organisations
 from nodeau.apps.planes.plan import Plans
 from nodeau.apps.planes.plane import (
     BatchAsk,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.models import Resolved
     from nodeau.apps.planes.info_view import ModelInfoView
-    from nodeau.apps.planes.plane import Explanation, OrganisationView
+    from nodeau.apps.planes.plane import Explanation
     from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.apps.serving import Rules, RunRequest
     from nodeau.domain.catalog import Catalog
@@ -309,25 +310,17 @@ class MachinePlane:
             requester=self._requester(),
         )
 
-    def organisation(self) -> OrganisationView:
-        from nodeau.apps.planes.organisation import organisation_view
+    @cached_property
+    def organisation(self) -> Organisations:
         from nodeau.domain.records import spending
 
-        return organisation_view(
-            PLANE, self._policy(), self._requester(), spending(self._records())
+        return Organisations(
+            PLANE,
+            self._policy,
+            self._requester,
+            self._plan_terms,
+            lambda: spending(self._records()),
         )
-
-    def install_organisation(self, document: bytes, source: str) -> str:
-        from nodeau.apps.planes.organisation import install_organisation
-
-        return install_organisation(
-            self._policy(), self._requester(), self._plan_terms(), document, source
-        )
-
-    def remove_organisation(self) -> str:
-        from nodeau.apps.planes.organisation import remove_organisation
-
-        return remove_organisation(self._policy(), self._requester())
 
     def explain_run(self, ask: RunAsk) -> Explanation:
         from nodeau.apps.planes.machine_explain import explain_run

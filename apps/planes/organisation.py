@@ -5,7 +5,7 @@ Why it is so: docs/adr/decisions/apps-planes.md (organisation.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from returns.result import Failure
 
@@ -111,3 +111,35 @@ def remove_organisation(policy: OrganisationPolicy, who: Requester) -> str:
         f"Removed the organisation's policy from {policy.where}: no roles, limits or quotas "
         "apply to new requests; nothing running was stopped."
     )
+
+
+class Organisations:
+    """``OrganisationCommands`` on either plane: each gives its policy, who asks (a plane
+    that cannot say raises), the plan's terms and what is held now."""
+
+    def __init__(
+        self,
+        plane: str,
+        policy: Callable[[], OrganisationPolicy],
+        requester: Callable[[], Requester],
+        terms: Callable[[], PlanTerms],
+        spent: Callable[[], Iterable[Spending]],
+    ) -> None:
+        self._plane = plane
+        self._policy = policy
+        self._requester = requester
+        self._terms = terms
+        self._spent = spent
+
+    def view(self) -> OrganisationView:
+        who = self._requester()
+        return organisation_view(self._plane, self._policy(), who, self._spent())
+
+    def install(self, document: bytes, source: str) -> str:
+        who = self._requester()
+        terms = self._terms()
+        return install_organisation(self._policy(), who, terms, document, source)
+
+    def remove(self) -> str:
+        who = self._requester()
+        return remove_organisation(self._policy(), who)

@@ -381,6 +381,22 @@ class PlanCommands(Protocol):
         ...
 
 
+class OrganisationCommands(Protocol):
+    """The organisation's policy on one plane."""
+
+    def view(self) -> OrganisationView:
+        """The organisation's policy in force and who is asking."""
+        ...
+
+    def install(self, document: bytes, source: str) -> str:
+        """Install a policy document (an admin's, on a plan that includes it); what was done."""
+        ...
+
+    def remove(self) -> str:
+        """Remove the policy (an admin's); what was done."""
+        ...
+
+
 class Plane(Protocol):
     """Everything the CLI does with workloads and machines, on one plane."""
 
@@ -508,16 +524,10 @@ class Plane(Protocol):
         """``nodeau plan``: the entitlement in force here, installing one, removing it."""
         ...
 
-    def organisation(self) -> OrganisationView:
-        """The organisation's policy in force and who is asking."""
-        ...
-
-    def install_organisation(self, document: bytes, source: str) -> str:
-        """Install a policy document (an admin's, on a plan that includes it); what was done."""
-        ...
-
-    def remove_organisation(self) -> str:
-        """Remove the installed policy (an admin's); what was done."""
+    @property
+    def organisation(self) -> OrganisationCommands:
+        """``nodeau organisation``: the policy in force and who asks, installing one,
+        removing it."""
         ...
 
     def explain_run(self, ask: RunAsk) -> Explanation:

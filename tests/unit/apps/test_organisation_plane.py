@@ -42,36 +42,36 @@ def on_team_plan() -> Plane:
 
 def test_an_admin_installs_a_policy_on_a_team_plan_and_it_binds_at_once(home: Path) -> None:
     plane = on_team_plan()
-    me = plane.organisation().user
+    me = plane.organisation.view().user
     policy = {"roles": {"admin": [me]}, "everyone": "viewer", "contact": "#gpu"}
-    said = plane.install_organisation(json.dumps(policy).encode(), "policy.json")
+    said = plane.organisation.install(json.dumps(policy).encode(), "policy.json")
     kept = home / "organisation.json"
     assert said == f"Installed the organisation's policy from policy.json, kept in {kept}."
-    shown = plane.organisation()
+    shown = plane.organisation.view()
     assert (shown.configured, shown.role, shown.roles["admin"]) == (True, "admin", (me,))
 
     # a policy that makes its installer a viewer is installed, and says what it means
     demote = {"everyone": "viewer"}
-    said = plane.install_organisation(json.dumps(demote).encode(), "demote.json")
+    said = plane.organisation.install(json.dumps(demote).encode(), "demote.json")
     assert said.endswith(
         f"note: under it you ({me}) are viewer, and only an admin can change it again."
     )
     with pytest.raises(NotAllowed) as refused:
-        plane.install_organisation(json.dumps(policy).encode(), "policy.json")
+        plane.organisation.install(json.dumps(policy).encode(), "policy.json")
     assert refused.value.refusal.code.value == "permission.role-may-not"
     with pytest.raises(NotAllowed):
-        plane.remove_organisation()
+        plane.organisation.remove()
     with pytest.raises(NotAllowed):
         plane.plans.remove()  # installing or removing a plan is an admin's action too
-    assert plane.organisation().role == "viewer"
+    assert plane.organisation.view().role == "viewer"
 
 
 def test_a_document_that_does_not_read_is_refused_and_replaces_nothing(home: Path) -> None:
     plane = on_team_plan()
-    plane.install_organisation(b'{"everyone": "admin"}', "ok.json")
+    plane.organisation.install(b'{"everyone": "admin"}', "ok.json")
     with pytest.raises(OrganisationError, match="everyone: 'root' is not a role"):
-        plane.install_organisation(b'{"everyone": "root"}', "bad.json")
-    assert plane.organisation().everyone == "admin"
-    assert plane.remove_organisation().startswith("Removed the organisation's policy")
-    assert plane.organisation().configured is False
-    assert plane.remove_organisation().startswith("No organisation policy is installed")
+        plane.organisation.install(b'{"everyone": "root"}', "bad.json")
+    assert plane.organisation.view().everyone == "admin"
+    assert plane.organisation.remove().startswith("Removed the organisation's policy")
+    assert plane.organisation.view().configured is False
+    assert plane.organisation.remove().startswith("No organisation policy is installed")
