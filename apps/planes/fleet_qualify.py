@@ -13,7 +13,6 @@ from datetime import datetime
 
 from attrs import frozen
 
-from nodeau.adapters.kube.resources import SERVER_IMAGE
 from nodeau.apps.models import UnknownModel
 from nodeau.apps.planes.plane import Refused, Undecided
 from nodeau.apps.qualify import Probe, not_started
@@ -51,7 +50,6 @@ MEMORY_S = 45.0  # for the machine's report after the probes (agents report ever
 GONE_S = 60.0  # for a deleted qualification workload to be gone
 POLL_S = 0.2
 API_SUFFIX = "/v1"
-RUNTIME = f"llama-server (the fleet's model-server image {SERVER_IMAGE})"
 
 Decide = Callable[[WorkloadKind, str, float], "WorkloadObject | Refused | Undecided"]
 
@@ -121,13 +119,14 @@ def qualify_on_fleet(
     clock: Callable[[], datetime],
     probe: Probe,
     healthy: Callable[[str], bool],
+    runtime: str,
     model: str,
     context_tokens: int | None,
     seed: int,
     wait_s: float = 60.0,
 ) -> QualificationEvidence | Refused:
     """Qualify ``model`` on the fleet: its evidence (also kept in the cluster), or the
-    refusal that stopped it."""
+    refusal that stopped it. ``runtime`` names the model server the evidence is of."""
     found = fleet_model(model, reports())
     plan = qualification_plan(found.summary.architecture.name)
     name = "qualify-" + found.artifact[:12]
@@ -185,7 +184,7 @@ def qualify_on_fleet(
     evidence = QualificationEvidence(
         artifact_id=Sha256(hex=found.artifact),
         gpu_model=card,
-        runtime=RUNTIME,
+        runtime=runtime,
         at=clock(),
         context_tokens=context,
         memory=tuple(memory),
@@ -193,7 +192,7 @@ def qualify_on_fleet(
         seed=seed,
     )
     records.record_evidence(evidence)
-    for measured in card_measurements(evidence, note=f"qualification on the fleet, {RUNTIME}"):
+    for measured in card_measurements(evidence, note=f"qualification on the fleet, {runtime}"):
         records.record_measurement(measured)
     return evidence
 

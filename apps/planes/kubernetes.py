@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from attrs import evolve, frozen
 
 from nodeau.adapters.kube.batch_results import RESULTS_LABEL
-from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL
+from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.adapters.record_json import unpack
 from nodeau.apps.planes.organisation import Organisations
 from nodeau.apps.planes.plan import Plans
@@ -571,6 +571,7 @@ class KubernetesPlane:
             clock=self._clock,
             probe=run_probes,
             healthy=answers_health,
+            runtime=f"llama-server (the fleet's model-server image {SERVER_IMAGE})",
             model=model,
             context_tokens=context_tokens,
             seed=drawn,
