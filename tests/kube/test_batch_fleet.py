@@ -24,8 +24,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,7 +49,7 @@ from tests.support.real.kube_apply import (
 from tests.support.real.kube_cluster import Cluster
 from tests.support.real.kube_controller import add_machine, gpu_uuid
 from tests.support.real.kube_nodes import wait_for
-from tests.support.real.kubelet import beside, ended
+from tests.support.real.kubelet import ended, running_pods
 from tests.support.real.llama import llama_server_binary
 from tests.support.real.real_models import sha256_of
 
@@ -129,33 +127,16 @@ def kubelet_stand_in(
     api: Any, binary: Path, logs: Path, kubeconfig: Path
 ) -> Iterator[dict[str, Containers]]:
     """Runs the containers of every batch Pod KWOK has running, until the Pod goes."""
-    running: dict[str, Containers] = {}
     core = client.CoreV1Api(api)
 
-    def watch(stop: threading.Event) -> None:
-        try:
-            while not stop.is_set():
-                listed = core.list_namespaced_pod(r.NAMESPACE).items
-                now = {
-                    p.metadata.uid: p
-                    for p in listed
-                    if p.metadata.name.startswith("batch-")
-                    and p.metadata.deletion_timestamp is None
-                }
-                for uid in [u for u in running if u not in now]:
-                    running[uid].end()
-                    del running[uid]
-                for uid, pod in now.items():
-                    if uid not in running and pod.status.phase == "Running":
-                        running[uid] = Containers(api, pod, binary, logs, kubeconfig)
-                for containers in running.values():
-                    containers.tend()
-                time.sleep(0.1)
-        finally:
-            for containers in running.values():
-                containers.end()
+    def pods() -> list[Any]:
+        listed = core.list_namespaced_pod(r.NAMESPACE).items
+        return [p for p in listed if p.metadata.name.startswith("batch-")]
 
-    with beside(watch):
+    def start(pod: Any) -> Containers:
+        return Containers(api, pod, binary, logs, kubeconfig)
+
+    with running_pods(pods, start, Containers.end, Containers.tend, every_s=0.1) as running:
         yield running
 
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -45,7 +43,7 @@ from tests.support.real.cli import Cli
 from tests.support.real.kube_cluster import Cluster
 from tests.support.real.kube_controller import add_machine, report
 from tests.support.real.kube_stand_in import point_pod_at, serve_pod
-from tests.support.real.kubelet import beside, ended
+from tests.support.real.kubelet import ended, running_pods
 from tests.support.real.llama import llama_server_binary
 from tests.support.real.real_models import SMOLLM2, fetch, sha256_of
 
@@ -73,24 +71,7 @@ def kubelet_stand_in(api: Any, binary: Path, logs: Path) -> Iterator[list[list[s
         point_pod_at(core, pod, STAND_IN)
         return process
 
-    def watch(stop: threading.Event) -> None:
-        running: dict[str, subprocess.Popen[bytes]] = {}
-        try:
-            while not stop.is_set():
-                now = {
-                    p.metadata.uid: p for p in pods(api) if p.metadata.deletion_timestamp is None
-                }
-                for uid in [u for u in running if u not in now]:
-                    ended(running.pop(uid))
-                for uid, pod in now.items():
-                    if uid not in running and pod.status.phase == "Running":
-                        running[uid] = serve(pod)
-                time.sleep(0.2)
-        finally:
-            for process in running.values():
-                ended(process)
-
-    with beside(watch):
+    with running_pods(lambda: pods(api), serve, ended):
         yield ran
 
 

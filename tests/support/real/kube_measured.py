@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -39,7 +38,7 @@ from tests.support.fakes.fake_nvml import FakeNvml
 from tests.support.real.kube_cluster import Cluster
 from tests.support.real.kube_nodes import create_kwok_nodes
 from tests.support.real.kube_stand_in import point_pod_at, serve_pod
-from tests.support.real.kubelet import beside, ended
+from tests.support.real.kubelet import ended, running_pods
 from tests.support.real.llama import llama_server_binary
 
 MACHINE = "m1"
@@ -153,24 +152,5 @@ def kubelet_and_nvml(api: Any, machine: Machine, logs: Path) -> Iterator[list[tu
         ended(process)
         machine.off_card(process.pid)
 
-    def watch(stop: threading.Event) -> None:
-        running: dict[str, subprocess.Popen[bytes]] = {}
-        try:
-            while not stop.is_set():
-                now_ = {
-                    p.metadata.uid: p
-                    for p in qualification_pods(api)
-                    if p.metadata.deletion_timestamp is None
-                }
-                for uid in [u for u in running if u not in now_]:
-                    end(running.pop(uid))
-                for uid, pod in now_.items():
-                    if uid not in running and pod.status.phase == "Running":
-                        running[uid] = serve(pod)
-                time.sleep(0.2)
-        finally:
-            for process in running.values():
-                end(process)
-
-    with beside(watch):
+    with running_pods(lambda: qualification_pods(api), serve, end):
         yield served

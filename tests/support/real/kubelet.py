@@ -2,7 +2,8 @@
 
 ``ended`` stops a container's process as a kubelet does: SIGTERM, a grace period, SIGKILL.
 ``beside`` runs a watch loop on a thread for a with-block, and raises what it raised there,
-with its traceback, instead of as a warning in whichever test runs next.
+with its traceback, instead of as a warning in whichever test runs next. ``running_pods``
+is the loop: start what a Pod runs once it runs, end it once the Pod goes.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 GRACE_S = 30.0  # a Pod's terminationGracePeriodSeconds by default
+
+T = TypeVar("T")
 
 
 def ended(process: subprocess.Popen[Any], grace_s: float = GRACE_S) -> int:
@@ -53,3 +57,36 @@ def beside(watch: Callable[[threading.Event], None]) -> Iterator[None]:
         if raised:
             raise raised[0]
         assert not thread.is_alive(), "the kubelet stand-in did not stop"
+
+
+@contextmanager
+def running_pods(
+    pods: Callable[[], Iterable[Any]],
+    start: Callable[[Any], T],
+    end: Callable[[T], None],
+    tend: Callable[[T], None] = lambda _: None,
+    every_s: float = 0.2,
+) -> Iterator[dict[str, T]]:
+    """For each Pod ``pods()`` lists that runs (KWOK says so) and is not being deleted:
+    ``start(pod)`` once, ``tend`` it at every look, ``end`` it once the Pod goes, and end
+    every one left when the block ends. Yields what runs, by Pod UID."""
+    running: dict[str, T] = {}
+
+    def watch(stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                now = {p.metadata.uid: p for p in pods() if p.metadata.deletion_timestamp is None}
+                for uid in [u for u in running if u not in now]:
+                    end(running.pop(uid))
+                for uid, pod in now.items():
+                    if uid not in running and pod.status.phase == "Running":
+                        running[uid] = start(pod)
+                for each in running.values():
+                    tend(each)
+                time.sleep(every_s)
+        finally:
+            for each in running.values():
+                end(each)
+
+    with beside(watch):
+        yield running
