@@ -15,6 +15,7 @@ from attrs import evolve
 
 from nodeau.apps.planes.machine_workloads import (
     MachineWorkloads,
+    WorkloadParts,
     workload_view,
 )
 from nodeau.apps.planes.organisation import Organisations
@@ -66,8 +67,7 @@ if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
     from nodeau.ports.organisation import Identity, OrganisationPolicy
-    from nodeau.ports.runtime import HomeServers, ModelRuntime, RunningServer
-    from nodeau.ports.state import StateStore
+    from nodeau.ports.runtime import RunningServer
 
 PLANE = "one machine (state in SQLite, no Kubernetes)"
 LOG_LINES = 50  # ``nodeau logs`` without --lines
@@ -78,8 +78,9 @@ NO_COPIES = (
 )
 
 
-class MachineParts(Protocol):
-    """The adapters the plane uses, each built when first asked for."""
+class MachineParts(WorkloadParts, Protocol):
+    """The adapters the plane uses, each built when first asked for: what listing the
+    workloads uses, and these."""
 
     @property
     def models(self) -> ModelServices: ...
@@ -88,34 +89,15 @@ class MachineParts(Protocol):
     def inventory(self) -> GpuInventory: ...
 
     @property
-    def state(self) -> StateStore: ...
-
-    @property
     def marks(self) -> SchedulingMarks: ...
 
     @property
-    def runtime(self) -> ModelRuntime:
-        """The model server that starts workloads (a SettingsError when none is found)."""
-        ...
-
-    @property
     def server(self) -> ServerAbilities:
-        """What that model server can use, as it says (a SettingsError when none is found)."""
-        ...
-
-    @property
-    def processes(self) -> HomeServers:
-        """What stops a recorded model server by its process, whichever runtime made it:
-        stopping needs no model server installed."""
+        """What the model server can use, as it says (a SettingsError when none is found)."""
         ...
 
     @property
     def endpoints(self) -> Endpoints: ...
-
-    def endpoint_listens(self, port: int) -> bool:
-        """Whether the loopback endpoint on ``port`` accepts connections now; cheap, for
-        ``ps`` asks it of every service it lists (no service manager is asked)."""
-        ...
 
 
 def workload_name(asked: str | None, resolved: Resolved) -> str:

@@ -28,12 +28,20 @@ class WorkloadParts(Protocol):
     def state(self) -> StateStore: ...
 
     @property
-    def runtime(self) -> ModelRuntime: ...
+    def runtime(self) -> ModelRuntime:
+        """The model server that starts workloads (a SettingsError when none is found)."""
+        ...
 
     @property
-    def processes(self) -> HomeServers: ...
+    def processes(self) -> HomeServers:
+        """What stops a recorded model server by its process, whichever runtime made it:
+        stopping needs no model server installed."""
+        ...
 
-    def endpoint_listens(self, port: int) -> bool: ...
+    def endpoint_listens(self, port: int) -> bool:
+        """Whether the loopback endpoint on ``port`` accepts connections now; cheap, for
+        ``ps`` asks it of every service it lists (no service manager is asked)."""
+        ...
 
 
 def endpoint_url(record: WorkloadRecord) -> str | None:
