@@ -11,7 +11,6 @@ from nodeau.apps.model_services import ModelServices
 from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
 from nodeau.domain.catalog import (
     ArchitectureSummary,
-    Catalog,
     CatalogEntry,
     listing_problem,
     own_entry,
@@ -36,12 +35,9 @@ def add_to_catalog(
 ) -> CatalogEntry:
     """Add the entry for ``path`` (published as ``repo``'s ``file_path`` at ``revision``) to
     the home's own catalog file; ModelError with one line when it cannot be added."""
-    from nodeau.adapters.catalog_file import JsonCatalogFile
-    from nodeau.adapters.hashing import hash_file
-
     summary = models.inspector.inspect(path)  # a malformed file is refused here
     try:
-        digest: Sha256 = hash_file(path)
+        digest: Sha256 = models.sha256_of(path)
         size = path.stat().st_size
         file = ArtifactFile(path=file_path or path.name, size_bytes=size, sha256=digest)
         entry = CuratedEntry(
@@ -68,10 +64,8 @@ def add_to_catalog(
     made = own_entry(entry, about, proved)
     if isinstance(made, str):
         raise ModelError(made)
-    own = JsonCatalogFile(models.settings.own_catalog)
-    kept = own.load() if models.settings.own_catalog.exists() else Catalog()
-    updated = with_entry(kept, made)
+    updated = with_entry(models.own_catalog(), made)
     if isinstance(updated, str):  # listed in the own file, so in force too: seen above
         raise CatalogError(updated)
-    own.save(updated)
+    models.keep_own_catalog(updated)
     return made

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from pathlib import Path
 
 from attrs import frozen
 
 from nodeau.apps.settings import Settings, utc_now
-from nodeau.domain.artifacts import ArtifactFile
+from nodeau.domain.artifacts import ArtifactFile, Sha256
 from nodeau.domain.catalog import Catalog, CatalogEntry
 from nodeau.ports.models import FetchProgress, ModelInspector, ModelStore, Publisher
 from nodeau.ports.registry import ArtifactRegistry
@@ -29,6 +30,25 @@ class ModelServices:
         if s.own_catalog == s.catalog:
             return JsonCatalogFile(s.catalog).load()
         return LayeredCatalogFiles(s.catalog, s.own_catalog).load()
+
+    def own_catalog(self) -> Catalog:
+        """The home's own entries (``models catalog add``'s): none before the first."""
+        from nodeau.adapters.catalog_file import JsonCatalogFile
+
+        own = self.settings.own_catalog
+        return JsonCatalogFile(own).load() if own.exists() else Catalog()
+
+    def keep_own_catalog(self, catalog: Catalog) -> None:
+        """Write ``catalog`` as the home's own entries."""
+        from nodeau.adapters.catalog_file import JsonCatalogFile
+
+        JsonCatalogFile(self.settings.own_catalog).save(catalog)
+
+    def sha256_of(self, path: Path) -> Sha256:
+        """The SHA-256 of the file at ``path`` (OSError when it cannot be read)."""
+        from nodeau.adapters.hashing import hash_file
+
+        return hash_file(path)
 
     def publisher(self) -> Publisher:
         from nodeau.adapters.http_publisher import HttpPublisher
