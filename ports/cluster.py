@@ -91,6 +91,11 @@ class Conflict(ClusterRefused):
 class UnknownMachine(ClusterError):
     """No machine (Node) by that name in the cluster."""
 
+    @classmethod
+    def named(cls, machine: str) -> UnknownMachine:
+        """The error for ``machine``, saying where the machines are listed."""
+        return cls(f"no machine called {machine!r} in the cluster; nodeau fleet list lists them")
+
 
 class TokenError(ClusterError):
     """The cluster would not take a bootstrap token."""

@@ -71,9 +71,7 @@ def _patch_node(api: Any, node: str, labels: dict[str, Any], annotations: dict[s
         with api_errors(f"mark Node {node}"):
             _core(api).patch_node(node, body, _request_timeout=REQUEST_TIMEOUT)
     except NotFound as exc:
-        raise UnknownMachine(
-            f"no machine called {node!r} in the cluster; nodeau fleet list lists them"
-        ) from exc
+        raise UnknownMachine.named(node) from exc
 
 
 def write_drained(api: Any, node: str, at: datetime | None) -> None:

@@ -680,9 +680,7 @@ class KubernetesPlane:
     def _marked(self, node: str) -> MarkedFleet:
         marks = self._cluster.marks.read()
         if node not in marks.nodes:
-            raise UnknownMachine(
-                f"no machine called {node!r} in the cluster; nodeau fleet list lists them"
-            )
+            raise UnknownMachine.named(node)
         return marks
 
     def drain(self, node: str) -> str:
@@ -832,9 +830,7 @@ class KubernetesPlane:
 
         port = self._copy_requests()
         if machine not in self._cluster.marks.read().nodes:
-            raise UnknownMachine(
-                f"no machine called {machine!r} in the cluster; nodeau fleet list lists them"
-            )
+            raise UnknownMachine.named(machine)
         reports = self._cluster.reports.read().reports
         requests = port.requests()
         target = resolve_target(model, reports, catalog, requests)

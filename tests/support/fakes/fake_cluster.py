@@ -102,9 +102,7 @@ class FakeFleetMarks:
 
     def _node(self, machine: str) -> _Node:
         if machine not in self._cluster.nodes:
-            raise UnknownMachine(
-                f"no machine called {machine!r} in the cluster; nodeau fleet list lists them"
-            )
+            raise UnknownMachine.named(machine)
         return self._cluster.nodes[machine]
 
     def write_drained(self, machine: str, at: datetime | None) -> None:
