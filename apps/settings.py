@@ -16,10 +16,11 @@ from types import MappingProxyType
 from attrs import field, frozen
 
 from nodeau.domain.allowances import Allowances
+from nodeau.domain.units import GIB
 from nodeau.ports.errors import SettingsError
 
 DEFAULT_PUBLISHER = "https://huggingface.co"
-DEFAULT_RESERVE = 2 * 1024**3  # 2 GiB
+DEFAULT_RESERVE = 2 * GIB
 
 
 @frozen(kw_only=True)

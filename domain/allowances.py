@@ -8,8 +8,7 @@ from __future__ import annotations
 from attrs import field, frozen
 
 from nodeau.domain.checks import not_negative
-
-MIB = 1024 * 1024  # the same unit as nodeau.domain.memory.MIB
+from nodeau.domain.units import MIB
 
 
 @frozen(kw_only=True)

@@ -14,10 +14,9 @@ from attrs import field, frozen
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.checks import not_negative, positive
 from nodeau.domain.tasks import Task, produces_embeddings
-
-KIB = 1024
-MIB = 1024 * KIB
-GIB = 1024 * MIB
+from nodeau.domain.units import GIB as GIB  # noqa: PLC0414  (given here too)
+from nodeau.domain.units import KIB as KIB  # noqa: PLC0414
+from nodeau.domain.units import MIB as MIB  # noqa: PLC0414
 
 KV_CELL_PADDING = 256
 MASK_ROW_PADDING = 64  # llama.cpp pads the mask's rows (micro-batch tokens) to this

@@ -43,7 +43,7 @@ from nodeau.apps.settings import Settings
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.errors import NodeauError, SettingsError
 
-if TYPE_CHECKING:  # imported where used, so that ``ps`` stays light
+if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from pathlib import Path
 
     from nodeau.apps.endpoint_services import Endpoints
