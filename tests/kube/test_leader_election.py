@@ -149,7 +149,10 @@ def test_exactly_one_controller_leads_and_only_it_writes(
     assert any(w.startswith("gpuservices/chat-a/status@") for w in mine["managed"])
     assert any(w.startswith("pods/") for w in mine["managed"])
     assert writes_by(cluster, standby) == {"managed": set(), "events": set(), "decided": set()}
-    assert f"controller {standby} stands by ({leader} leads)" in log_of(pair, standby)
+    wait_for(  # it may have said "(no one leads)" before the leader took the Lease
+        lambda: f"controller {standby} stands by ({leader} leads)" in log_of(pair, standby),
+        "the standby names the leader", 30,
+    )  # fmt: skip
 
 
 def test_a_killed_leaders_standby_takes_over_and_decides(
