@@ -311,7 +311,9 @@ def test_one_fetch_at_a_time_the_other_waits_and_says_behind_what(world: World) 
 def test_taking_the_request_back_stops_the_fetch_and_deletes_nothing(
     world: World, tmp_path: Path
 ) -> None:
-    QWEN.serve(world.publisher, stall_after=256 * KIB, stall_s=1.0)
+    # stalled past the client's stall timeout: the withdrawal is seen on the resumed fetch's
+    # first bytes, however long this test takes to withdraw
+    QWEN.serve(world.publisher, stall_after=256 * KIB, stall_s=30.0)
     world.copy(QWEN)
     world.settle(lambda: world.state(QWEN) == "fetching", "qwen fetching")
     said = world.plane.withdraw_copy("qwen", MACHINE, world.catalog)
