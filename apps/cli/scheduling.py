@@ -26,7 +26,7 @@ def drain(*, node: str) -> int:
     """
     from nodeau.apps.cli.bootstrap import plane
 
-    print(plane().drain(node))
+    print(plane().machines.drain(node))
     return 0
 
 
@@ -41,7 +41,7 @@ def undrain(*, node: str) -> int:
     """
     from nodeau.apps.cli.bootstrap import plane
 
-    print(plane().undrain(node))
+    print(plane().machines.undrain(node))
     return 0
 
 
@@ -59,5 +59,5 @@ def policy(choice: Literal["pack", "spread"], /, *, node: str | None = None) -> 
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.domain.placement import Policy
 
-    print(plane().set_policy(Policy(choice), node))
+    print(plane().machines.set_policy(Policy(choice), node))
     return 0

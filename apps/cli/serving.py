@@ -18,7 +18,8 @@ from nodeau.apps.cli.render import size, table, to_json
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from nodeau.apps.planes.plane import FleetListing, MachineView, RunOutcome, Started
+    from nodeau.apps.machines.commands import FleetListing, MachineView
+    from nodeau.apps.planes.plane import RunOutcome, Started
     from nodeau.apps.planes.workload_view import WorkloadView
     from nodeau.domain.refusals import Refusal
 
@@ -337,7 +338,7 @@ def fleet_list(*, json: bool = False) -> int:
     """
     from nodeau.apps.cli.bootstrap import plane
 
-    listing = plane().machines()
+    listing = plane().machines.listing()
     if json:
         print(to_json(listing))
         return 0

@@ -30,6 +30,6 @@ def upgrade(
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.render import to_json
 
-    marked = plane().mark_upgrading(node, upgrading=not done)
+    marked = plane().machines.mark_upgrading(node, upgrading=not done)
     print(to_json(marked) if json else marked.sentence)
     return 0

@@ -30,7 +30,7 @@ from nodeau.ports.errors import NodeauError
 
 def report(plane: Plane, cloud: NodeauCloud, association: Association, now: datetime) -> None:
     """Send one report of the plane's machines and workloads."""
-    machines = [attrs.asdict(m) for m in plane.machines().machines]
+    machines = [attrs.asdict(m) for m in plane.machines.listing().machines]
     workloads = [attrs.asdict(w) for w in plane.workloads()]
     body = metadata_report(association.installation_id, machines, workloads, now)
     cloud.send_report(association, body)
@@ -41,9 +41,9 @@ def carry_out(plane: Plane, decision: OperationDecision) -> str:
     target = decision.operation.target
     match decision.kind:
         case OperationKind.DRAIN:
-            return plane.drain(target)
+            return plane.machines.drain(target)
         case OperationKind.UNDRAIN:
-            return plane.undrain(target)
+            return plane.machines.undrain(target)
         case OperationKind.STOP_BATCH:
             return plane.stop_batch(target)
         case OperationKind.STOP_SERVICE:

@@ -23,11 +23,10 @@ from nodeau.apps.dashboard.alerts import Alert, alerts
 from nodeau.apps.dashboard.cards import CardReadings, card_memory, card_readings, reading_line
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.traffic import Traffic, read_traffic
+from nodeau.apps.machines.commands import FleetListing, MachineView
 from nodeau.apps.planes.plane import (
     BatchView,
     CopyListing,
-    FleetListing,
-    MachineView,
     Plane,
     PlanView,
     RecoveryListing,
@@ -195,7 +194,7 @@ def read_views(
     # a reading that fails is said on each card it leaves without a figure, not as a section
     cards_read = Reading()
     reading: MachineReading | None = cards_read.read("cards", cards)
-    machines: FleetListing | None = r.read("hardware", plane.machines)
+    machines: FleetListing | None = r.read("hardware", plane.machines.listing)
     workloads: tuple[WorkloadView, ...] | None = r.read("workloads", plane.workloads)
     batches: tuple[BatchView, ...] | None = r.read("batches", lambda: plane.batches(None))
     files: Sequence[StatusRow] | None = r.read("models", model_rows)

@@ -12,7 +12,7 @@ from typing import Any
 from attrs import field, frozen
 
 from nodeau.apps.cli.render import size
-from nodeau.apps.planes.plane import MachineView
+from nodeau.apps.machines.commands import MachineView
 from nodeau.domain.hardware import MachineReading
 
 READ_HERE = "in use: each card's own reading (NVML: its total less its free memory), read now"

@@ -16,6 +16,7 @@ from attrs import evolve, frozen
 from nodeau.adapters.kube.batch_results import RESULTS_LABEL
 from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.adapters.record_json import unpack
+from nodeau.apps.machines.fleet import FleetMachines
 from nodeau.apps.planes.organisation import Organisations
 from nodeau.apps.planes.plan import Plans
 from nodeau.apps.planes.plane import (
@@ -26,10 +27,7 @@ from nodeau.apps.planes.plane import (
     CopyAsked,
     CopyListing,
     Explanation,
-    FleetListing,
-    GpuView,
     LogsUnavailable,
-    MachineView,
     QualificationUnavailable,
     QualificationView,
     RecoveryListing,
@@ -38,11 +36,9 @@ from nodeau.apps.planes.plane import (
     RunOutcome,
     Started,
     Undecided,
-    UpgradeMark,
 )
 from nodeau.apps.planes.recovery import choice_of, fleet_listing, refuse_batch
 from nodeau.apps.planes.workload_view import WorkloadView
-from nodeau.domain import scheduling
 from nodeau.domain.batches import batch_counts, result_from_line
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import (
@@ -52,12 +48,9 @@ from nodeau.domain.copies import (
     find_request,
     withdrawal,
 )
-from nodeau.domain.health import MachineHealth
 from nodeau.domain.organisation import Requester, Spending
-from nodeau.domain.placement import Policy
 from nodeau.domain.records import Admission
 from nodeau.domain.recovery_choice import recovery_change
-from nodeau.domain.reservations import Ledger
 from nodeau.domain.runs import Asked, RunsWith, differences, name_from_model, name_problem
 from nodeau.domain.workloads import (
     RecoveryMode,
@@ -71,9 +64,7 @@ from nodeau.ports.cluster import (
     BootstrapTokens,
     FleetMarks,
     HealthRecords,
-    MachineReport,
     MachineReports,
-    MarkedFleet,
     ModelCopies,
     QualificationRecords,
     ReservationLedger,
@@ -98,7 +89,6 @@ POLL_S = 0.2
 STOP_WAIT_S = 30.0  # how long ``batch stop`` waits for the controller to end the job
 PENDING = "pending"
 UNDECIDED = "waiting for the controller's decision"
-NOT_ASSESSED = "not yet assessed"
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
 NAMESPACE = "nodeau-system"
 
@@ -218,44 +208,6 @@ def control_plane_line(marked: frozenset[str]) -> str:
         return f"the control-plane machine is {min(marked)} (its node carries label {label})"
     names = ", ".join(sorted(marked))
     return f"the control-plane machines are {names} (their nodes carry label {label})"
-
-
-def machine_view(
-    name: str,
-    *,
-    report: MachineReport | None,
-    assessed: MachineHealth | None,
-    ledger: Ledger,
-    drained: bool,
-    upgrading: bool,
-    control_plane: bool,
-    policy: str,
-    own_policy: bool,
-) -> MachineView:
-    """One Node as ``fleet list`` shows it."""
-    gpus = () if report is None else report.reading.gpus
-    return MachineView(
-        machine=name,
-        health=NOT_ASSESSED if assessed is None else assessed.state.value,
-        health_sentence=None if assessed is None else assessed.sentence,
-        drained=drained,
-        upgrading=upgrading,
-        control_plane=control_plane,
-        policy=policy,
-        policy_from="its own override" if own_policy else "the fleet policy",
-        simulated=None if report is None else report.reading.simulated,
-        reported_at=None if report is None else report.at,
-        gpus=tuple(
-            GpuView(
-                uuid=r.gpu.uuid,
-                model=r.gpu.model,
-                total_bytes=r.gpu.total_bytes,
-                held_by=None if (h := ledger.holder(r.gpu.uuid)) is None else h.workload,
-                reserved_bytes=ledger.reserved_bytes(r.gpu.uuid),
-            )
-            for r in gpus
-        ),
-    )
 
 
 class LoopbackEndpoints(Protocol):
@@ -650,77 +602,19 @@ class KubernetesPlane:
             now,
         )
 
-    # -- machines and marks
+    # -- machines and marks (apps.machines)
 
-    def machines(self) -> FleetListing:
-        marks = self._cluster.marks.read()
-        health = dict(self._cluster.health.read())
-        reports = {r.machine: r for r in self._cluster.reports.read().reports}
-        ledger = self._cluster.ledger.read()
-        overrides = dict(marks.settings.overrides)
-        return FleetListing(
-            plane=self.description,
-            fleet_policy=marks.settings.fleet_policy.value,
-            machines=tuple(
-                machine_view(
-                    name,
-                    report=reports.get(name),
-                    assessed=health.get(name),
-                    ledger=ledger,
-                    drained=name in marks.drained,
-                    upgrading=name in marks.upgrading,
-                    control_plane=name in marks.control_plane,
-                    policy=marks.settings.policy_for(name).value,
-                    own_policy=name in overrides,
-                )
-                for name in marks.nodes
-            ),
-        )
-
-    def _marked(self, node: str) -> MarkedFleet:
-        marks = self._cluster.marks.read()
-        if node not in marks.nodes:
-            raise UnknownMachine.named(node)
-        return marks
-
-    def drain(self, node: str) -> str:
-        self._permit("drain")
-        marks = self._marked(node)
-        running = len(self._cluster.ledger.read().on_machine(node))
-        change = scheduling.drain(marks.drained, node, running)
-        self._cluster.marks.write_drained(node, self._clock())
-        return change.sentence
-
-    def undrain(self, node: str) -> str:
-        self._permit("drain")
-        change = scheduling.undrain(self._marked(node).drained, node)
-        self._cluster.marks.write_drained(node, None)
-        return change.sentence
-
-    def set_policy(self, policy: Policy, node: str | None) -> str:
-        self._permit("set-policy")
-        ledger = self._cluster.ledger.read()
-        if node is None:
-            settings = self._cluster.marks.read().settings
-            change = scheduling.change_fleet_policy(settings, policy, len(ledger.reservations))
-        else:
-            settings = self._marked(node).settings
-            running = len(ledger.on_machine(node))
-            change = scheduling.set_machine_policy(settings, node, policy, running)
-        self._cluster.marks.write_policy(policy, node)
-        return change.sentence
-
-    def mark_upgrading(self, node: str, *, upgrading: bool) -> UpgradeMark:
-        self._permit("mark-upgrading")
-        marked = self._marked(node).upgrading
-        if upgrading:
-            running = len(self._cluster.ledger.read().on_machine(node))
-            change = scheduling.mark_upgrading(marked, node, running, alone=False)
-        else:
-            change = scheduling.clear_upgrading(marked, node, alone=False)
-        self._cluster.marks.write_upgrading(node, upgrading)
-        return UpgradeMark(
-            plane=self.description, machine=node, upgrading=upgrading, sentence=change.sentence
+    @cached_property
+    def machines(self) -> FleetMachines:
+        c = self._cluster
+        return FleetMachines(
+            self.description,
+            marks=c.marks,
+            reports=c.reports,
+            health=c.health,
+            ledger=c.ledger,
+            clock=self._clock,
+            permit=self._permit,
         )
 
     # -- batch jobs

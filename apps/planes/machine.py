@@ -11,8 +11,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
-from attrs import evolve
-
+from nodeau.apps.machines.machine import ThisMachine
 from nodeau.apps.planes.machine_workloads import (
     MachineWorkloads,
     WorkloadParts,
@@ -27,16 +26,12 @@ from nodeau.apps.planes.plane import (
     CopiesNeedAFleet,
     CopyAsked,
     CopyListing,
-    FleetListing,
-    GpuView,
-    MachineView,
     QualificationView,
     RecoveryListing,
     Refused,
     RunAsk,
     RunOutcome,
     Started,
-    UpgradeMark,
 )
 from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.apps.settings import Settings
@@ -56,7 +51,6 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
-    from nodeau.domain.placement import Policy
     from nodeau.domain.plans import PlanTerms
     from nodeau.domain.records import Admission, WorkloadRecord
     from nodeau.domain.refusals import Refusal
@@ -71,7 +65,6 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
 
 PLANE = "one machine (state in SQLite, no Kubernetes)"
 LOG_LINES = 50  # ``nodeau logs`` without --lines
-HEALTH = "reporting"  # a fleet of one is the machine answering this command
 NO_COPIES = (
     "copies are kept between the machines of a fleet (nodeau join); this machine's own "
     "models: nodeau model status, nodeau models pull NAME, nodeau models import FILE"
@@ -527,90 +520,13 @@ class MachinePlane:
     def plans(self) -> Plans:
         return Plans(PLANE, self._entitlements, self._clock, self._permit)
 
-    # -- machines and marks
+    # -- machines and marks (apps.machines)
 
-    def machines(self) -> FleetListing:
-        reading = self._parts.inventory.read()
-        marks = self._parts.marks.read()
-        ledger = self._ledger()
-        overrides = dict(marks.settings.overrides)
-        machine = reading.machine
-        view = MachineView(
-            machine=machine,
-            health=HEALTH,
-            health_sentence=None,
-            drained=machine in marks.drained,
-            upgrading=machine in marks.upgrading,
-            control_plane=True,
-            policy=marks.settings.policy_for(machine).value,
-            policy_from="its own override" if machine in overrides else "the fleet policy",
-            simulated=reading.simulated,
-            reported_at=self._clock(),
-            gpus=tuple(
-                GpuView(
-                    uuid=r.gpu.uuid,
-                    model=r.gpu.model,
-                    total_bytes=r.gpu.total_bytes,
-                    held_by=None if (h := ledger.holder(r.gpu.uuid)) is None else h.workload,
-                    reserved_bytes=ledger.reserved_bytes(r.gpu.uuid),
-                )
-                for r in reading.gpus
-            ),
+    @cached_property
+    def machines(self) -> ThisMachine:
+        return ThisMachine(
+            PLANE, self._settings.machine, self._parts, self._ledger, self._clock, self._permit
         )
-        return FleetListing(
-            plane=PLANE, fleet_policy=marks.settings.fleet_policy.value, machines=(view,)
-        )
-
-    def drain(self, node: str) -> str:
-        from nodeau.domain.scheduling import drain
-
-        self._permit("drain")
-        self._known(node)
-        running = len(self._ledger().on_machine(node))
-        change = drain(self._parts.marks.read().drained, node, running)
-        self._parts.marks.change(lambda m: evolve(m, drained=m.drained | {node}))
-        return change.sentence
-
-    def undrain(self, node: str) -> str:
-        from nodeau.domain.scheduling import undrain
-
-        self._permit("drain")
-        self._known(node)
-        change = undrain(self._parts.marks.read().drained, node)
-        self._parts.marks.change(lambda m: evolve(m, drained=m.drained - {node}))
-        return change.sentence
-
-    def mark_upgrading(self, node: str, *, upgrading: bool) -> UpgradeMark:
-        from nodeau.domain.scheduling import clear_upgrading, mark_upgrading
-
-        self._permit("mark-upgrading")
-        self._known(node)
-        marked = self._parts.marks.read().upgrading
-        if upgrading:
-            running = len(self._ledger().on_machine(node))
-            change = mark_upgrading(marked, node, running, alone=True)
-            self._parts.marks.change(lambda m: evolve(m, upgrading=m.upgrading | {node}))
-        else:
-            change = clear_upgrading(marked, node, alone=True)
-            self._parts.marks.change(lambda m: evolve(m, upgrading=m.upgrading - {node}))
-        return UpgradeMark(plane=PLANE, machine=node, upgrading=upgrading, sentence=change.sentence)
-
-    def set_policy(self, policy: Policy, node: str | None) -> str:
-        from nodeau.domain.scheduling import change_fleet_policy, set_machine_policy
-
-        self._permit("set-policy")
-        ledger = self._ledger()
-        if node is None:
-            change = change_fleet_policy(
-                self._parts.marks.read().settings, policy, len(ledger.reservations)
-            )
-        else:
-            self._known(node)
-            change = set_machine_policy(
-                self._parts.marks.read().settings, node, policy, len(ledger.on_machine(node))
-            )
-        self._parts.marks.change(lambda m: evolve(m, settings=change.settings))
-        return change.sentence
 
     # -- batch jobs
 
@@ -663,15 +579,6 @@ class MachinePlane:
         if not self._settings.state_path.exists():
             return Ledger()
         return self._parts.state.snapshot().ledger
-
-    def _known(self, node: str) -> None:
-        from nodeau.ports.state import StateError
-
-        if node != self._settings.machine:
-            raise StateError(
-                f"no machine called {node!r} on this plane; this machine is "
-                f"{self._settings.machine} (nodeau fleet list)"
-            )
 
 
 def started_outcome(

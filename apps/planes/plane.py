@@ -15,62 +15,16 @@ from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays light
+    from nodeau.apps.machines.commands import MachineCommands
     from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.domain.batches import BatchRequest, LineProblem
     from nodeau.domain.catalog import Catalog
-    from nodeau.domain.placement import Policy
     from nodeau.domain.records import Admission
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.runs import Asked
     from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
-
-
-@frozen(kw_only=True)
-class GpuView:
-    uuid: str
-    model: str
-    total_bytes: int
-    held_by: str | None
-    reserved_bytes: int
-
-
-@frozen(kw_only=True)
-class MachineView:
-    """One machine of ``nodeau fleet list``."""
-
-    machine: str
-    health: str
-    health_sentence: str | None
-    drained: bool
-    upgrading: bool
-    control_plane: bool
-    policy: str
-    policy_from: str  # "the fleet policy" or "its own override"
-    simulated: bool | None  # None: no report yet
-    reported_at: datetime | None
-    gpus: tuple[GpuView, ...]
-
-
-@frozen(kw_only=True)
-class FleetListing:
-    """``nodeau fleet list``: which plane, its policy, every machine."""
-
-    plane: str
-    fleet_policy: str
-    machines: tuple[MachineView, ...]
-
-
-@frozen(kw_only=True)
-class UpgradeMark:
-    """What ``nodeau fleet upgrade`` did: the machine, whether it is marked now, and the
-    domain's sentence saying that nothing was restarted or moved."""
-
-    plane: str
-    machine: str
-    upgrading: bool
-    sentence: str
 
 
 @frozen(kw_only=True)
@@ -427,28 +381,6 @@ class Plane(Protocol):
         cannot ask (a fleet's server is a Pod's) or the runtime gave none."""
         ...
 
-    def machines(self) -> FleetListing:
-        """Every machine, its health, marks, policy and cards."""
-        ...
-
-    def drain(self, node: str) -> str:
-        """Place nothing new there; nothing running is touched. The domain's sentence."""
-        ...
-
-    def undrain(self, node: str) -> str:
-        """Take new placements there again; nothing moves back. The domain's sentence."""
-        ...
-
-    def set_policy(self, policy: Policy, node: str | None) -> str:
-        """The fleet-wide policy, or one machine's override; new placements only."""
-        ...
-
-    def mark_upgrading(self, node: str, *, upgrading: bool) -> UpgradeMark:
-        """Mark a machine upgrading (``upgrading``) or take the mark off: while it holds,
-        nothing on the machine moves and nothing new is placed there (on one machine nothing
-        moves anyway). Marking restarts and moves nothing."""
-        ...
-
     def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
         """Choose what a service does when its machine stops answering; nothing restarts.
         The domain's sentence; ``NotAService`` for a batch job."""
@@ -517,6 +449,11 @@ class Plane(Protocol):
     def model_status(self) -> tuple[StatusRow, ...]:
         """Which machine holds which model files, downloaded and verified apart: this
         machine's cache, or every machine of a fleet as its agent last reported it."""
+        ...
+
+    @property
+    def machines(self) -> MachineCommands:
+        """``nodeau fleet list|drain|undrain|policy|upgrade``: every machine, its marks."""
         ...
 
     @property

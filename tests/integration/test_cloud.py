@@ -232,13 +232,13 @@ def test_a_fleet_runs_only_the_operations_allowed_at_connect_and_records_the_res
             "op-3": ("refused", "unknown-operation"),
             "op-4": ("refused", "bad-target"),
         }
-        [machine] = here.machines().machines
+        [machine] = here.machines.listing().machines
         assert machine.drained  # the allowed one ran, through the plane
         # the same operation handed out again is never carried out twice
         fake.operations = [{"id": "op-1", "kind": "drain", "target": "testbox"}]
-        here.undrain("testbox")
+        here.machines.undrain("testbox")
         assert run_on(here, bootstrap.settings(), once=True) == 0
-        assert not here.machines().machines[0].drained
+        assert not here.machines.listing().machines[0].drained
         assert [o["id"] for o in fake.outcomes].count("op-1") == 2
         [report, *_] = fake.reports
         assert report["machines"][0]["machine"] == "testbox"

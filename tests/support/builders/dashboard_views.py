@@ -11,12 +11,10 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from nodeau.apps.dashboard import playground
+from nodeau.apps.machines.commands import FleetListing, GpuView, MachineView
 from nodeau.apps.planes.plane import (
     BatchView,
     CopyListing,
-    FleetListing,
-    GpuView,
-    MachineView,
     PlanView,
     RecoveryListing,
 )
@@ -116,7 +114,11 @@ class FakePlane:
             raise value
         return value
 
-    def machines(self) -> FleetListing:
+    @property
+    def machines(self) -> FakePlane:
+        return self  # the one machines command a board reads: listing
+
+    def listing(self) -> FleetListing:
         return cast(FleetListing, self._give("machines"))
 
     def workloads(self) -> tuple[WorkloadView, ...]:

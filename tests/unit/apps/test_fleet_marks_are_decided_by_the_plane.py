@@ -20,17 +20,17 @@ def test_a_drain_says_what_it_leaves_running_and_undrain_takes_the_mark_off() ->
     story.serve()  # chat serves on m1
     plane = fleet_plane(story.cluster)
 
-    said = plane.drain("m1")
+    said = plane.machines.drain("m1")
     assert said == scheduling.drain(frozenset(), "m1", 1).sentence
     assert "1" in said and "m1" in said
     assert story.cluster.marks.read().drained == frozenset({"m1"})
     assert story.cluster.nodes["m1"].drained_at == story.clock.now
-    assert plane.drain("m1") == scheduling.drain(frozenset({"m1"}), "m1", 1).sentence
+    assert plane.machines.drain("m1") == scheduling.drain(frozenset({"m1"}), "m1", 1).sentence
 
-    assert plane.undrain("m1") == scheduling.undrain(frozenset({"m1"}), "m1").sentence
+    assert plane.machines.undrain("m1") == scheduling.undrain(frozenset({"m1"}), "m1").sentence
     assert story.cluster.marks.read().drained == frozenset()
     assert story.cluster.nodes["m1"].drained_at is None
-    assert plane.undrain("m1") == scheduling.undrain(frozenset(), "m1").sentence
+    assert plane.machines.undrain("m1") == scheduling.undrain(frozenset(), "m1").sentence
     assert story.machine_of() == "m1"  # nothing moved
 
 
@@ -39,11 +39,11 @@ def test_a_policy_is_set_for_the_fleet_or_one_machine_and_says_what_it_leaves() 
     story.serve()
     plane = fleet_plane(story.cluster)
 
-    assert plane.set_policy(Policy.SPREAD, None) == (
+    assert plane.machines.set_policy(Policy.SPREAD, None) == (
         scheduling.change_fleet_policy(SchedulingSettings(), Policy.SPREAD, 1).sentence
     )
     spread = SchedulingSettings(fleet_policy=Policy.SPREAD)
-    assert plane.set_policy(Policy.PACK, "m1") == (
+    assert plane.machines.set_policy(Policy.PACK, "m1") == (
         scheduling.set_machine_policy(spread, "m1", Policy.PACK, 1).sentence
     )
     assert story.cluster.marks.read().settings == SchedulingSettings(
@@ -56,9 +56,9 @@ def test_marks_for_a_machine_that_is_not_a_node_are_refused_and_nothing_is_writt
     plane = fleet_plane(story.cluster)
     before = story.cluster.marks.read()
     for mark in (
-        lambda: plane.drain("m9"),
-        lambda: plane.undrain("m9"),
-        lambda: plane.set_policy(Policy.SPREAD, "m9"),
+        lambda: plane.machines.drain("m9"),
+        lambda: plane.machines.undrain("m9"),
+        lambda: plane.machines.set_policy(Policy.SPREAD, "m9"),
     ):
         with pytest.raises(UnknownMachine, match=r"^no machine called 'm9' in the cluster"):
             mark()

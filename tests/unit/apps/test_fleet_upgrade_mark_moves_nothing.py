@@ -16,8 +16,9 @@ import pytest
 from nodeau.adapters.sqlite_marks import SqliteMarks, marks_from_json
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.cli.serving import fleet_lines
+from nodeau.apps.machines.commands import UpgradeMark
 from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
-from nodeau.apps.planes.plane import Started, UpgradeMark
+from nodeau.apps.planes.plane import Started
 from nodeau.domain.health import Health
 from nodeau.domain.organisation import Requester
 from nodeau.domain.refusals import ReasonCode
@@ -35,7 +36,7 @@ KEYS = ["plane", "machine", "upgrading", "sentence"]
 
 
 def marked_on(plane: KubernetesPlane) -> dict[str, bool]:
-    return {m.machine: m.upgrading for m in plane.machines().machines}
+    return {m.machine: m.upgrading for m in plane.machines.listing().machines}
 
 
 # -- a fleet
@@ -49,7 +50,7 @@ def test_on_a_fleet_the_mark_is_shown_by_fleet_list_and_done_takes_it_off_touchi
     plane = fleet_plane(story.cluster)
     server = story.cluster.pods.read(SERVICE, "chat")
 
-    marked = plane.mark_upgrading("m1", upgrading=True)
+    marked = plane.machines.mark_upgrading("m1", upgrading=True)
     assert marked == UpgradeMark(
         plane=plane.description,
         machine="m1",
@@ -62,14 +63,14 @@ def test_on_a_fleet_the_mark_is_shown_by_fleet_list_and_done_takes_it_off_touchi
     )
     assert story.cluster.nodes["m1"].upgrading is True
     assert marked_on(plane) == {"m1": True, "m2": False}
-    rows = fleet_lines(plane.machines())[2].splitlines()
+    rows = fleet_lines(plane.machines.listing())[2].splitlines()
     assert rows[0].split()[:4] == ["MACHINE", "HEALTH", "DRAINED", "UPGRADING"]
     story.tick()  # the controller's pass reads the mark
     assert story.health("m1") is Health.UPGRADING
     w = record(story.cluster, "chat").workload
     assert (w.machine, w.state) == ("m1", WorkloadState.SERVING)
 
-    cleared = plane.mark_upgrading("m1", upgrading=False)
+    cleared = plane.machines.mark_upgrading("m1", upgrading=False)
     assert cleared.sentence == (
         "m1 is no longer marked upgrading: it takes new placements again, and its workloads' "
         "recovery choices apply again if it stops answering; nothing moves now"
@@ -87,7 +88,7 @@ def test_on_a_fleet_the_mark_is_shown_by_fleet_list_and_done_takes_it_off_touchi
 def test_done_on_a_machine_not_marked_says_nothing_changed() -> None:
     story = Story("m1")
     plane = fleet_plane(story.cluster)
-    cleared = plane.mark_upgrading("m1", upgrading=False)
+    cleared = plane.machines.mark_upgrading("m1", upgrading=False)
     assert cleared.sentence == "m1 was not marked upgrading; nothing changed"
     assert story.cluster.nodes["m1"].upgrading is False
 
@@ -101,7 +102,7 @@ def test_a_machine_the_command_marked_is_never_where_a_recovery_goes() -> None:
 
     story = Story("m1", "m2", "m3")
     story.serve()
-    fleet_plane(story.cluster).mark_upgrading("m2", upgrading=True)
+    fleet_plane(story.cluster).machines.mark_upgrading("m2", upgrading=True)
     story.off_the_network("m1")
     seconds_until_moved(story)
     assert story.machine_of() == "m3"
@@ -111,13 +112,13 @@ def test_nothing_on_a_machine_the_command_marked_moves_until_the_mark_is_taken_o
     story = Story("m1", "m2")
     story.serve()
     plane = fleet_plane(story.cluster)
-    plane.mark_upgrading("m1", upgrading=True)
+    plane.machines.mark_upgrading("m1", upgrading=True)
     story.off_the_network("m1")  # restarting for its upgrade
     story.run_for(600)  # ten times the service's recovery delay
     assert story.health("m1") is Health.UPGRADING
     assert story.machine_of() == "m1"
 
-    plane.mark_upgrading("m1", upgrading=False)  # still quiet once the mark is off
+    plane.machines.mark_upgrading("m1", upgrading=False)  # still quiet once the mark is off
     seconds_until_moved(story)
     assert story.machine_of() == "m2"  # its recovery choice applies again
 
@@ -127,7 +128,7 @@ def test_a_machine_that_is_not_a_node_is_refused_and_nothing_is_marked() -> None
     plane = fleet_plane(story.cluster)
     for upgrading in (True, False):
         with pytest.raises(UnknownMachine, match=r"^no machine called 'm9' in the cluster"):
-            plane.mark_upgrading("m9", upgrading=upgrading)
+            plane.machines.mark_upgrading("m9", upgrading=upgrading)
     assert story.cluster.marks.read().upgrading == frozenset()
 
 
@@ -149,7 +150,7 @@ def test_a_person_whose_role_may_not_mark_is_refused_and_nothing_is_marked() -> 
     )  # fmt: skip
     plane = KubernetesPlane(ports, clock=c.clock)
     with pytest.raises(NotAllowed) as refused:
-        plane.mark_upgrading("m1", upgrading=True)
+        plane.machines.mark_upgrading("m1", upgrading=True)
     assert refused.value.refusal.code is ReasonCode.ROLE_MAY_NOT
     assert "may not mark-upgrading" in refused.value.refusal.sentence
     assert story.cluster.nodes["m1"].upgrading is False
@@ -165,7 +166,7 @@ def test_on_one_machine_the_mark_is_kept_as_drains_is_shown_and_taken_off_moving
     assert isinstance(plane.run(ask()), Started)
     started = list(parts.runtime.started)
 
-    marked = plane.mark_upgrading("m1", upgrading=True)
+    marked = plane.machines.mark_upgrading("m1", upgrading=True)
     assert marked == UpgradeMark(
         plane="one machine (state in SQLite, no Kubernetes)",
         machine="m1",
@@ -175,16 +176,16 @@ def test_on_one_machine_the_mark_is_kept_as_drains_is_shown_and_taken_off_moving
             "workload(s) are not stopped, moved or restarted"
         ),
     )
-    assert plane.machines().machines[0].upgrading is True
+    assert plane.machines.listing().machines[0].upgrading is True
     # kept where the drained mark is: the state database's marks, read afresh
     assert SqliteMarks(parts.settings.state_path).read().upgrading == frozenset({"m1"})
     assert [v.state for v in plane.workloads()] == ["serving"]
 
-    cleared = plane.mark_upgrading("m1", upgrading=False)
+    cleared = plane.machines.mark_upgrading("m1", upgrading=False)
     assert (
         cleared.sentence == "m1 is no longer marked upgrading; on one machine nothing moves anyway"
     )
-    assert plane.machines().machines[0].upgrading is False
+    assert plane.machines.listing().machines[0].upgrading is False
     assert SqliteMarks(parts.settings.state_path).read().upgrading == frozenset()
     assert [v.state for v in plane.workloads()] == ["serving"]
     assert parts.runtime.started == started  # no server was started again
@@ -193,7 +194,7 @@ def test_on_one_machine_the_mark_is_kept_as_drains_is_shown_and_taken_off_moving
 def test_on_one_machine_only_this_machine_can_be_marked(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path)
     with pytest.raises(StateError, match=r"^no machine called 'garage' on this plane; this "):
-        plane.mark_upgrading("garage", upgrading=True)
+        plane.machines.mark_upgrading("garage", upgrading=True)
     assert SqliteMarks(parts.settings.state_path).read().upgrading == frozenset()
 
 
@@ -204,12 +205,13 @@ def test_marks_kept_before_the_upgrading_mark_existed_read_as_none_upgrading() -
 
 def test_both_planes_print_the_same_json_keys(tmp_path: Path) -> None:
     story = Story("m1")
-    on_fleet = fleet_plane(story.cluster).mark_upgrading("m1", upgrading=True)
+    on_fleet = fleet_plane(story.cluster).machines.mark_upgrading("m1", upgrading=True)
     one, _ = plane_with(tmp_path)
-    on_one = one.mark_upgrading("m1", upgrading=True)
+    on_one = one.machines.mark_upgrading("m1", upgrading=True)
     assert list(json.loads(to_json(on_fleet))) == list(json.loads(to_json(on_one))) == KEYS
     listed = [
-        json.loads(to_json(p.machines()))["machines"][0] for p in (fleet_plane(story.cluster), one)
+        json.loads(to_json(p.machines.listing()))["machines"][0]
+        for p in (fleet_plane(story.cluster), one)
     ]
     assert [m["upgrading"] for m in listed] == [True, True]
     assert list(listed[0]) == list(listed[1])

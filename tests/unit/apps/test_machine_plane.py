@@ -122,37 +122,41 @@ def test_stopping_an_unknown_name_says_so(tmp_path: Path) -> None:
 def test_a_drained_machine_takes_nothing_new_and_undrain_lets_it(tmp_path: Path) -> None:
     plane, _ = plane_with(tmp_path, cards="2 x 24 GiB")
     plane.run(ask(name="first"))
-    assert plane.drain("m1") == (
+    assert plane.machines.drain("m1") == (
         "m1 is drained: nothing new is placed there; its 1 running workload(s) are not "
         "stopped, moved or restarted"
     )
     assert [v.state for v in plane.workloads()] == ["serving"]  # nothing running is touched
-    assert plane.machines().machines[0].drained is True
+    assert plane.machines.listing().machines[0].drained is True
     refused = plane.run(ask(name="second"))
     assert isinstance(refused, Refused)
     assert refused.refusal.code is ReasonCode.NO_ELIGIBLE_MACHINE
-    assert plane.undrain("m1") == "m1 takes new placements again; nothing is moved back to it"
-    assert plane.machines().machines[0].drained is False
+    assert (
+        plane.machines.undrain("m1") == "m1 takes new placements again; nothing is moved back to it"
+    )
+    assert plane.machines.listing().machines[0].drained is False
     assert isinstance(plane.run(ask(name="second")), Started)
 
 
 def test_policy_is_kept_for_new_placements_and_said(tmp_path: Path) -> None:
     plane, _ = plane_with(tmp_path)
-    assert plane.set_policy(Policy.SPREAD, None) == (
+    assert plane.machines.set_policy(Policy.SPREAD, None) == (
         "fleet policy is now spread; it applies to new placements only, "
         "0 running workload(s) stay where they are"
     )
-    listing = plane.machines()
+    listing = plane.machines.listing()
     assert listing.fleet_policy == "spread"
     assert listing.machines[0].policy == "spread"
-    assert plane.set_policy(Policy.PACK, "m1").startswith("m1 now uses pack (its own override)")
-    assert plane.machines().machines[0].policy_from == "its own override"
+    assert plane.machines.set_policy(Policy.PACK, "m1").startswith(
+        "m1 now uses pack (its own override)"
+    )
+    assert plane.machines.listing().machines[0].policy_from == "its own override"
 
 
 def test_marks_name_only_this_machine(tmp_path: Path) -> None:
     plane, _ = plane_with(tmp_path)
     with pytest.raises(StateError, match=r"^no machine called 'garage' on this plane; this "):
-        plane.drain("garage")
+        plane.machines.drain("garage")
 
 
 @pytest.mark.parametrize("name", ["Chat", "-chat", "chat_1", "a" * 254, ""])
@@ -166,7 +170,7 @@ def test_a_name_kubernetes_would_refuse_is_refused_here_too(tmp_path: Path, name
 def test_the_fleet_of_one_lists_its_card_and_who_holds_it(tmp_path: Path) -> None:
     plane, _ = plane_with(tmp_path, cards="2 x 24 GiB")
     plane.run(ask())
-    listing = plane.machines()
+    listing = plane.machines.listing()
     assert listing.plane == "one machine (state in SQLite, no Kubernetes)"
     [machine] = listing.machines
     assert (machine.machine, machine.health, machine.simulated) == ("m1", "reporting", True)
