@@ -12,7 +12,7 @@ from cyclopts import App
 from nodeau.apps.cli.render import table, to_json
 
 if TYPE_CHECKING:
-    from nodeau.apps.planes.plane import RecoveryListing, RecoveryView
+    from nodeau.apps.recovery.commands import RecoveryListing, RecoveryView
 
 recovery_app = App(
     name="recovery",
@@ -50,7 +50,7 @@ def set_choice(
             "waits for its machine however long (leave --after out)"
         )
     delay = parse_after(DEFAULT_AFTER if after is None else after)
-    print(plane().set_recovery(name, RecoveryMode(choice), delay))
+    print(plane().recovery.set_choice(name, RecoveryMode(choice), delay))
     return 0
 
 
@@ -65,7 +65,7 @@ def status(*, json: bool = False) -> int:
     """
     from nodeau.apps.cli.bootstrap import plane
 
-    listing = plane().recovery()
+    listing = plane().recovery.status()
     if json:
         print(to_json(listing))
         return 0

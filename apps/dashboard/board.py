@@ -24,15 +24,10 @@ from nodeau.apps.dashboard.cards import CardReadings, card_memory, card_readings
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.traffic import Traffic, read_traffic
 from nodeau.apps.machines.commands import FleetListing, MachineView
-from nodeau.apps.planes.plane import (
-    BatchView,
-    CopyListing,
-    Plane,
-    PlanView,
-    RecoveryListing,
-)
+from nodeau.apps.planes.plane import BatchView, CopyListing, Plane, PlanView
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.apps.planes.workload_view import WorkloadView
+from nodeau.apps.recovery.commands import RecoveryListing
 from nodeau.domain.hardware import MachineReading
 from nodeau.ports.errors import NodeauError
 
@@ -199,7 +194,7 @@ def read_views(
     batches: tuple[BatchView, ...] | None = r.read("batches", lambda: plane.batches(None))
     files: Sequence[StatusRow] | None = r.read("models", model_rows)
     copy_listing: CopyListing | None = r.read("copies", plane.copies)
-    recovering: RecoveryListing | None = r.read("recovery", plane.recovery)
+    recovering: RecoveryListing | None = r.read("recovery", plane.recovery.status)
     qualified: Sequence[ModelQualification] | None = r.read("qualification", qualifications)
     plan: PlanView | None = r.read("plan", lambda: plane.plans.in_force(advance=False))
     served: tuple[Traffic, ...] | None = r.read("traffic", lambda: read_traffic(workloads or ()))

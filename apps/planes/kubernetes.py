@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,6 +17,12 @@ from nodeau.adapters.kube.batch_results import RESULTS_LABEL
 from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.adapters.record_json import unpack
 from nodeau.apps.machines.fleet import FleetMachines
+from nodeau.apps.planes.fleet_workloads import (
+    PENDING,
+    endpoint_off,
+    find_workload,
+    workload_view,
+)
 from nodeau.apps.planes.organisation import Organisations
 from nodeau.apps.planes.plan import Plans
 from nodeau.apps.planes.plane import (
@@ -30,15 +36,14 @@ from nodeau.apps.planes.plane import (
     LogsUnavailable,
     QualificationUnavailable,
     QualificationView,
-    RecoveryListing,
     Refused,
     RunAsk,
     RunOutcome,
     Started,
     Undecided,
 )
-from nodeau.apps.planes.recovery import choice_of, fleet_listing, refuse_batch
 from nodeau.apps.planes.workload_view import WorkloadView
+from nodeau.apps.recovery.fleet import FleetRecovery, choice_of
 from nodeau.domain.batches import batch_counts, result_from_line
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import (
@@ -50,14 +55,10 @@ from nodeau.domain.copies import (
 )
 from nodeau.domain.organisation import Requester, Spending
 from nodeau.domain.records import Admission
-from nodeau.domain.recovery_choice import recovery_change
 from nodeau.domain.runs import Asked, RunsWith, differences, name_from_model, name_problem
 from nodeau.domain.workloads import (
-    RecoveryMode,
     WorkloadKind,
-    endpoint_stopped,
     holds_gpu,
-    ps_sentence,
 )
 from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
@@ -87,8 +88,6 @@ if TYPE_CHECKING:
 
 POLL_S = 0.2
 STOP_WAIT_S = 30.0  # how long ``batch stop`` waits for the controller to end the job
-PENDING = "pending"
-UNDECIDED = "waiting for the controller's decision"
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
 NAMESPACE = "nodeau-system"
 
@@ -152,36 +151,6 @@ def results_where(name: str) -> str:
     return f"ConfigMaps -n {NAMESPACE} -l {RESULTS_LABEL}={name}"
 
 
-def workload_view(obj: WorkloadObject, now: datetime) -> WorkloadView:
-    """An object as ``ps`` shows it: the record's sentence once decided."""
-    refusal = obj.refusal
-    if obj.record is not None:
-        w = obj.record.workload
-        sentence = ps_sentence(endpoint_stopped(w) if endpoint_off(obj) else w, now)
-    elif refusal is not None:
-        sentence = f"refused ({refusal.kind.value}): {refusal.code.value}: {refusal.sentence}"
-    else:
-        sentence = obj.sentence or UNDECIDED
-    gpu = obj.gpu_uuid
-    return WorkloadView(
-        name=obj.name,
-        kind=obj.kind.value,
-        model=str(obj.spec.get("model", "")),
-        machine=obj.machine,
-        gpu=gpu,
-        simulated=gpu is not None and gpu.startswith("SIM-GPU"),
-        state=obj.state or PENDING,
-        since=None if obj.record is None else obj.record.workload.since,
-        endpoint=None if endpoint_off(obj) else obj.endpoint or None,
-        sentence=sentence,
-    )
-
-
-def endpoint_off(obj: WorkloadObject) -> bool:
-    """Whether a person stopped the service's endpoint (``spec.endpoint: stopped``)."""
-    return obj.ask is not None and obj.ask.endpoint_stopped
-
-
 def admission_of(obj: WorkloadObject) -> Admission:
     """The admission in status, as ``service explain`` and ``placement explain`` read it."""
     packed = obj.packed_admission
@@ -194,20 +163,6 @@ def admission_of(obj: WorkloadObject) -> Admission:
             f"{refusal.sentence}; nothing was admitted"
         )
     raise NotDecided(f"{obj.name} has no recorded admission yet: the controller has not decided")
-
-
-def control_plane_line(marked: frozenset[str]) -> str:
-    """How the machine that decides is known on the fleet: its Node's label."""
-    label = CONTROL_PLANE_LABEL
-    if not marked:
-        return (
-            f"no machine is marked control plane (no node carries label {label}), "
-            "so no workload waits for the machine that decides"
-        )
-    if len(marked) == 1:
-        return f"the control-plane machine is {min(marked)} (its node carries label {label})"
-    names = ", ".join(sorted(marked))
-    return f"the control-plane machines are {names} (their nodes carry label {label})"
 
 
 class LoopbackEndpoints(Protocol):
@@ -464,12 +419,7 @@ class KubernetesPlane:
         return view if port is None else evolve(view, endpoint=loopback_url(port))
 
     def _find(self, name: str) -> WorkloadObject:
-        found = self._objects.find(name)
-        if found is None:
-            raise UnknownWorkload(
-                f"no workload called {name!r} in the cluster; nodeau ps lists them"
-            )
-        return found
+        return find_workload(self._objects, name)
 
     def stop(self, name: str, *, workload: bool) -> str:
         self._permit("stop")
@@ -573,33 +523,19 @@ class KubernetesPlane:
             "follows its Pod's)"
         )
 
-    # -- recovery
+    # -- recovery (apps.recovery)
 
-    def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
-        self._permit("set-recovery")
-        obj = self._find(name)
-        refuse_batch(name, obj.kind)
-        change = recovery_change(name, obj.kind, choice_of(obj), (mode, after))
-        if not change.changed:
-            return change.sentence
-        self._objects.set_recovery(obj.kind, name, mode, after)
-        return f"{change.sentence} (the controller records it on its next pass)"
-
-    def recovery(self) -> RecoveryListing:
-        now = self._clock()
-        marked = self._cluster.marks.read().control_plane
-        services = [
-            (o, workload_view(o, now))
-            for o in self._objects.list_all()
-            if o.kind is WorkloadKind.SERVICE
-        ]
-        return fleet_listing(
+    @cached_property
+    def recovery(self) -> FleetRecovery:
+        c = self._cluster
+        return FleetRecovery(
             self.description,
-            control_plane_line(marked),
-            services,
-            self._cluster.reports.read().reports,
-            marked,
-            now,
+            objects=c.objects,
+            marks=c.marks,
+            reports=c.reports,
+            control_plane_label=CONTROL_PLANE_LABEL,
+            clock=self._clock,
+            permit=self._permit,
         )
 
     # -- machines and marks (apps.machines)

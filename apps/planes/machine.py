@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
@@ -27,13 +27,13 @@ from nodeau.apps.planes.plane import (
     CopyAsked,
     CopyListing,
     QualificationView,
-    RecoveryListing,
     Refused,
     RunAsk,
     RunOutcome,
     Started,
 )
 from nodeau.apps.planes.workload_view import WorkloadView
+from nodeau.apps.recovery.machine import ThisMachineRecovery
 from nodeau.apps.settings import Settings
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.errors import NodeauError, SettingsError
@@ -56,7 +56,6 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.reservations import Ledger
     from nodeau.domain.runs import RunsWith
-    from nodeau.domain.workloads import RecoveryMode
     from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
@@ -478,17 +477,13 @@ class MachinePlane:
             f"({Path(said.tool).name}, whole MiB, asked now; the admission figure is above)"
         )
 
-    def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
-        self._permit("set-recovery")
-        from nodeau.apps.planes.recovery import held_service, set_in_store
+    # -- recovery (apps.recovery)
 
-        w = held_service(name, self._snapshot_record(name))
-        return set_in_store(self._parts.state, w, mode, after, self._clock())
-
-    def recovery(self) -> RecoveryListing:
-        from nodeau.apps.planes.recovery import machine_listing
-
-        return machine_listing(PLANE, self._settings.machine, self._records(), self._clock())
+    @cached_property
+    def recovery(self) -> ThisMachineRecovery:
+        return ThisMachineRecovery(
+            PLANE, self._settings.machine, self._parts, self._records, self._clock, self._permit
+        )
 
     # -- copies
 

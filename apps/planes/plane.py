@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays ligh
     from nodeau.apps.machines.commands import MachineCommands
     from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.status_rows import StatusRow
+    from nodeau.apps.recovery.commands import RecoveryCommands
     from nodeau.domain.batches import BatchRequest, LineProblem
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.records import Admission
@@ -117,42 +118,6 @@ class BatchSubmitted:
 
 
 BatchOutcome = BatchSubmitted | Refused | Undecided
-
-
-@frozen(kw_only=True)
-class LastRecoveryView:
-    """A service's latest recovery: from which machine onto which, when, and why."""
-
-    from_machine: str
-    to_machine: str
-    at: datetime
-    sentence: str
-
-
-@frozen(kw_only=True)
-class RecoveryView:
-    """One service of ``nodeau recovery status``: its choice, its copies, its last recovery."""
-
-    name: str
-    machine: str | None
-    state: str
-    choice: str  # as a person reads it: "automatic after 3m", "never"
-    mode: str  # "never" or "automatic"
-    after_seconds: int
-    copies: tuple[str, ...] | None  # machines holding a verified copy of its model
-    last_recovery: LastRecoveryView | None
-    sentence: str | None  # its ``ps`` sentence while it is held or recovering
-    note: str | None  # what its choice can do on this plane, when that is less than it says
-
-
-@frozen(kw_only=True)
-class RecoveryListing:
-    """``nodeau recovery status``: which plane, how the deciding machine is known, each
-    service."""
-
-    plane: str
-    control_plane: str
-    services: tuple[RecoveryView, ...]
 
 
 @frozen(kw_only=True)
@@ -381,15 +346,6 @@ class Plane(Protocol):
         cannot ask (a fleet's server is a Pod's) or the runtime gave none."""
         ...
 
-    def set_recovery(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
-        """Choose what a service does when its machine stops answering; nothing restarts.
-        The domain's sentence; ``NotAService`` for a batch job."""
-        ...
-
-    def recovery(self) -> RecoveryListing:
-        """Every service's recovery choice, its copies and its last recovery."""
-        ...
-
     def submit_batch(self, ask: BatchAsk) -> BatchOutcome:
         """Admit and start a batch job."""
         ...
@@ -457,6 +413,12 @@ class Plane(Protocol):
         ...
 
     @property
+    def recovery(self) -> RecoveryCommands:
+        """``nodeau recovery set|status``: what each service does when its machine stops
+        answering."""
+        ...
+
+    @property
     def plans(self) -> PlanCommands:
         """``nodeau plan``: the entitlement in force here, installing one, removing it."""
         ...
@@ -475,10 +437,6 @@ class Plane(Protocol):
 
 class LogsUnavailable(NodeauError):
     """This plane cannot show a workload's model server log (yet)."""
-
-
-class NotAService(NodeauError):
-    """Recovery was asked of a batch job: recovery applies to served workloads."""
 
 
 class CopiesNeedAFleet(NodeauError):

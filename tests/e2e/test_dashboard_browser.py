@@ -19,7 +19,8 @@ import httpx
 import pytest
 
 from nodeau.apps.dashboard.traffic import totals
-from nodeau.apps.planes.plane import CopyListing, RecoveryListing
+from nodeau.apps.planes.plane import CopyListing
+from nodeau.apps.recovery.commands import RecoveryListing
 from nodeau.ports.errors import NodeauError
 from tests.support.builders.dashboard_views import FakePlane, fleet, machine, plan, workload
 from tests.support.real.browser import Page, chromium, off_loopback

@@ -23,7 +23,8 @@ from nodeau.apps.cli.render import size
 from nodeau.apps.dashboard import cards
 from nodeau.apps.dashboard.traffic import totals
 from nodeau.apps.machines.commands import GpuView
-from nodeau.apps.planes.plane import CopyListing, RecoveryListing
+from nodeau.apps.planes.plane import CopyListing
+from nodeau.apps.recovery.commands import RecoveryListing
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from tests.support.builders.dashboard_views import GIB, NOW, FakePlane, fleet, machine, plan
 from tests.support.builders.tiny_gguf import write_tiny_llama

@@ -12,13 +12,9 @@ from typing import Any, cast
 
 from nodeau.apps.dashboard import playground
 from nodeau.apps.machines.commands import FleetListing, GpuView, MachineView
-from nodeau.apps.planes.plane import (
-    BatchView,
-    CopyListing,
-    PlanView,
-    RecoveryListing,
-)
+from nodeau.apps.planes.plane import BatchView, CopyListing, PlanView
 from nodeau.apps.planes.workload_view import WorkloadView
+from nodeau.apps.recovery.commands import RecoveryListing
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 GIB = 1024**3
@@ -130,7 +126,11 @@ class FakePlane:
     def copies(self) -> CopyListing:
         return cast(CopyListing, self._give("copies"))
 
-    def recovery(self) -> RecoveryListing:
+    @property
+    def recovery(self) -> FakePlane:
+        return self  # the one recovery command a board reads: status
+
+    def status(self) -> RecoveryListing:
         return cast(RecoveryListing, self._give("recovery"))
 
     @property

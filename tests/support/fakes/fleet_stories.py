@@ -13,7 +13,7 @@ from attrs import evolve
 
 from nodeau.apps.controller.loop import Controller
 from nodeau.apps.planes.kubernetes import KubernetesPlane
-from nodeau.apps.planes.plane import RecoveryView
+from nodeau.apps.recovery.commands import RecoveryView
 from nodeau.domain.health import Health
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import WorkloadAsk
@@ -131,5 +131,5 @@ class Fleet:
         assert record(self.cluster, name).workload.state is S.SERVING
 
     def row(self, name: str = "chat") -> RecoveryView:
-        [found] = [v for v in self.plane.recovery().services if v.name == name]
+        [found] = [v for v in self.plane.recovery.status().services if v.name == name]
         return found

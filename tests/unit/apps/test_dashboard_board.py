@@ -13,15 +13,9 @@ from nodeau.apps.cli.plan import plan_lines
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.dashboard.alerts import Alert, alerts
 from nodeau.apps.dashboard.board import read_board
-from nodeau.apps.planes.plane import (
-    BatchView,
-    CopyListing,
-    CopyView,
-    Plane,
-    RecoveryListing,
-    RecoveryView,
-)
+from nodeau.apps.planes.plane import BatchView, CopyListing, CopyView, Plane
 from nodeau.apps.planes.status_rows import StatusRow
+from nodeau.apps.recovery.commands import RecoveryListing, RecoveryView
 from nodeau.domain.cache import CopyState
 from nodeau.ports.errors import NodeauError
 from tests.support.builders.dashboard_views import NOW, FakePlane, fleet, machine, plan, workload

@@ -1,5 +1,5 @@
 """Recovery as the apps carry it out, on the inputs the other recovery tests leave out
-(apps/controller/recover.py, reconcile.py, apps/planes/recovery.py): the server a move
+(apps/controller/recover.py, reconcile.py, apps/recovery/): the server a move
 leaves behind is ended with its event, and the move is logged where it went; a service
 whose model no machine holds any more is held for its files when its recovery comes due;
 the status rows of one machine, the choice read from a record, the control-plane wait,
@@ -12,12 +12,9 @@ from pathlib import Path
 
 from attrs import evolve
 
-from nodeau.apps.planes.plane import RecoveryListing, RecoveryView
-from nodeau.apps.planes.recovery import (
-    choice_of,
-    machine_listing,
-    waits_on_control_plane,
-)
+from nodeau.apps.recovery.commands import RecoveryListing, RecoveryView
+from nodeau.apps.recovery.fleet import choice_of, waits_on_control_plane
+from nodeau.apps.recovery.machine import machine_listing
 from nodeau.domain.lifecycle import ServerRestarts
 from nodeau.domain.memory import RuntimeConfig
 from nodeau.domain.records import Event, WorkloadRecord
@@ -155,7 +152,7 @@ def test_only_an_automatic_service_on_the_control_plane_waits_for_it() -> None:
 def test_a_recovery_choice_records_its_event_at_the_moment_it_was_made(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path)
     plane.run(ask())
-    plane.set_recovery("tiny", AUTO, timedelta(minutes=10))
+    plane.recovery.set_choice("tiny", AUTO, timedelta(minutes=10))
     assert parts.state.events("tiny")[-1] == Event(
         at=NOW, workload="tiny", text="recovery automatic after 10m; nothing restarts"
     )

@@ -116,7 +116,7 @@ def test_status_is_a_table_then_what_is_happening_to_each_service(
         f.tick()
         if f.row().machine != "m1":
             break
-    listing = f.plane.recovery()
+    listing = f.plane.recovery.status()
     chat = f.row()
     assert chat.sentence is not None and chat.last_recovery is not None
     code, out, err = nodeau(monkeypatch, capsys, f.plane, "recovery", "status")
@@ -143,12 +143,12 @@ def test_status_json_is_the_view_with_the_same_keys_on_both_planes(
     f = Fleet("m1")
     f.serve()
     code, out, _ = nodeau(monkeypatch, capsys, f.plane, "recovery", "status", "--json")
-    assert code == 0 and json.loads(out) == json.loads(to_json(f.plane.recovery()))
+    assert code == 0 and json.loads(out) == json.loads(to_json(f.plane.recovery.status()))
     plane, _ = plane_with(tmp_path)
     plane.run(evolve(ask(), recovery=AUTO))
     code, out, _ = nodeau(monkeypatch, capsys, plane, "recovery", "status", "--json")
     doc = json.loads(out)
-    assert code == 0 and doc == json.loads(to_json(plane.recovery()))
+    assert code == 0 and doc == json.loads(to_json(plane.recovery.status()))
     assert (
         doc["services"][0]["note"]
         == "this machine is the only one: recovery has nowhere to move it"

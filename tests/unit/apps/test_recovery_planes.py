@@ -17,7 +17,7 @@ from attrs import evolve
 from returns.result import Result
 
 from nodeau.apps.cli.render import to_json
-from nodeau.apps.planes.plane import NotAService
+from nodeau.apps.recovery.commands import NotAService
 from nodeau.domain.records import Admission, Snapshot
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import (
@@ -49,7 +49,7 @@ def test_on_the_fleet_a_choice_goes_into_the_spec_then_the_record_and_nothing_re
     f = Fleet("m1", "m2")
     f.serve()
     server = f.cluster.pods.read(SERVICE, "chat")
-    said = f.plane.set_recovery("chat", AUTO, TEN_MINUTES)
+    said = f.plane.recovery.set_choice("chat", AUTO, TEN_MINUTES)
     assert said == (
         "chat: recovery is now automatic after 10m (was never); nothing restarts "
         "(the controller records it on its next pass)"
@@ -76,7 +76,7 @@ def test_choosing_the_same_again_writes_nothing() -> None:
     f = Fleet("m1")
     f.serve(recovery=AUTO, recovery_after=TEN_MINUTES)
     version = f.cluster.objects.stored[SERVICE, "chat"].version
-    said = f.plane.set_recovery("chat", AUTO, TEN_MINUTES)
+    said = f.plane.recovery.set_choice("chat", AUTO, TEN_MINUTES)
     assert said == f"chat: recovery is already {recovery_words(AUTO, TEN_MINUTES)}; nothing changed"
     assert f.cluster.objects.stored[SERVICE, "chat"].version == version
 
@@ -86,15 +86,15 @@ def test_on_the_fleet_a_batch_job_has_no_recovery_and_an_unknown_name_is_unknown
     job = WorkloadAsk(kind=BATCH, name="nightly", model="qwen")
     f.cluster.objects.create(job)
     with pytest.raises(NotAService) as refused:
-        f.plane.set_recovery("nightly", AUTO, TEN_MINUTES)
+        f.plane.recovery.set_choice("nightly", AUTO, TEN_MINUTES)
     assert (
         refused.value.one_line() == "recovery applies to served workloads; nightly is a batch job"
     )
     found = f.cluster.objects.get(BATCH, "nightly")
     assert found is not None and found.ask == job
     with pytest.raises(UnknownWorkload, match=r"^no workload called 'nope' in the cluster"):
-        f.plane.set_recovery("nope", AUTO, TEN_MINUTES)
-    assert [v.name for v in f.plane.recovery().services] == []  # batch jobs are not listed
+        f.plane.recovery.set_choice("nope", AUTO, TEN_MINUTES)
+    assert [v.name for v in f.plane.recovery.status().services] == []  # batch jobs are not listed
 
 
 def test_fleet_status_names_the_copies_each_machine_reports_and_the_control_plane() -> None:
@@ -104,7 +104,7 @@ def test_fleet_status_names_the_copies_each_machine_reports_and_the_control_plan
     f.cluster.reports.publish(machine_report("m3", 1, giant, at=START))
     f.serve()
     f.cluster.objects.create(WorkloadAsk(kind=SERVICE, name="later", model="qwen"))  # undecided
-    listing = f.plane.recovery()
+    listing = f.plane.recovery.status()
     assert listing.plane == f.plane.description
     assert listing.control_plane == (
         f"no machine is marked control plane (no node carries label {LABEL}), "
@@ -122,7 +122,7 @@ def test_an_automatic_service_on_the_control_plane_machine_is_said_to_wait_for_i
     f = Fleet("m1", "m2")
     f.cluster.nodes["m1"].control_plane = True
     f.serve(recovery=AUTO)
-    listing = f.plane.recovery()
+    listing = f.plane.recovery.status()
     assert (
         listing.control_plane == f"the control-plane machine is m1 (its node carries label {LABEL})"
     )
@@ -131,7 +131,9 @@ def test_an_automatic_service_on_the_control_plane_machine_is_said_to_wait_for_i
         "stops answering"
     )
     f.cluster.nodes["m2"].control_plane = True
-    assert f.plane.recovery().control_plane.startswith("the control-plane machines are m1, m2 (")
+    assert f.plane.recovery.status().control_plane.startswith(
+        "the control-plane machines are m1, m2 ("
+    )
 
 
 def test_a_recovered_service_shows_its_last_recovery_and_while_held_its_sentence() -> None:
@@ -172,7 +174,7 @@ def test_on_one_machine_the_choice_is_recorded_and_nothing_restarts(tmp_path: Pa
     plane.run(ask())
     before = parts.state.snapshot().named("tiny")
     assert before is not None
-    said = plane.set_recovery("tiny", AUTO, TEN_MINUTES)
+    said = plane.recovery.set_choice("tiny", AUTO, TEN_MINUTES)
     assert said == "tiny: recovery is now automatic after 10m (was never); nothing restarts"
     after = parts.state.snapshot().named("tiny")
     assert after is not None
@@ -180,7 +182,7 @@ def test_on_one_machine_the_choice_is_recorded_and_nothing_restarts(tmp_path: Pa
     assert after.server == before.server and after.workload.state is before.workload.state
     assert len(parts.runtime.started) == 1 and parts.endpoints.running == {"tiny": 18001}
     assert parts.state.events("tiny")[-1].text == "recovery automatic after 10m; nothing restarts"
-    again = plane.set_recovery("tiny", AUTO, TEN_MINUTES)
+    again = plane.recovery.set_choice("tiny", AUTO, TEN_MINUTES)
     assert again.endswith("nothing changed")
 
 
@@ -190,7 +192,7 @@ def test_one_machine_status_says_there_is_nowhere_to_move_an_automatic_service(
     plane, _ = plane_with(tmp_path, cards="2 x 24 GiB")
     plane.run(ask(name="kept"))
     plane.run(evolve(ask(name="moving"), recovery=AUTO, recovery_after=TEN_MINUTES))
-    listing = plane.recovery()
+    listing = plane.recovery.status()
     assert listing.plane == plane.description
     assert listing.control_plane.startswith("m1 is the only machine on this plane")
     kept, moving = listing.services
@@ -203,7 +205,7 @@ def test_one_machine_status_says_there_is_nowhere_to_move_an_automatic_service(
     assert moving.note == "this machine is the only one: recovery has nowhere to move it"
     assert (moving.machine, moving.state, moving.last_recovery) == ("m1", "serving", None)
     plane.stop("kept", workload=True)
-    assert [v.name for v in plane.recovery().services] == ["moving"]  # a stopped one is gone
+    assert [v.name for v in plane.recovery.status().services] == ["moving"]  # a stopped one is gone
 
 
 def test_on_one_machine_a_batch_job_is_refused_and_unknown_names_are_unknown(
@@ -221,15 +223,15 @@ def test_on_one_machine_a_batch_job_is_refused_and_unknown_names_are_unknown(
 
     parts.state.admit("nightly", as_batch)
     with pytest.raises(NotAService, match=r"^recovery applies to served workloads; nightly is a"):
-        plane.set_recovery("nightly", AUTO, TEN_MINUTES)
+        plane.recovery.set_choice("nightly", AUTO, TEN_MINUTES)
     nightly = parts.state.snapshot().named("nightly")
     assert nightly is not None and nightly.workload.recovery_mode is NEVER
     with pytest.raises(UnknownWorkload, match=r"^no workload called 'nope'; nodeau ps lists them$"):
-        plane.set_recovery("nope", AUTO, TEN_MINUTES)
+        plane.recovery.set_choice("nope", AUTO, TEN_MINUTES)
     plane.run(ask())
     plane.stop("tiny", workload=True)
     with pytest.raises(UnknownWorkload):  # stopped: it holds no card and has no choice to keep
-        plane.set_recovery("tiny", AUTO, TEN_MINUTES)
+        plane.recovery.set_choice("tiny", AUTO, TEN_MINUTES)
 
 
 # -- both
@@ -240,8 +242,8 @@ def test_both_planes_print_the_same_json_keys(tmp_path: Path) -> None:
     f.serve(recovery=AUTO)
     plane, _ = plane_with(tmp_path)
     plane.run(evolve(ask(), recovery=AUTO))
-    fleet_doc = json.loads(to_json(f.plane.recovery()))
-    machine_doc = json.loads(to_json(plane.recovery()))
+    fleet_doc = json.loads(to_json(f.plane.recovery.status()))
+    machine_doc = json.loads(to_json(plane.recovery.status()))
     assert fleet_doc.keys() == machine_doc.keys()
     assert fleet_doc["services"][0].keys() == machine_doc["services"][0].keys()
     assert machine_doc["services"][0]["copies"] is None  # one machine cannot say
