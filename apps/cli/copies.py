@@ -14,7 +14,7 @@ from nodeau.apps.cli.render import size, table
 from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:
-    from nodeau.apps.planes.plane import CopyListing, CopyView, Plane
+    from nodeau.apps.copies.commands import CopyCommands, CopyListing, CopyView
 
 POLL_S = 1.0
 HEADERS = ("MACHINE", "MODEL", "ARTIFACT", "STATE", "PROGRESS", "ASKED BY")
@@ -54,7 +54,7 @@ def listing_lines(listing: CopyListing) -> list[str]:
 
 
 def wait_until_settled(
-    plane: Plane,
+    copies: CopyCommands,
     machine: str,
     artifact: str,
     name: str,
@@ -71,7 +71,7 @@ def wait_until_settled(
             view = next(
                 (
                     c
-                    for c in plane.copies().copies
+                    for c in copies.listing().copies
                     if (c.machine, c.artifact) == (machine, artifact)
                 ),
                 None,

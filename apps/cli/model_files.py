@@ -143,7 +143,7 @@ def _fleet_reliances(resolved: Resolved, fleet: Plane, machine: str) -> tuple[Re
 
     artifact = resolved.artifact.id.hex
     found: list[Reliance] = []
-    for copy in fleet.copies().copies:
+    for copy in fleet.copies.listing().copies:
         if copy.machine != machine or copy.artifact != artifact:
             continue
         for asker in copy.asked_by:

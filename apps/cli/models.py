@@ -97,9 +97,9 @@ def copy_(
     fleet = plane()
     catalog = _fleet_catalog()
     if remove:
-        print(fleet.withdraw_copy(model, to, catalog))
+        print(fleet.copies.withdraw(model, to, catalog))
         return 0
-    asked = fleet.request_copy(model, to, catalog)
+    asked = fleet.copies.request(model, to, catalog)
     if not wait:
         print(to_json(asked) if json else asked.sentence)
         return 0
@@ -107,7 +107,7 @@ def copy_(
 
     print(asked.sentence, file=sys.stderr if json else sys.stdout, flush=True)
     copy = asked.copy
-    ready = wait_until_settled(fleet, copy.machine, copy.artifact, copy.model)
+    ready = wait_until_settled(fleet.copies, copy.machine, copy.artifact, copy.model)
     print(to_json(ready) if json else f"{ready.model}: {ready.sentence}")
     return 0
 
@@ -128,7 +128,7 @@ def copies(*, json: bool = False) -> int:
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.copies import listing_lines
 
-    listing = plane().copies()
+    listing = plane().copies.listing()
     if json:
         print(to_json(listing))
         return 0

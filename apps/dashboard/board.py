@@ -18,13 +18,14 @@ from attrs import field, frozen
 from nodeau.apps.cli import batch, copies, ps_command, recovery
 from nodeau.apps.cli.plan import plan_lines
 from nodeau.apps.cli.render import size, to_json
+from nodeau.apps.copies.commands import CopyListing
 from nodeau.apps.dashboard import traffic
 from nodeau.apps.dashboard.alerts import Alert, alerts
 from nodeau.apps.dashboard.cards import CardReadings, card_memory, card_readings, reading_line
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.traffic import Traffic, read_traffic
 from nodeau.apps.machines.commands import FleetListing, MachineView
-from nodeau.apps.planes.plane import BatchView, CopyListing, Plane, PlanView
+from nodeau.apps.planes.plane import BatchView, Plane, PlanView
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.apps.recovery.commands import RecoveryListing
@@ -193,7 +194,7 @@ def read_views(
     workloads: tuple[WorkloadView, ...] | None = r.read("workloads", plane.workloads)
     batches: tuple[BatchView, ...] | None = r.read("batches", lambda: plane.batches(None))
     files: Sequence[StatusRow] | None = r.read("models", model_rows)
-    copy_listing: CopyListing | None = r.read("copies", plane.copies)
+    copy_listing: CopyListing | None = r.read("copies", plane.copies.listing)
     recovering: RecoveryListing | None = r.read("recovery", plane.recovery.status)
     qualified: Sequence[ModelQualification] | None = r.read("qualification", qualifications)
     plan: PlanView | None = r.read("plan", lambda: plane.plans.in_force(advance=False))

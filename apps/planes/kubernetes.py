@@ -16,6 +16,7 @@ from attrs import evolve, frozen
 from nodeau.adapters.kube.batch_results import RESULTS_LABEL
 from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.adapters.record_json import unpack
+from nodeau.apps.copies.fleet import FleetCopies
 from nodeau.apps.machines.fleet import FleetMachines
 from nodeau.apps.planes.fleet_workloads import (
     PENDING,
@@ -30,8 +31,6 @@ from nodeau.apps.planes.plane import (
     BatchOutcome,
     BatchSubmitted,
     BatchView,
-    CopyAsked,
-    CopyListing,
     Explanation,
     LogsUnavailable,
     QualificationUnavailable,
@@ -46,13 +45,6 @@ from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.apps.recovery.fleet import FleetRecovery, choice_of
 from nodeau.domain.batches import batch_counts, result_from_line
 from nodeau.domain.catalog import Catalog
-from nodeau.domain.copies import (
-    PERSON,
-    asked_sentence,
-    copy_status,
-    find_request,
-    withdrawal,
-)
 from nodeau.domain.organisation import Requester, Spending
 from nodeau.domain.records import Admission
 from nodeau.domain.runs import Asked, RunsWith, differences, name_from_model, name_problem
@@ -70,7 +62,6 @@ from nodeau.ports.cluster import (
     QualificationRecords,
     ReservationLedger,
     ServerPods,
-    UnknownMachine,
     WorkloadAsk,
     WorkloadObject,
     WorkloadObjects,
@@ -648,56 +639,25 @@ class KubernetesPlane:
             )
         return f"{name}: {view.state}; {kept}; its card is free"
 
-    # -- copies
+    # -- copies (apps.copies)
 
     def _copy_requests(self) -> ModelCopies:
         if self._cluster.copies is None:
             raise NotOnTheFleetYet("this connection to the fleet was made without copy requests")
         return self._cluster.copies
 
-    def request_copy(self, model: str, machine: str, catalog: Catalog) -> CopyAsked:
-        from nodeau.apps.planes.copies import copy_view, machine_copies, resolve_target
-
-        port = self._copy_requests()
-        if machine not in self._cluster.marks.read().nodes:
-            raise UnknownMachine.named(machine)
-        reports = self._cluster.reports.read().reports
-        requests = port.requests()
-        target = resolve_target(model, reports, catalog, requests)
-        before = find_request(requests, machine, target.artifact)
-        request = port.request(machine, target.artifact, target.name, PERSON, self._clock())
-        report = next((r for r in reports if r.machine == machine), None)
-        status = copy_status(request, None if report is None else machine_copies(report))
-        sentence = asked_sentence(
-            status,
-            already=before is not None and before.asked_by(PERSON),
-            fetchable=target.fetchable,
-            short_id=target.short_id,
+    @cached_property
+    def copies(self) -> FleetCopies:
+        c = self._cluster
+        return FleetCopies(
+            self.description,
+            requests=self._copy_requests,
+            marks=c.marks,
+            reports=c.reports,
+            clock=self._clock,
         )
-        return CopyAsked(copy=copy_view(status), sentence=sentence)
 
-    def withdraw_copy(self, model: str, machine: str, catalog: Catalog) -> str:
-        from nodeau.apps.planes.copies import resolve_target
-
-        port = self._copy_requests()
-        requests = port.requests()
-        reports = self._cluster.reports.read().reports
-        target = resolve_target(model, reports, catalog, requests)
-        decided = withdrawal(
-            find_request(requests, machine, target.artifact),
-            asker=PERSON,
-            machine=machine,
-            name=target.name,
-        )
-        if decided.changed:
-            port.withdraw(machine, target.artifact, PERSON)
-        return decided.sentence
-
-    def copies(self) -> CopyListing:
-        from nodeau.apps.planes.copies import copy_listing
-
-        requests = self._copy_requests().requests()
-        return copy_listing(self.description, requests, self._cluster.reports.read().reports)
+    # -- this machine's and every machine's model files
 
     def model_status(self) -> tuple[StatusRow, ...]:
         """Every machine's copies as its agent reports them; this machine's own cache too

@@ -11,6 +11,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
+from nodeau.apps.copies.machine import NoCopies
 from nodeau.apps.machines.machine import ThisMachine
 from nodeau.apps.planes.machine_workloads import (
     MachineWorkloads,
@@ -23,9 +24,6 @@ from nodeau.apps.planes.plane import (
     BatchAsk,
     BatchOutcome,
     BatchView,
-    CopiesNeedAFleet,
-    CopyAsked,
-    CopyListing,
     QualificationView,
     Refused,
     RunAsk,
@@ -48,7 +46,6 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.apps.planes.plane import Explanation
     from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.apps.serving import Rules, RunRequest
-    from nodeau.domain.catalog import Catalog
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
     from nodeau.domain.plans import PlanTerms
@@ -64,10 +61,6 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
 
 PLANE = "one machine (state in SQLite, no Kubernetes)"
 LOG_LINES = 50  # ``nodeau logs`` without --lines
-NO_COPIES = (
-    "copies are kept between the machines of a fleet (nodeau join); this machine's own "
-    "models: nodeau model status, nodeau models pull NAME, nodeau models import FILE"
-)
 
 
 class MachineParts(WorkloadParts, Protocol):
@@ -485,16 +478,13 @@ class MachinePlane:
             PLANE, self._settings.machine, self._parts, self._records, self._clock, self._permit
         )
 
-    # -- copies
+    # -- copies (apps.copies): kept between the machines of a fleet
 
-    def request_copy(self, model: str, machine: str, catalog: Catalog) -> CopyAsked:
-        raise CopiesNeedAFleet(NO_COPIES)
+    @cached_property
+    def copies(self) -> NoCopies:
+        return NoCopies()
 
-    def withdraw_copy(self, model: str, machine: str, catalog: Catalog) -> str:
-        raise CopiesNeedAFleet(NO_COPIES)
-
-    def copies(self) -> CopyListing:
-        raise CopiesNeedAFleet(NO_COPIES)
+    # -- this machine's model files
 
     def model_status(self) -> tuple[StatusRow, ...]:
         from nodeau.apps.planes.status_rows import status_rows

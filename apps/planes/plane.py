@@ -15,12 +15,12 @@ from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays light
+    from nodeau.apps.copies.commands import CopyCommands
     from nodeau.apps.machines.commands import MachineCommands
     from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.apps.recovery.commands import RecoveryCommands
     from nodeau.domain.batches import BatchRequest, LineProblem
-    from nodeau.domain.catalog import Catalog
     from nodeau.domain.records import Admission
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.runs import Asked
@@ -118,38 +118,6 @@ class BatchSubmitted:
 
 
 BatchOutcome = BatchSubmitted | Refused | Undecided
-
-
-@frozen(kw_only=True)
-class CopyView:
-    """One copy of ``nodeau models copies``: where, of what, its state, who asked."""
-
-    machine: str
-    model: str
-    artifact: str  # SHA-256 hex
-    state: str  # requested, waiting, fetching, verifying, ready, failed
-    sentence: str
-    bytes_done: int | None  # while waiting, fetching, verifying or failed, once known
-    bytes_total: int | None
-    asked_by: tuple[str, ...]  # "person", "recovery:<workload>"; empty: no one asked
-    requested_at: datetime | None
-    reported_at: datetime | None  # the machine's report the state is read from
-
-
-@frozen(kw_only=True)
-class CopyListing:
-    """``nodeau models copies``: which plane, every copy."""
-
-    plane: str
-    copies: tuple[CopyView, ...]
-
-
-@frozen(kw_only=True)
-class CopyAsked:
-    """What ``nodeau models copy`` did, and the copy as it stands now."""
-
-    copy: CopyView
-    sentence: str
 
 
 @frozen(kw_only=True)
@@ -386,22 +354,6 @@ class Plane(Protocol):
         is written, until the reader stops (a plane that cannot raises ``LogsUnavailable``)."""
         ...
 
-    def request_copy(self, model: str, machine: str, catalog: Catalog) -> CopyAsked:
-        """Ask ``machine`` to keep a verified copy of ``model`` (a name the fleet's reports
-        or ``catalog`` know, an artifact id or prefix); its agent fetches and verifies it.
-        ``UnknownMachine`` for a machine not in the fleet; ``CopiesNeedAFleet`` on one
-        machine."""
-        ...
-
-    def withdraw_copy(self, model: str, machine: str, catalog: Catalog) -> str:
-        """Take a person's ask for a copy back; no file is deleted, and a copy a recovery
-        relies on stays. The domain's sentence."""
-        ...
-
-    def copies(self) -> CopyListing:
-        """Every copy on the fleet: each request in its state, and each verified model."""
-        ...
-
     def model_status(self) -> tuple[StatusRow, ...]:
         """Which machine holds which model files, downloaded and verified apart: this
         machine's cache, or every machine of a fleet as its agent last reported it."""
@@ -416,6 +368,11 @@ class Plane(Protocol):
     def recovery(self) -> RecoveryCommands:
         """``nodeau recovery set|status``: what each service does when its machine stops
         answering."""
+        ...
+
+    @property
+    def copies(self) -> CopyCommands:
+        """``nodeau models copy|copies``: verified copies kept on the fleet's machines."""
         ...
 
     @property
@@ -437,10 +394,6 @@ class Plane(Protocol):
 
 class LogsUnavailable(NodeauError):
     """This plane cannot show a workload's model server log (yet)."""
-
-
-class CopiesNeedAFleet(NodeauError):
-    """Copies are kept between the machines of a fleet; one machine has none to keep."""
 
 
 class QualificationUnavailable(NodeauError):

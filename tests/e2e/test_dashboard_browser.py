@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from nodeau.apps.copies.commands import CopyListing
 from nodeau.apps.dashboard.traffic import totals
-from nodeau.apps.planes.plane import CopyListing
 from nodeau.apps.recovery.commands import RecoveryListing
 from nodeau.ports.errors import NodeauError
 from tests.support.builders.dashboard_views import FakePlane, fleet, machine, plan, workload

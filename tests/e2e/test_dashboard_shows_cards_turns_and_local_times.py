@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from nodeau.apps.cli.render import size
+from nodeau.apps.copies.commands import CopyListing
 from nodeau.apps.dashboard import cards
 from nodeau.apps.dashboard.traffic import totals
 from nodeau.apps.machines.commands import GpuView
-from nodeau.apps.planes.plane import CopyListing
 from nodeau.apps.recovery.commands import RecoveryListing
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from tests.support.builders.dashboard_views import GIB, NOW, FakePlane, fleet, machine, plan

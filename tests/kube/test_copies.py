@@ -45,8 +45,8 @@ from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_registry import SqliteRegistry
 from nodeau.apps.agent.agent import Agent, Link
 from nodeau.apps.agent.copies import CopyWorker
+from nodeau.apps.copies.commands import CopyView
 from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
-from nodeau.apps.planes.plane import CopyView
 from tests.support.builders.copy_models import (
     KIB,
     MIB,
@@ -188,7 +188,11 @@ def files_intact(root: Path, m: Model) -> bool:
 
 def copy_of(plane: KubernetesPlane, m: Model) -> CopyView | None:
     return next(
-        (c for c in plane.copies().copies if (c.machine, c.artifact) == (MACHINE, m.artifact)),
+        (
+            c
+            for c in plane.copies.listing().copies
+            if (c.machine, c.artifact) == (MACHINE, m.artifact)
+        ),
         None,
     )
 
@@ -252,7 +256,7 @@ def test_cut_connections_resume_from_the_bytes_kept(
 ) -> None:  # fmt: skip
     qwen = models["qwen"]
     qwen.serve(publisher, cut_after=700 * KIB)
-    fleet.request_copy("qwen", MACHINE, catalog_of(*models.values()))
+    fleet.copies.request("qwen", MACHINE, catalog_of(*models.values()))
     with Machine(cluster, tmp_path, publisher, models) as garage:
         view = settled(fleet, qwen, "the cut copy settling")
         assert view.state == "ready", view.sentence
@@ -287,7 +291,7 @@ def test_a_stall_is_detected_and_reported(
 ) -> None:  # fmt: skip
     qwen = models["qwen"]
     qwen.serve(publisher, stall_after=0, stall_s=30.0)
-    fleet.request_copy("qwen", MACHINE, catalog_of(*models.values()))
+    fleet.copies.request("qwen", MACHINE, catalog_of(*models.values()))
     with Machine(cluster, tmp_path, publisher, models, stall_s=0.5):
         view = settled(fleet, qwen, "the stalled copy settling")
     assert view.state == "failed"
@@ -301,7 +305,7 @@ def test_a_copy_that_would_eat_the_disk_reserve_fails_before_its_first_byte(
 ) -> None:  # fmt: skip
     qwen = models["qwen"]
     qwen.serve(publisher)
-    fleet.request_copy("qwen", MACHINE, catalog_of(*models.values()))
+    fleet.copies.request("qwen", MACHINE, catalog_of(*models.values()))
     with Machine(cluster, tmp_path, publisher, models, reserve_bytes=1 << 60):
         view = settled(fleet, qwen, "the copy settling")
     assert view.state == "failed"
@@ -321,12 +325,12 @@ def test_two_copies_on_one_machine_are_fetched_one_at_a_time(
     qwen.serve(publisher, stall_after=512 * KIB, stall_s=3.0)
     llama.serve(publisher)
     catalog = catalog_of(*models.values())
-    fleet.request_copy("qwen", MACHINE, catalog)
-    fleet.request_copy("llama", MACHINE, catalog)
+    fleet.copies.request("qwen", MACHINE, catalog)
+    fleet.copies.request("llama", MACHINE, catalog)
     waited: set[str] = set()
 
     def both_ready() -> bool:
-        views = {c.model: c for c in fleet.copies().copies if c.machine == MACHINE}
+        views = {c.model: c for c in fleet.copies.listing().copies if c.machine == MACHINE}
         if "llama" in views and views["llama"].state == "waiting":
             waited.add(views["llama"].sentence)
         return all(v.state == "ready" for v in views.values()) and len(views) == 2
@@ -367,7 +371,7 @@ def test_a_kill_9_mid_fetch_is_resumed_by_the_next_agent_from_the_partial_file(
                     stall_after=MIB + 512 * KIB, stall_s=60.0)  # fmt: skip
     home, log = tmp_path / "home", tmp_path / "agent.log"
     catalog = write_catalog(tmp_path / "catalog.json", *models.values())
-    fleet.request_copy("qwen", MACHINE, catalog_of(*models.values()))
+    fleet.copies.request("qwen", MACHINE, catalog_of(*models.values()))
     first = agent_process(cluster, home, catalog, publisher, log)
     try:
         wanted = weights.size_bytes + MIB

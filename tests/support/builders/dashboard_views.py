@@ -12,9 +12,8 @@ from typing import Any, cast
 
 from nodeau.apps.dashboard import playground
 from nodeau.apps.machines.commands import FleetListing, GpuView, MachineView
-from nodeau.apps.planes.plane import BatchView, CopyListing, PlanView
+from nodeau.apps.planes.plane import BatchView, PlanView
 from nodeau.apps.planes.workload_view import WorkloadView
-from nodeau.apps.recovery.commands import RecoveryListing
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 GIB = 1024**3
@@ -111,11 +110,8 @@ class FakePlane:
         return value
 
     @property
-    def machines(self) -> FakePlane:
-        return self  # the one machines command a board reads: listing
-
-    def listing(self) -> FleetListing:
-        return cast(FleetListing, self._give("machines"))
+    def machines(self) -> _Feature:
+        return _Feature(self, "machines")
 
     def workloads(self) -> tuple[WorkloadView, ...]:
         return cast(tuple[WorkloadView, ...], self._give("workloads"))
@@ -123,15 +119,13 @@ class FakePlane:
     def batches(self, name: str | None) -> tuple[BatchView, ...]:
         return cast(tuple[BatchView, ...], self._give("batches"))
 
-    def copies(self) -> CopyListing:
-        return cast(CopyListing, self._give("copies"))
+    @property
+    def copies(self) -> _Feature:
+        return _Feature(self, "copies")
 
     @property
-    def recovery(self) -> FakePlane:
-        return self  # the one recovery command a board reads: status
-
-    def status(self) -> RecoveryListing:
-        return cast(RecoveryListing, self._give("recovery"))
+    def recovery(self) -> _Feature:
+        return _Feature(self, "recovery")
 
     @property
     def plans(self) -> FakePlane:
@@ -156,3 +150,18 @@ TARGET = playground.Target(
     state="serving",
     endpoint="http://127.0.0.1:4000/v1",
 )
+
+
+class _Feature:
+    """One feature of the fake plane as a board reads it: its listing (or status) is the
+    view given under ``view``."""
+
+    def __init__(self, plane: FakePlane, view: str) -> None:
+        self._plane = plane
+        self._view = view
+
+    def listing(self) -> Any:
+        return self._plane._give(self._view)
+
+    def status(self) -> Any:
+        return self._plane._give(self._view)

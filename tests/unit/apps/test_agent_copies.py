@@ -18,8 +18,8 @@ from nodeau.adapters.http_publisher import HttpPublisher, fetch_url
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.apps.agent.agent import Agent, Link
 from nodeau.apps.agent.copies import CopyWorker
+from nodeau.apps.copies.commands import CopyView
 from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
-from nodeau.apps.planes.plane import CopyView
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import imported_sentence
@@ -116,12 +116,12 @@ class World:
         return Link(server="fake", reports=self.cluster.reports, copies=self.cluster.copies)
 
     def copy(self, m: Model | str, to: str = MACHINE) -> str:
-        return self.plane.request_copy(
+        return self.plane.copies.request(
             m if isinstance(m, str) else m.name, to, self.catalog
         ).sentence
 
     def view(self, m: Model) -> CopyView | None:
-        listed = self.plane.copies().copies
+        listed = self.plane.copies.listing().copies
         return next((c for c in listed if (c.machine, c.model) == (MACHINE, m.name)), None)
 
     def settle(self, done: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
@@ -129,7 +129,7 @@ class World:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             assert self.agent.round()
-            self.seen += [c for c in self.plane.copies().copies if c.machine == MACHINE]
+            self.seen += [c for c in self.plane.copies.listing().copies if c.machine == MACHINE]
             if done():
                 return
             time.sleep(0.01)
@@ -222,7 +222,7 @@ def test_wrong_bytes_fail_with_their_reason_are_never_ready_and_are_not_retried(
         world.agent.round()
     assert len(world.publisher.requests) == asked  # failed stays failed: no loop
     QWEN.serve(world.publisher)  # the publisher fixed; the person asks again
-    assert "no file is deleted" in world.plane.withdraw_copy("qwen", MACHINE, world.catalog)
+    assert "no file is deleted" in world.plane.copies.withdraw("qwen", MACHINE, world.catalog)
     world.copy(QWEN)
     world.settle(world.settled(QWEN), "the copy asked again settling")
     assert world.state(QWEN) == "ready" and world.verified(QWEN)
@@ -316,7 +316,7 @@ def test_taking_the_request_back_stops_the_fetch_and_deletes_nothing(
     QWEN.serve(world.publisher, stall_after=256 * KIB, stall_s=30.0)
     world.copy(QWEN)
     world.settle(lambda: world.state(QWEN) == "fetching", "qwen fetching")
-    said = world.plane.withdraw_copy("qwen", MACHINE, world.catalog)
+    said = world.plane.copies.withdraw("qwen", MACHINE, world.catalog)
     assert said.startswith("the copy of qwen on garage is no longer asked for")
     world.settle(lambda: any(s.startswith("stopped fetching qwen") for s in world.said), "stop")
     assert world.view(QWEN) is None
@@ -327,7 +327,7 @@ def test_taking_the_request_back_stops_the_fetch_and_deletes_nothing(
 def test_a_recoverys_ask_keeps_the_request_when_the_person_takes_theirs_back(world: World) -> None:
     world.copy(QWEN)
     world.cluster.copies.request(MACHINE, QWEN.artifact, "qwen", "recovery:chat", now())
-    said = world.plane.withdraw_copy(QWEN.artifact[:8], MACHINE, world.catalog)
+    said = world.plane.copies.withdraw(QWEN.artifact[:8], MACHINE, world.catalog)
     assert said == (
         "your ask for a copy of qwen on garage is taken back, but the copy stays: the recovery "
         "of chat relies on it; no file is deleted"
@@ -348,7 +348,7 @@ def test_an_imported_model_is_never_fetched_and_counts_once_imported_there(
     said = world.copy("mine")
     assert said.endswith(imported_sentence(MACHINE))
     world.settle(lambda: world.worker.progress() != (), "the agent taking the request up")
-    view = next(c for c in world.plane.copies().copies if c.machine == MACHINE)
+    view = next(c for c in world.plane.copies.listing().copies if c.machine == MACHINE)
     assert (view.state, view.sentence) == ("requested", imported_sentence(MACHINE))
     assert world.publisher.requests == ()
     source = tmp_path / "mine.gguf"
@@ -356,7 +356,7 @@ def test_an_imported_model_is_never_fetched_and_counts_once_imported_there(
     world.store.import_file(source)  # nodeau models import mine.gguf --no-register, on garage
     world.settle(
         lambda: any(
-            c.machine == MACHINE and c.state == "ready" for c in world.plane.copies().copies
+            c.machine == MACHINE and c.state == "ready" for c in world.plane.copies.listing().copies
         ),
         "the imported copy counted",
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nodeau.apps.cli.copies import CopyFailed, CopyGone, listing_lines, wait_until_settled
-from nodeau.apps.planes.plane import CopyListing, CopyView
+from nodeau.apps.copies.commands import CopyListing, CopyView
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 QWEN = "a" * 64
@@ -29,18 +29,18 @@ def view(
 
 
 class Scripted:
-    """A plane whose copies go through these listings, one per read (the last one stays)."""
+    """Copies that go through these listings, one per read (the last one stays)."""
 
     def __init__(self, *steps: tuple[CopyView, ...]) -> None:
         self.steps = list(steps)
 
-    def copies(self) -> CopyListing:
+    def listing(self) -> CopyListing:
         step = self.steps.pop(0) if len(self.steps) > 1 else self.steps[0]
         return CopyListing(plane="fleet", copies=step)
 
 
-def wait(plane: Scripted) -> CopyView:
-    return wait_until_settled(plane, "garage", QWEN, "qwen", sleep=lambda _s: None)  # type: ignore[arg-type]
+def wait(copies: Scripted) -> CopyView:
+    return wait_until_settled(copies, "garage", QWEN, "qwen", sleep=lambda _s: None)  # type: ignore[arg-type]
 
 
 def test_wait_ends_ready_after_showing_each_state_once(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,11 +9,12 @@ from typing import Any, cast
 
 import pytest
 
+from nodeau.apps.copies.commands import CopyListing
 from nodeau.apps.dashboard import cards
 from nodeau.apps.dashboard.board import read_board
 from nodeau.apps.dashboard.cards import CardReadings, card_readings, reading_line
 from nodeau.apps.machines.commands import GpuView
-from nodeau.apps.planes.plane import CopyListing, Plane
+from nodeau.apps.planes.plane import Plane
 from nodeau.apps.recovery.commands import RecoveryListing
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.ports.hardware import HardwareError

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from nodeau.apps.cli import ps_command
 from nodeau.apps.cli.render import to_json
+from nodeau.apps.copies.commands import CopyListing
 from nodeau.apps.dashboard.board import page_board, read_board, read_views
 from nodeau.apps.dashboard.board_encoding import EncodedBoard
 from nodeau.apps.dashboard.repeated_texts import SHORTEST, compacted, expanded
-from nodeau.apps.planes.plane import CopyListing, Plane
+from nodeau.apps.planes.plane import Plane
 from nodeau.apps.recovery.commands import RecoveryListing
 from tests.support.builders.dashboard_views import NOW, FakePlane, fleet, machine, plan, workload
 

@@ -1,18 +1,30 @@
-"""Copies on the fleet: the model a person names, and the views ``nodeau models copies`` prints.
+"""``CopyCommands`` on a fleet: copy requests in the cluster, states from the agents' reports.
 
-Why it is so: docs/adr/decisions/apps-planes.md (copies.py).
+The model a person names is resolved by the domain's one rule among what the machines hold
+verified, the catalog and the requests already made; the agent of the machine fetches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 
 from attrs import frozen
 
+from nodeau.apps.copies.commands import CopyAsked, CopyListing, CopyView
 from nodeau.apps.models import UnknownModel
-from nodeau.apps.planes.plane import CopyListing, CopyView
 from nodeau.domain.catalog import Catalog
-from nodeau.domain.copies import CopyRequest, CopyStatus, MachineCopies, copy_statuses
+from nodeau.domain.copies import (
+    PERSON,
+    CopyRequest,
+    CopyStatus,
+    MachineCopies,
+    asked_sentence,
+    copy_status,
+    copy_statuses,
+    find_request,
+    withdrawal,
+)
 from nodeau.domain.resolution import (
     SHORT_ID,
     Known,
@@ -21,7 +33,13 @@ from nodeau.domain.resolution import (
     display_name,
     resolve_name,
 )
-from nodeau.ports.cluster import MachineReport
+from nodeau.ports.cluster import (
+    FleetMarks,
+    MachineReport,
+    MachineReports,
+    ModelCopies,
+    UnknownMachine,
+)
 
 
 @frozen(kw_only=True)
@@ -101,3 +119,59 @@ def copy_listing(
     """Every copy on the fleet, in its state."""
     statuses = copy_statuses(requests, (machine_copies(r) for r in reports))
     return CopyListing(plane=plane, copies=tuple(copy_view(s) for s in statuses))
+
+
+class FleetCopies:
+    """``CopyCommands`` where the plane is a fleet, described as ``plane``."""
+
+    def __init__(
+        self,
+        plane: str,
+        *,
+        requests: Callable[[], ModelCopies],
+        marks: FleetMarks,
+        reports: MachineReports,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._plane = plane
+        self._requests = requests  # the port; raises when this connection has none
+        self._marks = marks
+        self._reports = reports
+        self._clock = clock
+
+    def request(self, model: str, machine: str, catalog: Catalog) -> CopyAsked:
+        port = self._requests()
+        if machine not in self._marks.read().nodes:
+            raise UnknownMachine.named(machine)
+        reports = self._reports.read().reports
+        requests = port.requests()
+        target = resolve_target(model, reports, catalog, requests)
+        before = find_request(requests, machine, target.artifact)
+        request = port.request(machine, target.artifact, target.name, PERSON, self._clock())
+        report = next((r for r in reports if r.machine == machine), None)
+        status = copy_status(request, None if report is None else machine_copies(report))
+        sentence = asked_sentence(
+            status,
+            already=before is not None and before.asked_by(PERSON),
+            fetchable=target.fetchable,
+            short_id=target.short_id,
+        )
+        return CopyAsked(copy=copy_view(status), sentence=sentence)
+
+    def withdraw(self, model: str, machine: str, catalog: Catalog) -> str:
+        port = self._requests()
+        requests = port.requests()
+        target = resolve_target(model, self._reports.read().reports, catalog, requests)
+        decided = withdrawal(
+            find_request(requests, machine, target.artifact),
+            asker=PERSON,
+            machine=machine,
+            name=target.name,
+        )
+        if decided.changed:
+            port.withdraw(machine, target.artifact, PERSON)
+        return decided.sentence
+
+    def listing(self) -> CopyListing:
+        requests = self._requests().requests()
+        return copy_listing(self._plane, requests, self._reports.read().reports)
