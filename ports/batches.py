@@ -29,6 +29,10 @@ class FleetBatches(Protocol):
         is no such job."""
         ...
 
+    def where(self, job: str) -> str:
+        """Where a person finds the job's results, as they would ask for them."""
+        ...
+
 
 class BatchSender(Protocol):
     """One model server, as a batch worker sends it requests."""

@@ -144,6 +144,9 @@ class KubeFleetBatches:
         )  # fmt: skip
         return done is not None
 
+    def where(self, job: str) -> str:
+        return f"ConfigMaps -n {r.NAMESPACE} -l {RESULTS_LABEL}={job}"
+
     # -- plumbing
 
     def _tail(self, job: str) -> Piece | None:

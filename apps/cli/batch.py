@@ -15,7 +15,7 @@ from cyclopts import App
 from nodeau.apps.cli.render import size, table, to_json
 
 if TYPE_CHECKING:
-    from nodeau.apps.planes.plane import BatchOutcome, BatchView
+    from nodeau.apps.batches.commands import BatchOutcome, BatchView
 
 batch_app = App(name="batch", help="Run a finite set of requests (OpenAI batch JSONL).")
 
@@ -52,8 +52,8 @@ def submit(
     json
         Print the result as JSON.
     """
+    from nodeau.apps.batches.commands import BatchAsk
     from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.planes.plane import BatchAsk
     from nodeau.domain.batches import parse_batch_lines
     from nodeau.domain.runs import name_from_model
     from nodeau.domain.tasks import Task, routes_for
@@ -82,12 +82,12 @@ def submit(
         source=str(file.resolve()),
         unproved=unproved,
     )
-    return report_submit(plane().submit_batch(ask), json=json)
+    return report_submit(plane().batches.submit(ask), json=json)
 
 
 def report_submit(outcome: BatchOutcome, *, json: bool) -> int:
+    from nodeau.apps.batches.commands import BatchSubmitted
     from nodeau.apps.cli.serving import report_run
-    from nodeau.apps.planes.plane import BatchSubmitted
 
     if not isinstance(outcome, BatchSubmitted):
         return report_run(outcome, json=json)
@@ -118,7 +118,7 @@ def status(name: str | None = None, /, *, json: bool = False) -> int:
     """
     from nodeau.apps.cli.bootstrap import plane
 
-    rows = plane().batches(name)
+    rows = plane().batches.status(name)
     if json:
         print(to_json(rows[0] if name is not None else rows))
         return 0
@@ -153,7 +153,7 @@ def results(name: str, /) -> int:
     """
     from nodeau.apps.cli.bootstrap import plane
 
-    for line in plane().batch_results(name):
+    for line in plane().batches.results(name):
         print(jsonlib.dumps(line))
     return 0
 
@@ -169,5 +169,5 @@ def stop(name: str, /) -> int:
     """
     from nodeau.apps.cli.bootstrap import plane
 
-    print(plane().stop_batch(name))
+    print(plane().batches.stop(name))
     return 0

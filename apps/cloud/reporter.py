@@ -45,7 +45,7 @@ def carry_out(plane: Plane, decision: OperationDecision) -> str:
         case OperationKind.UNDRAIN:
             return plane.machines.undrain(target)
         case OperationKind.STOP_BATCH:
-            return plane.stop_batch(target)
+            return plane.batches.stop(target)
         case OperationKind.STOP_SERVICE:
             return plane.stop(target, workload=True)
         case None:

@@ -140,7 +140,7 @@ class Dashboard:
     async def stop_batch(self, request: Request) -> Response:
         name = request.path_params["name"]
         try:
-            sentence = await self.on_plane(lambda: self.plane.stop_batch(name))
+            sentence = await self.on_plane(lambda: self.plane.batches.stop(name))
         except NodeauError as exc:
             return error(409, exc.one_line(), "conflict")
         finally:

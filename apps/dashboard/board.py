@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from attrs import field, frozen
 
+from nodeau.apps.batches.commands import BatchView
 from nodeau.apps.cli import batch, copies, ps_command, recovery
 from nodeau.apps.cli.plan import plan_lines
 from nodeau.apps.cli.render import size, to_json
@@ -25,7 +26,7 @@ from nodeau.apps.dashboard.cards import CardReadings, card_memory, card_readings
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.traffic import Traffic, read_traffic
 from nodeau.apps.machines.commands import FleetListing, MachineView
-from nodeau.apps.planes.plane import BatchView, Plane, PlanView
+from nodeau.apps.planes.plane import Plane, PlanView
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.apps.recovery.commands import RecoveryListing
@@ -192,7 +193,7 @@ def read_views(
     reading: MachineReading | None = cards_read.read("cards", cards)
     machines: FleetListing | None = r.read("hardware", plane.machines.listing)
     workloads: tuple[WorkloadView, ...] | None = r.read("workloads", plane.workloads)
-    batches: tuple[BatchView, ...] | None = r.read("batches", lambda: plane.batches(None))
+    batches: tuple[BatchView, ...] | None = r.read("batches", lambda: plane.batches.status(None))
     files: Sequence[StatusRow] | None = r.read("models", model_rows)
     copy_listing: CopyListing | None = r.read("copies", plane.copies.listing)
     recovering: RecoveryListing | None = r.read("recovery", plane.recovery.status)

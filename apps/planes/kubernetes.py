@@ -9,13 +9,13 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from attrs import evolve, frozen
 
-from nodeau.adapters.kube.batch_results import RESULTS_LABEL
 from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.adapters.record_json import unpack
+from nodeau.apps.batches.fleet import FleetBatchJobs
 from nodeau.apps.copies.fleet import FleetCopies
 from nodeau.apps.machines.fleet import FleetMachines
 from nodeau.apps.planes.fleet_workloads import (
@@ -27,10 +27,6 @@ from nodeau.apps.planes.fleet_workloads import (
 from nodeau.apps.planes.organisation import Organisations
 from nodeau.apps.planes.plan import Plans
 from nodeau.apps.planes.plane import (
-    BatchAsk,
-    BatchOutcome,
-    BatchSubmitted,
-    BatchView,
     Explanation,
     LogsUnavailable,
     QualificationUnavailable,
@@ -43,7 +39,6 @@ from nodeau.apps.planes.plane import (
 )
 from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.apps.recovery.fleet import FleetRecovery, choice_of
-from nodeau.domain.batches import batch_counts, result_from_line
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.organisation import Requester, Spending
 from nodeau.domain.records import Admission
@@ -69,7 +64,7 @@ from nodeau.ports.cluster import (
 from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
 from nodeau.ports.errors import NodeauError, SettingsError
 from nodeau.ports.organisation import Identity, OrganisationPolicy
-from nodeau.ports.state import StateError, UnknownWorkload
+from nodeau.ports.state import StateError
 
 if TYPE_CHECKING:
     from nodeau.apps.model_services import ModelServices
@@ -78,7 +73,6 @@ if TYPE_CHECKING:
     from nodeau.apps.planes.status_rows import StatusRow
 
 POLL_S = 0.2
-STOP_WAIT_S = 30.0  # how long ``batch stop`` waits for the controller to end the job
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
 NAMESPACE = "nodeau-system"
 
@@ -128,18 +122,6 @@ def object_name(asked: str | None, model: str) -> str:
     if made is None:
         raise SettingsError(f"cannot make a workload name from {model!r}; give --name")
     return made
-
-
-def ended(obj: WorkloadObject) -> bool:
-    """Whether a workload holds no card any more: finished, or refused."""
-    if obj.refusal is not None:
-        return True
-    return obj.record is not None and not holds_gpu(obj.record.workload.state)
-
-
-def results_where(name: str) -> str:
-    """Where a fleet batch job's results are kept, as a person finds them."""
-    return f"ConfigMaps -n {NAMESPACE} -l {RESULTS_LABEL}={name}"
 
 
 def admission_of(obj: WorkloadObject) -> Admission:
@@ -544,100 +526,23 @@ class KubernetesPlane:
             permit=self._permit,
         )
 
-    # -- batch jobs
+    # -- batch jobs (apps.batches)
 
-    def submit_batch(self, ask: BatchAsk) -> BatchOutcome:
-        if (problem := name_problem(ask.name)) is not None:
-            raise SettingsError(f"--name {problem}")
-        wanted = WorkloadAsk(
-            kind=WorkloadKind.BATCH,
-            name=ask.name,
-            model=ask.model,
-            task=ask.task,
-            context_tokens=ask.context_tokens,
-            requests=ask.requests,
-            bad_lines=len(ask.problems),
-            requester=self._requester(),
-            unproved=ask.unproved,
-        )
-        if not self._objects.create(wanted):
-            raise StateError(
-                f"a batch job called {ask.name} already exists; give another --name "
-                f"or stop it with nodeau batch stop {ask.name}"
-            )
-        decision = self._decision(WorkloadKind.BATCH, ask.name, 60.0)
-        if not isinstance(decision, WorkloadObject):
-            return decision
-        return BatchSubmitted(
-            job=self._batch_view(decision),
-            workload=workload_view(decision, self._clock()),
-            reserved_bytes=decision.reserved_bytes or 0,
-            source=decision.source,
+    @cached_property
+    def batches(self) -> FleetBatchJobs:
+        return FleetBatchJobs(
+            objects=self._objects,
+            results=self._fleet_batches,
+            requester=self._requester,
+            decision=self._decision,
+            clock=self._clock,
+            permit=self._permit,
         )
 
     def _fleet_batches(self) -> FleetBatches:
         if self._cluster.batches is None:
             raise NotOnTheFleetYet("this connection to the fleet was made without batch results")
         return self._cluster.batches
-
-    def _batch_view(self, obj: WorkloadObject) -> BatchView:
-        view = workload_view(obj, self._clock())
-        requests = () if obj.ask is None else obj.ask.requests
-        kept = (result_from_line(line) for line in self._fleet_batches().lines(obj.name))
-        counts = batch_counts(requests, (r for r in kept if r is not None))
-        bad = obj.spec.get("badLines")
-        return BatchView(
-            name=obj.name,
-            model=view.model,
-            state=view.state,
-            sentence=view.sentence,
-            total=counts.total,
-            done=counts.done,
-            failed=counts.failed,
-            left=counts.left,
-            bad_lines=bad if isinstance(bad, int) else 0,
-            results=results_where(obj.name),
-        )
-
-    def _batch_objects(self, name: str | None) -> list[WorkloadObject]:
-        listed = [o for o in self._objects.list_all() if o.kind is WorkloadKind.BATCH]
-        if name is not None:
-            listed = [o for o in listed if o.name == name]
-            if not listed:
-                raise UnknownWorkload(
-                    f"no batch job called {name!r}; nodeau batch status lists them"
-                )
-        return listed
-
-    def batches(self, name: str | None) -> tuple[BatchView, ...]:
-        return tuple(self._batch_view(o) for o in self._batch_objects(name))
-
-    def batch_results(self, name: str) -> Iterator[dict[str, Any]]:
-        self._batch_objects(name)
-        yield from self._fleet_batches().lines(name)
-
-    def stop_batch(self, name: str) -> str:
-        """Ask the controller to end the job (``spec.stop``), wait for it (bounded), and say
-        what one machine says: its state, the results kept, its card free."""
-        self._permit("stop")
-        [obj] = self._batch_objects(name)
-        if not ended(obj):
-            self._fleet_batches().ask_stop(name)
-            deadline = time.monotonic() + STOP_WAIT_S
-            while not ended(obj) and time.monotonic() < deadline:
-                time.sleep(POLL_S)
-                found = self._objects.get(WorkloadKind.BATCH, name)
-                if found is None:
-                    raise UnknownWorkload(f"{name} was deleted meanwhile")
-                obj = found
-        view = self._batch_view(obj)
-        kept = f"{view.done + view.failed} results kept ({view.results})"
-        if not ended(obj):
-            return (
-                f"{name}: asked to stop; {kept}; the controller did not end it within "
-                f"{STOP_WAIT_S:g} s: it stops its model server and frees its card when it acts"
-            )
-        return f"{name}: {view.state}; {kept}; its card is free"
 
     # -- copies (apps.copies)
 

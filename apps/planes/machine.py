@@ -16,14 +16,12 @@ from nodeau.apps.machines.machine import ThisMachine
 from nodeau.apps.planes.machine_workloads import (
     MachineWorkloads,
     WorkloadParts,
+    reservation_source,
     workload_view,
 )
 from nodeau.apps.planes.organisation import Organisations
 from nodeau.apps.planes.plan import Plans
 from nodeau.apps.planes.plane import (
-    BatchAsk,
-    BatchOutcome,
-    BatchView,
     QualificationView,
     Refused,
     RunAsk,
@@ -39,6 +37,7 @@ from nodeau.ports.errors import NodeauError, SettingsError
 if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from pathlib import Path
 
+    from nodeau.apps.batches.machine import ThisMachineBatches
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.models import Resolved
@@ -393,7 +392,7 @@ class MachinePlane:
                     f"{name} is a batch job: it has no endpoint to stop "
                     "(nodeau stop NAME --workload stops it and frees its card)"
                 )
-            return self.stop_batch(name)
+            return self.batches.stop(name)
         self._parts.endpoints.stop(name)
         if not workload:
             if record.workload.state is WorkloadState.RESTARTING:
@@ -513,42 +512,21 @@ class MachinePlane:
             PLANE, self._settings.machine, self._parts, self._ledger, self._clock, self._permit
         )
 
-    # -- batch jobs
+    # -- batch jobs (apps.batches)
 
-    def submit_batch(self, ask: BatchAsk) -> BatchOutcome:
-        from nodeau.apps.models import resolve_model
-        from nodeau.apps.planes import machine_batches
-        from nodeau.domain.runs import name_problem
+    @cached_property
+    def batches(self) -> ThisMachineBatches:
+        from nodeau.apps.batches.machine import ThisMachineBatches
 
-        models = self._parts.models
-        resolved = resolve_model(ask.model, models.registry.book(), models.catalog())
-        if (problem := name_problem(ask.name)) is not None:
-            raise SettingsError(f"--name {problem}")
-        return machine_batches.submit(self._parts, resolved, ask, self._admit_batch, self._clock)
+        return ThisMachineBatches(
+            self._settings, self._parts, self._records, self._admit_batch, self._clock, self._permit
+        )
 
     def _admit_batch(
         self, resolved: Resolved, request: RunRequest
     ) -> tuple[Admission, bool] | Refusal:
         self._refuse_unknown_servers()
         return self._admit(resolved, request, WorkloadKind.BATCH)
-
-    def batches(self, name: str | None) -> tuple[BatchView, ...]:
-        from nodeau.apps.planes import machine_batches
-
-        return machine_batches.statuses(self._settings, self._records(), name, self._clock())
-
-    def batch_results(self, name: str) -> Iterator[dict[str, object]]:
-        from nodeau.apps.planes import machine_batches
-
-        self.batches(name)  # an unknown job says so
-        return machine_batches.results(self._settings, name)
-
-    def stop_batch(self, name: str) -> str:
-        from nodeau.apps.planes import machine_batches
-
-        self._permit("stop")
-        self.batches(name)
-        return machine_batches.stop(self._settings, self._parts, name, self._clock)
 
     # -- plumbing
 
@@ -576,10 +554,3 @@ def started_outcome(
         source=reservation_source(admission),
         endpoint_service=how,
     )
-
-
-def reservation_source(admission: Admission) -> str:
-    """Whether the reserved figure was estimated or measured, on the card it holds."""
-    uuid = admission.placement.gpu_uuid
-    gpu_model = next(c.gpu_model for c in admission.admitted.cards if c.gpu_uuid == uuid)
-    return admission.admitted.prediction_for(gpu_model).source.value

@@ -16,7 +16,7 @@ from nodeau.domain.workloads import Workload, WorkloadKind, WorkloadState, holds
 
 if TYPE_CHECKING:  # annotations only: this module is what ``ps`` imports
     from nodeau.apps.settings import Settings
-    from nodeau.domain.records import WorkloadRecord
+    from nodeau.domain.records import Admission, WorkloadRecord
     from nodeau.ports.runtime import HomeServers, ModelRuntime, RunningServer
     from nodeau.ports.state import StateStore
 
@@ -219,3 +219,10 @@ class MachineWorkloads:
         from nodeau.adapters.model_server_process import server_alive
 
         return server_alive
+
+
+def reservation_source(admission: Admission) -> str:
+    """Whether the reserved figure was estimated or measured, on the card it holds."""
+    uuid = admission.placement.gpu_uuid
+    gpu_model = next(c.gpu_model for c in admission.admitted.cards if c.gpu_uuid == uuid)
+    return admission.admitted.prediction_for(gpu_model).source.value

@@ -15,12 +15,12 @@ from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays light
+    from nodeau.apps.batches.commands import BatchCommands
     from nodeau.apps.copies.commands import CopyCommands
     from nodeau.apps.machines.commands import MachineCommands
     from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.apps.recovery.commands import RecoveryCommands
-    from nodeau.domain.batches import BatchRequest, LineProblem
     from nodeau.domain.records import Admission
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.runs import Asked
@@ -75,49 +75,6 @@ class Undecided:
 
 
 RunOutcome = Started | Refused | Undecided
-
-
-@frozen(kw_only=True)
-class BatchAsk:
-    """What ``nodeau batch submit`` asks for."""
-
-    model: str
-    name: str
-    task: Task
-    context_tokens: int | None
-    requests: tuple[BatchRequest, ...]  # the lines that can run
-    problems: tuple[LineProblem, ...]  # the lines that cannot, each naming its line
-    source: str  # the file's path, for messages
-    unproved: bool = False  # run an imported model for a task it has not proved
-
-
-@frozen(kw_only=True)
-class BatchView:
-    """One row of ``nodeau batch status``."""
-
-    name: str
-    model: str | None
-    state: str
-    sentence: str
-    total: int
-    done: int
-    failed: int
-    left: int
-    bad_lines: int
-    results: str | None  # where the results are kept (this machine's path)
-
-
-@frozen(kw_only=True)
-class BatchSubmitted:
-    """A batch job admitted and started, with its bad lines skipped."""
-
-    job: BatchView
-    workload: WorkloadView
-    reserved_bytes: int
-    source: str  # the reservation's figure: "estimated" or "measured"
-
-
-BatchOutcome = BatchSubmitted | Refused | Undecided
 
 
 @frozen(kw_only=True)
@@ -314,22 +271,6 @@ class Plane(Protocol):
         cannot ask (a fleet's server is a Pod's) or the runtime gave none."""
         ...
 
-    def submit_batch(self, ask: BatchAsk) -> BatchOutcome:
-        """Admit and start a batch job."""
-        ...
-
-    def batches(self, name: str | None) -> tuple[BatchView, ...]:
-        """One job's status, or every job's."""
-        ...
-
-    def batch_results(self, name: str) -> Iterator[dict[str, object]]:
-        """The job's results so far, each an OpenAI batch output line."""
-        ...
-
-    def stop_batch(self, name: str) -> str:
-        """Stop a job and free its card; results already written stay."""
-        ...
-
     def qualify(
         self, model: str, context_tokens: int | None, seed: int | None = None
     ) -> QualificationView | Refused:
@@ -368,6 +309,11 @@ class Plane(Protocol):
     def recovery(self) -> RecoveryCommands:
         """``nodeau recovery set|status``: what each service does when its machine stops
         answering."""
+        ...
+
+    @property
+    def batches(self) -> BatchCommands:
+        """``nodeau batch submit|status|results|stop``: batch jobs on admitted cards."""
         ...
 
     @property

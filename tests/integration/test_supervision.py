@@ -37,13 +37,14 @@ from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_marks import SqliteMarks
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps import batch_worker
+from nodeau.apps.batches import machine as machine_batches
+from nodeau.apps.batches.commands import BatchAsk, BatchSubmitted
 from nodeau.apps.endpoint.app import Unavailable
 from nodeau.apps.endpoint.serve import upstream_from_state
 from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import import_model
-from nodeau.apps.planes import machine_batches
 from nodeau.apps.planes.machine import MachinePlane
-from nodeau.apps.planes.plane import BatchAsk, BatchSubmitted, RunAsk, Started
+from nodeau.apps.planes.plane import RunAsk, Started
 from nodeau.apps.serving import Supervisor
 from nodeau.apps.settings import settings_from
 from nodeau.domain.batches import BatchRequest, BatchResult
@@ -520,7 +521,7 @@ def test_a_batch_job_whose_server_dies_mid_run_resumes_and_answers_each_request_
         for n in range(1, 9)
     )
     monkeypatch.setattr(machine_batches, "launch_worker", lambda files, command: 0)
-    outcome = plane.submit_batch(
+    outcome = plane.batches.submit(
         BatchAsk(
             model="tiny", name="job", task=Task.CHAT, context_tokens=256, requests=requests,
             problems=(), source="jobs.jsonl", unproved=True,
@@ -556,14 +557,14 @@ def test_a_batch_job_whose_server_dies_mid_run_resumes_and_answers_each_request_
         sender=KillingFirst,
     )  # fmt: skip
     assert code == 0
-    lines = list(plane.batch_results("job"))
+    lines = list(plane.batches.results("job"))
     assert sorted(str(line["custom_id"]) for line in lines) == [f"r{n}" for n in range(1, 9)]
     for line in lines:
         response = line["response"]
         assert isinstance(response, dict) and response["status_code"] == 200, line
         assert line["error"] is None
     assert [line["custom_id"] for line in lines if line.get("retried")] == ["r3"]
-    [job] = plane.batches("job")
+    [job] = plane.batches.status("job")
     assert (job.state, job.done, job.failed, job.left) == ("succeeded", 8, 0, 0)
     record = parts.record("job")
     assert (record.workload.restarts, record.server) == (1, None)

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from nodeau.apps.dashboard import playground
 from nodeau.apps.machines.commands import FleetListing, GpuView, MachineView
-from nodeau.apps.planes.plane import BatchView, PlanView
+from nodeau.apps.planes.plane import PlanView
 from nodeau.apps.planes.workload_view import WorkloadView
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -110,22 +110,23 @@ class FakePlane:
         return value
 
     @property
-    def machines(self) -> _Feature:
-        return _Feature(self, "machines")
+    def machines(self) -> FeatureViews:
+        return FeatureViews(self, "machines")
 
     def workloads(self) -> tuple[WorkloadView, ...]:
         return cast(tuple[WorkloadView, ...], self._give("workloads"))
 
-    def batches(self, name: str | None) -> tuple[BatchView, ...]:
-        return cast(tuple[BatchView, ...], self._give("batches"))
+    @property
+    def batches(self) -> FeatureViews:
+        return FeatureViews(self, "batches")
 
     @property
-    def copies(self) -> _Feature:
-        return _Feature(self, "copies")
+    def copies(self) -> FeatureViews:
+        return FeatureViews(self, "copies")
 
     @property
-    def recovery(self) -> _Feature:
-        return _Feature(self, "recovery")
+    def recovery(self) -> FeatureViews:
+        return FeatureViews(self, "recovery")
 
     @property
     def plans(self) -> FakePlane:
@@ -152,7 +153,7 @@ TARGET = playground.Target(
 )
 
 
-class _Feature:
+class FeatureViews:
     """One feature of the fake plane as a board reads it: its listing (or status) is the
     view given under ``view``."""
 
@@ -163,5 +164,5 @@ class _Feature:
     def listing(self) -> Any:
         return self._plane._give(self._view)
 
-    def status(self) -> Any:
+    def status(self, *_which: Any) -> Any:
         return self._plane._give(self._view)

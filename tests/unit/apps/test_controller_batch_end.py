@@ -52,6 +52,9 @@ class KeptResults:
     def ask_stop(self, job: str) -> bool:
         return False
 
+    def where(self, job: str) -> str:
+        return f"the kept results of {job}"
+
 
 class StoppableObjects(FakeWorkloadObjects):
     """The fake's objects, whose spec says ``stop: true`` for the jobs in ``stopping``."""

@@ -8,13 +8,14 @@ from typing import Any, cast
 
 import pytest
 
+from nodeau.apps.batches.commands import BatchView
 from nodeau.apps.cli import batch, ps_command, recovery
 from nodeau.apps.cli.plan import plan_lines
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.copies.commands import CopyListing, CopyView
 from nodeau.apps.dashboard.alerts import Alert, alerts
 from nodeau.apps.dashboard.board import read_board
-from nodeau.apps.planes.plane import BatchView, Plane
+from nodeau.apps.planes.plane import Plane
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.apps.recovery.commands import RecoveryListing, RecoveryView
 from nodeau.domain.cache import CopyState

@@ -31,7 +31,15 @@ from nodeau.apps.dashboard.session import (
 )
 from nodeau.apps.planes.plane import Plane
 from nodeau.ports.errors import NodeauError
-from tests.support.builders.dashboard_views import NOW, TARGET, FakePlane, fleet, machine, plan
+from tests.support.builders.dashboard_views import (
+    NOW,
+    TARGET,
+    FakePlane,
+    FeatureViews,
+    fleet,
+    machine,
+    plan,
+)
 
 PORT = 8123
 BASE = f"http://127.0.0.1:{PORT}"
@@ -42,10 +50,17 @@ class StoppingPlane(FakePlane):
         super().__init__(**views)
         self.stopped: list[str] = []
 
-    def stop_batch(self, name: str) -> str:
+    @property
+    def batches(self) -> StoppingBatches:
+        return StoppingBatches(self, "batches")
+
+
+class StoppingBatches(FeatureViews):
+    def stop(self, name: str) -> str:
         if name != "job":
             raise NodeauError(f"no batch job called {name!r}")
-        self.stopped.append(name)
+        assert isinstance(self._plane, StoppingPlane)
+        self._plane.stopped.append(name)
         return f"{name}: stopped; its card is free"
 
 

@@ -1,6 +1,6 @@
 """Batch jobs on the one-machine plane: their model server started, and their end recorded.
 
-Why it is so: docs/adr/decisions/apps.md (batches.py).
+Why it is so: docs/adr/decisions/apps.md (batches/lifecycle.py and batch_files.py).
 """
 
 from __future__ import annotations

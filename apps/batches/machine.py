@@ -1,6 +1,6 @@
-"""Batch jobs on the one-machine plane: submit, status, results, stop.
+"""``BatchCommands`` on one machine: a job's files under NODEAU_HOME, its worker a process.
 
-Why it is so: docs/adr/decisions/apps-planes.md (machine_batches.py).
+Why it is so: docs/adr/decisions/apps-planes.md (apps/batches/).
 """
 
 from __future__ import annotations
@@ -20,19 +20,23 @@ from nodeau.adapters.batch_files import (
     write_job,
     write_meta,
 )
-from nodeau.apps.batches import finish, start_batch_server
-from nodeau.apps.models import Resolved
-from nodeau.apps.planes.plane import BatchAsk, BatchOutcome, BatchSubmitted, BatchView, Refused
+from nodeau.apps.batches.commands import BatchAsk, BatchOutcome, BatchSubmitted, BatchView
+from nodeau.apps.batches.lifecycle import finish, start_batch_server
+from nodeau.apps.models import Resolved, resolve_model
+from nodeau.apps.planes.machine_workloads import reservation_source, workload_view
+from nodeau.apps.planes.plane import Refused
 from nodeau.apps.serving import RunRequest
-from nodeau.apps.settings import Settings
 from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import Refusal
+from nodeau.domain.runs import name_problem
 from nodeau.domain.workloads import RecoveryMode, WorkloadState, holds_gpu, ps_sentence
+from nodeau.ports.errors import SettingsError
 from nodeau.ports.runtime import RuntimeFailure
 from nodeau.ports.state import UnknownWorkload
 
 if TYPE_CHECKING:
     from nodeau.apps.planes.machine import MachineParts
+    from nodeau.apps.settings import Settings
 
 Admit = Callable[[Resolved, RunRequest], "tuple[Admission, bool] | Refusal"]
 
@@ -85,9 +89,6 @@ def submit(
         finish(parts.state, ask.name, WorkloadState.FAILED, clock())
         raise
     write_meta(files, {**read_meta(files), "worker_pid": pid})
-    from nodeau.apps.planes.machine import reservation_source
-    from nodeau.apps.planes.machine_workloads import workload_view
-
     now = clock()
     return BatchSubmitted(
         job=status_of(settings, record, ask.name, now),
@@ -157,3 +158,43 @@ def stop(settings: Settings, parts: MachineParts, name: str, clock: Callable[[],
         f"{name}: {view.state}; {view.done + view.failed} results kept "
         f"({files.results}); its card is free"
     )
+
+
+class ThisMachineBatches:
+    """``BatchCommands`` where the plane is this machine; ``admit`` is the plane's own
+    admission of a batch workload (the same checks and the same ledger as ``run``)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        parts: MachineParts,
+        records: Callable[[], tuple[WorkloadRecord, ...]],
+        admit: Admit,
+        clock: Callable[[], datetime],
+        permit: Callable[[str], None],
+    ) -> None:
+        self._settings = settings
+        self._parts = parts
+        self._records = records
+        self._admit = admit
+        self._clock = clock
+        self._permit = permit
+
+    def submit(self, ask: BatchAsk) -> BatchOutcome:
+        models = self._parts.models
+        resolved = resolve_model(ask.model, models.registry.book(), models.catalog())
+        if (problem := name_problem(ask.name)) is not None:
+            raise SettingsError(f"--name {problem}")
+        return submit(self._parts, resolved, ask, self._admit, self._clock)
+
+    def status(self, name: str | None) -> tuple[BatchView, ...]:
+        return statuses(self._settings, self._records(), name, self._clock())
+
+    def results(self, name: str) -> Iterator[dict[str, object]]:
+        self.status(name)  # an unknown job says so
+        return results(self._settings, name)
+
+    def stop(self, name: str) -> str:
+        self._permit("stop")
+        self.status(name)
+        return stop(self._settings, self._parts, name, self._clock)
