@@ -313,7 +313,7 @@ def qualify(
         raise SettingsError("--context must be a positive number of tokens")
     if seed is not None and not 0 <= seed < 2**32:
         raise SettingsError("--seed must be a whole number from 0 to 4294967295")
-    done = plane().qualify(model, context, seed)
+    done = plane().qualification.qualify(model, context, seed)
     if isinstance(done, Refused):
         return report_refusal(done.refusal)
     print(to_json(done) if json else "\n".join(qualification_lines(done)))
@@ -335,6 +335,6 @@ def info(model: str, /, *, json: bool = False) -> int:
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.info_text import info_lines
 
-    described = plane().model_info(model)
+    described = plane().qualification.info(model)
     print(to_json(described) if json else "\n".join(info_lines(described)))
     return 0

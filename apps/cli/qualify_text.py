@@ -4,7 +4,7 @@ memory each server took and how it was read, and what the model now claims."""
 from __future__ import annotations
 
 from nodeau.apps.cli.render import size
-from nodeau.apps.planes.plane import QualificationView
+from nodeau.apps.qualification.commands import QualificationView
 
 EVIDENCE_CHARS = 160  # per line of evidence in the text; --json has all of it
 

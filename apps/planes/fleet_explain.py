@@ -54,7 +54,7 @@ def fleet_checks(
     and the evidence kept in the cluster; None when this connection cannot read them, and
     the controller checks qualification alone)."""
     from nodeau.apps.models import UnknownModel
-    from nodeau.apps.planes.fleet_qualify import fleet_model
+    from nodeau.apps.qualification.fleet_qualify import fleet_model
 
     try:
         found = fleet_model(ask.model, reports)

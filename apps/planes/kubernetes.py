@@ -29,8 +29,6 @@ from nodeau.apps.planes.plan import Plans
 from nodeau.apps.planes.plane import (
     Explanation,
     LogsUnavailable,
-    QualificationUnavailable,
-    QualificationView,
     Refused,
     RunAsk,
     RunOutcome,
@@ -38,6 +36,8 @@ from nodeau.apps.planes.plane import (
     Undecided,
 )
 from nodeau.apps.planes.workload_view import WorkloadView
+from nodeau.apps.qualification.commands import QualificationUnavailable
+from nodeau.apps.qualification.fleet import FleetQualification
 from nodeau.apps.recovery.fleet import FleetRecovery, choice_of
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.organisation import Requester, Spending
@@ -69,7 +69,6 @@ from nodeau.ports.state import StateError
 if TYPE_CHECKING:
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.planes.fleet_explain import FleetChecks
-    from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.status_rows import StatusRow
 
 POLL_S = 0.2
@@ -426,45 +425,22 @@ class KubernetesPlane:
     def runtime_estimate(self, name: str) -> str | None:
         return None  # the model server is a Pod's: nothing here to ask
 
-    def qualify(
-        self, model: str, context_tokens: int | None, seed: int | None = None
-    ) -> QualificationView | Refused:
-        import random
-
+    @cached_property
+    def qualification(self) -> FleetQualification:
         from nodeau.adapters.probe_client import answers_health, run_probes
-        from nodeau.apps.planes.fleet_qualify import fleet_model, qualify_on_fleet
-        from nodeau.apps.planes.qualification_view import qualification_view
 
-        records = self._qualifications()
-        drawn = seed if seed is not None else random.SystemRandom().randrange(2**32)
-        done = qualify_on_fleet(
+        return FleetQualification(
             objects=self._objects,
-            reports=lambda: self._cluster.reports.read().reports,
-            records=records,
+            reports=self._cluster.reports,
             pods=self._cluster.pods,
-            decide=self._decision,
+            records=self._qualifications,
+            decision=self._decision,
             clock=self._clock,
             probe=run_probes,
             healthy=answers_health,
             runtime=f"llama-server (the fleet's model-server image {SERVER_IMAGE})",
-            model=model,
-            context_tokens=context_tokens,
-            seed=drawn,
-        )
-        if isinstance(done, Refused):
-            return done
-        shown = fleet_model(model, self._cluster.reports.read().reports).name
-        return qualification_view(shown, done)
-
-    def model_info(self, model: str) -> ModelInfoView:
-        from nodeau.apps.planes.fleet_info import fleet_model_info
-
-        return fleet_model_info(
-            model,
-            reports=self._cluster.reports.read().reports,
-            records=self._qualifications(),
-            catalog=self._catalog(),
-            here=None if self._models is None else self._models(),
+            catalog=self._catalog,
+            models=self._models,
         )
 
     def _qualifications(self) -> QualificationRecords:

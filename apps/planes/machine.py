@@ -22,7 +22,6 @@ from nodeau.apps.planes.machine_workloads import (
 from nodeau.apps.planes.organisation import Organisations
 from nodeau.apps.planes.plan import Plans
 from nodeau.apps.planes.plane import (
-    QualificationView,
     Refused,
     RunAsk,
     RunOutcome,
@@ -41,9 +40,9 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.models import Resolved
-    from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.plane import Explanation
     from nodeau.apps.planes.status_rows import StatusRow
+    from nodeau.apps.qualification.machine import ThisMachineQualification
     from nodeau.apps.serving import Rules, RunRequest
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
@@ -320,39 +319,11 @@ class MachinePlane:
                 "--workload)"
             )
 
-    def qualify(
-        self, model: str, context_tokens: int | None, seed: int | None = None
-    ) -> QualificationView | Refused:
-        from nodeau.apps.planes import machine_qualify
+    @cached_property
+    def qualification(self) -> ThisMachineQualification:
+        from nodeau.apps.qualification.machine import ThisMachineQualification
 
-        return machine_qualify.qualify(
-            self._parts, self._settings, self._clock, self._rules(), model, context_tokens, seed
-        )
-
-    def model_info(self, model: str) -> ModelInfoView:
-        """From this machine's registry, catalog and verified copy (none: a one-line error)."""
-        from nodeau.apps.models import describe_model, resolve_model
-        from nodeau.apps.planes.info_view import THIS_MACHINE, info_view
-        from nodeau.domain.catalog import catalog_claims
-
-        models = self._parts.models
-        catalog = models.catalog()
-        resolved = resolve_model(model, models.registry.book(), catalog, models.store.files())
-        described = describe_model(
-            resolved,
-            store=models.store,
-            inspector=models.inspector,
-            registry=models.registry,
-            allowances=self._settings.allowances,
-            catalog_capabilities=catalog_claims(catalog, resolved.artifact.id.hex),
-        )
-        return info_view(
-            described,
-            model=resolved.display_name,
-            names=resolved.names,
-            table=models.registry.measurements(),
-            architecture_from=THIS_MACHINE,
-        )
+        return ThisMachineQualification(self._settings, self._parts, self._clock, self._rules)
 
     def logs(self, name: str, lines: int = LOG_LINES) -> tuple[str, ...]:
         """The last ``lines`` lines of workload ``name``'s model server log."""

@@ -18,8 +18,8 @@ if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays ligh
     from nodeau.apps.batches.commands import BatchCommands
     from nodeau.apps.copies.commands import CopyCommands
     from nodeau.apps.machines.commands import MachineCommands
-    from nodeau.apps.planes.info_view import ModelInfoView
     from nodeau.apps.planes.status_rows import StatusRow
+    from nodeau.apps.qualification.commands import QualificationCommands
     from nodeau.apps.recovery.commands import RecoveryCommands
     from nodeau.domain.records import Admission
     from nodeau.domain.refusals import Refusal
@@ -75,44 +75,6 @@ class Undecided:
 
 
 RunOutcome = Started | Refused | Undecided
-
-
-@frozen(kw_only=True)
-class ProbeView:
-    """One capability's result in a qualification, with its evidence."""
-
-    capability: str
-    outcome: str  # "passed", "failed" or "not applicable"
-    asked: str
-    answered: str
-    why: str
-
-
-@frozen(kw_only=True)
-class MemoryView:
-    """The peak memory one server of a qualification took, and how it was read."""
-
-    task: str
-    config: str
-    peak_bytes: int
-    source: str  # "nvml", or the runtime's reported buffers on simulated hardware
-    measured: bool  # recorded as a measurement admission uses (a card's own reading)
-
-
-@frozen(kw_only=True)
-class QualificationView:
-    """``nodeau model qualify``: one run, what each capability did, what the model claims."""
-
-    model: str
-    artifact: str  # SHA-256 hex
-    card: str
-    runtime: str
-    at: datetime
-    context_tokens: int
-    memory: tuple[MemoryView, ...]
-    probes: tuple[ProbeView, ...]
-    claims: tuple[str, ...]  # the capabilities that passed
-    seed: int | None  # what the probes' content was drawn from (--seed repeats the run)
 
 
 @frozen(kw_only=True)
@@ -271,20 +233,6 @@ class Plane(Protocol):
         cannot ask (a fleet's server is a Pod's) or the runtime gave none."""
         ...
 
-    def qualify(
-        self, model: str, context_tokens: int | None, seed: int | None = None
-    ) -> QualificationView | Refused:
-        """Start the model by the normal admission, watch its memory, probe each
-        capability, stop what was started, and keep the evidence under its artifact."""
-        ...
-
-    def model_info(self, model: str) -> ModelInfoView:
-        """What ``model`` (a name this plane knows, an artifact id or prefix) declares, its
-        estimated peaks, the peaks measured on this plane's cards, and each capability's
-        state from this plane's newest qualification of its artifact (never an alias's
-        earlier one) and the catalog."""
-        ...
-
     def logs(self, name: str, lines: int) -> tuple[str, ...]:
         """The last ``lines`` lines of a workload's model server log (a plane that cannot
         show them raises ``LogsUnavailable``)."""
@@ -317,6 +265,12 @@ class Plane(Protocol):
         ...
 
     @property
+    def qualification(self) -> QualificationCommands:
+        """``nodeau model qualify`` and ``nodeau model info``: a model's capabilities and
+        memory, measured on this plane's cards."""
+        ...
+
+    @property
     def copies(self) -> CopyCommands:
         """``nodeau models copy|copies``: verified copies kept on the fleet's machines."""
         ...
@@ -340,7 +294,3 @@ class Plane(Protocol):
 
 class LogsUnavailable(NodeauError):
     """This plane cannot show a workload's model server log (yet)."""
-
-
-class QualificationUnavailable(NodeauError):
-    """This connection to the plane cannot keep qualification evidence."""

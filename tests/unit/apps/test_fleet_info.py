@@ -14,9 +14,9 @@ from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.apps.cli.info_text import info_lines
 from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import UnknownModel, import_model
-from nodeau.apps.planes.fleet_info import fleet_model_info
-from nodeau.apps.planes.fleet_qualify import AmbiguousModel
-from nodeau.apps.planes.info_view import THIS_MACHINE
+from nodeau.apps.qualification.fleet_info import fleet_model_info
+from nodeau.apps.qualification.fleet_qualify import AmbiguousModel
+from nodeau.apps.qualification.info_view import THIS_MACHINE
 from nodeau.apps.settings import settings_from, shipped_catalog
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.memory import GIB, MeasuredKey, MeasuredTable, Measurement

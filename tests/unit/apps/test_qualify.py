@@ -25,7 +25,7 @@ from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import Resolved, import_model, resolve_model
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import RunAsk, Started
-from nodeau.apps.qualify import QualifyParts, qualify
+from nodeau.apps.qualification.machine_qualify import QualifyParts, qualify
 from nodeau.apps.serving import Rules
 from nodeau.apps.settings import settings_from
 from nodeau.domain.hardware import MachineReading

@@ -1,7 +1,7 @@
 """Qualifying a model on this machine: start it by the normal admission, watch its memory,
 probe each capability, stop what was started, keep the evidence.
 
-Why it is so: docs/adr/decisions/apps.md (qualify.py).
+Why it is so: docs/adr/decisions/apps.md (qualification/machine_qualify.py).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from nodeau.apps.models import (
     resolve_model,
     verified_summary,
 )
-from nodeau.apps.planes.fleet_qualify import AmbiguousModel, FleetModel, fleet_model
-from nodeau.apps.planes.info_view import THIS_MACHINE, ModelInfoView, info_view, unread_view
+from nodeau.apps.qualification.fleet_qualify import AmbiguousModel, FleetModel, fleet_model
+from nodeau.apps.qualification.info_view import THIS_MACHINE, ModelInfoView, info_view, unread_view
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog, catalog_claims

@@ -1,0 +1,83 @@
+"""``QualificationCommands`` on a fleet: a GPUService per task, probed from this command,
+its evidence kept in the cluster for every machine's admission to read."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import datetime
+
+from nodeau.apps.model_services import ModelServices
+from nodeau.apps.planes.plane import Refused
+from nodeau.apps.qualification.commands import QualificationView, qualification_view
+from nodeau.apps.qualification.fleet_info import fleet_model_info
+from nodeau.apps.qualification.fleet_qualify import Decide, fleet_model, qualify_on_fleet
+from nodeau.apps.qualification.info_view import ModelInfoView
+from nodeau.apps.qualification.machine_qualify import Probe
+from nodeau.domain.catalog import Catalog
+from nodeau.ports.cluster import MachineReports, QualificationRecords, ServerPods, WorkloadObjects
+
+
+class FleetQualification:
+    """``QualificationCommands`` where the plane is a fleet; ``records`` is the evidence
+    port (raising when this connection has none), ``runtime`` names the fleet's server."""
+
+    def __init__(
+        self,
+        *,
+        objects: WorkloadObjects,
+        reports: MachineReports,
+        pods: ServerPods,
+        records: Callable[[], QualificationRecords],
+        decision: Decide,
+        clock: Callable[[], datetime],
+        probe: Probe,
+        healthy: Callable[[str], bool],
+        runtime: str,
+        catalog: Callable[[], Catalog],
+        models: Callable[[], ModelServices] | None,
+    ) -> None:
+        self._objects = objects
+        self._reports = reports
+        self._pods = pods
+        self._records = records
+        self._decision = decision
+        self._clock = clock
+        self._probe = probe
+        self._healthy = healthy
+        self._runtime = runtime
+        self._catalog = catalog
+        self._models = models  # this machine's models; None: this command cannot read them
+
+    def qualify(
+        self, model: str, context_tokens: int | None, seed: int | None = None
+    ) -> QualificationView | Refused:
+        records = self._records()
+        drawn = seed if seed is not None else random.SystemRandom().randrange(2**32)
+        done = qualify_on_fleet(
+            objects=self._objects,
+            reports=lambda: self._reports.read().reports,
+            records=records,
+            pods=self._pods,
+            decide=self._decision,
+            clock=self._clock,
+            probe=self._probe,
+            healthy=self._healthy,
+            runtime=self._runtime,
+            model=model,
+            context_tokens=context_tokens,
+            seed=drawn,
+        )
+        if isinstance(done, Refused):
+            return done
+        shown = fleet_model(model, self._reports.read().reports).name
+        return qualification_view(shown, done)
+
+    def info(self, model: str) -> ModelInfoView:
+        return fleet_model_info(
+            model,
+            reports=self._reports.read().reports,
+            records=self._records(),
+            catalog=self._catalog(),
+            here=None if self._models is None else self._models(),
+        )

@@ -1,0 +1,106 @@
+"""``QualificationCommands`` on one machine: ``machine_qualify`` wired to this machine's
+adapters, and ``model info`` from its registry, catalog and verified copy."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from nodeau.apps.planes.plane import Refused
+from nodeau.apps.qualification.commands import QualificationView, qualification_view
+from nodeau.apps.qualification.info_view import THIS_MACHINE, ModelInfoView, info_view
+from nodeau.apps.settings import Settings
+from nodeau.domain.refusals import Refusal
+
+if TYPE_CHECKING:
+    from nodeau.apps.planes.machine import MachineParts
+    from nodeau.apps.serving import Rules
+
+
+def qualify(
+    parts: MachineParts,
+    settings: Settings,
+    clock: Callable[[], datetime],
+    rules: Rules,
+    model: str,
+    context_tokens: int | None,
+    seed: int | None,
+) -> QualificationView | Refused:
+    from nodeau.adapters.probe_client import run_probes
+    from nodeau.adapters.runtime_buffers import reported_total
+    from nodeau.adapters.runtime_version import runtime_name
+    from nodeau.apps.models import resolve_model
+    from nodeau.apps.qualification.machine_qualify import QualifyParts
+    from nodeau.apps.qualification.machine_qualify import qualify as qualify_here
+
+    models = parts.models
+    resolved = resolve_model(model, models.registry.book(), models.catalog())
+    qualify_parts = QualifyParts(
+        models=models,
+        inventory=parts.inventory,
+        state=parts.state,
+        runtime=parts.runtime,
+        server=parts.server,
+        marks=parts.marks.read(),
+        log_dir=settings.log_dir,
+        clock=clock,
+        probe=run_probes,
+        reported_bytes=reported_total,
+        runtime_name=runtime_name,
+        rules=rules,
+    )
+    drawn = seed if seed is not None else random.SystemRandom().randrange(2**32)
+    done = qualify_here(resolved, context_tokens, qualify_parts, drawn)
+    if isinstance(done, Refusal):
+        return Refused(name=resolved.display_name, refusal=done)
+    return qualification_view(resolved.display_name, done)
+
+
+class ThisMachineQualification:
+    """``QualificationCommands`` where the plane is this machine; ``rules`` are the plan's
+    and the organisation's, asked when a qualification starts."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        parts: MachineParts,
+        clock: Callable[[], datetime],
+        rules: Callable[[], Rules],
+    ) -> None:
+        self._settings = settings
+        self._parts = parts
+        self._clock = clock
+        self._rules = rules
+
+    def qualify(
+        self, model: str, context_tokens: int | None, seed: int | None = None
+    ) -> QualificationView | Refused:
+        return qualify(
+            self._parts, self._settings, self._clock, self._rules(), model, context_tokens, seed
+        )
+
+    def info(self, model: str) -> ModelInfoView:
+        """From this machine's registry, catalog and verified copy (none: a one-line error)."""
+        from nodeau.apps.models import describe_model, resolve_model
+        from nodeau.domain.catalog import catalog_claims
+
+        models = self._parts.models
+        catalog = models.catalog()
+        resolved = resolve_model(model, models.registry.book(), catalog, models.store.files())
+        described = describe_model(
+            resolved,
+            store=models.store,
+            inspector=models.inspector,
+            registry=models.registry,
+            allowances=self._settings.allowances,
+            catalog_capabilities=catalog_claims(catalog, resolved.artifact.id.hex),
+        )
+        return info_view(
+            described,
+            model=resolved.display_name,
+            names=resolved.names,
+            table=models.registry.measurements(),
+            architecture_from=THIS_MACHINE,
+        )
