@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
+from attrs import frozen
+
 from nodeau.apps.batches.commands import BatchAsk, BatchOutcome, BatchSubmitted, BatchView
 from nodeau.apps.planes.fleet_workloads import workload_view
 from nodeau.apps.planes.plane import Refused, Undecided
@@ -37,26 +39,17 @@ def ended(obj: WorkloadObject) -> bool:
     return obj.record is not None and not holds_gpu(obj.record.workload.state)
 
 
+@frozen(kw_only=True)
 class FleetBatchJobs:
     """``BatchCommands`` where the plane is a fleet; ``decision`` waits for the controller's
     decision on an object, as ``run`` does."""
 
-    def __init__(
-        self,
-        *,
-        objects: WorkloadObjects,
-        results: Callable[[], FleetBatches],
-        requester: Callable[[], Requester | None],
-        decision: Decision,
-        clock: Callable[[], datetime],
-        permit: Callable[[str], None],
-    ) -> None:
-        self._objects = objects
-        self._results = results  # the port; raises when this connection has none
-        self._requester = requester
-        self._decision = decision
-        self._clock = clock
-        self._permit = permit
+    _objects: WorkloadObjects
+    _results: Callable[[], FleetBatches]  # the port; raises when this connection has none
+    _requester: Callable[[], Requester | None]
+    _decision: Decision
+    _clock: Callable[[], datetime]
+    _permit: Callable[[str], None]
 
     def submit(self, ask: BatchAsk) -> BatchOutcome:
         if (problem := name_problem(ask.name)) is not None:

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from attrs import frozen
+
 from nodeau.adapters.batch_files import (
     JobFiles,
     launch_worker,
@@ -160,25 +162,17 @@ def stop(settings: Settings, parts: MachineParts, name: str, clock: Callable[[],
     )
 
 
+@frozen(kw_only=True)
 class ThisMachineBatches:
     """``BatchCommands`` where the plane is this machine; ``admit`` is the plane's own
     admission of a batch workload (the same checks and the same ledger as ``run``)."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        parts: MachineParts,
-        records: Callable[[], tuple[WorkloadRecord, ...]],
-        admit: Admit,
-        clock: Callable[[], datetime],
-        permit: Callable[[str], None],
-    ) -> None:
-        self._settings = settings
-        self._parts = parts
-        self._records = records
-        self._admit = admit
-        self._clock = clock
-        self._permit = permit
+    _settings: Settings
+    _parts: MachineParts
+    _records: Callable[[], tuple[WorkloadRecord, ...]]
+    _admit: Admit
+    _clock: Callable[[], datetime]
+    _permit: Callable[[str], None]
 
     def submit(self, ask: BatchAsk) -> BatchOutcome:
         models = self._parts.models

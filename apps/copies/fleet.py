@@ -121,23 +121,15 @@ def copy_listing(
     return CopyListing(plane=plane, copies=tuple(copy_view(s) for s in statuses))
 
 
+@frozen(kw_only=True)
 class FleetCopies:
     """``CopyCommands`` where the plane is a fleet, described as ``plane``."""
 
-    def __init__(
-        self,
-        plane: str,
-        *,
-        requests: Callable[[], ModelCopies],
-        marks: FleetMarks,
-        reports: MachineReports,
-        clock: Callable[[], datetime],
-    ) -> None:
-        self._plane = plane
-        self._requests = requests  # the port; raises when this connection has none
-        self._marks = marks
-        self._reports = reports
-        self._clock = clock
+    _plane: str
+    _requests: Callable[[], ModelCopies]  # the port; raises when this connection has none
+    _marks: FleetMarks
+    _reports: MachineReports
+    _clock: Callable[[], datetime]
 
     def request(self, model: str, machine: str, catalog: Catalog) -> CopyAsked:
         port = self._requests()

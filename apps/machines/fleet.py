@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from attrs import frozen
+
 from nodeau.apps.machines.commands import (
     FLEET_POLICY,
     OWN_POLICY,
@@ -62,27 +64,17 @@ def machine_view(
     )
 
 
+@frozen(kw_only=True)
 class FleetMachines:
     """``MachineCommands`` where the plane is a fleet, described as ``plane``."""
 
-    def __init__(
-        self,
-        plane: str,
-        *,
-        marks: FleetMarks,
-        reports: MachineReports,
-        health: HealthRecords,
-        ledger: ReservationLedger,
-        clock: Callable[[], datetime],
-        permit: Callable[[str], None],
-    ) -> None:
-        self._plane = plane
-        self._marks = marks
-        self._reports = reports
-        self._health = health
-        self._ledger = ledger
-        self._clock = clock
-        self._permit = permit
+    _plane: str
+    _marks: FleetMarks
+    _reports: MachineReports
+    _health: HealthRecords
+    _ledger: ReservationLedger
+    _clock: Callable[[], datetime]
+    _permit: Callable[[str], None]
 
     def listing(self) -> FleetListing:
         marks = self._marks.read()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
-from attrs import evolve
+from attrs import evolve, frozen
 
 from nodeau.apps.machines.commands import (
     FLEET_POLICY,
@@ -40,24 +40,16 @@ class MarkParts(Protocol):
     def marks(self) -> SchedulingMarks: ...
 
 
-class ThisMachine:
+@frozen(kw_only=True)
+class ThisMachineMarks:
     """``MachineCommands`` where the plane is this machine, called ``machine``."""
 
-    def __init__(
-        self,
-        plane: str,
-        machine: str,
-        parts: MarkParts,
-        ledger: Callable[[], Ledger],
-        clock: Callable[[], datetime],
-        permit: Callable[[str], None],
-    ) -> None:
-        self._plane = plane
-        self._machine = machine
-        self._parts = parts
-        self._ledger = ledger
-        self._clock = clock
-        self._permit = permit
+    _plane: str
+    _machine: str
+    _parts: MarkParts
+    _ledger: Callable[[], Ledger]
+    _clock: Callable[[], datetime]
+    _permit: Callable[[str], None]
 
     def listing(self) -> FleetListing:
         reading = self._parts.inventory.read()

@@ -478,7 +478,7 @@ class KubernetesPlane:
     def recovery(self) -> FleetRecovery:
         c = self._cluster
         return FleetRecovery(
-            self.description,
+            plane=self.description,
             objects=c.objects,
             marks=c.marks,
             reports=c.reports,
@@ -493,7 +493,7 @@ class KubernetesPlane:
     def machines(self) -> FleetMachines:
         c = self._cluster
         return FleetMachines(
-            self.description,
+            plane=self.description,
             marks=c.marks,
             reports=c.reports,
             health=c.health,
@@ -531,7 +531,7 @@ class KubernetesPlane:
     def copies(self) -> FleetCopies:
         c = self._cluster
         return FleetCopies(
-            self.description,
+            plane=self.description,
             requests=self._copy_requests,
             marks=c.marks,
             reports=c.reports,

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
 from nodeau.apps.copies.machine import NoCopies
-from nodeau.apps.machines.machine import ThisMachine
+from nodeau.apps.machines.machine import ThisMachineMarks
 from nodeau.apps.planes.machine_workloads import (
     MachineWorkloads,
     WorkloadParts,
@@ -323,7 +323,9 @@ class MachinePlane:
     def qualification(self) -> ThisMachineQualification:
         from nodeau.apps.qualification.machine import ThisMachineQualification
 
-        return ThisMachineQualification(self._settings, self._parts, self._clock, self._rules)
+        return ThisMachineQualification(
+            settings=self._settings, parts=self._parts, clock=self._clock, rules=self._rules
+        )
 
     def logs(self, name: str, lines: int = LOG_LINES) -> tuple[str, ...]:
         """The last ``lines`` lines of workload ``name``'s model server log."""
@@ -445,7 +447,12 @@ class MachinePlane:
     @cached_property
     def recovery(self) -> ThisMachineRecovery:
         return ThisMachineRecovery(
-            PLANE, self._settings.machine, self._parts, self._records, self._clock, self._permit
+            plane=PLANE,
+            machine=self._settings.machine,
+            parts=self._parts,
+            records=self._records,
+            clock=self._clock,
+            permit=self._permit,
         )
 
     # -- copies (apps.copies): kept between the machines of a fleet
@@ -478,9 +485,14 @@ class MachinePlane:
     # -- machines and marks (apps.machines)
 
     @cached_property
-    def machines(self) -> ThisMachine:
-        return ThisMachine(
-            PLANE, self._settings.machine, self._parts, self._ledger, self._clock, self._permit
+    def machines(self) -> ThisMachineMarks:
+        return ThisMachineMarks(
+            plane=PLANE,
+            machine=self._settings.machine,
+            parts=self._parts,
+            ledger=self._ledger,
+            clock=self._clock,
+            permit=self._permit,
         )
 
     # -- batch jobs (apps.batches)
@@ -490,7 +502,12 @@ class MachinePlane:
         from nodeau.apps.batches.machine import ThisMachineBatches
 
         return ThisMachineBatches(
-            self._settings, self._parts, self._records, self._admit_batch, self._clock, self._permit
+            settings=self._settings,
+            parts=self._parts,
+            records=self._records,
+            admit=self._admit_batch,
+            clock=self._clock,
+            permit=self._permit,
         )
 
     def _admit_batch(

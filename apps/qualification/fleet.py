@@ -7,6 +7,8 @@ import random
 from collections.abc import Callable
 from datetime import datetime
 
+from attrs import frozen
+
 from nodeau.apps.model_services import ModelServices
 from nodeau.apps.planes.plane import Refused
 from nodeau.apps.qualification.commands import QualificationView, qualification_view
@@ -18,36 +20,22 @@ from nodeau.domain.catalog import Catalog
 from nodeau.ports.cluster import MachineReports, QualificationRecords, ServerPods, WorkloadObjects
 
 
+@frozen(kw_only=True)
 class FleetQualification:
     """``QualificationCommands`` where the plane is a fleet; ``records`` is the evidence
     port (raising when this connection has none), ``runtime`` names the fleet's server."""
 
-    def __init__(
-        self,
-        *,
-        objects: WorkloadObjects,
-        reports: MachineReports,
-        pods: ServerPods,
-        records: Callable[[], QualificationRecords],
-        decision: Decide,
-        clock: Callable[[], datetime],
-        probe: Probe,
-        healthy: Callable[[str], bool],
-        runtime: str,
-        catalog: Callable[[], Catalog],
-        models: Callable[[], ModelServices] | None,
-    ) -> None:
-        self._objects = objects
-        self._reports = reports
-        self._pods = pods
-        self._records = records
-        self._decision = decision
-        self._clock = clock
-        self._probe = probe
-        self._healthy = healthy
-        self._runtime = runtime
-        self._catalog = catalog
-        self._models = models  # this machine's models; None: this command cannot read them
+    _objects: WorkloadObjects
+    _reports: MachineReports
+    _pods: ServerPods
+    _records: Callable[[], QualificationRecords]
+    _decision: Decide
+    _clock: Callable[[], datetime]
+    _probe: Probe
+    _healthy: Callable[[str], bool]
+    _runtime: str
+    _catalog: Callable[[], Catalog]
+    _models: Callable[[], ModelServices] | None  # None: this command cannot read them
 
     def qualify(
         self, model: str, context_tokens: int | None, seed: int | None = None

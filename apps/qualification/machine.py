@@ -8,6 +8,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from attrs import frozen
+
 from nodeau.apps.planes.plane import Refused
 from nodeau.apps.qualification.commands import QualificationView, qualification_view
 from nodeau.apps.qualification.info_view import THIS_MACHINE, ModelInfoView, info_view
@@ -58,21 +60,15 @@ def qualify(
     return qualification_view(resolved.display_name, done)
 
 
+@frozen(kw_only=True)
 class ThisMachineQualification:
     """``QualificationCommands`` where the plane is this machine; ``rules`` are the plan's
     and the organisation's, asked when a qualification starts."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        parts: MachineParts,
-        clock: Callable[[], datetime],
-        rules: Callable[[], Rules],
-    ) -> None:
-        self._settings = settings
-        self._parts = parts
-        self._clock = clock
-        self._rules = rules
+    _settings: Settings
+    _parts: MachineParts
+    _clock: Callable[[], datetime]
+    _rules: Callable[[], Rules]
 
     def qualify(
         self, model: str, context_tokens: int | None, seed: int | None = None

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
+from attrs import frozen
+
 from nodeau.apps.planes.fleet_workloads import find_workload, workload_view
 from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.apps.recovery.commands import RecoveryListing, recovery_view, refuse_batch
@@ -97,28 +99,18 @@ def fleet_listing(
     )
 
 
+@frozen(kw_only=True)
 class FleetRecovery:
     """``RecoveryCommands`` where the plane is a fleet, described as ``plane``; the machines
     that decide carry ``control_plane_label``."""
 
-    def __init__(
-        self,
-        plane: str,
-        *,
-        objects: WorkloadObjects,
-        marks: FleetMarks,
-        reports: MachineReports,
-        control_plane_label: str,
-        clock: Callable[[], datetime],
-        permit: Callable[[str], None],
-    ) -> None:
-        self._plane = plane
-        self._objects = objects
-        self._marks = marks
-        self._reports = reports
-        self._label = control_plane_label
-        self._clock = clock
-        self._permit = permit
+    _plane: str
+    _objects: WorkloadObjects
+    _marks: FleetMarks
+    _reports: MachineReports
+    _control_plane_label: str
+    _clock: Callable[[], datetime]
+    _permit: Callable[[str], None]
 
     def set_choice(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
         self._permit("set-recovery")
@@ -140,7 +132,7 @@ class FleetRecovery:
         return fleet_listing(
             self._plane,
             self._marks.read().control_plane,
-            self._label,
+            self._control_plane_label,
             services,
             self._reports.read().reports,
             now,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from attrs import evolve
+from attrs import evolve, frozen
 
 from nodeau.apps.recovery.commands import RecoveryListing, recovery_view, refuse_batch
 from nodeau.domain.records import Event, WorkloadRecord
@@ -78,24 +78,16 @@ def set_in_store(
     return change.sentence
 
 
+@frozen(kw_only=True)
 class ThisMachineRecovery:
     """``RecoveryCommands`` where the plane is this machine, called ``machine``."""
 
-    def __init__(
-        self,
-        plane: str,
-        machine: str,
-        parts: StateParts,
-        records: Callable[[], tuple[WorkloadRecord, ...]],
-        clock: Callable[[], datetime],
-        permit: Callable[[str], None],
-    ) -> None:
-        self._plane = plane
-        self._machine = machine
-        self._parts = parts
-        self._records = records
-        self._clock = clock
-        self._permit = permit
+    _plane: str
+    _machine: str
+    _parts: StateParts
+    _records: Callable[[], tuple[WorkloadRecord, ...]]
+    _clock: Callable[[], datetime]
+    _permit: Callable[[str], None]
 
     def set_choice(self, name: str, mode: RecoveryMode, after: timedelta) -> str:
         self._permit("set-recovery")
