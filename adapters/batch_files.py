@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from nodeau.domain.batches import (
     result_from_line,
     result_line,
 )
+from nodeau.ports.batches import JobProgress
 from nodeau.ports.runtime import RuntimeFailure
 
 WORKER_MODULE = "nodeau.apps.batch_worker"
@@ -61,20 +62,6 @@ class JobFiles:
     @property
     def log(self) -> Path:
         return self.folder / "worker.log"
-
-
-@frozen(kw_only=True)
-class Progress:
-    """How far a job has come: requests to run, answered, failed, and lines that never ran."""
-
-    total: int
-    done: int
-    failed: int
-    bad_lines: int
-
-    @property
-    def left(self) -> int:
-        return max(0, self.total - self.done - self.failed)
 
 
 def write_job(
@@ -173,11 +160,11 @@ def _last_byte(path: Path, size: int) -> bytes:
         return f.read(1)
 
 
-def progress(files: JobFiles) -> Progress:
+def progress(files: JobFiles) -> JobProgress:
     meta = read_meta(files)
     results = read_results(files)
     done = sum(1 for r in results if r.succeeded)
-    return Progress(
+    return JobProgress(
         total=int(meta.get("total", 0)),
         done=done,
         failed=len(results) - done,
@@ -235,3 +222,54 @@ def launch_worker(files: JobFiles, command: Sequence[str]) -> int:
     if launched.returncode != 0 or not out.isdigit():
         raise RuntimeFailure(f"batch {files.folder.name}: cannot start its worker: {out}")
     return int(out)
+
+
+class HomeJobs:
+    """``MachineJobs`` under ``<home>/batches/``, each job's worker a detached process."""
+
+    def __init__(self, home: Path) -> None:
+        self._home = home
+
+    def _files(self, name: str) -> JobFiles:
+        return JobFiles.of(self._home, name)
+
+    def names(self) -> tuple[str, ...]:
+        root = self._home / "batches"
+        if not root.is_dir():
+            return ()
+        return tuple(sorted(p.name for p in root.iterdir() if (p / "job.json").is_file()))
+
+    def exists(self, name: str) -> bool:
+        return self._files(name).job.is_file()
+
+    def write(
+        self,
+        name: str,
+        requests: tuple[BatchRequest, ...],
+        problems: tuple[LineProblem, ...],
+        meta: Mapping[str, Any],
+    ) -> None:
+        write_job(self._files(name), requests, problems, dict(meta))
+
+    def start_worker(self, name: str) -> int:
+        files = self._files(name)
+        command = list(worker_command(name, self._home))
+        write_meta(files, {**read_meta(files), "worker_command": command})
+        pid = launch_worker(files, command)
+        write_meta(files, {**read_meta(files), "worker_pid": pid})
+        return pid
+
+    def stop_worker(self, name: str) -> bool:
+        return stop_worker(self._files(name))
+
+    def meta(self, name: str) -> Mapping[str, Any]:
+        return read_meta(self._files(name))
+
+    def progress(self, name: str) -> JobProgress:
+        return progress(self._files(name))
+
+    def results(self, name: str) -> tuple[dict[str, Any], ...]:
+        return read_result_lines(self._files(name))
+
+    def where(self, name: str) -> str:
+        return str(self._files(name).results)

@@ -1,5 +1,5 @@
-"""The ports of batch jobs: the model server a worker sends requests to, and on the fleet
-a job's results and a person's ask to stop it.
+"""The ports of batch jobs: one machine's jobs and their workers, the model server a worker
+sends requests to, and on the fleet a job's results and a person's ask to stop it.
 
 Why it is so: docs/adr/decisions/ports.md (batches.py).
 """
@@ -9,7 +9,71 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from nodeau.domain.batches import BatchRequest, BatchResult
+from attrs import frozen
+
+from nodeau.domain.batches import BatchRequest, BatchResult, LineProblem
+
+
+@frozen(kw_only=True)
+class JobProgress:
+    """How far a job has come: requests to run, answered, failed, and lines that never ran."""
+
+    total: int
+    done: int
+    failed: int
+    bad_lines: int
+
+    @property
+    def left(self) -> int:
+        return max(0, self.total - self.done - self.failed)
+
+
+class MachineJobs(Protocol):
+    """One machine's batch jobs, each kept by name: its requests, bad lines, results and
+    notes (``meta``), and the detached worker that sends its requests."""
+
+    def names(self) -> tuple[str, ...]:
+        """Every job kept, in name order."""
+        ...
+
+    def exists(self, name: str) -> bool:
+        """Whether a job called ``name`` is kept."""
+        ...
+
+    def write(
+        self,
+        name: str,
+        requests: tuple[BatchRequest, ...],
+        problems: tuple[LineProblem, ...],
+        meta: Mapping[str, Any],
+    ) -> None:
+        """Keep a new job: what a submit knows (the user's prompts: private files)."""
+        ...
+
+    def start_worker(self, name: str) -> int:
+        """Start the job's worker detached and note it; its pid (``RuntimeFailure`` when it
+        cannot start)."""
+        ...
+
+    def stop_worker(self, name: str) -> bool:
+        """Stop the job's worker (SIGTERM, then SIGKILL); whether one was running."""
+        ...
+
+    def meta(self, name: str) -> Mapping[str, Any]:
+        """The job's notes ({} when none can be read)."""
+        ...
+
+    def progress(self, name: str) -> JobProgress:
+        """The job's counts, from its notes and the results kept."""
+        ...
+
+    def results(self, name: str) -> tuple[dict[str, Any], ...]:
+        """The job's results so far, as OpenAI batch output lines."""
+        ...
+
+    def where(self, name: str) -> str:
+        """Where a person finds the job's results."""
+        ...
 
 
 class FleetBatches(Protocol):

@@ -11,17 +11,6 @@ from typing import TYPE_CHECKING
 
 from attrs import frozen
 
-from nodeau.adapters.batch_files import (
-    JobFiles,
-    launch_worker,
-    progress,
-    read_meta,
-    read_result_lines,
-    stop_worker,
-    worker_command,
-    write_job,
-    write_meta,
-)
 from nodeau.apps.batches.commands import BatchAsk, BatchOutcome, BatchSubmitted, BatchView
 from nodeau.apps.batches.lifecycle import finish, start_batch_server
 from nodeau.apps.models import Resolved, resolve_model
@@ -32,13 +21,13 @@ from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.runs import name_problem
 from nodeau.domain.workloads import RecoveryMode, WorkloadState, holds_gpu, ps_sentence
+from nodeau.ports.batches import MachineJobs
 from nodeau.ports.errors import SettingsError
 from nodeau.ports.runtime import RuntimeFailure
 from nodeau.ports.state import UnknownWorkload
 
 if TYPE_CHECKING:
     from nodeau.apps.planes.machine import MachineParts
-    from nodeau.apps.settings import Settings
 
 Admit = Callable[[Resolved, RunRequest], "tuple[Admission, bool] | Refusal"]
 
@@ -64,17 +53,14 @@ def submit(
     if isinstance(decided, Refusal):
         return Refused(name=ask.name, refusal=decided)
     admission, simulated = decided
-    files = JobFiles.of(settings.home, ask.name)
-    command = list(worker_command(ask.name, settings.home))
     meta = {
         "name": ask.name,
         "file": ask.source,
         "model": admission.record.workload.model,
         "total": len(ask.requests),
         "bad_lines": len(ask.problems),
-        "worker_command": command,
     }
-    write_job(files, ask.requests, ask.problems, meta)
+    parts.jobs.write(ask.name, ask.requests, ask.problems, meta)
     record = start_batch_server(
         admission,
         simulated=simulated,
@@ -84,16 +70,15 @@ def submit(
         now=clock,
     )
     try:
-        pid = launch_worker(files, command)
+        parts.jobs.start_worker(ask.name)
     except RuntimeFailure:
         if record.server is not None:
             parts.runtime.stop(record.server, grace_s=10.0)
         finish(parts.state, ask.name, WorkloadState.FAILED, clock())
         raise
-    write_meta(files, {**read_meta(files), "worker_pid": pid})
     now = clock()
     return BatchSubmitted(
-        job=status_of(settings, record, ask.name, now),
+        job=status_of(parts.jobs, record, ask.name, now),
         workload=workload_view(record, now, simulated),
         reserved_bytes=admission.placement.reservation.bytes,
         source=reservation_source(admission),
@@ -101,11 +86,10 @@ def submit(
 
 
 def status_of(
-    settings: Settings, record: WorkloadRecord | None, name: str, now: datetime
+    jobs: MachineJobs, record: WorkloadRecord | None, name: str, now: datetime
 ) -> BatchView:
-    files = JobFiles.of(settings.home, name)
-    p = progress(files)
-    model = read_meta(files).get("model")
+    p = jobs.progress(name)
+    model = jobs.meta(name).get("model")
     return BatchView(
         name=name,
         model=str(model) if model is not None else None,
@@ -116,49 +100,34 @@ def status_of(
         failed=p.failed,
         left=p.left,
         bad_lines=p.bad_lines,
-        results=str(files.results),
+        results=jobs.where(name),
     )
 
 
 def statuses(
-    settings: Settings, records: tuple[WorkloadRecord, ...], name: str | None, now: datetime
+    jobs: MachineJobs, records: tuple[WorkloadRecord, ...], name: str | None, now: datetime
 ) -> tuple[BatchView, ...]:
     """One job's status (UnknownWorkload when there is none), or every job's."""
-    root = settings.home / "batches"
-    if name is not None:
-        if not JobFiles.of(settings.home, name).job.is_file():
-            raise UnknownWorkload(f"no batch job called {name!r}; nodeau batch status lists them")
-        names = [name]
-    else:
-        names = (
-            sorted(p.name for p in root.iterdir() if (p / "job.json").is_file())
-            if root.is_dir()
-            else []
-        )
+    if name is not None and not jobs.exists(name):
+        raise UnknownWorkload(f"no batch job called {name!r}; nodeau batch status lists them")
+    names = jobs.names() if name is None else (name,)
     by_name = {r.workload.name: r for r in records}
-    return tuple(status_of(settings, by_name.get(n), n, now) for n in names)
+    return tuple(status_of(jobs, by_name.get(n), n, now) for n in names)
 
 
-def results(settings: Settings, name: str) -> Iterator[dict[str, object]]:
-    """The results written so far, as OpenAI batch output lines (with ``"retried": true``
-    on a request sent again after its model server ended)."""
-    yield from read_result_lines(JobFiles.of(settings.home, name))
-
-
-def stop(settings: Settings, parts: MachineParts, name: str, clock: Callable[[], datetime]) -> str:
+def stop(parts: MachineParts, name: str, clock: Callable[[], datetime]) -> str:
     """Stop the worker and the model server; free the card; keep the results."""
-    files = JobFiles.of(settings.home, name)
-    stop_worker(files)
+    parts.jobs.stop_worker(name)
     record = next((r for r in parts.state.snapshot().workloads if r.workload.name == name), None)
     if record is not None and holds_gpu(record.workload.state):
         if record.server is not None:
             parts.runtime.stop(record.server, grace_s=10.0)
         finish(parts.state, name, WorkloadState.STOPPED, clock())
     after = next((r for r in parts.state.snapshot().workloads if r.workload.name == name), None)
-    view = status_of(settings, after, name, clock())
+    view = status_of(parts.jobs, after, name, clock())
     return (
         f"{name}: {view.state}; {view.done + view.failed} results kept "
-        f"({files.results}); its card is free"
+        f"({view.results}); its card is free"
     )
 
 
@@ -167,7 +136,6 @@ class ThisMachineBatches:
     """``BatchCommands`` where the plane is this machine; ``admit`` is the plane's own
     admission of a batch workload (the same checks and the same ledger as ``run``)."""
 
-    _settings: Settings
     _parts: MachineParts
     _records: Callable[[], tuple[WorkloadRecord, ...]]
     _admit: Admit
@@ -182,13 +150,13 @@ class ThisMachineBatches:
         return submit(self._parts, resolved, ask, self._admit, self._clock)
 
     def status(self, name: str | None) -> tuple[BatchView, ...]:
-        return statuses(self._settings, self._records(), name, self._clock())
+        return statuses(self._parts.jobs, self._records(), name, self._clock())
 
     def results(self, name: str) -> Iterator[dict[str, object]]:
         self.status(name)  # an unknown job says so
-        return results(self._settings, name)
+        return iter(self._parts.jobs.results(name))
 
     def stop(self, name: str) -> str:
         self._permit("stop")
         self.status(name)
-        return stop(self._settings, self._parts, name, self._clock)
+        return stop(self._parts, name, self._clock)

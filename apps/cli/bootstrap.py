@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.hardware import MachineReading
     from nodeau.domain.model_server import ServerAbilities
+    from nodeau.ports.batches import MachineJobs
     from nodeau.ports.entitlements import EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
@@ -88,6 +89,12 @@ class LazyMachineParts:
         from nodeau.adapters.sqlite_state import SqliteStateStore
 
         return SqliteStateStore(self._settings.state_path, utc_now)
+
+    @cached_property
+    def jobs(self) -> MachineJobs:
+        from nodeau.adapters.batch_files import HomeJobs
+
+        return HomeJobs(self._settings.home)
 
     @cached_property
     def marks(self) -> SchedulingMarks:

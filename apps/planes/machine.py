@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.reservations import Ledger
     from nodeau.domain.runs import RunsWith
+    from nodeau.ports.batches import MachineJobs
     from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
@@ -81,6 +82,11 @@ class MachineParts(WorkloadParts, Protocol):
 
     @property
     def endpoints(self) -> Endpoints: ...
+
+    @property
+    def jobs(self) -> MachineJobs:
+        """This machine's batch jobs and their workers."""
+        ...
 
 
 def workload_name(asked: str | None, resolved: Resolved) -> str:
@@ -502,7 +508,6 @@ class MachinePlane:
         from nodeau.apps.batches.machine import ThisMachineBatches
 
         return ThisMachineBatches(
-            settings=self._settings,
             parts=self._parts,
             records=self._records,
             admit=self._admit_batch,

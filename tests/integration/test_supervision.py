@@ -27,6 +27,7 @@ import pytest
 from attrs import evolve
 
 from nodeau.adapters import processes
+from nodeau.adapters.batch_files import HomeJobs
 from nodeau.adapters.detached import read_status
 from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
@@ -37,7 +38,6 @@ from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_marks import SqliteMarks
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps import batch_worker
-from nodeau.apps.batches import machine as machine_batches
 from nodeau.apps.batches.commands import BatchAsk, BatchSubmitted
 from nodeau.apps.endpoint.app import Unavailable
 from nodeau.apps.endpoint.serve import upstream_from_state
@@ -143,6 +143,10 @@ class Parts:
     @cached_property
     def marks(self) -> SqliteMarks:
         return SqliteMarks(self.settings.state_path)
+
+    @cached_property
+    def jobs(self) -> HomeJobs:
+        return HomeJobs(self.settings.home)
 
     def record(self, name: str = "tiny") -> WorkloadRecord:
         found = self.state.snapshot().named(name)
@@ -506,6 +510,13 @@ def test_stopping_while_restarting_frees_the_card_and_nothing_is_restarted(
 # -- a batch job
 
 
+class NoWorker(HomeJobs):
+    """The job's real files; its worker is run by the test itself, in this process."""
+
+    def start_worker(self, name: str) -> int:
+        return 0
+
+
 def test_a_batch_job_whose_server_dies_mid_run_resumes_and_answers_each_request_once(
     machine: tuple[MachinePlane, Parts],
     monkeypatch: pytest.MonkeyPatch,
@@ -520,7 +531,7 @@ def test_a_batch_job_whose_server_dies_mid_run_resumes_and_answers_each_request_
         )
         for n in range(1, 9)
     )
-    monkeypatch.setattr(machine_batches, "launch_worker", lambda files, command: 0)
+    monkeypatch.setattr(parts, "jobs", NoWorker(parts.settings.home))
     outcome = plane.batches.submit(
         BatchAsk(
             model="tiny", name="job", task=Task.CHAT, context_tokens=256, requests=requests,

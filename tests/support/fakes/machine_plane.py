@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from pathlib import Path
 
+from nodeau.adapters.batch_files import HomeJobs
 from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
@@ -104,6 +105,10 @@ class Parts:
     @cached_property
     def marks(self) -> SqliteMarks:
         return SqliteMarks(self.settings.state_path)
+
+    @cached_property
+    def jobs(self) -> HomeJobs:
+        return HomeJobs(self.settings.home)
 
 
 def plane_with(
