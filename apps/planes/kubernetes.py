@@ -296,11 +296,11 @@ class KubernetesPlane:
         from nodeau.apps.planes.plan import status_in_force
 
         return Organisations(
-            self.description,
-            self._policy,
-            self._who,
-            lambda: status_in_force(*self._entitlements(), self._clock()).terms,
-            self._spent,
+            plane=self.description,
+            policy=self._policy,
+            requester=self._who,
+            terms=lambda: status_in_force(*self._entitlements(), self._clock()).terms,
+            spent=self._spent,
         )
 
     def explain_run(self, ask: RunAsk) -> Explanation:
@@ -567,4 +567,9 @@ class KubernetesPlane:
 
     @cached_property
     def plans(self) -> Plans:
-        return Plans(self.description, self._entitlements, self._clock, self._permit)
+        return Plans(
+            plane=self.description,
+            entitlements=self._entitlements,
+            clock=self._clock,
+            permit=self._permit,
+        )

@@ -286,11 +286,11 @@ class MachinePlane:
         from nodeau.domain.records import spending
 
         return Organisations(
-            PLANE,
-            self._policy,
-            self._requester,
-            self._plan_terms,
-            lambda: spending(self._records()),
+            plane=PLANE,
+            policy=self._policy,
+            requester=self._requester,
+            terms=self._plan_terms,
+            spent=lambda: spending(self._records()),
         )
 
     def explain_run(self, ask: RunAsk) -> Explanation:
@@ -486,7 +486,9 @@ class MachinePlane:
 
     @cached_property
     def plans(self) -> Plans:
-        return Plans(PLANE, self._entitlements, self._clock, self._permit)
+        return Plans(
+            plane=PLANE, entitlements=self._entitlements, clock=self._clock, permit=self._permit
+        )
 
     # -- machines and marks (apps.machines)
 

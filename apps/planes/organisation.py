@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from attrs import frozen
 from returns.result import Failure
 
 from nodeau.apps.planes.plane import OrganisationView, QuotaView
@@ -113,23 +114,16 @@ def remove_organisation(policy: OrganisationPolicy, who: Requester) -> str:
     )
 
 
+@frozen(kw_only=True)
 class Organisations:
     """``OrganisationCommands`` on either plane: each gives its policy, who asks (a plane
     that cannot say raises), the plan's terms and what is held now."""
 
-    def __init__(
-        self,
-        plane: str,
-        policy: Callable[[], OrganisationPolicy],
-        requester: Callable[[], Requester],
-        terms: Callable[[], PlanTerms],
-        spent: Callable[[], Iterable[Spending]],
-    ) -> None:
-        self._plane = plane
-        self._policy = policy
-        self._requester = requester
-        self._terms = terms
-        self._spent = spent
+    _plane: str
+    _policy: Callable[[], OrganisationPolicy]
+    _requester: Callable[[], Requester]
+    _terms: Callable[[], PlanTerms]
+    _spent: Callable[[], Iterable[Spending]]
 
     def view(self) -> OrganisationView:
         who = self._requester()

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from attrs import frozen
+
 from nodeau.apps.planes.plane import PlanInstall, PlanView
 from nodeau.domain.entitlements import (
     TIMING,
@@ -139,22 +141,16 @@ def remove(store: EntitlementStore, now: datetime) -> str:
     )
 
 
+@frozen(kw_only=True)
 class Plans:
     """``PlanCommands`` on either plane: ``entitlements`` gives its store and verifier
     (each plane keeps the entitlement where it keeps its state), ``permit`` refuses a
     person who may not install or remove one."""
 
-    def __init__(
-        self,
-        plane: str,
-        entitlements: Callable[[], tuple[EntitlementStore, EntitlementVerifier]],
-        clock: Callable[[], datetime],
-        permit: Callable[[str], None],
-    ) -> None:
-        self._plane = plane
-        self._entitlements = entitlements
-        self._clock = clock
-        self._permit = permit
+    _plane: str
+    _entitlements: Callable[[], tuple[EntitlementStore, EntitlementVerifier]]
+    _clock: Callable[[], datetime]
+    _permit: Callable[[str], None]
 
     def in_force(self, *, advance: bool = True) -> PlanView:
         return plan_in_force(self._plane, *self._entitlements(), self._clock(), advance=advance)
