@@ -26,7 +26,7 @@ from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.organisation import Requester
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.qualification import EvidenceBook, QualificationEvidence
-from nodeau.domain.records import WorkloadRecord
+from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.tasks import Task
@@ -436,6 +436,11 @@ class WorkloadObjects(Protocol):
 
     def get(self, kind: WorkloadKind, name: str) -> WorkloadObject | None:
         """The object of that kind and name, or None."""
+        ...
+
+    def admission(self, obj: WorkloadObject) -> Admission | None:
+        """The admission recorded in ``obj``'s status, read back (None: none recorded); an
+        error naming ``obj`` when what is recorded does not read."""
         ...
 
     def find(self, name: str) -> WorkloadObject | None:

@@ -27,6 +27,8 @@ from nodeau.adapters.kube.objects import (
     with_conditions,
     write_status,
 )
+from nodeau.adapters.record_json import unpack
+from nodeau.domain.records import Admission
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject, check_status_fields
@@ -93,6 +95,12 @@ class KubeWorkloadObjects:
     def get(self, kind: WorkloadKind, name: str) -> WorkloadObject | None:
         found = get_object(self._api, kind, name, self._known)
         return None if found is None else view(found)
+
+    def admission(self, obj: WorkloadObject) -> Admission | None:
+        packed = obj.packed_admission
+        if packed is None:
+            return None
+        return unpack(packed, Admission, f"{obj.name}'s recorded admission")
 
     def find(self, name: str) -> WorkloadObject | None:
         for kind in (WorkloadKind.SERVICE, WorkloadKind.BATCH):

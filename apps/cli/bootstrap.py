@@ -198,6 +198,7 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
         from nodeau.apps.cli.cluster_plane import kubeconfig_of, open_cluster
         from nodeau.apps.endpoint_services import fleet_endpoint_manager
         from nodeau.apps.planes.kubernetes import KubernetesPlane
+        from nodeau.apps.qualification.fleet import FleetProbes
 
         cluster = open_cluster(choice)
         s = settings()
@@ -212,8 +213,24 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
         def catalog() -> Catalog:
             return models().catalog()
 
+        def keys() -> EntitlementVerifier:
+            from nodeau.adapters.entitlement_document import compiled_in_verifier
+
+            return compiled_in_verifier() if verifier is None else verifier
+
+        def probes() -> FleetProbes:
+            from nodeau.adapters.probe_client import answers_health, run_probes
+
+            return FleetProbes(probe=run_probes, healthy=answers_health)
+
         return KubernetesPlane(
-            cluster, utc_now, endpoints, verifier=verifier, catalog=catalog, models=models
+            cluster,
+            utc_now,
+            endpoints,
+            verifier=keys,
+            catalog=catalog,
+            models=models,
+            probes=probes,
         )
     from nodeau.apps.planes.machine import MachinePlane
 

@@ -139,6 +139,7 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
     from nodeau.adapters.kube.pods import KubeServerPods
     from nodeau.adapters.kube.qualifications import KubeQualificationRecords
     from nodeau.adapters.kube.reports import KubeMachineReports
+    from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
     from nodeau.adapters.kube.workloads import KubeWorkloadObjects
     from nodeau.apps.planes.kubernetes import FleetCluster, banner
     from nodeau.apps.settings import settings_from
@@ -158,6 +159,8 @@ def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli"
         ledger=KubeReservationLedger(api),
         tokens=KubeBootstrapTokens(api),
         pods=KubeServerPods(api),
+        control_plane_label=CONTROL_PLANE_LABEL,
+        server_image=SERVER_IMAGE,
         copies=KubeModelCopies(api),
         entitlements=KubeEntitlementStore(api),
         qualifications=KubeQualificationRecords(api),

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from attrs import evolve, frozen
 
-from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
-from nodeau.adapters.record_json import unpack
 from nodeau.apps.batches.fleet import FleetBatchJobs
 from nodeau.apps.copies.fleet import FleetCopies
 from nodeau.apps.machines.fleet import FleetMachines
@@ -37,7 +35,7 @@ from nodeau.apps.planes.plane import (
 )
 from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.apps.qualification.commands import QualificationUnavailable
-from nodeau.apps.qualification.fleet import FleetQualification
+from nodeau.apps.qualification.fleet import FleetProbes, FleetQualification
 from nodeau.apps.recovery.fleet import FleetRecovery, choice_of
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.organisation import Requester, Spending
@@ -97,6 +95,8 @@ class FleetCluster:
     ledger: ReservationLedger
     tokens: BootstrapTokens
     pods: ServerPods
+    control_plane_label: str  # the Node label that marks a machine that decides
+    server_image: str  # the model-server image the fleet's Pods run
     copies: ModelCopies | None = None  # None: a connection built for other commands
     entitlements: EntitlementStore | None = None  # None: a connection built for other commands
     organisation: OrganisationPolicy | None = None  # None: built for other commands
@@ -123,11 +123,11 @@ def object_name(asked: str | None, model: str) -> str:
     return made
 
 
-def admission_of(obj: WorkloadObject) -> Admission:
+def admission_of(obj: WorkloadObject, objects: WorkloadObjects) -> Admission:
     """The admission in status, as ``service explain`` and ``placement explain`` read it."""
-    packed = obj.packed_admission
-    if packed is not None:
-        return unpack(packed, Admission, f"{obj.name}'s recorded admission")
+    recorded = objects.admission(obj)
+    if recorded is not None:
+        return recorded
     refusal = obj.refusal
     if refusal is not None:
         raise NotDecided(
@@ -170,15 +170,17 @@ class KubernetesPlane:
         cluster: FleetCluster,
         clock: Callable[[], datetime],
         endpoints: LoopbackEndpoints | None = None,
-        verifier: EntitlementVerifier | None = None,
+        verifier: Callable[[], EntitlementVerifier] | None = None,
         catalog: Callable[[], Catalog] = Catalog,
         models: Callable[[], ModelServices] | None = None,
+        probes: Callable[[], FleetProbes] | None = None,
     ) -> None:
         self._cluster = cluster
         self._objects = cluster.objects
         self._clock = clock
         self._endpoints = endpoints
-        self._verifier = verifier  # None: the keys compiled into the package
+        self._verifier = verifier  # the plan's keys; None: this connection reads no plan
+        self._probes = probes  # None: this connection cannot qualify a model
         self._catalog = catalog  # the curated catalog: what it lists is not imported
         self._models = models  # this machine's models; None: this command cannot read them
 
@@ -420,15 +422,13 @@ class KubernetesPlane:
         )
 
     def admission(self, name: str) -> Admission:
-        return admission_of(self._find(name))
+        return admission_of(self._find(name), self._objects)
 
     def runtime_estimate(self, name: str) -> str | None:
         return None  # the model server is a Pod's: nothing here to ask
 
     @cached_property
     def qualification(self) -> FleetQualification:
-        from nodeau.adapters.probe_client import answers_health, run_probes
-
         return FleetQualification(
             objects=self._objects,
             reports=self._cluster.reports,
@@ -436,9 +436,8 @@ class KubernetesPlane:
             records=self._qualifications,
             decision=self._decision,
             clock=self._clock,
-            probe=run_probes,
-            healthy=answers_health,
-            runtime=f"llama-server (the fleet's model-server image {SERVER_IMAGE})",
+            probes=self._probes,
+            runtime=f"llama-server (the fleet's model-server image {self._cluster.server_image})",
             catalog=self._catalog,
             models=self._models,
         )
@@ -482,7 +481,7 @@ class KubernetesPlane:
             objects=c.objects,
             marks=c.marks,
             reports=c.reports,
-            control_plane_label=CONTROL_PLANE_LABEL,
+            control_plane_label=c.control_plane_label,
             clock=self._clock,
             permit=self._permit,
         )
@@ -558,12 +557,9 @@ class KubernetesPlane:
     # -- plan (apps.planes.plan): the entitlement is kept in ConfigMap nodeau-entitlement
 
     def _entitlements(self) -> tuple[EntitlementStore, EntitlementVerifier]:
-        from nodeau.adapters.entitlement_document import compiled_in_verifier
-
-        if self._cluster.entitlements is None:
+        if self._cluster.entitlements is None or self._verifier is None:
             raise NotOnTheFleetYet("this connection to the fleet was made without its plan")
-        verifier = compiled_in_verifier() if self._verifier is None else self._verifier
-        return self._cluster.entitlements, verifier
+        return self._cluster.entitlements, self._verifier()
 
     @cached_property
     def plans(self) -> Plans:

@@ -11,13 +11,26 @@ from attrs import frozen
 
 from nodeau.apps.model_services import ModelServices
 from nodeau.apps.planes.plane import Refused
-from nodeau.apps.qualification.commands import QualificationView, qualification_view
+from nodeau.apps.qualification.commands import (
+    QualificationUnavailable,
+    QualificationView,
+    qualification_view,
+)
 from nodeau.apps.qualification.fleet_info import fleet_model_info
 from nodeau.apps.qualification.fleet_qualify import Decide, fleet_model, qualify_on_fleet
 from nodeau.apps.qualification.info_view import ModelInfoView
 from nodeau.apps.qualification.machine_qualify import Probe
 from nodeau.domain.catalog import Catalog
 from nodeau.ports.cluster import MachineReports, QualificationRecords, ServerPods, WorkloadObjects
+
+
+@frozen(kw_only=True)
+class FleetProbes:
+    """How this command probes a model server the fleet runs: each capability's probe,
+    and whether the server answers its health check yet."""
+
+    probe: Probe
+    healthy: Callable[[str], bool]
 
 
 @frozen(kw_only=True)
@@ -31,8 +44,7 @@ class FleetQualification:
     _records: Callable[[], QualificationRecords]
     _decision: Decide
     _clock: Callable[[], datetime]
-    _probe: Probe
-    _healthy: Callable[[str], bool]
+    _probes: Callable[[], FleetProbes] | None  # None: this connection cannot probe
     _runtime: str
     _catalog: Callable[[], Catalog]
     _models: Callable[[], ModelServices] | None  # None: this command cannot read them
@@ -40,6 +52,12 @@ class FleetQualification:
     def qualify(
         self, model: str, context_tokens: int | None, seed: int | None = None
     ) -> QualificationView | Refused:
+        if self._probes is None:
+            raise QualificationUnavailable(
+                "this connection to the fleet cannot probe a model; nodeau model qualify "
+                "needs the CLI's own connection"
+            )
+        probes = self._probes()
         records = self._records()
         drawn = seed if seed is not None else random.SystemRandom().randrange(2**32)
         done = qualify_on_fleet(
@@ -49,8 +67,8 @@ class FleetQualification:
             pods=self._pods,
             decide=self._decision,
             clock=self._clock,
-            probe=self._probe,
-            healthy=self._healthy,
+            probe=probes.probe,
+            healthy=probes.healthy,
             runtime=self._runtime,
             model=model,
             context_tokens=context_tokens,

@@ -40,6 +40,7 @@ from nodeau.adapters.kube.ledger import KubeReservationLedger
 from nodeau.adapters.kube.marks import KubeFleetMarks
 from nodeau.adapters.kube.pods import KubeServerPods
 from nodeau.adapters.kube.reports import KubeMachineReports, read_reports
+from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_registry import SqliteRegistry
@@ -89,7 +90,9 @@ def fleet_plane(api: client.ApiClient) -> KubernetesPlane:
         server="test", context="test", objects=KubeWorkloadObjects(api, identity="test"),
         marks=KubeFleetMarks(api), reports=KubeMachineReports(api),
         health=KubeHealthRecords(api), ledger=KubeReservationLedger(api),
-        tokens=KubeBootstrapTokens(api), pods=KubeServerPods(api), copies=KubeModelCopies(api),
+        tokens=KubeBootstrapTokens(api), pods=KubeServerPods(api),
+        control_plane_label=CONTROL_PLANE_LABEL, server_image=SERVER_IMAGE,
+        copies=KubeModelCopies(api),
     )  # fmt: skip
     return KubernetesPlane(ports, clock=now)
 

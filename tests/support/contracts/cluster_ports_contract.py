@@ -276,11 +276,13 @@ def test_an_admission_shows_on_the_object_and_in_the_ledger(cluster: Harness) ->
     assert found.status["state"] == "admitted"
     assert (found.status["machine"], found.status["gpuUUID"]) == ("m1", "GPU-0000-race")
     assert cluster.ledger.read().reservations == (chat.placement.reservation,)
+    assert cluster.objects.admission(found) == chat  # read back as the value it was
     # an admission with no object yet makes one, as a person would have applied it
     embed = admitted(cluster, "embed", cards=2)
     made = cluster.objects.get(SERVICE, "embed")
     assert made is not None and made.record == embed.record
     assert made.ask is not None and made.ask.model == "qwen-race"
+    assert cluster.objects.admission(made) == embed
 
 
 # -- servers

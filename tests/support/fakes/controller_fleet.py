@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 
 from attrs import evolve
 
+from nodeau.adapters.entitlement_document import compiled_in_verifier
+from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.apps.controller.loop import Controller
 from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
 from nodeau.domain.lifecycle import ServerRestarts
@@ -124,8 +126,10 @@ def fleet_plane(cluster: FakeCluster) -> KubernetesPlane:
         ledger=cluster.ledger,
         tokens=cluster.tokens,
         pods=cluster.pods,
+        control_plane_label=CONTROL_PLANE_LABEL,
+        server_image=SERVER_IMAGE,
     )
-    return KubernetesPlane(ports, clock=cluster.clock)
+    return KubernetesPlane(ports, clock=cluster.clock, verifier=compiled_in_verifier)
 
 
 def crash_loop(cluster: FakeCluster, clock: Clock[datetime], ctl: Controller) -> ServerExit:

@@ -232,6 +232,7 @@ class FakeWorkloadObjects:
         self._cluster = cluster
         self._lock = threading.Lock()
         self.stored: dict[tuple[WorkloadKind, str], _Stored] = {}
+        self.admissions: dict[tuple[WorkloadKind, str], Admission] = {}  # as the store wrote
         self._made = 0
 
     def list_all(self) -> tuple[WorkloadObject, ...]:
@@ -243,6 +244,9 @@ class FakeWorkloadObjects:
 
     def get(self, kind: WorkloadKind, name: str) -> WorkloadObject | None:
         return self._view((kind, name)) if (kind, name) in self.stored else None
+
+    def admission(self, obj: WorkloadObject) -> Admission | None:
+        return self.admissions.get((obj.kind, obj.name))
 
     def find(self, name: str) -> WorkloadObject | None:
         for kind in (WorkloadKind.SERVICE, WorkloadKind.BATCH):
@@ -286,6 +290,7 @@ class FakeWorkloadObjects:
             held.version += 1
         else:
             del self.stored[kind, name]
+            self.admissions.pop((kind, name), None)
 
     def guard(self, obj: WorkloadObject) -> bool:
         held = self.stored.get((obj.kind, obj.name))
@@ -302,6 +307,7 @@ class FakeWorkloadObjects:
             return False
         if held.deleting:
             del self.stored[obj.kind, obj.name]
+            self.admissions.pop((obj.kind, obj.name), None)
         elif held.guarded:
             held.guarded = False
             held.version += 1
@@ -372,6 +378,7 @@ class FakeWorkloadObjects:
             gpuUUID=w.gpu_uuid,
         )
         if admission is not None:
+            self.admissions[key] = admission
             reservation = admission.placement.reservation
             status["reservedBytes"] = reservation.bytes
             decided = [

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from nodeau.adapters.http_publisher import HttpPublisher, fetch_url
+from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.apps.agent.agent import Agent, Link
 from nodeau.apps.agent.copies import CopyWorker
@@ -105,7 +106,8 @@ class World:
             FleetCluster(
                 server="https://fake", context="fake", objects=c.objects, marks=c.marks,
                 reports=c.reports, health=c.health, ledger=c.ledger, tokens=c.tokens,
-                pods=c.pods, copies=c.copies,
+                pods=c.pods,
+                control_plane_label=CONTROL_PLANE_LABEL, server_image=SERVER_IMAGE, copies=c.copies,
             ),
             clock=now,
         )  # fmt: skip

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.adapters.sqlite_marks import SqliteMarks, marks_from_json
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.cli.serving import fleet_lines
@@ -146,6 +147,7 @@ def test_a_person_whose_role_may_not_mark_is_refused_and_nothing_is_marked() -> 
     ports = FleetCluster(
         server="https://fake", context="fake", objects=c.objects, marks=c.marks,
         reports=c.reports, health=c.health, ledger=c.ledger, tokens=c.tokens, pods=c.pods,
+        control_plane_label=CONTROL_PLANE_LABEL, server_image=SERVER_IMAGE,
         organisation=c.organisation, identity=Alice(),
     )  # fmt: skip
     plane = KubernetesPlane(ports, clock=c.clock)
