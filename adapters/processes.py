@@ -9,11 +9,15 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import psutil
 from attrs import frozen
 
 from nodeau.ports.errors import NodeauError
+
+if TYPE_CHECKING:
+    from nodeau.domain.records import Starter
 
 SAME_START_S = 1.0
 KILL_WAIT_S = 5.0
@@ -59,6 +63,13 @@ def start_time(pid: int) -> float | None:
         return process.create_time()
     except (psutil.Error, ValueError):  # NoSuchProcess, ZombieProcess, AccessDenied
         return None
+
+
+def this_starter() -> Starter:
+    """This process, as the one starting a model server (its pid and start time)."""
+    from nodeau.domain.records import Starter  # not at import: ``ps`` imports this module
+
+    return Starter(pid=os.getpid(), created_at=start_time(os.getpid()))
 
 
 def alive(ours: OurProcess) -> bool:

@@ -269,10 +269,12 @@ def launch_server(
     state: StateStore,
     log_dir: Path,
     now: Callable[[], datetime],
+    starter: Starter,
     log_buffers: bool = False,
 ) -> RunningServer:
-    """Start the admitted workload's model server (starting, then up); ``log_buffers``: its
-    log also reports the buffers it allocates (a qualification reads them).
+    """Start the admitted workload's model server (starting, then up), recorded as started
+    by ``starter`` (this process); ``log_buffers``: its log also reports the buffers it
+    allocates (a qualification reads them).
 
     If it cannot start, its card is freed and it is recorded failed before the
     RuntimeFailure goes on to the caller.
@@ -288,7 +290,6 @@ def launch_server(
         log_buffers=log_buffers,
     )
     log_dir.mkdir(parents=True, exist_ok=True)
-    starter = this_starter()
 
     def launched(server: RunningServer) -> None:
         state.update(name, lambda r: evolve(r, server=server))
@@ -322,11 +323,18 @@ def start_server(
     state: StateStore,
     log_dir: Path,
     now: Callable[[], datetime],
+    starter: Starter,
     endpoint_port: int,
 ) -> WorkloadRecord:
     """Start the admitted service's model server and record it serving (or failed)."""
     server = launch_server(
-        admission, simulated=simulated, runtime=runtime, state=state, log_dir=log_dir, now=now
+        admission,
+        simulated=simulated,
+        runtime=runtime,
+        state=state,
+        log_dir=log_dir,
+        now=now,
+        starter=starter,
     )
     return record_serving(state, admission.record.workload.name, server, endpoint_port, now())
 
@@ -343,15 +351,6 @@ def record_serving(
             endpoint_port=r.endpoint_port or endpoint_port,
         ),
     )
-
-
-def this_starter() -> Starter:
-    """This process, as the one starting a model server."""
-    import os
-
-    from nodeau.adapters.processes import start_time
-
-    return Starter(pid=os.getpid(), created_at=start_time(os.getpid()))
 
 
 def stop_workload(

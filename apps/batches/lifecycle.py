@@ -14,6 +14,7 @@ from attrs import evolve
 from nodeau.apps.serving import launch_server
 from nodeau.domain.lifecycle import ServerPhase, server_moved
 from nodeau.domain.lifecycle import with_state as in_state
+from nodeau.domain.records import Starter
 from nodeau.domain.workloads import WorkloadState, holds_gpu
 from nodeau.ports.runtime import ModelRuntime
 from nodeau.ports.state import Admission, StateStore, WorkloadRecord
@@ -27,10 +28,17 @@ def start_batch_server(
     state: StateStore,
     log_dir: Path,
     now: Callable[[], datetime],
+    starter: Starter,
 ) -> WorkloadRecord:
     """Start the admitted job's model server and record it running (or failed)."""
     server = launch_server(
-        admission, simulated=simulated, runtime=runtime, state=state, log_dir=log_dir, now=now
+        admission,
+        simulated=simulated,
+        runtime=runtime,
+        state=state,
+        log_dir=log_dir,
+        now=now,
+        starter=starter,
     )
     at = now()
     return state.update(

@@ -68,6 +68,7 @@ def submit(
         state=parts.state,
         log_dir=settings.log_dir,
         now=clock,
+        starter=parts.starter,
     )
     try:
         parts.jobs.start_worker(ask.name)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.hardware import MachineReading
     from nodeau.domain.model_server import ServerAbilities
+    from nodeau.domain.records import Starter
     from nodeau.ports.batches import MachineJobs
     from nodeau.ports.entitlements import EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
@@ -89,6 +90,12 @@ class LazyMachineParts:
         from nodeau.adapters.sqlite_state import SqliteStateStore
 
         return SqliteStateStore(self._settings.state_path, utc_now)
+
+    @cached_property
+    def starter(self) -> Starter:
+        from nodeau.adapters.processes import this_starter
+
+        return this_starter()
 
     @cached_property
     def jobs(self) -> MachineJobs:

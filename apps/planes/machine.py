@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
     from nodeau.domain.plans import PlanTerms
-    from nodeau.domain.records import Admission, WorkloadRecord
+    from nodeau.domain.records import Admission, Starter, WorkloadRecord
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.reservations import Ledger
     from nodeau.domain.runs import RunsWith
@@ -86,6 +86,12 @@ class MachineParts(WorkloadParts, Protocol):
     @property
     def jobs(self) -> MachineJobs:
         """This machine's batch jobs and their workers."""
+        ...
+
+    @property
+    def starter(self) -> Starter:
+        """This process, as the one starting a model server (a start it leaves unfinished
+        is said, never awaited)."""
         ...
 
 
@@ -203,6 +209,7 @@ class MachinePlane:
             state=self._parts.state,
             log_dir=self._settings.log_dir,
             now=self._clock,
+            starter=self._parts.starter,
             endpoint_port=port or endpoints.free_port(),
         )
         try:
@@ -229,7 +236,7 @@ class MachinePlane:
     def _admit(
         self, resolved: Resolved, request: RunRequest, kind: WorkloadKind
     ) -> tuple[Admission, bool] | Refusal:
-        from nodeau.apps.serving import admit_on_this_machine, this_starter
+        from nodeau.apps.serving import admit_on_this_machine
 
         marks = self._parts.marks.read()
         return admit_on_this_machine(
@@ -245,7 +252,7 @@ class MachinePlane:
             now=self._clock(),
             # a service's start is this command's from its admission on; a batch job's
             # worker names itself once it starts the server
-            starter=this_starter() if kind is WorkloadKind.SERVICE else None,
+            starter=self._parts.starter if kind is WorkloadKind.SERVICE else None,
         )
 
     # -- who asks, the organisation's policy, the plan's terms (apps.planes.organisation)

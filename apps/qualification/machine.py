@@ -52,6 +52,7 @@ def qualify(
         reported_bytes=reported_total,
         runtime_name=runtime_name,
         rules=rules,
+        starter=parts.starter,
     )
     drawn = seed if seed is not None else random.SystemRandom().randrange(2**32)
     done = qualify_here(resolved, context_tokens, qualify_parts, drawn)

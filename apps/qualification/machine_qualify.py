@@ -35,7 +35,7 @@ from nodeau.domain.qualification import (
     card_measurements,
     qualification_plan,
 )
-from nodeau.domain.records import Admission
+from nodeau.domain.records import Admission, Starter
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.scheduling import Marks
 from nodeau.domain.tasks import Task
@@ -83,6 +83,7 @@ class QualifyParts:
     reported_bytes: ReportedBytes
     runtime_name: Callable[[RunningServer], str]  # the model server and its version
     rules: Rules  # the plan, the organisation's policy and who asks, as for nodeau run
+    starter: Starter  # this process, as the one starting each model server
 
 
 def qualify(
@@ -184,6 +185,7 @@ def _probe_one(
             state=parts.state,
             log_dir=parts.log_dir,
             now=parts.clock,
+            starter=parts.starter,
             log_buffers=True,
         )
     except RuntimeFailure as failure:

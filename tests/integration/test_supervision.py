@@ -33,6 +33,7 @@ from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.llama_server import LlamaServerRuntime, LocalServerProcesses
 from nodeau.adapters.model_server_process import exit_path, server_alive, server_exit
+from nodeau.adapters.processes import this_starter
 from nodeau.adapters.server_abilities import ask_binary
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_marks import SqliteMarks
@@ -49,6 +50,7 @@ from nodeau.apps.serving import Supervisor
 from nodeau.apps.settings import settings_from
 from nodeau.domain.batches import BatchRequest, BatchResult
 from nodeau.domain.model_server import ServerAbilities
+from nodeau.domain.records import Starter
 from nodeau.domain.restarts import RestartPolicy
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import ExitKind, RecoveryMode, ServerExit, WorkloadState
@@ -147,6 +149,10 @@ class Parts:
     @cached_property
     def jobs(self) -> HomeJobs:
         return HomeJobs(self.settings.home)
+
+    @cached_property
+    def starter(self) -> Starter:
+        return this_starter()
 
     def record(self, name: str = "tiny") -> WorkloadRecord:
         found = self.state.snapshot().named(name)

@@ -14,6 +14,7 @@ from pathlib import Path
 from nodeau.adapters.batch_files import HomeJobs
 from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
+from nodeau.adapters.processes import this_starter
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_marks import SqliteMarks
 from nodeau.apps.model_services import ModelServices
@@ -22,6 +23,7 @@ from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import RunAsk
 from nodeau.apps.settings import settings_from
 from nodeau.domain.model_server import ServerAbilities
+from nodeau.domain.records import Starter
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode
 from nodeau.ports.errors import NodeauError
@@ -109,6 +111,10 @@ class Parts:
     @cached_property
     def jobs(self) -> HomeJobs:
         return HomeJobs(self.settings.home)
+
+    @cached_property
+    def starter(self) -> Starter:
+        return this_starter()
 
 
 def plane_with(

@@ -19,6 +19,7 @@ from attrs import evolve
 
 from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
+from nodeau.adapters.processes import this_starter
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_registry import SqliteRegistry
 from nodeau.apps.model_services import ModelServices
@@ -152,6 +153,7 @@ class World:
             rules=Rules(
                 plan=HOME, organisation=Organisation.none(), requester=Requester(user="tester")
             ),
+            starter=this_starter(),
         )
 
     def imported(self, path: Path, alias: str = "mine") -> Resolved:
@@ -286,6 +288,7 @@ class _PlaneParts:
 
         self.marks = SqliteMarks(world.settings.state_path)
         self.endpoints = FakeEndpoints(fail=False)
+        self.starter = this_starter()
 
     def endpoint_listens(self, port: int) -> bool:
         return self.endpoints.listens(port)
