@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from nodeau.apps.model_services import ModelServices
     from nodeau.apps.planes.plane import Plane
     from nodeau.apps.planes.workload_view import WorkloadView
+    from nodeau.apps.qualification.machine_qualify import QualifyTools
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.hardware import MachineReading
     from nodeau.domain.model_server import ServerAbilities
@@ -90,6 +91,17 @@ class LazyMachineParts:
         from nodeau.adapters.sqlite_state import SqliteStateStore
 
         return SqliteStateStore(self._settings.state_path, utc_now)
+
+    @cached_property
+    def qualifying(self) -> QualifyTools:
+        from nodeau.adapters.probe_client import run_probes
+        from nodeau.adapters.runtime_buffers import reported_total
+        from nodeau.adapters.runtime_version import runtime_name
+        from nodeau.apps.qualification.machine_qualify import QualifyTools
+
+        return QualifyTools(
+            probe=run_probes, reported_bytes=reported_total, runtime_name=runtime_name
+        )
 
     @cached_property
     def starter(self) -> Starter:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.apps.planes.plane import Explanation
     from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.apps.qualification.machine import ThisMachineQualification
+    from nodeau.apps.qualification.machine_qualify import QualifyTools
     from nodeau.apps.serving import Rules, RunRequest
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
@@ -86,6 +87,11 @@ class MachineParts(WorkloadParts, Protocol):
     @property
     def jobs(self) -> MachineJobs:
         """This machine's batch jobs and their workers."""
+        ...
+
+    @property
+    def qualifying(self) -> QualifyTools:
+        """How a qualification probes and watches the model servers it starts here."""
         ...
 
     @property

@@ -30,9 +30,6 @@ def qualify(
     context_tokens: int | None,
     seed: int | None,
 ) -> QualificationView | Refused:
-    from nodeau.adapters.probe_client import run_probes
-    from nodeau.adapters.runtime_buffers import reported_total
-    from nodeau.adapters.runtime_version import runtime_name
     from nodeau.apps.models import resolve_model
     from nodeau.apps.qualification.machine_qualify import QualifyParts
     from nodeau.apps.qualification.machine_qualify import qualify as qualify_here
@@ -48,9 +45,9 @@ def qualify(
         marks=parts.marks.read(),
         log_dir=settings.log_dir,
         clock=clock,
-        probe=run_probes,
-        reported_bytes=reported_total,
-        runtime_name=runtime_name,
+        probe=parts.qualifying.probe,
+        reported_bytes=parts.qualifying.reported_bytes,
+        runtime_name=parts.qualifying.runtime_name,
         rules=rules,
         starter=parts.starter,
     )

@@ -68,6 +68,15 @@ ReportedBytes = Callable[[Path], int | None]  # the buffers a server's log repor
 
 
 @frozen(kw_only=True)
+class QualifyTools:
+    """How this machine probes and watches a model server it qualifies."""
+
+    probe: Probe  # base URL, task, model id, randomness: each probe's result
+    reported_bytes: ReportedBytes
+    runtime_name: Callable[[RunningServer], str]  # the model server and its version
+
+
+@frozen(kw_only=True)
 class QualifyParts:
     """What a qualification uses on this machine."""
 
