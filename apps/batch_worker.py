@@ -19,7 +19,7 @@ from nodeau.adapters.llama_server import LocalServerProcesses
 from nodeau.adapters.private_files import keep_private
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.batches.lifecycle import finish
-from nodeau.apps.serving import WATCH_S, Supervisor
+from nodeau.apps.serving.model_servers import WATCH_S, Supervisor
 from nodeau.apps.settings import utc_now
 from nodeau.domain.batches import still_to_run
 from nodeau.domain.restarts import KUBELET, RestartPolicy

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from attrs import evolve
 
-from nodeau.apps.serving import launch_server
+from nodeau.apps.serving.model_servers import launch_server
 from nodeau.domain.lifecycle import ServerPhase, server_moved
 from nodeau.domain.lifecycle import with_state as in_state
 from nodeau.domain.records import Starter

@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.apps.qualification.machine import ThisMachineQualification
     from nodeau.apps.qualification.machine_qualify import QualifyTools
-    from nodeau.apps.serving import Rules, RunRequest
+    from nodeau.apps.serving.model_servers import Rules, RunRequest
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
     from nodeau.domain.plans import PlanTerms
@@ -156,7 +156,7 @@ class MachinePlane:
 
     def run(self, ask: RunAsk) -> RunOutcome:
         from nodeau.apps.models import resolve_model
-        from nodeau.apps.serving import RunRequest, start_server, stop_workload
+        from nodeau.apps.serving.model_servers import RunRequest, start_server, stop_workload
         from nodeau.domain.refusals import Refusal
         from nodeau.domain.runs import Admit, Asked, EndpointBack, NameTaken, NotAsAsked, run_step
         from nodeau.ports.state import StateError
@@ -242,7 +242,7 @@ class MachinePlane:
     def _admit(
         self, resolved: Resolved, request: RunRequest, kind: WorkloadKind
     ) -> tuple[Admission, bool] | Refusal:
-        from nodeau.apps.serving import admit_on_this_machine
+        from nodeau.apps.serving.model_servers import admit_on_this_machine
 
         marks = self._parts.marks.read()
         return admit_on_this_machine(
@@ -286,7 +286,7 @@ class MachinePlane:
         return status_in_force(*self._entitlements(), self._clock()).terms
 
     def _rules(self) -> Rules:
-        from nodeau.apps.serving import Rules
+        from nodeau.apps.serving.model_servers import Rules
 
         return Rules(
             plan=self._plan_terms(),
@@ -372,7 +372,7 @@ class MachinePlane:
         return path
 
     def stop(self, name: str, *, workload: bool) -> str:
-        from nodeau.apps.serving import stop_workload
+        from nodeau.apps.serving.model_servers import stop_workload
 
         self._permit("stop")
         record = self._snapshot_record(name)

@@ -17,7 +17,7 @@ from nodeau.domain.workloads import WorkloadKind
 
 if TYPE_CHECKING:
     from nodeau.apps.planes.machine import MachineParts
-    from nodeau.apps.serving import Rules
+    from nodeau.apps.serving.model_servers import Rules
 
 PLANE = "this machine"
 
@@ -37,7 +37,7 @@ def explain_run(parts: MachineParts, ask: RunAsk, rules: Rules, now: datetime) -
     """Whether ``ask`` would be admitted on this machine now, and each check's answer."""
     from nodeau.apps.models import resolve_model
     from nodeau.apps.planes.machine import workload_name
-    from nodeau.apps.serving import RunRequest, run_decision
+    from nodeau.apps.serving.model_servers import RunRequest, run_decision
 
     models = parts.models
     resolved = resolve_model(ask.model, models.registry.book(), models.catalog())

@@ -18,7 +18,7 @@ from nodeau.domain.refusals import Refusal
 
 if TYPE_CHECKING:
     from nodeau.apps.planes.machine import MachineParts
-    from nodeau.apps.serving import Rules
+    from nodeau.apps.serving.model_servers import Rules
 
 
 def qualify(

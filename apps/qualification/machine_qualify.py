@@ -17,7 +17,7 @@ from attrs import frozen
 
 from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import Resolved
-from nodeau.apps.serving import (
+from nodeau.apps.serving.model_servers import (
     Rules,
     RunRequest,
     admit_on_this_machine,
@@ -107,7 +107,7 @@ def qualify(
     path = parts.models.store.verified_path(resolved.artifact.files[0].sha256)
     name = NAME_PREFIX + resolved.artifact.id.hex[:12]
     if path is None:
-        from nodeau.apps.serving import no_verified_copy
+        from nodeau.apps.serving.model_servers import no_verified_copy
 
         return no_verified_copy(resolved.display_name, parts.models.settings.machine)
     plan = qualification_plan(parts.models.inspector.inspect(path).architecture.name)

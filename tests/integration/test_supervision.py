@@ -46,7 +46,7 @@ from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import import_model
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import RunAsk, Started
-from nodeau.apps.serving import Supervisor
+from nodeau.apps.serving.model_servers import Supervisor
 from nodeau.apps.settings import settings_from
 from nodeau.domain.batches import BatchRequest, BatchResult
 from nodeau.domain.model_server import ServerAbilities

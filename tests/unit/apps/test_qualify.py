@@ -27,7 +27,7 @@ from nodeau.apps.models import Resolved, import_model, resolve_model
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.planes.plane import RunAsk, Started
 from nodeau.apps.qualification.machine_qualify import QualifyParts, qualify
-from nodeau.apps.serving import Rules
+from nodeau.apps.serving.model_servers import Rules
 from nodeau.apps.settings import settings_from
 from nodeau.domain.hardware import MachineReading
 from nodeau.domain.memory import Source

@@ -1,6 +1,6 @@
 """Serving use-cases on the one-machine plane: admit, start, stop.
 
-Why it is so: docs/adr/decisions/apps.md (serving.py).
+Why it is so: docs/adr/decisions/apps.md (serving/model_servers.py).
 """
 
 from __future__ import annotations
