@@ -131,22 +131,6 @@ def server_alive(server: RunningServer) -> bool:
     return processes.alive(_process(server))
 
 
-def log_tail(path: Path, lines: int) -> tuple[str, ...]:
-    """The last ``lines`` lines of a log (at most the last MiB of it); () when there is none."""
-    if lines <= 0:
-        return ()
-    try:
-        with path.open("rb") as f:
-            end = f.seek(0, os.SEEK_END)
-            f.seek(max(0, end - 1024 * 1024))
-            text = f.read().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return ()
-    except OSError as exc:
-        raise RuntimeFailure(f"{path}: cannot read the log ({exc.strerror or exc})") from exc
-    return tuple(text.splitlines()[-lines:])
-
-
 class ServerProcessRuntime(ABC):
     """ModelRuntime for a server started as a detached process; subclasses say how to start it."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from attrs import frozen
 
 from nodeau.adapters.llama_server import server_command
-from nodeau.ports.runtime import ServerSpec
+from nodeau.ports.runtime import FitEstimate, ServerSpec
 
 FIT = "llama-fit-params"
 TIMEOUT_S = 120.0
@@ -27,15 +27,6 @@ _TAKES_VALUE = frozenset(
         "--cache-type-k", "--cache-type-v", "--flash-attn", "--n-gpu-layers",
     }
 )  # fmt: skip
-
-
-@frozen(kw_only=True)
-class RuntimeEstimate:
-    """What llama.cpp's fit says a configuration uses: bytes (whole MiB) and where."""
-
-    bytes: int
-    where: str  # "host" (the CPU's memory) or "device" (the cards')
-    tool: str  # the fit binary that said it
 
 
 def fit_binary(server: Path) -> Path | None:
@@ -56,7 +47,7 @@ def fit_command(fit: Path, spec: ServerSpec) -> list[str]:
 
 def runtime_estimate(
     server: Path, spec: ServerSpec, environ: Mapping[str, str]
-) -> RuntimeEstimate | str:
+) -> FitEstimate | str:
     """llama.cpp's estimate of ``spec`` through the fit tool beside ``server``, or why there
     is none (one line)."""
     fit = fit_binary(server)
@@ -77,4 +68,16 @@ def runtime_estimate(
     if said is None:
         last = ((done.stderr or done.stdout).strip().splitlines() or ["nothing"])[-1]
         return f"{fit} gave no estimate (exit {done.returncode}): {last}"
-    return RuntimeEstimate(bytes=int(said.group(1)) * _MIB, where=said.group(2), tool=str(fit))
+    return FitEstimate(bytes=int(said.group(1)) * _MIB, where=said.group(2), tool=str(fit))
+
+
+@frozen
+class FitTool:
+    """``FitEstimates`` through ``llama-fit-params``, run with this machine's environment and
+    only the spec's card visible (none: on the CPU)."""
+
+    environ: Mapping[str, str]
+
+    def estimate(self, server: Path, spec: ServerSpec) -> FitEstimate | str:
+        shown = {**self.environ, "CUDA_VISIBLE_DEVICES": spec.gpu_uuid or ""}
+        return runtime_estimate(server, spec, shown)

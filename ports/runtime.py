@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -13,7 +13,16 @@ from nodeau.domain.records import RunningServer
 from nodeau.domain.workloads import ServerExit
 from nodeau.ports.errors import NodeauError
 
-__all__ = ["MemoryUse", "ModelRuntime", "RunningServer", "RuntimeFailure", "ServerSpec"]
+__all__ = [
+    "FitEstimate",
+    "FitEstimates",
+    "MemoryUse",
+    "ModelRuntime",
+    "RunningServer",
+    "RuntimeFailure",
+    "ServerLogs",
+    "ServerSpec",
+]
 
 
 class RuntimeFailure(NodeauError):
@@ -124,3 +133,36 @@ class ServerProcesses(Protocol):
         ...
 
     def stop(self, server: RunningServer, grace_s: float) -> None: ...
+
+
+class ServerLogs(Protocol):
+    """A model server's log as a person reads it (``nodeau logs``)."""
+
+    def tail(self, path: Path, lines: int) -> tuple[str, ...]:
+        """Its last ``lines`` lines; () when there is none."""
+        ...
+
+    def follow(self, path: Path, lines: int) -> Iterator[str]:
+        """Its last ``lines`` lines, then each line as it is written, until the reader
+        stops."""
+        ...
+
+
+@frozen(kw_only=True)
+class FitEstimate:
+    """What the runtime's own fit tool says a configuration uses: bytes (whole MiB), where
+    ("host": the CPU's memory, "device": the cards'), and the tool that said it."""
+
+    bytes: int
+    where: str
+    tool: str
+
+
+class FitEstimates(Protocol):
+    """The runtime's own memory estimate of a configuration: a second opinion, never the
+    admission figure."""
+
+    def estimate(self, server: Path, spec: ServerSpec) -> FitEstimate | str:
+        """What the fit tool beside ``server`` says ``spec`` uses, or why it said nothing
+        (one line)."""
+        ...

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from attrs import frozen
 
-from nodeau.apps.planes.plane import Refused, Undecided
 from nodeau.apps.planes.workload_view import WorkloadView
+from nodeau.apps.serving.commands import Refused, Undecided
 
 if TYPE_CHECKING:
     from nodeau.domain.batches import BatchRequest, LineProblem

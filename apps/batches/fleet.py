@@ -15,7 +15,7 @@ from attrs import frozen
 
 from nodeau.apps.batches.commands import BatchAsk, BatchOutcome, BatchSubmitted, BatchView
 from nodeau.apps.planes.fleet_workloads import workload_view
-from nodeau.apps.planes.plane import Refused, Undecided
+from nodeau.apps.serving.commands import Refused, Undecided
 from nodeau.domain.batches import batch_counts, result_from_line
 from nodeau.domain.organisation import Requester
 from nodeau.domain.runs import name_problem

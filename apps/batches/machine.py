@@ -15,7 +15,7 @@ from nodeau.apps.batches.commands import BatchAsk, BatchOutcome, BatchSubmitted,
 from nodeau.apps.batches.lifecycle import finish, start_batch_server
 from nodeau.apps.models import Resolved, resolve_model
 from nodeau.apps.planes.machine_workloads import reservation_source, workload_view
-from nodeau.apps.planes.plane import Refused
+from nodeau.apps.serving.commands import Refused
 from nodeau.apps.serving.model_servers import RunRequest
 from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import Refusal

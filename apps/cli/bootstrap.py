@@ -36,10 +36,11 @@ if TYPE_CHECKING:
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.records import Starter
     from nodeau.ports.batches import MachineJobs
-    from nodeau.ports.entitlements import EntitlementVerifier
+    from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
-    from nodeau.ports.runtime import ModelRuntime
+    from nodeau.ports.organisation import Identity, OrganisationPolicy
+    from nodeau.ports.runtime import FitEstimates, ModelRuntime, ServerLogs
     from nodeau.ports.state import StateStore
 
 __all__ = [
@@ -71,8 +72,9 @@ def this_platform() -> str:
 class LazyMachineParts:
     """``MachineParts``: each adapter of this machine built when first used."""
 
-    def __init__(self, s: Settings) -> None:
+    def __init__(self, s: Settings, verifier: EntitlementVerifier | None = None) -> None:
         self._settings = s
+        self._verifier = verifier  # None: the keys compiled into the package
 
     @cached_property
     def models(self) -> ModelServices:
@@ -175,6 +177,42 @@ class LazyMachineParts:
 
         return listening(port)
 
+    @cached_property
+    def server_logs(self) -> ServerLogs:
+        from nodeau.adapters.server_logs import ServerLogFiles
+
+        return ServerLogFiles()
+
+    @cached_property
+    def fit_estimates(self) -> FitEstimates:
+        from nodeau.adapters.runtime_estimate import FitTool
+
+        return FitTool(self._settings.environ)
+
+    @cached_property
+    def identity(self) -> Identity:
+        from nodeau.adapters.local_identity import LocalIdentity
+
+        return LocalIdentity()
+
+    @cached_property
+    def organisation_policy(self) -> OrganisationPolicy:
+        from nodeau.adapters.organisation_file import FileOrganisationPolicy
+
+        return FileOrganisationPolicy(self._settings.home)
+
+    @cached_property
+    def entitlements(self) -> EntitlementStore:
+        from nodeau.adapters.entitlement_file import FileEntitlementStore
+
+        return FileEntitlementStore(self._settings.home)
+
+    @cached_property
+    def verifier(self) -> EntitlementVerifier:
+        from nodeau.adapters.entitlement_document import compiled_in_verifier
+
+        return compiled_in_verifier() if self._verifier is None else self._verifier
+
 
 def plane_choice() -> PlaneChoice:
     """Which plane this command acts on: NODEAU_PLANE, else plane.json, else this machine."""
@@ -197,7 +235,7 @@ def workloads() -> tuple[WorkloadView, ...]:
     building the plane (its listing is all ``ps`` needs, and the plane imports every
     command's views)."""
     if plane_choice().kubernetes:
-        return plane().workloads()
+        return plane().serving.workloads()
     from nodeau.apps.planes.machine_workloads import MachineWorkloads
 
     s = settings()
@@ -254,4 +292,4 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
     from nodeau.apps.planes.machine import MachinePlane
 
     s = settings()
-    return MachinePlane(s, LazyMachineParts(s), utc_now, verifier=verifier)
+    return MachinePlane(s, LazyMachineParts(s, verifier), utc_now)

@@ -172,7 +172,7 @@ def _fleet_reliances(resolved: Resolved, fleet: Plane, machine: str) -> tuple[Re
             name=w.name,
             state=w.state,
         )
-        for w in fleet.workloads()
+        for w in fleet.serving.workloads()
         if w.machine == machine and w.model in names
     ]
     return tuple(found)

@@ -306,7 +306,7 @@ def qualify(
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.qualify_text import qualification_lines
     from nodeau.apps.cli.serving import report_refusal
-    from nodeau.apps.planes.plane import Refused
+    from nodeau.apps.serving.commands import Refused
     from nodeau.ports.errors import SettingsError
 
     if context is not None and context <= 0:

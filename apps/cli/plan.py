@@ -15,7 +15,8 @@ from cyclopts import App
 from nodeau.apps.cli.render import to_json
 
 if TYPE_CHECKING:
-    from nodeau.apps.planes.plane import Explanation, Plane, PlanView
+    from nodeau.apps.planes.plane import Plane, PlanView
+    from nodeau.apps.serving.commands import Explanation
 
 plan_app = App(
     name="plan",
@@ -124,7 +125,7 @@ def explain(
         Print it as JSON.
     """
     from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.planes.plane import RunAsk
+    from nodeau.apps.serving.commands import RunAsk
     from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
     from nodeau.ports.errors import SettingsError
@@ -140,7 +141,7 @@ def explain(
         recovery_after=timedelta(minutes=3),
         unproved=unproved,
     )
-    found = plane().explain_run(ask)
+    found = plane().serving.explain(ask)
     print(to_json(found) if json else "\n".join(explanation_lines(found)))
     return 0 if found.admitted else REFUSED
 

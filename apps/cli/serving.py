@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from nodeau.apps.machines.commands import FleetListing, MachineView
-    from nodeau.apps.planes.plane import RunOutcome, Started
     from nodeau.apps.planes.workload_view import WorkloadView
+    from nodeau.apps.serving.commands import RunOutcome, Started
     from nodeau.domain.refusals import Refusal
 
 service_app = App(name="service", help="Explain a service's admission.")
@@ -101,7 +101,7 @@ def run(
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.interrupts import signals_interrupt
     from nodeau.apps.cli.model_files import refuse_a_file
-    from nodeau.apps.planes.plane import RunAsk
+    from nodeau.apps.serving.commands import RunAsk
     from nodeau.domain.runs import Asked
     from nodeau.domain.tasks import Task
     from nodeau.domain.workloads import RecoveryMode
@@ -134,7 +134,7 @@ def run(
     )
     with signals_interrupt():
         try:
-            outcome = plane().run(ask)
+            outcome = plane().serving.run(ask)
         except KeyboardInterrupt:
             print(
                 f"nodeau: run {model} interrupted (nodeau ps shows whether anything of it is left)",
@@ -169,7 +169,7 @@ def ps(
 
 def report_run(outcome: RunOutcome, *, json: bool) -> int:
     """Print what ``run`` did; its exit code (0, 1 undecided, 2 refused)."""
-    from nodeau.apps.planes.plane import Refused, Started, Undecided
+    from nodeau.apps.serving.commands import Refused, Started, Undecided
 
     match outcome:
         case Refused(refusal=refusal):
@@ -242,11 +242,11 @@ def stop(
 
     on = plane()
     if not json:
-        print(on.stop(name, workload=workload))
+        print(on.serving.stop(name, workload=workload))
         return 0
-    before = _row(on.workloads(), name)
-    sentence = on.stop(name, workload=workload)
-    after = _row(on.workloads(), name)
+    before = _row(on.serving.workloads(), name)
+    sentence = on.serving.stop(name, workload=workload)
+    after = _row(on.serving.workloads(), name)
     stopped = Stopped(
         name=name,
         workload=workload,
@@ -293,13 +293,13 @@ def service_explain(name: str, /, *, json: bool = False) -> int:
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.explain import admission_lines
 
-    admission = plane().admission(name)
+    admission = plane().serving.admission(name)
     if json:
         print(to_json(admission.admitted))
         return 0
     simulated = any("SIM-GPU" in c.gpu_uuid for c in admission.admitted.cards)
     print("\n".join(admission_lines(admission, simulated)))
-    second = plane().runtime_estimate(name)
+    second = plane().serving.runtime_estimate(name)
     if second is not None:
         print(second)
     return 0
@@ -319,7 +319,7 @@ def placement_explain(name: str, /, *, json: bool = False) -> int:
     from nodeau.apps.cli.bootstrap import plane
     from nodeau.apps.cli.explain import placement_lines
 
-    admission = plane().admission(name)
+    admission = plane().serving.admission(name)
     if json:
         print(to_json(admission.placement))
         return 0

@@ -31,7 +31,7 @@ from nodeau.ports.errors import NodeauError
 def report(plane: Plane, cloud: NodeauCloud, association: Association, now: datetime) -> None:
     """Send one report of the plane's machines and workloads."""
     machines = [attrs.asdict(m) for m in plane.machines.listing().machines]
-    workloads = [attrs.asdict(w) for w in plane.workloads()]
+    workloads = [attrs.asdict(w) for w in plane.serving.workloads()]
     body = metadata_report(association.installation_id, machines, workloads, now)
     cloud.send_report(association, body)
 
@@ -47,7 +47,7 @@ def carry_out(plane: Plane, decision: OperationDecision) -> str:
         case OperationKind.STOP_BATCH:
             return plane.batches.stop(target)
         case OperationKind.STOP_SERVICE:
-            return plane.stop(target, workload=True)
+            return plane.serving.stop(target, workload=True)
         case None:
             raise ValueError("only an allowed operation is carried out")
 

@@ -192,7 +192,7 @@ def read_views(
     cards_read = Reading()
     reading: MachineReading | None = cards_read.read("cards", cards)
     machines: FleetListing | None = r.read("hardware", plane.machines.listing)
-    workloads: tuple[WorkloadView, ...] | None = r.read("workloads", plane.workloads)
+    workloads: tuple[WorkloadView, ...] | None = r.read("workloads", plane.serving.workloads)
     batches: tuple[BatchView, ...] | None = r.read("batches", lambda: plane.batches.status(None))
     files: Sequence[StatusRow] | None = r.read("models", model_rows)
     copy_listing: CopyListing | None = r.read("copies", plane.copies.listing)

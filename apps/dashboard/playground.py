@@ -48,14 +48,14 @@ class Target:
 
 def find_target(plane: Plane, name: str) -> Target:
     """The running service ``name`` as its view and its recorded admission say."""
-    view = next((w for w in plane.workloads() if w.name == name), None)
+    view = next((w for w in plane.serving.workloads() if w.name == name), None)
     if view is None:
         raise NotServing(f"no workload called {name!r} holds a card now (nodeau ps lists them)")
     if view.kind != "service":
         raise NotServing(f"{name} is a batch job; the Playground talks to services")
     if view.endpoint is None or view.state != "serving":
         raise NotServing(f"{name} is not serving now: {view.sentence}")
-    record = plane.admission(name).record
+    record = plane.serving.admission(name).record
     return Target(
         name=name,
         task=record.config.task.value,

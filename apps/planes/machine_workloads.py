@@ -136,6 +136,10 @@ class MachineWorkloads:
             return ()
         return self._parts.state.snapshot().workloads
 
+    def record(self, name: str) -> WorkloadRecord | None:
+        """The record of workload ``name``; None when the state names none."""
+        return next((r for r in self.records() if r.workload.name == name), None)
+
     def views(self) -> tuple[WorkloadView, ...]:
         """Every workload holding a card, then every model server no record names."""
         now = self._clock()
@@ -182,6 +186,21 @@ class MachineWorkloads:
             for name, server in self._parts.processes.under(self._settings.models_root)
             if server.pid not in pids and name not in names
         )
+
+    def refuse_unknown_servers(self) -> None:
+        """A StateError while model servers of this home run that the state does not name:
+        which cards they hold cannot be known, so nothing is admitted."""
+        from nodeau.ports.state import StateError
+
+        unknown = self.unknown_servers()
+        if unknown:
+            listed = ", ".join(f"{name} (pid {server.pid})" for name, server in unknown)
+            raise StateError(
+                f"model servers of this home run that {self._settings.state_path} does not "
+                f"name: {listed}; the state was lost or emptied, so which cards they hold is "
+                "unknown and nothing is admitted until each is stopped (nodeau stop NAME "
+                "--workload)"
+            )
 
     def _as_seen(
         self, record: WorkloadRecord, now: datetime, alive: Callable[[RunningServer], bool] | None

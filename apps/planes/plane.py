@@ -5,14 +5,10 @@ Why it is so: docs/adr/decisions/apps-planes.md (plane.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from attrs import frozen
-
-from nodeau.apps.planes.workload_view import WorkloadView
-from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays light
     from nodeau.apps.batches.commands import BatchCommands
@@ -21,60 +17,7 @@ if TYPE_CHECKING:  # annotations only: ``ps`` imports this module and stays ligh
     from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.apps.qualification.commands import QualificationCommands
     from nodeau.apps.recovery.commands import RecoveryCommands
-    from nodeau.domain.records import Admission
-    from nodeau.domain.refusals import Refusal
-    from nodeau.domain.runs import Asked
-    from nodeau.domain.tasks import Task
-    from nodeau.domain.workloads import RecoveryMode
-
-
-@frozen(kw_only=True)
-class RunAsk:
-    """What ``nodeau run`` asks for."""
-
-    model: str
-    name: str | None
-    task: Task
-    context_tokens: int | None
-    recovery: RecoveryMode
-    recovery_after: timedelta
-    wait_s: float = 60.0  # a fleet: how long to wait for the controller's decision
-    allowed_origins: tuple[str, ...] = ()  # web origins its endpoint also answers
-    unproved: bool = False  # serve an imported model for a task it has not proved
-    on_cpu: bool = False  # the card is held, the model runs on the CPU (--cpu)
-    # the flags the person gave (None: none named, as for a program's ask): a workload
-    # that exists is compared on these only, a flag not given meaning "as it is"
-    asked: Asked | None = None
-
-
-@frozen(kw_only=True)
-class Started:
-    """Admitted (or already serving): where it runs, what it reserves, its endpoint."""
-
-    workload: WorkloadView
-    reserved_bytes: int | None
-    source: str | None  # "estimated" or "measured"
-    already: bool = False  # it was already serving: only its endpoint was brought back
-    endpoint_service: str | None = None  # how the loopback endpoint runs (one machine)
-
-
-@frozen(kw_only=True)
-class Refused:
-    """Not admitted; nothing was created."""
-
-    name: str
-    refusal: Refusal
-
-
-@frozen(kw_only=True)
-class Undecided:
-    """A fleet's controller did not decide in time; the request is left for it."""
-
-    name: str
-    waited_s: float
-
-
-RunOutcome = Started | Refused | Undecided
+    from nodeau.apps.serving.commands import ServingCommands
 
 
 @frozen(kw_only=True)
@@ -143,29 +86,6 @@ class OrganisationView:
     contact: str | None
 
 
-@frozen(kw_only=True)
-class CheckView:
-    """One check of ``nodeau plan explain``: what it is, whether it passes, the refusal."""
-
-    check: str  # "permission", "limit", "quota", "plan", "capacity"
-    passed: bool
-    sentence: str  # the refusal's own sentence, or what passed
-    code: str | None  # the refusal's code when refused
-
-
-@frozen(kw_only=True)
-class Explanation:
-    """``nodeau plan explain MODEL``: whether a run would be admitted now, and each check."""
-
-    plane: str
-    user: str
-    model: str
-    context_tokens: int | None
-    admitted: bool
-    refusal: Refusal | None  # the first "no": what ``nodeau run`` would print
-    checks: tuple[CheckView, ...]
-
-
 class PlanCommands(Protocol):
     """The plan of one plane: the entitlement in force, installing one, removing it."""
 
@@ -211,36 +131,10 @@ class Plane(Protocol):
         """Which plane this is, for a person (``fleet list``'s first line)."""
         ...
 
-    def run(self, ask: RunAsk) -> RunOutcome:
-        """Admit, place and start a service; a name already serving gets its endpoint back."""
-        ...
-
-    def workloads(self) -> tuple[WorkloadView, ...]:
-        """Every workload holding a card (on a fleet also those not decided yet)."""
-        ...
-
-    def stop(self, name: str, *, workload: bool) -> str:
-        """Stop the endpoint (the model stays loaded), or the workload too; what was done."""
-        ...
-
-    def admission(self, name: str) -> Admission:
-        """The recorded admission of a workload (``service/placement explain``)."""
-        ...
-
-    def runtime_estimate(self, name: str) -> str | None:
-        """llama.cpp's own memory estimate of the workload's configuration, asked now, as one
-        line labelled the runtime's (never the admission figure); None where this plane
-        cannot ask (a fleet's server is a Pod's) or the runtime gave none."""
-        ...
-
-    def logs(self, name: str, lines: int) -> tuple[str, ...]:
-        """The last ``lines`` lines of a workload's model server log (a plane that cannot
-        show them raises ``LogsUnavailable``)."""
-        ...
-
-    def follow_logs(self, name: str, lines: int) -> Iterator[str]:
-        """The last ``lines`` lines of a workload's model server log, then each line as it
-        is written, until the reader stops (a plane that cannot raises ``LogsUnavailable``)."""
+    @property
+    def serving(self) -> ServingCommands:
+        """``nodeau run|stop|ps|logs``, ``service explain`` and ``plan explain``: services,
+        the workloads holding cards, and whether a run would be admitted now."""
         ...
 
     def model_status(self) -> tuple[StatusRow, ...]:
@@ -285,12 +179,3 @@ class Plane(Protocol):
         """``nodeau organisation``: the policy in force and who asks, installing one,
         removing it."""
         ...
-
-    def explain_run(self, ask: RunAsk) -> Explanation:
-        """Whether ``ask`` would be admitted now, and which check would refuse it; nothing is
-        recorded or started."""
-        ...
-
-
-class LogsUnavailable(NodeauError):
-    """This plane cannot show a workload's model server log (yet)."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from attrs import frozen
 
-from nodeau.apps.planes.plane import Refused
+from nodeau.apps.serving.commands import Refused
 from nodeau.domain.qualification import (
     Capability,
     MemorySource,

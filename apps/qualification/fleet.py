@@ -10,7 +10,6 @@ from datetime import datetime
 from attrs import frozen
 
 from nodeau.apps.model_services import ModelServices
-from nodeau.apps.planes.plane import Refused
 from nodeau.apps.qualification.commands import (
     QualificationUnavailable,
     QualificationView,
@@ -20,6 +19,7 @@ from nodeau.apps.qualification.fleet_info import fleet_model_info
 from nodeau.apps.qualification.fleet_qualify import Decide, fleet_model, qualify_on_fleet
 from nodeau.apps.qualification.info_view import ModelInfoView
 from nodeau.apps.qualification.machine_qualify import Probe
+from nodeau.apps.serving.commands import Refused
 from nodeau.domain.catalog import Catalog
 from nodeau.ports.cluster import MachineReports, QualificationRecords, ServerPods, WorkloadObjects
 

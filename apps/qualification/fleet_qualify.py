@@ -14,8 +14,8 @@ from datetime import datetime
 from attrs import frozen
 
 from nodeau.apps.models import UnknownModel
-from nodeau.apps.planes.plane import Refused, Undecided
 from nodeau.apps.qualification.machine_qualify import Probe, not_started
+from nodeau.apps.serving.commands import Refused, Undecided
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.qualification import (

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 from attrs import frozen
 
-from nodeau.apps.planes.plane import Refused
 from nodeau.apps.qualification.commands import QualificationView, qualification_view
 from nodeau.apps.qualification.info_view import THIS_MACHINE, ModelInfoView, info_view
+from nodeau.apps.serving.commands import Refused
 from nodeau.apps.settings import Settings
 from nodeau.domain.refusals import Refusal
 

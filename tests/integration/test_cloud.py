@@ -287,12 +287,8 @@ def test_connecting_a_fleet_opens_no_listener_and_disconnect_keeps_a_valid_plan(
     assert plane().plans.in_force().reason == "accepted"
     s = bootstrap.settings()
     later = datetime.now(UTC) + timedelta(days=30 + 15)
-    expired = MachinePlane(
-        s,
-        LazyMachineParts(s),
-        lambda: later,
-        verifier=bootstrap.entitlement_verifier(trusted(KEY_ID)),
-    )
+    keys = bootstrap.entitlement_verifier(trusted(KEY_ID))
+    expired = MachinePlane(s, LazyMachineParts(s, keys), lambda: later)
     assert (expired.plans.in_force().plan, expired.plans.in_force().reason) == ("home", "expired")
 
 

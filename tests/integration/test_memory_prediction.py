@@ -32,11 +32,11 @@ from attrs import frozen
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.llama_server import free_port, server_command
 from nodeau.adapters.runtime_buffers import ReportedBuffers, reported_buffers
-from nodeau.adapters.runtime_estimate import RuntimeEstimate, runtime_estimate
+from nodeau.adapters.runtime_estimate import runtime_estimate
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.memory import MIB, RuntimeConfig, estimate_peak
 from nodeau.domain.tasks import Task
-from nodeau.ports.runtime import ServerSpec
+from nodeau.ports.runtime import FitEstimate, ServerSpec
 from tests.support.builders.tiny_gguf import write_tiny_llama
 from tests.support.real.llama import llama_server_binary
 from tests.support.real.real_models import GEMMA3_270M, SMOLLM2, fetch, fetch_minilm
@@ -196,7 +196,7 @@ def test_prediction_covers_what_llama_server_reports_and_not_much_more(
     predicted = sum(t.bytes for t in prediction.terms if t.name in MODEL_TERMS)
     ratio = predicted / reported.total_bytes
     fit = runtime_estimate(binary, spec, {**os.environ, "CUDA_VISIBLE_DEVICES": ""})
-    assert isinstance(fit, RuntimeEstimate), fit
+    assert isinstance(fit, FitEstimate), fit
     assert fit.where == "host"  # the CPU build: its estimate is of the host's memory
     table.append(
         f"| {shape} | {context} | {task.value} | {'on' if flash else 'off'} "

@@ -22,7 +22,7 @@ from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.models import import_, verify
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.session import TokenFile
-from nodeau.apps.planes.plane import RunAsk
+from nodeau.apps.serving.commands import RunAsk
 from nodeau.domain.plans import PlanName
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode
@@ -59,7 +59,7 @@ def outcomes(home: Path, plan: PlanName, monkeypatch: pytest.MonkeyPatch) -> dic
         model="tiny", name="tiny", task=Task.CHAT, context_tokens=4_000_000, unproved=True,
         recovery=RecoveryMode.NEVER, recovery_after=timedelta(minutes=3),
     )  # fmt: skip
-    explained = plane.explain_run(ask)
+    explained = plane.serving.explain(ask)
     assert explained.refusal is not None
     found["admission"] = (explained.refusal.code.value, explained.refusal.sentence)
 

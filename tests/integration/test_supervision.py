@@ -45,7 +45,7 @@ from nodeau.apps.endpoint.serve import upstream_from_state
 from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import import_model
 from nodeau.apps.planes.machine import MachinePlane
-from nodeau.apps.planes.plane import RunAsk, Started
+from nodeau.apps.serving.commands import RunAsk, Started
 from nodeau.apps.serving.model_servers import Supervisor
 from nodeau.apps.settings import settings_from
 from nodeau.domain.batches import BatchRequest, BatchResult
@@ -59,6 +59,7 @@ from nodeau.ports.state import WorkloadRecord
 from tests.support.builders.tiny_gguf import write_tiny_llama
 from tests.support.clock import Clock
 from tests.support.fakes.fake_registry import FakeRegistry
+from tests.support.real.home_adapters import HomeAdapters
 from tests.support.real.live_processes import naming
 from tests.support.real.llama import llama_server_binary
 
@@ -107,7 +108,7 @@ class Endpoints:
         return () if name in self.running else None
 
 
-class Parts:
+class Parts(HomeAdapters):
     def __init__(self, home: Path, binary: Path, clock: Clock[datetime]) -> None:
         self.settings = settings_from(
             {
@@ -184,7 +185,7 @@ def machine(
 
 
 def run_tiny(plane: MachinePlane) -> None:
-    outcome = plane.run(
+    outcome = plane.serving.run(
         RunAsk(
             model="tiny",
             name="tiny",
@@ -221,7 +222,7 @@ def reaped(server: RunningServer, log: Path) -> dict[str, Any]:
 
 
 def sentence(plane: MachinePlane) -> tuple[str, str]:
-    [view] = plane.workloads()
+    [view] = plane.serving.workloads()
     return view.state, view.sentence
 
 
@@ -248,7 +249,7 @@ def test_the_reaper_keeps_how_the_server_ended_and_stopping_its_group_leaves_not
     log = parts.settings.log_dir / "tiny.log"
     # only the server names the model file: its reaper's command line does not
     assert live_servers_of(Path(record.model_path)) == [server.pid]
-    stop = plane.stop("tiny", workload=True)
+    stop = plane.serving.stop("tiny", workload=True)
     assert stop == "tiny: endpoint and model stopped; " + CARD + " is free"
     said = reaped(server, log)
     # llama-server ends cleanly on SIGTERM
@@ -384,9 +385,9 @@ def test_a_killed_server_is_restarted_with_the_kubelet_backoff_and_ps_says_each_
         f" code 1 while starting at {hms(ended.at)}; restart 3, next attempt at {hms(restart_3)}"
         " (nodeau logs tiny shows its log)",
     )
-    tail = plane.logs("tiny", 40)
+    tail = plane.serving.logs("tiny", 40)
     assert any("failed to load model" in line for line in tail), tail
-    assert len(plane.logs("tiny", 3)) == 3
+    assert len(plane.serving.logs("tiny", 3)) == 3
 
     # the file back: the next attempt serves
     model.unlink()
@@ -498,18 +499,18 @@ def test_stopping_while_restarting_frees_the_card_and_nothing_is_restarted(
         log_dir=parts.settings.log_dir, now=clock,
     )  # fmt: skip
     supervisor.check()
-    said = plane.stop("tiny", workload=False)
+    said = plane.serving.stop("tiny", workload=False)
     assert said == (
         "tiny: endpoint stopped; its model server is restarting, and nothing restarts it until"
         " nodeau run tiny starts the endpoint again (--workload frees the card)"
     )
     run_tiny(plane)  # a restarting service run again: its endpoint comes back
     assert parts.endpoints.running == {"tiny": 18001}
-    assert plane.stop("tiny", workload=True).endswith(f"{CARD} is free")
+    assert plane.serving.stop("tiny", workload=True).endswith(f"{CARD} is free")
     clock.now = clock.now + timedelta(hours=1)
     after = supervisor.check()
     assert after is not None and after.workload.state is WorkloadState.STOPPED
-    assert plane.workloads() == ()
+    assert plane.serving.workloads() == ()
     assert live_servers_of(Path(after.model_path)) == []
 
 

@@ -113,6 +113,10 @@ class FakePlane:
     def machines(self) -> FeatureViews:
         return FeatureViews(self, "machines")
 
+    @property
+    def serving(self) -> FakePlane:
+        return self  # the one serving command a board reads: workloads
+
     def workloads(self) -> tuple[WorkloadView, ...]:
         return cast(tuple[WorkloadView, ...], self._give("workloads"))
 

@@ -20,7 +20,7 @@ from nodeau.adapters.sqlite_marks import SqliteMarks
 from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import import_model
 from nodeau.apps.planes.machine import MachinePlane
-from nodeau.apps.planes.plane import RunAsk
+from nodeau.apps.serving.commands import RunAsk
 from nodeau.apps.settings import settings_from
 from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.records import Starter
@@ -31,6 +31,7 @@ from tests.support.builders.tiny_gguf import write_tiny_llama
 from tests.support.fakes.fake_registry import FakeRegistry
 from tests.support.fakes.fake_runtime import FakeModelRuntime
 from tests.support.fakes.fake_state import FakeStateStore
+from tests.support.real.home_adapters import HomeAdapters
 
 NOW = datetime(2026, 11, 30, 9, 30, 5, tzinfo=UTC)
 
@@ -73,7 +74,7 @@ class FailedService(NodeauError):
     pass
 
 
-class Parts:
+class Parts(HomeAdapters):
     def __init__(self, home: Path, cards: str, endpoints: FakeEndpoints) -> None:
         self.settings = settings_from(
             {"NODEAU_HOME": str(home), "NODEAU_MACHINE": "m1", "NODEAU_SIMULATED_GPUS": cards}

@@ -8,7 +8,7 @@ from collections.abc import Callable, Generator
 from itertools import islice
 from pathlib import Path
 
-from nodeau.adapters.log_follow import follow_log
+from nodeau.adapters.server_logs import follow_log
 
 
 def writer(steps: list[Callable[[], None]]) -> Callable[[float], None]:

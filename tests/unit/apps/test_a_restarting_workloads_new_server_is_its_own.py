@@ -25,14 +25,14 @@ def test_a_new_server_of_a_held_workload_is_no_stranger_and_another_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plane, parts = plane_with(tmp_path, cards="2 x 24 GiB")
-    plane.run(ask())
+    plane.serving.run(ask())
     running: list[tuple[str, RunningServer]] = [("tiny", server(9001))]  # its restart, spawned
     monkeypatch.setattr(server_search, "under", lambda _root: tuple(running))
     monkeypatch.setattr(parts.runtime, "under", lambda _root: tuple(running), raising=False)
-    assert [w.name for w in plane.workloads()] == ["tiny"]
-    plane.run(ask(name="second"))  # admitted: nothing runs that no record accounts for
+    assert [w.name for w in plane.serving.workloads()] == ["tiny"]
+    plane.serving.run(ask(name="second"))  # admitted: nothing runs that no record accounts for
 
     running.append(("ghost", server(9002)))  # a server of a workload no record holds
-    assert [w.name for w in plane.workloads()] == ["tiny", "second", "ghost"]
+    assert [w.name for w in plane.serving.workloads()] == ["tiny", "second", "ghost"]
     with pytest.raises(StateError, match=r"does not name: ghost \(pid 9002\)"):
-        plane.run(ask(name="third"))
+        plane.serving.run(ask(name="third"))

@@ -12,7 +12,7 @@ from pathlib import Path
 from attrs import evolve
 from returns.result import Result
 
-from nodeau.apps.planes.plane import Started
+from nodeau.apps.serving.commands import Started
 from nodeau.domain.records import Starter
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import WorkloadState
@@ -33,7 +33,7 @@ def test_a_services_admission_names_this_run_as_its_starter(tmp_path: Path) -> N
         return done
 
     parts.state.admit = watched  # type: ignore[method-assign]
-    assert isinstance(plane.run(ask()), Started)
+    assert isinstance(plane.serving.run(ask()), Started)
     [admission] = admitted
     assert admission.record.workload.state is WorkloadState.ADMITTED
     assert admission.record.starter is not None and admission.record.starter.pid == os.getpid()
@@ -43,7 +43,7 @@ def test_a_services_admission_names_this_run_as_its_starter(tmp_path: Path) -> N
 
 def test_an_admitted_workload_whose_run_is_gone_is_said_interrupted(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
+    plane.serving.run(ask())
     gone = subprocess.Popen(["true"])
     gone.wait()
     parts.state.update(
@@ -55,7 +55,7 @@ def test_an_admitted_workload_whose_run_is_gone_is_said_interrupted(tmp_path: Pa
             starter=Starter(pid=gone.pid, created_at=None),
         ),
     )
-    [shown] = plane.workloads()
+    [shown] = plane.serving.workloads()
     assert shown.state == "admitted"
     assert "its start was interrupted (the nodeau run starting it ended)" in shown.sentence
     assert "no model server was recorded for it" in shown.sentence

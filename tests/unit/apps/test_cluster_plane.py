@@ -36,7 +36,8 @@ from nodeau.apps.cli.cluster_plane import (
 )
 from nodeau.apps.cli.errors import SettingsError
 from nodeau.apps.cli.main import run
-from nodeau.apps.planes.kubernetes import banner, object_name
+from nodeau.apps.planes.kubernetes import banner
+from nodeau.apps.serving.commands import workload_name
 
 TOKEN_CHARS = st.text(alphabet=ALPHABET, min_size=1, max_size=30)
 
@@ -237,7 +238,7 @@ def test_token_lifetimes() -> None:
 @given(st.text(min_size=1, max_size=80))
 def test_a_name_made_from_any_model_is_a_valid_kubernetes_name(model: str) -> None:
     try:
-        name = object_name(None, model)
+        name = workload_name(None, model)
     except SettingsError as exc:
         assert "give --name" in str(exc)
         return
@@ -247,7 +248,7 @@ def test_a_name_made_from_any_model_is_a_valid_kubernetes_name(model: str) -> No
 
 
 def test_a_given_name_is_kept_or_refused() -> None:
-    assert object_name(None, "Qwen2.5 0.5B") == "qwen2.5-0.5b"
-    assert object_name("chat-1", "anything") == "chat-1"
+    assert workload_name(None, "Qwen2.5 0.5B") == "qwen2.5-0.5b"
+    assert workload_name("chat-1", "anything") == "chat-1"
     with pytest.raises(SettingsError, match="--name 'Chat_1'"):
-        object_name("Chat_1", "anything")
+        workload_name("Chat_1", "anything")

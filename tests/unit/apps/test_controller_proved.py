@@ -213,7 +213,7 @@ def test_a_service_applied_for_a_task_it_did_not_prove_is_refused_in_its_status_
         "message": "qwen has not proved it can chat (it was never qualified); run nodeau "
         "model qualify qwen, or pass --unproved to serve it anyway",
     }
-    rows = {v.name: v for v in fleet_plane(cluster).workloads()}
+    rows = {v.name: v for v in fleet_plane(cluster).serving.workloads()}
     assert rows["chat"].sentence == (
         "refused (qualification): qualification.task-not-proved: "
         f"{refused.status['refusal']['message']}"

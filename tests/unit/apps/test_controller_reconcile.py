@@ -15,7 +15,7 @@ from attrs import evolve
 
 from nodeau.apps.controller.loop import Controller
 from nodeau.apps.controller.reading import FleetReading, proved_reader
-from nodeau.apps.planes.plane import LogsUnavailable
+from nodeau.apps.serving.commands import LogsUnavailable
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.reservations import Ledger
@@ -504,19 +504,19 @@ def test_nodeau_logs_on_the_fleet_is_the_last_lines_of_the_pods_server_log() -> 
     cluster, _clock, _ctl = serving_chat()
     cluster.pods.write_log(SERVICE, "chat", "loading", "listening on 0.0.0.0:8080", "oops")
     plane = fleet_plane(cluster)
-    assert plane.logs("chat", 2) == ("listening on 0.0.0.0:8080", "oops")
+    assert plane.serving.logs("chat", 2) == ("listening on 0.0.0.0:8080", "oops")
     with pytest.raises(UnknownWorkload, match="no workload called 'other' in the cluster"):
-        plane.logs("other", 2)
+        plane.serving.logs("other", 2)
     cluster.pods.logs_unserved.add("m1")
     with pytest.raises(ClusterError) as raised:
-        plane.logs("chat", 2)
+        plane.serving.logs("chat", 2)
     assert raised.value.one_line() == (
         "cannot read the log of chat's model server (Pod service-chat on m1): the API server "
         "could not get it from m1's kubelet (no kubelet answers in the fake)"
     )
     cluster.pods.delete(SERVICE, "chat")
     with pytest.raises(LogsUnavailable) as gone:
-        plane.logs("chat", 2)
+        plane.serving.logs("chat", 2)
     assert gone.value.one_line() == (
         "chat has no model server on the fleet now (serving): no log to show; "
         "nodeau ps says what happens next"

@@ -23,7 +23,7 @@ from nodeau.adapters.record_json import RecordError
 from nodeau.adapters.server_abilities import answer_file, from_answer
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.apps.controller.decide import decider as controller_decider
-from nodeau.apps.planes.plane import RunAsk
+from nodeau.apps.serving.commands import RunAsk
 from nodeau.domain.hardware import Gpu, GpuReading, Machine, MachineReading
 from nodeau.domain.memory import GIB
 from nodeau.domain.model_server import SERVER_CANNOT, server_exclusions, uses_card
@@ -191,7 +191,7 @@ def test_cpu_asked_on_a_fleet_is_said_to_be_not_there_yet_and_creates_nothing() 
     cluster.add_node("m1")
     plane = fleet_plane(cluster)
     with pytest.raises(NodeauError, match=r"^--cpu is not on a fleet yet: .*nothing was created"):
-        plane.run(
+        plane.serving.run(
             RunAsk(
                 model="qwen",
                 name="chat",

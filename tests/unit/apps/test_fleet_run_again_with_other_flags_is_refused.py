@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from nodeau.apps.planes.plane import RunAsk, Started
+from nodeau.apps.serving.commands import RunAsk, Started
 from nodeau.domain.runs import Asked
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
@@ -45,7 +45,7 @@ def test_a_flag_that_differs_is_refused_on_the_fleet(asked: Asked, said: str) ->
     plane = fleet_plane(cluster)
     before = cluster.objects.get(WorkloadKind.SERVICE, "chat")
     with pytest.raises(StateError) as refused:
-        plane.run(again(asked))
+        plane.serving.run(again(asked))
     line = refused.value.one_line()
     assert line.startswith("chat already serves with ") and said in line
     assert "and nothing was changed" in line
@@ -59,4 +59,4 @@ def test_flags_left_out_bring_it_back_as_it_is_on_the_fleet() -> None:
     assert record is not None
     same = Asked(context_tokens=record.config.context_tokens, task=Task.CHAT)
     for asked in (Asked(), same):
-        assert isinstance(plane.run(again(asked)), Started)
+        assert isinstance(plane.serving.run(again(asked)), Started)

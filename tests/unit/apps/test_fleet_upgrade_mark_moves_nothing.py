@@ -19,7 +19,7 @@ from nodeau.apps.cli.render import to_json
 from nodeau.apps.cli.serving import fleet_lines
 from nodeau.apps.machines.commands import UpgradeMark
 from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
-from nodeau.apps.planes.plane import Started
+from nodeau.apps.serving.commands import Started
 from nodeau.domain.health import Health
 from nodeau.domain.organisation import Requester
 from nodeau.domain.refusals import ReasonCode
@@ -165,7 +165,7 @@ def test_on_one_machine_the_mark_is_kept_as_drains_is_shown_and_taken_off_moving
     tmp_path: Path,
 ) -> None:
     plane, parts = plane_with(tmp_path)
-    assert isinstance(plane.run(ask()), Started)
+    assert isinstance(plane.serving.run(ask()), Started)
     started = list(parts.runtime.started)
 
     marked = plane.machines.mark_upgrading("m1", upgrading=True)
@@ -181,7 +181,7 @@ def test_on_one_machine_the_mark_is_kept_as_drains_is_shown_and_taken_off_moving
     assert plane.machines.listing().machines[0].upgrading is True
     # kept where the drained mark is: the state database's marks, read afresh
     assert SqliteMarks(parts.settings.state_path).read().upgrading == frozenset({"m1"})
-    assert [v.state for v in plane.workloads()] == ["serving"]
+    assert [v.state for v in plane.serving.workloads()] == ["serving"]
 
     cleared = plane.machines.mark_upgrading("m1", upgrading=False)
     assert (
@@ -189,7 +189,7 @@ def test_on_one_machine_the_mark_is_kept_as_drains_is_shown_and_taken_off_moving
     )
     assert plane.machines.listing().machines[0].upgrading is False
     assert SqliteMarks(parts.settings.state_path).read().upgrading == frozenset()
-    assert [v.state for v in plane.workloads()] == ["serving"]
+    assert [v.state for v in plane.serving.workloads()] == ["serving"]
     assert parts.runtime.started == started  # no server was started again
 
 

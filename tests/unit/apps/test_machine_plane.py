@@ -11,7 +11,7 @@ import pytest
 from attrs import evolve
 
 from nodeau.apps.models import import_model
-from nodeau.apps.planes.plane import Refused, Started
+from nodeau.apps.serving.commands import Refused, Started
 from nodeau.domain.placement import Policy
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 from nodeau.ports.errors import SettingsError
@@ -27,7 +27,7 @@ def test_an_imported_model_not_qualified_is_refused_and_nothing_is_recorded(
     tmp_path: Path,
 ) -> None:
     plane, parts = plane_with(tmp_path)
-    outcome = plane.run(ask(unproved=False))
+    outcome = plane.serving.run(ask(unproved=False))
     assert isinstance(outcome, Refused)
     assert outcome.refusal.code is ReasonCode.TASK_NOT_PROVED
     assert outcome.refusal.kind is RefusalKind.QUALIFICATION
@@ -38,7 +38,7 @@ def test_an_imported_model_not_qualified_is_refused_and_nothing_is_recorded(
 
 def test_run_admits_starts_and_serves_behind_its_endpoint(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path)
-    outcome = plane.run(ask())
+    outcome = plane.serving.run(ask())
     assert isinstance(outcome, Started)
     w = outcome.workload
     assert (w.name, w.kind, w.model, w.machine, w.state) == (
@@ -55,16 +55,18 @@ def test_run_admits_starts_and_serves_behind_its_endpoint(tmp_path: Path) -> Non
     assert outcome.source == "estimated"
     assert parts.endpoints.running == {"tiny": 18001}
     assert [s.name for s in parts.runtime.started] == ["tiny"]
-    assert [v.name for v in plane.workloads()] == ["tiny"]
-    assert plane.admission("tiny").placement.gpu_uuid == CARD_0
+    assert [v.name for v in plane.serving.workloads()] == ["tiny"]
+    assert plane.serving.admission("tiny").placement.gpu_uuid == CARD_0
 
 
 def test_running_a_serving_name_again_only_brings_its_endpoint_back(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
-    assert plane.stop("tiny", workload=False).startswith("tiny: endpoint stopped; the model")
+    plane.serving.run(ask())
+    assert plane.serving.stop("tiny", workload=False).startswith(
+        "tiny: endpoint stopped; the model"
+    )
     assert parts.endpoints.running == {}
-    again = plane.run(ask())
+    again = plane.serving.run(ask())
     assert isinstance(again, Started) and again.already
     assert parts.endpoints.running == {"tiny": 18001}  # the same address
     assert len(parts.runtime.started) == 1  # no second model server
@@ -78,26 +80,26 @@ def test_a_name_serving_another_model_is_taken(tmp_path: Path) -> None:
         other, alias="other", register=True, inspector=m.inspector, store=m.store,
         registry=m.registry,
     )  # fmt: skip
-    plane.run(ask(name="chat"))
+    plane.serving.run(ask(name="chat"))
     with pytest.raises(StateError, match=r"^chat already serves tiny \("):
-        plane.run(evolve(ask(name="chat"), model="other"))
+        plane.serving.run(evolve(ask(name="chat"), model="other"))
 
 
 def test_a_card_too_small_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path, cards="1 x 1 GiB")
-    outcome = plane.run(ask(context=131072))
+    outcome = plane.serving.run(ask(context=131072))
     assert isinstance(outcome, Refused)
     assert outcome.refusal.code is ReasonCode.NO_CARD_LARGE_ENOUGH
-    assert plane.workloads() == ()
+    assert plane.serving.workloads() == ()
     assert parts.runtime.started == [] and parts.endpoints.running == {}
 
 
 def test_stop_with_workload_frees_the_card(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
-    said = plane.stop("tiny", workload=True)
+    plane.serving.run(ask())
+    said = plane.serving.stop("tiny", workload=True)
     assert said == f"tiny: endpoint and model stopped; {CARD_0} is free"
-    assert plane.workloads() == ()
+    assert plane.serving.workloads() == ()
     assert parts.state.snapshot().ledger.reservations == ()
     [record] = parts.state.snapshot().workloads
     assert (record.workload.state.value, record.server) == ("stopped", None)
@@ -106,8 +108,8 @@ def test_stop_with_workload_frees_the_card(tmp_path: Path) -> None:
 def test_an_endpoint_that_cannot_start_stops_the_model_and_frees_the_card(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path, fail_endpoint=True)
     with pytest.raises(FailedService):
-        plane.run(ask())
-    assert plane.workloads() == ()
+        plane.serving.run(ask())
+    assert plane.serving.workloads() == ()
     assert parts.state.snapshot().ledger.reservations == ()
     [spec] = parts.runtime.started
     assert spec.name == "tiny"
@@ -116,26 +118,26 @@ def test_an_endpoint_that_cannot_start_stops_the_model_and_frees_the_card(tmp_pa
 def test_stopping_an_unknown_name_says_so(tmp_path: Path) -> None:
     plane, _ = plane_with(tmp_path)
     with pytest.raises(UnknownWorkload, match=r"^no workload called 'nope'; nodeau ps lists them$"):
-        plane.stop("nope", workload=True)
+        plane.serving.stop("nope", workload=True)
 
 
 def test_a_drained_machine_takes_nothing_new_and_undrain_lets_it(tmp_path: Path) -> None:
     plane, _ = plane_with(tmp_path, cards="2 x 24 GiB")
-    plane.run(ask(name="first"))
+    plane.serving.run(ask(name="first"))
     assert plane.machines.drain("m1") == (
         "m1 is drained: nothing new is placed there; its 1 running workload(s) are not "
         "stopped, moved or restarted"
     )
-    assert [v.state for v in plane.workloads()] == ["serving"]  # nothing running is touched
+    assert [v.state for v in plane.serving.workloads()] == ["serving"]  # nothing running is touched
     assert plane.machines.listing().machines[0].drained is True
-    refused = plane.run(ask(name="second"))
+    refused = plane.serving.run(ask(name="second"))
     assert isinstance(refused, Refused)
     assert refused.refusal.code is ReasonCode.NO_ELIGIBLE_MACHINE
     assert (
         plane.machines.undrain("m1") == "m1 takes new placements again; nothing is moved back to it"
     )
     assert plane.machines.listing().machines[0].drained is False
-    assert isinstance(plane.run(ask(name="second")), Started)
+    assert isinstance(plane.serving.run(ask(name="second")), Started)
 
 
 def test_policy_is_kept_for_new_placements_and_said(tmp_path: Path) -> None:
@@ -163,13 +165,13 @@ def test_marks_name_only_this_machine(tmp_path: Path) -> None:
 def test_a_name_kubernetes_would_refuse_is_refused_here_too(tmp_path: Path, name: str) -> None:
     plane, parts = plane_with(tmp_path)
     with pytest.raises(SettingsError, match=r"^--name "):
-        plane.run(ask(name=name))
+        plane.serving.run(ask(name=name))
     assert parts.runtime.started == []
 
 
 def test_the_fleet_of_one_lists_its_card_and_who_holds_it(tmp_path: Path) -> None:
     plane, _ = plane_with(tmp_path, cards="2 x 24 GiB")
-    plane.run(ask())
+    plane.serving.run(ask())
     listing = plane.machines.listing()
     assert listing.plane == "one machine (state in SQLite, no Kubernetes)"
     [machine] = listing.machines
@@ -182,7 +184,7 @@ def test_the_fleet_of_one_lists_its_card_and_who_holds_it(tmp_path: Path) -> Non
 
 def test_allowed_origins_reach_the_endpoint_as_browsers_send_them(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(evolve(ask(), allowed_origins=("HTTPS://Tools.Example:443",)))
+    plane.serving.run(evolve(ask(), allowed_origins=("HTTPS://Tools.Example:443",)))
     assert parts.endpoints.origins == {"tiny": ("https://tools.example",)}
 
 
@@ -192,26 +194,26 @@ def test_an_origin_that_cannot_be_allowed_is_refused_before_anything_starts(
 ) -> None:
     plane, parts = plane_with(tmp_path)
     with pytest.raises(SettingsError, match=r"^--allow-origin "):
-        plane.run(evolve(ask(), allowed_origins=(origin,)))
-    assert parts.runtime.started == [] and plane.workloads() == ()
+        plane.serving.run(evolve(ask(), allowed_origins=(origin,)))
+    assert parts.runtime.started == [] and plane.serving.workloads() == ()
 
 
 def test_ps_says_a_stopped_endpoint_with_no_address_and_how_to_bring_it_back(
     tmp_path: Path,
 ) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
-    [up] = plane.workloads()
+    plane.serving.run(ask())
+    [up] = plane.serving.workloads()
     assert (up.state, up.endpoint) == ("serving", "http://127.0.0.1:18001/v1")
     assert up.sentence.endswith("; nothing to do")
-    plane.stop("tiny", workload=False)
+    plane.serving.stop("tiny", workload=False)
     assert parts.endpoints.running == {}  # nothing listens on its port
-    [stopped] = plane.workloads()
+    [stopped] = plane.serving.workloads()
     assert (stopped.state, stopped.endpoint) == ("serving", None)
     assert stopped.sentence == (
         "serving on m1 (SIM-GPU-…) since 09:30:05 (0s); "
         "loaded, endpoint stopped; nodeau run tiny brings it back"
     )
-    plane.run(ask())
-    [back] = plane.workloads()
+    plane.serving.run(ask())
+    [back] = plane.serving.workloads()
     assert back == up

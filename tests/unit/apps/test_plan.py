@@ -106,7 +106,7 @@ def machine_plane(home: Path, clock: Clock[datetime]) -> MachinePlane:
 
     s = bootstrap.settings()
     verifier = Ed25519EntitlementVerifier(trusted())
-    return MachinePlane(s, bootstrap.LazyMachineParts(s), clock, verifier=verifier)
+    return MachinePlane(s, bootstrap.LazyMachineParts(s, verifier), clock)
 
 
 def test_expiry_warns_then_keeps_the_terms_through_the_grace_then_home(home: Path) -> None:

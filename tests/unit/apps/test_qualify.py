@@ -25,8 +25,8 @@ from nodeau.adapters.sqlite_registry import SqliteRegistry
 from nodeau.apps.model_services import ModelServices
 from nodeau.apps.models import Resolved, import_model, resolve_model
 from nodeau.apps.planes.machine import MachinePlane
-from nodeau.apps.planes.plane import RunAsk, Started
 from nodeau.apps.qualification.machine_qualify import QualifyParts, qualify
+from nodeau.apps.serving.commands import RunAsk, Started
 from nodeau.apps.serving.model_servers import Rules
 from nodeau.apps.settings import settings_from
 from nodeau.domain.hardware import MachineReading
@@ -48,6 +48,7 @@ from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, Serve
 from tests.support.builders.tiny_gguf import write_tiny_llama
 from tests.support.fakes.fake_runtime import FakeModelRuntime
 from tests.support.fakes.fake_state import FakeStateStore
+from tests.support.real.home_adapters import HomeAdapters
 
 NOW = datetime(2026, 11, 30, 19, 0, tzinfo=UTC)
 PEAK = 300 * 1024 * 1024
@@ -201,7 +202,7 @@ def test_on_a_card_the_nvml_peak_becomes_a_measurement_admission_then_uses(
 
     # admission now uses the measurement for the same configuration, labelled measured
     plane = MachinePlane(world.settings, _PlaneParts(world), clock)
-    started = plane.run(
+    started = plane.serving.run(
         RunAsk(
             model="mine",
             name="chat",
@@ -274,10 +275,11 @@ def _started(world: World) -> list[RunningServer]:
     return [r.server for r in world.state.snapshot().workloads if r.server is not None]
 
 
-class _PlaneParts:
+class _PlaneParts(HomeAdapters):
     """``MachineParts`` over the world's adapters (no endpoint is needed to be admitted)."""
 
     def __init__(self, world: World) -> None:
+        self.settings = world.settings
         self.models = world.models
         self.inventory = world.inventory
         self.state = world.state

@@ -151,7 +151,7 @@ def test_only_an_automatic_service_on_the_control_plane_waits_for_it() -> None:
 
 def test_a_recovery_choice_records_its_event_at_the_moment_it_was_made(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
+    plane.serving.run(ask())
     plane.recovery.set_choice("tiny", AUTO, timedelta(minutes=10))
     assert parts.state.events("tiny")[-1] == Event(
         at=NOW, workload="tiny", text="recovery automatic after 10m; nothing restarts"

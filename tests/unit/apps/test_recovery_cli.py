@@ -42,7 +42,7 @@ def test_set_prints_the_planes_sentence_and_records_the_choice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
+    plane.serving.run(ask())
     code, out, err = nodeau(
         monkeypatch, capsys, plane, "recovery", "set", "tiny", "automatic", "--after", "10m"
     )
@@ -60,7 +60,7 @@ def test_automatic_without_after_is_three_minutes_and_never_takes_no_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
+    plane.serving.run(ask())
     code, out, _ = nodeau(monkeypatch, capsys, plane, "recovery", "set", "tiny", "automatic")
     assert code == 0 and "automatic after 3m" in out
     code, out, err = nodeau(
@@ -82,7 +82,7 @@ def test_a_bad_delay_is_the_same_error_run_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], after: str
 ) -> None:
     plane, _ = plane_with(tmp_path)
-    plane.run(ask())
+    plane.serving.run(ask())
     with pytest.raises(SettingsError) as expected:
         parse_after(after)
     code, out, err = nodeau(
@@ -145,7 +145,7 @@ def test_status_json_is_the_view_with_the_same_keys_on_both_planes(
     code, out, _ = nodeau(monkeypatch, capsys, f.plane, "recovery", "status", "--json")
     assert code == 0 and json.loads(out) == json.loads(to_json(f.plane.recovery.status()))
     plane, _ = plane_with(tmp_path)
-    plane.run(evolve(ask(), recovery=AUTO))
+    plane.serving.run(evolve(ask(), recovery=AUTO))
     code, out, _ = nodeau(monkeypatch, capsys, plane, "recovery", "status", "--json")
     doc = json.loads(out)
     assert code == 0 and doc == json.loads(to_json(plane.recovery.status()))

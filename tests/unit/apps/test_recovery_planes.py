@@ -171,7 +171,7 @@ def test_a_recovered_service_shows_its_last_recovery_and_while_held_its_sentence
 
 def test_on_one_machine_the_choice_is_recorded_and_nothing_restarts(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
+    plane.serving.run(ask())
     before = parts.state.snapshot().named("tiny")
     assert before is not None
     said = plane.recovery.set_choice("tiny", AUTO, TEN_MINUTES)
@@ -190,8 +190,8 @@ def test_one_machine_status_says_there_is_nowhere_to_move_an_automatic_service(
     tmp_path: Path,
 ) -> None:
     plane, _ = plane_with(tmp_path, cards="2 x 24 GiB")
-    plane.run(ask(name="kept"))
-    plane.run(evolve(ask(name="moving"), recovery=AUTO, recovery_after=TEN_MINUTES))
+    plane.serving.run(ask(name="kept"))
+    plane.serving.run(evolve(ask(name="moving"), recovery=AUTO, recovery_after=TEN_MINUTES))
     listing = plane.recovery.status()
     assert listing.plane == plane.description
     assert listing.control_plane.startswith("m1 is the only machine on this plane")
@@ -204,7 +204,7 @@ def test_one_machine_status_says_there_is_nowhere_to_move_an_automatic_service(
     )
     assert moving.note == "this machine is the only one: recovery has nowhere to move it"
     assert (moving.machine, moving.state, moving.last_recovery) == ("m1", "serving", None)
-    plane.stop("kept", workload=True)
+    plane.serving.stop("kept", workload=True)
     assert [v.name for v in plane.recovery.status().services] == ["moving"]  # a stopped one is gone
 
 
@@ -228,8 +228,8 @@ def test_on_one_machine_a_batch_job_is_refused_and_unknown_names_are_unknown(
     assert nightly is not None and nightly.workload.recovery_mode is NEVER
     with pytest.raises(UnknownWorkload, match=r"^no workload called 'nope'; nodeau ps lists them$"):
         plane.recovery.set_choice("nope", AUTO, TEN_MINUTES)
-    plane.run(ask())
-    plane.stop("tiny", workload=True)
+    plane.serving.run(ask())
+    plane.serving.stop("tiny", workload=True)
     with pytest.raises(UnknownWorkload):  # stopped: it holds no card and has no choice to keep
         plane.recovery.set_choice("tiny", AUTO, TEN_MINUTES)
 
@@ -241,7 +241,7 @@ def test_both_planes_print_the_same_json_keys(tmp_path: Path) -> None:
     f = Fleet("m1")
     f.serve(recovery=AUTO)
     plane, _ = plane_with(tmp_path)
-    plane.run(evolve(ask(), recovery=AUTO))
+    plane.serving.run(evolve(ask(), recovery=AUTO))
     fleet_doc = json.loads(to_json(f.plane.recovery.status()))
     machine_doc = json.loads(to_json(plane.recovery.status()))
     assert fleet_doc.keys() == machine_doc.keys()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from attrs import evolve
 
-from nodeau.apps.planes.plane import RunOutcome, Started
+from nodeau.apps.serving.commands import RunOutcome, Started
 from nodeau.domain.runs import Asked
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode
@@ -39,10 +39,10 @@ def test_a_flag_that_differs_is_refused_and_nothing_changes(
     tmp_path: Path, asked: Asked, said: str
 ) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
+    plane.serving.run(ask())
     before = parts.state.snapshot()
     with pytest.raises(StateError) as refused:
-        plane.run(evolve(ask(context=asked.context_tokens), asked=asked))
+        plane.serving.run(evolve(ask(context=asked.context_tokens), asked=asked))
     assert refused.value.one_line().startswith(f"tiny already serves {said}, and nothing")
     assert parts.state.snapshot() == before
     assert len(parts.runtime.started) == 1
@@ -51,12 +51,12 @@ def test_a_flag_that_differs_is_refused_and_nothing_changes(
 
 def test_flags_left_out_or_the_same_bring_the_endpoint_back(tmp_path: Path) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
-    plane.stop("tiny", workload=False)
-    again = plane.run(evolve(ask(context=None), asked=Asked()))
+    plane.serving.run(ask())
+    plane.serving.stop("tiny", workload=False)
+    again = plane.serving.run(evolve(ask(context=None), asked=Asked()))
     assert isinstance(again, Started) and again.already
-    plane.stop("tiny", workload=False)
-    same = plane.run(evolve(ask(), asked=Asked(context_tokens=512, task=Task.CHAT)))
+    plane.serving.stop("tiny", workload=False)
+    same = plane.serving.run(evolve(ask(), asked=Asked(context_tokens=512, task=Task.CHAT)))
     assert isinstance(same, Started) and same.already
     assert len(parts.runtime.started) == 1
 
@@ -65,15 +65,15 @@ def test_origins_change_only_when_the_endpoint_starts_and_are_kept_otherwise(
     tmp_path: Path,
 ) -> None:
     plane, parts = plane_with(tmp_path)
-    plane.run(ask())
+    plane.serving.run(ask())
     with pytest.raises(StateError, match=r"with no --allow-origin, not --allow-origin https://"):
-        plane.run(evolve(ask(), allowed_origins=(ORIGIN,)))
+        plane.serving.run(evolve(ask(), allowed_origins=(ORIGIN,)))
     assert parts.endpoints.origins == {"tiny": ()}
 
-    plane.stop("tiny", workload=False)  # a stopped endpoint starts with the origins asked
-    assert brought_back(plane.run(evolve(ask(), allowed_origins=(ORIGIN,))))
+    plane.serving.stop("tiny", workload=False)  # a stopped endpoint starts with the origins asked
+    assert brought_back(plane.serving.run(evolve(ask(), allowed_origins=(ORIGIN,))))
     assert parts.endpoints.origins == {"tiny": (ORIGIN,)}
 
-    plane.stop("tiny", workload=False)  # left out: as it is
-    assert brought_back(plane.run(ask()))
+    plane.serving.stop("tiny", workload=False)  # left out: as it is
+    assert brought_back(plane.serving.run(ask()))
     assert parts.endpoints.origins == {"tiny": (ORIGIN,)}

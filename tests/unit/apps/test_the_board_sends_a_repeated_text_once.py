@@ -90,7 +90,7 @@ def test_the_page_gets_its_sections_without_the_cli_json_and_each_repeated_text_
     # expanded, it is what the page shows: the CLI's own rows
     assert expanded(page) == json.loads(json.dumps(page_board(board.views)))
     assert expanded(page)["workloads"]["rows"] == [
-        list(ps_command.row(w)) for w in plane.workloads()
+        list(ps_command.row(w)) for w in plane.serving.workloads()
     ]
 
 
@@ -99,6 +99,6 @@ def test_whoever_asks_gets_the_cli_json_of_the_same_read_beside_the_page() -> No
     board = EncodedBoard(read_views(plane, lambda: (), NOW))
     whole = json.loads(board.whole().json)
     assert whole["read_at"] == json.loads(board.page.json)["read_at"] == NOW.isoformat()
-    assert whole["cli"]["ps"] == json.loads(to_json(plane.workloads()))
+    assert whole["cli"]["ps"] == json.loads(to_json(plane.serving.workloads()))
     assert board.whole() is board.whole()  # made once
     assert expanded(whole) == json.loads(json.dumps(read_board(plane, lambda: (), NOW)))

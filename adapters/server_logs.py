@@ -1,4 +1,5 @@
-"""Follow a log file as ``tail -f`` does: its last lines, then each line as it is written.
+"""A model server's log file as ``tail`` and ``tail -f`` read it: its last lines, then each
+line as it is written (``ServerLogFiles``).
 
 A log that is truncated is read again from its start, one replaced by a new file (a new
 inode at its path) is read from the new file's start, and one not there yet is waited
@@ -9,14 +10,30 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from nodeau.ports.runtime import RuntimeFailure
 
-TAIL_BYTES = 1024 * 1024  # how far back the first lines are looked for, as log_tail does
+TAIL_BYTES = 1024 * 1024  # how far back the last lines are looked for
 POLL_S = 0.2  # how often a quiet log is looked at again
+
+
+def log_tail(path: Path, lines: int) -> tuple[str, ...]:
+    """The last ``lines`` lines of a log (at most the last MiB of it); () when there is none."""
+    if lines <= 0:
+        return ()
+    try:
+        with path.open("rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            f.seek(max(0, end - TAIL_BYTES))
+            text = f.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ()
+    except OSError as exc:
+        raise RuntimeFailure(f"{path}: cannot read the log ({exc.strerror or exc})") from exc
+    return tuple(text.splitlines()[-lines:])
 
 
 def follow_log(
@@ -94,3 +111,13 @@ def _replaced(log: BinaryIO, path: Path) -> bool:
 
 def _text(line: bytes) -> str:
     return line.decode("utf-8", "replace").removesuffix("\r")
+
+
+class ServerLogFiles:
+    """``ServerLogs``: the log files this machine's model servers write."""
+
+    def tail(self, path: Path, lines: int) -> tuple[str, ...]:
+        return log_tail(path, lines)
+
+    def follow(self, path: Path, lines: int) -> Iterator[str]:
+        return follow_log(path, lines)

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
-from nodeau.apps.planes.machine_explain import check_view
-from nodeau.apps.planes.plane import CheckView, Explanation, RunAsk
+from nodeau.apps.serving.commands import CheckView, Explanation, RunAsk
+from nodeau.apps.serving.machine_explain import check_view
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog, catalog_claims
 from nodeau.domain.decision import PLACEMENT, Asked, Checked, checks, first_refusal

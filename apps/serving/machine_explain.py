@@ -1,7 +1,7 @@
 """``nodeau plan explain`` on the one-machine plane: the checks ``nodeau run`` would make now,
 over what is recorded now, without recording or starting anything.
 
-It walks the very decision ``run`` takes (``apps.serving.run_decision``) over a snapshot,
+It walks the very decision ``run`` takes (``model_servers.run_decision``) over a snapshot,
 so each refusal shown is the one ``run`` would print, word for word.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from nodeau.apps.planes.plane import CheckView, Explanation, RunAsk
+from nodeau.apps.serving.commands import CheckView, Explanation, RunAsk, workload_name
 from nodeau.domain.decision import Checked, first_refusal
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import WorkloadKind
@@ -36,13 +36,12 @@ def check_view(checked: Checked) -> CheckView:
 def explain_run(parts: MachineParts, ask: RunAsk, rules: Rules, now: datetime) -> Explanation:
     """Whether ``ask`` would be admitted on this machine now, and each check's answer."""
     from nodeau.apps.models import resolve_model
-    from nodeau.apps.planes.machine import workload_name
     from nodeau.apps.serving.model_servers import RunRequest, run_decision
 
     models = parts.models
     resolved = resolve_model(ask.model, models.registry.book(), models.catalog())
     request = RunRequest(
-        name=workload_name(ask.name, resolved),
+        name=workload_name(ask.name, resolved.display_name),
         task=ask.task,
         context_tokens=ask.context_tokens,
         recovery=ask.recovery,
