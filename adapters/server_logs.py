@@ -1,9 +1,8 @@
-"""A model server's log file as ``tail`` and ``tail -f`` read it: its last lines, then each
-line as it is written (``ServerLogFiles``).
+"""A model server's log file as ``tail`` and ``tail -f`` read it (``ServerLogFiles``).
 
-A log that is truncated is read again from its start, one replaced by a new file (a new
-inode at its path) is read from the new file's start, and one not there yet is waited
-for. Only whole lines are given; the generator ends only when its reader stops it.
+Followed, a log that is truncated is read again from its start, one replaced by a new file
+is read from the new file's start, and one not there yet is waited for; only whole lines
+are given, until the reader stops.
 """
 
 from __future__ import annotations

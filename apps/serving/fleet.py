@@ -1,7 +1,7 @@
 """``ServingCommands`` on a fleet: a GPUService asks, the controller decides and places it,
 and this machine's loopback endpoint follows the model wherever it serves.
 
-Why it is so: docs/adr/decisions/apps-planes.md (serving/fleet.py).
+Why it is so: docs/adr/decisions/apps-planes.md (apps/serving/).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``nodeau run`` and ``nodeau plan explain`` on a fleet: the domain's checks asked here, over
 what the cluster says now, before anything is created; the controller places.
 
-Why it is so: docs/adr/decisions/apps-planes.md (fleet_explain.py).
+Why it is so: docs/adr/decisions/apps-planes.md (serving/fleet_explain.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``ServingCommands`` on this machine: a run admitted over the state's ledger and started as
 a local model server behind a loopback endpoint; stop, ``ps``, logs and explain.
 
-Why it is so: docs/adr/decisions/apps-planes.md (serving/machine.py).
+Why it is so: docs/adr/decisions/apps-planes.md (apps/serving/).
 """
 
 from __future__ import annotations
