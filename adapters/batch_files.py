@@ -273,3 +273,12 @@ class HomeJobs:
 
     def where(self, name: str) -> str:
         return str(self._files(name).results)
+
+    def requests(self, name: str) -> tuple[BatchRequest, ...]:
+        return read_requests(self._files(name))
+
+    def answered(self, name: str) -> tuple[str, ...]:
+        return tuple(r.custom_id for r in read_results(self._files(name)))
+
+    def keep(self, name: str, result: BatchResult, *, retried: bool = False) -> None:
+        append_result(self._files(name), result, retried=retried)

@@ -75,6 +75,20 @@ class MachineJobs(Protocol):
         """Where a person finds the job's results."""
         ...
 
+    def requests(self, name: str) -> tuple[BatchRequest, ...]:
+        """The job's requests that can run, in their file's order (its worker's)."""
+        ...
+
+    def answered(self, name: str) -> tuple[str, ...]:
+        """The ``custom_id`` of each request that has a result kept (a line cut short by a
+        crash is no result)."""
+        ...
+
+    def keep(self, name: str, result: BatchResult, *, retried: bool = False) -> None:
+        """Keep one result as soon as it is had: a line written survives a crash.
+        ``retried``: the request was sent again after its model server ended."""
+        ...
+
 
 class FleetBatches(Protocol):
     """A batch job's results as written so far, appended one at a time; its stop asked."""

@@ -73,3 +73,23 @@ def test_a_started_worker_is_noted_and_stopped(jobs: MachineJobs, tmp_path: Path
     while processes.alive(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not processes.alive(worker)
+
+
+def test_its_worker_reads_the_requests_and_keeps_each_result_once_had(
+    jobs: MachineJobs, tmp_path: Path
+) -> None:
+    written(jobs)
+    assert jobs.requests("job") == REQUESTS
+    assert jobs.answered("job") == ()
+    ok = BatchResult(id="b1", custom_id="r1", status_code=200, body={"ok": True}, error=None)
+    jobs.keep("job", ok)
+    again = BatchResult(id="b2", custom_id="r2", status_code=None, body=None, error="refused")
+    jobs.keep("job", again, retried=True)
+    assert jobs.answered("job") == ("r1", "r2")
+    assert [line.get("retried", False) for line in jobs.results("job")] == [False, True]
+    # a line cut short by a crash is no result: its request is sent again
+    with JobFiles.of(tmp_path / "home", "job").results.open("ab") as results:
+        results.write(b'{"id": "b3", "custom_id": "r3", "respo')
+    assert jobs.answered("job") == ("r1", "r2")
+    jobs.keep("job", BatchResult(id="b3", custom_id="r3", status_code=200, body={}, error=None))
+    assert jobs.answered("job") == ("r1", "r2", "r3")
