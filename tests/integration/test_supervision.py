@@ -38,7 +38,7 @@ from nodeau.adapters.server_abilities import ask_binary
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_marks import SqliteMarks
 from nodeau.adapters.sqlite_state import SqliteStateStore
-from nodeau.apps import batch_worker
+from nodeau.apps.batch_worker import bootstrap as batch_worker
 from nodeau.apps.batches.commands import BatchAsk, BatchSubmitted
 from nodeau.apps.endpoint.app import Unavailable
 from nodeau.apps.endpoint.serve import upstream_from_state
@@ -570,7 +570,7 @@ def test_a_batch_job_whose_server_dies_mid_run_resumes_and_answers_each_request_
             self.real.close()
 
     fast = RestartPolicy(first_delay=timedelta(seconds=0.2), max_delay=timedelta(seconds=1))
-    code = batch_worker.run_job(
+    code = batch_worker.run_in_home(
         "job", parts.settings.home, policy=fast, now=lambda: datetime.now(UTC), every_s=0.1,
         sender=KillingFirst,
     )  # fmt: skip

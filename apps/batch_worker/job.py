@@ -1,32 +1,25 @@
-"""The detached worker of one batch job: send each request, record each result, free the card.
+"""One batch job's run on this machine: send each request, keep each result, free the card.
 
-Why it is so: docs/adr/decisions/apps.md (batch_worker.py).
+Why it is so: docs/adr/decisions/apps.md (batch_worker/).
 """
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from nodeau.adapters.batch_files import JobFiles, append_result, read_requests, read_results
-from nodeau.adapters.batch_sender import HttpBatchSender
-from nodeau.adapters.llama_server import LocalServerProcesses
-from nodeau.adapters.private_files import keep_private
-from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.batches.lifecycle import finish
 from nodeau.apps.serving.model_servers import WATCH_S, Supervisor
-from nodeau.apps.settings import utc_now
 from nodeau.domain.batches import still_to_run
 from nodeau.domain.restarts import KUBELET, RestartPolicy
 from nodeau.domain.workloads import WorkloadState, holds_gpu
-from nodeau.ports.batches import BatchSender
+from nodeau.ports.batches import BatchSender, MachineJobs
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.runtime import RunningServer, ServerProcesses
+from nodeau.ports.state import StateStore
 
 STOP_GRACE_S = 10.0
 
@@ -84,37 +77,31 @@ class _Senders:
             sender.close()
 
 
-def http_sender(server: RunningServer) -> BatchSender:
-    """The model server's own address, with its key."""
-    return HttpBatchSender(server.base_url, server.auth_headers)
-
-
 def run_job(
     name: str,
-    home: Path,
     *,
+    state: StateStore,
+    jobs: MachineJobs,
+    processes: ServerProcesses,
+    log_dir: Path,
+    sender: Callable[[RunningServer], BatchSender],
+    now: Callable[[], datetime],
     policy: RestartPolicy = KUBELET,
-    processes: ServerProcesses | None = None,
-    now: Callable[[], datetime] = utc_now,
     every_s: float = WATCH_S,
-    sender: Callable[[RunningServer], BatchSender] = http_sender,
 ) -> int:
-    """Run job ``name`` of ``home`` to its end (0), or until it no longer holds its card (1)."""
-    files = JobFiles.of(home, name)
-    state = SqliteStateStore(home / "state.sqlite3", now)
+    """Run job ``name`` to its end (0), or until it no longer holds its card (1)."""
     record = state.snapshot().named(name)
     if record is None or record.server is None or not holds_gpu(record.workload.state):
         print(f"batch {name}: no running job with a model server", file=sys.stderr)
         return 1
-    watch = processes if processes is not None else LocalServerProcesses()
     supervisor = Supervisor(
-        name, state=state, processes=watch, log_dir=home / "logs", now=now, policy=policy
+        name, state=state, processes=processes, log_dir=log_dir, now=now, policy=policy
     )
-    done = [r.custom_id for r in read_results(files)]
+    done = list(jobs.answered(name))
     senders = _Senders(sender)
     watching = _Watch(supervisor, every_s)
     try:
-        for request in still_to_run(read_requests(files), done):
+        for request in still_to_run(jobs.requests(name), done):
             server = watching.server()
             if server is None:
                 print(f"batch {name}: stopped before its end", file=sys.stderr)
@@ -129,24 +116,11 @@ def run_job(
                     return 1
                 result = senders.to(server).send(name, request)
                 retried = True
-            append_result(files, result, retried=retried)
+            jobs.keep(name, result, retried=retried)
     finally:
         senders.close()
     last = state.snapshot().named(name)
     if last is not None and last.server is not None and holds_gpu(last.workload.state):
-        watch.stop(last.server, STOP_GRACE_S)
+        processes.stop(last.server, STOP_GRACE_S)
     finish(state, name, WorkloadState.SUCCEEDED, now())
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="nodeau-batch-worker")
-    parser.add_argument("--job", required=True)
-    parser.add_argument("--home", required=True, type=Path)
-    args = parser.parse_args(argv)
-    keep_private(args.home)  # before it writes: ADR 0021
-    return run_job(args.job, args.home, processes=LocalServerProcesses(os.environ))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
