@@ -11,7 +11,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-from nodeau.apps.models import model_names
+from nodeau.apps.models.actions import model_names
 from nodeau.domain.aliases import AliasBook
 from nodeau.domain.artifacts import Artifact
 from nodeau.domain.catalog import Catalog

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from functools import partial
 
-from nodeau.apps.models import pull_model
+from nodeau.apps.models.actions import pull_model
 from nodeau.domain.artifacts import ArtifactFile
 from nodeau.domain.catalog import Catalog, CatalogEntry
 from nodeau.domain.copies import (

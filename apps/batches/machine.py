@@ -13,7 +13,7 @@ from attrs import frozen
 
 from nodeau.apps.batches.commands import BatchAsk, BatchOutcome, BatchSubmitted, BatchView
 from nodeau.apps.batches.lifecycle import finish, start_batch_server
-from nodeau.apps.models import Resolved, resolve_model
+from nodeau.apps.models.actions import Resolved, resolve_model
 from nodeau.apps.planes.machine_workloads import reservation_source, workload_view
 from nodeau.apps.serving.commands import Refused
 from nodeau.apps.serving.model_servers import RunRequest

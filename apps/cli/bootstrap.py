@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from nodeau.adapters.llama_server import LocalServerProcesses, RuntimeChoice
     from nodeau.apps.cli.cluster_plane import PlaneChoice
     from nodeau.apps.endpoint_services import Endpoints
-    from nodeau.apps.model_services import ModelServices
+    from nodeau.apps.models.services import ModelServices
     from nodeau.apps.planes.plane import Plane
     from nodeau.apps.planes.workload_view import WorkloadView
     from nodeau.apps.qualification.machine_qualify import QualifyTools
@@ -78,7 +78,7 @@ class LazyMachineParts:
 
     @cached_property
     def models(self) -> ModelServices:
-        from nodeau.apps import model_services
+        from nodeau.apps.models import services as model_services
 
         return model_services.build(self._settings)
 
@@ -263,7 +263,7 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
         endpoints = fleet_endpoint_manager(s, source)
 
         def models() -> ModelServices:
-            from nodeau.apps import model_services
+            from nodeau.apps.models import services as model_services
 
             return model_services.build(s)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from cyclopts import App
 
-from nodeau.apps import model_services as services
 from nodeau.apps.cli.bootstrap import settings
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.apps.models import services
 
 catalog_app = App(name="catalog", help="The catalog of models Nodeau fetches: list it, add yours.")
 
@@ -83,7 +83,7 @@ def add(
     json
         Print the entry as JSON.
     """
-    from nodeau.apps.catalog_add import add_to_catalog
+    from nodeau.apps.models.catalog_add import add_to_catalog
 
     s = services.build(settings())
     entry = add_to_catalog(

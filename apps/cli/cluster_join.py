@@ -270,10 +270,10 @@ def reached(
 
 def report_once(reports: MachineReports) -> str:
     """Build this machine's report as the agent does and publish it once; the machine's name."""
-    from nodeau.apps import model_services as services
     from nodeau.apps.cli.bootstrap import settings
     from nodeau.apps.machine import inventory_for
     from nodeau.apps.machine_report import build_report
+    from nodeau.apps.models import services
 
     models = services.build(settings())
     s = models.settings

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 
 from attrs import asdict, frozen
 
-from nodeau.apps import model_services as services
 from nodeau.apps.cli.bootstrap import settings
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.apps.models import services
 from nodeau.apps.planes.status_rows import StatusRow
 
 if TYPE_CHECKING:
-    from nodeau.apps.model_removal import RemovalReport
-    from nodeau.apps.models import Resolved
+    from nodeau.apps.models.actions import Resolved
+    from nodeau.apps.models.removal import RemovalReport
     from nodeau.apps.planes.plane import Plane
     from nodeau.domain.removal import Reliance
 
@@ -84,8 +84,8 @@ def rm(model: str, /, *, json: bool = False) -> int:
     json
         Print what was deleted and kept (or the refusal) as JSON.
     """
-    from nodeau.apps.model_removal import remove_model
-    from nodeau.apps.models import resolve_model
+    from nodeau.apps.models.actions import resolve_model
+    from nodeau.apps.models.removal import remove_model
     from nodeau.domain.removal import RemovalRefused
 
     s = services.build(settings())
@@ -127,7 +127,7 @@ def _removal_lines(resolved: Resolved, report: RemovalReport) -> list[str]:
 def _reliances(resolved: Resolved) -> tuple[Reliance, ...]:
     """What relies on a model's files on this machine, as the plane in force knows it."""
     from nodeau.apps.cli.bootstrap import LazyMachineParts, plane, plane_choice
-    from nodeau.apps.model_removal import workload_reliances
+    from nodeau.apps.models.removal import workload_reliances
 
     s = settings()
     if not plane_choice().kubernetes:

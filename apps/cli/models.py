@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import App, Parameter
 
-from nodeau.apps import model_services as services
 from nodeau.apps.cli.bootstrap import settings
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.apps.models import services
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,7 +39,7 @@ def pull(name: str, /, *, json: bool = False) -> int:
     json
         Print the result as JSON.
     """
-    from nodeau.apps.models import pull_model
+    from nodeau.apps.models.actions import pull_model
 
     s = services.build(settings())
     report = pull_model(
@@ -176,7 +176,7 @@ def import_(
         Print the result as JSON.
     """
     from nodeau.adapters.progress import build_progress
-    from nodeau.apps.models import import_model
+    from nodeau.apps.models.actions import import_model
 
     s = services.build(settings())
     with build_progress() as shown:
@@ -271,7 +271,7 @@ def verify(model: str, /, *, json: bool = False) -> int:
     json
         Print the result as JSON.
     """
-    from nodeau.apps.models import resolve_model, verify_model
+    from nodeau.apps.models.actions import resolve_model, verify_model
 
     s = services.build(settings())
     resolved = resolve_model(model, s.registry.book(), s.catalog(), s.store.files())

@@ -12,7 +12,7 @@ from datetime import datetime
 from attrs import frozen
 
 from nodeau.apps.copies.commands import CopyAsked, CopyListing, CopyView
-from nodeau.apps.models import UnknownModel
+from nodeau.apps.models.actions import UnknownModel
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import (
     PERSON,

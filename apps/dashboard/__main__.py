@@ -42,8 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         del os.environ[key]
     os.environ.update(saved[1])
 
-    from nodeau.apps import model_services
     from nodeau.apps.cli.bootstrap import plane, settings
+    from nodeau.apps.models import services as model_services
 
     def model_rows() -> tuple[StatusRow, ...]:
         s = model_services.build(settings())

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
-from nodeau.apps.models import known_here, model_names
+from nodeau.apps.models.actions import known_here, model_names
 from nodeau.domain.aliases import AliasBook
 from nodeau.domain.cache import CachedFile
 from nodeau.domain.catalog import Catalog, catalog_claims

@@ -47,7 +47,7 @@ from nodeau.ports.organisation import Identity, OrganisationPolicy
 from nodeau.ports.state import StateError
 
 if TYPE_CHECKING:
-    from nodeau.apps.model_services import ModelServices
+    from nodeau.apps.models.services import ModelServices
     from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.apps.serving.fleet_explain import FleetChecks
 

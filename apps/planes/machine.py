@@ -27,8 +27,8 @@ from nodeau.domain.workloads import WorkloadKind
 if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.apps.batches.machine import ThisMachineBatches
     from nodeau.apps.endpoint_services import Endpoints
-    from nodeau.apps.model_services import ModelServices
-    from nodeau.apps.models import Resolved
+    from nodeau.apps.models.actions import Resolved
+    from nodeau.apps.models.services import ModelServices
     from nodeau.apps.planes.status_rows import StatusRow
     from nodeau.apps.qualification.machine import ThisMachineQualification
     from nodeau.apps.qualification.machine_qualify import QualifyTools

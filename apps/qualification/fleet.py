@@ -9,7 +9,7 @@ from datetime import datetime
 
 from attrs import frozen
 
-from nodeau.apps.model_services import ModelServices
+from nodeau.apps.models.services import ModelServices
 from nodeau.apps.qualification.commands import (
     QualificationUnavailable,
     QualificationView,

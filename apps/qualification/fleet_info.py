@@ -5,14 +5,14 @@ Why it is so: docs/adr/decisions/apps-planes.md (fleet_info.py).
 
 from __future__ import annotations
 
-from nodeau.apps.model_services import ModelServices
-from nodeau.apps.models import (
+from nodeau.apps.models.actions import (
     UnknownModel,
     known_here,
     model_description,
     resolve_model,
     verified_summary,
 )
+from nodeau.apps.models.services import ModelServices
 from nodeau.apps.qualification.fleet_qualify import AmbiguousModel, FleetModel, fleet_model
 from nodeau.apps.qualification.info_view import THIS_MACHINE, ModelInfoView, info_view, unread_view
 from nodeau.domain.allowances import Allowances

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from attrs import frozen
 
-from nodeau.apps.models import UnknownModel
+from nodeau.apps.models.actions import UnknownModel
 from nodeau.apps.qualification.machine_qualify import Probe, not_started
 from nodeau.apps.serving.commands import Refused, Undecided
 from nodeau.domain.artifacts import Sha256

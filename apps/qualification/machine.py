@@ -30,7 +30,7 @@ def qualify(
     context_tokens: int | None,
     seed: int | None,
 ) -> QualificationView | Refused:
-    from nodeau.apps.models import resolve_model
+    from nodeau.apps.models.actions import resolve_model
     from nodeau.apps.qualification.machine_qualify import QualifyParts
     from nodeau.apps.qualification.machine_qualify import qualify as qualify_here
 
@@ -77,7 +77,7 @@ class ThisMachineQualification:
 
     def info(self, model: str) -> ModelInfoView:
         """From this machine's registry, catalog and verified copy (none: a one-line error)."""
-        from nodeau.apps.models import describe_model, resolve_model
+        from nodeau.apps.models.actions import describe_model, resolve_model
         from nodeau.domain.catalog import catalog_claims
 
         models = self._parts.models

@@ -15,8 +15,8 @@ from typing import Protocol
 
 from attrs import frozen
 
-from nodeau.apps.model_services import ModelServices
-from nodeau.apps.models import Resolved
+from nodeau.apps.models.actions import Resolved
+from nodeau.apps.models.services import ModelServices
 from nodeau.apps.serving.model_servers import (
     Rules,
     RunRequest,

@@ -53,7 +53,7 @@ def fleet_checks(
     """The checks made before placement, in the domain's one order (``proved``: the catalog
     and the evidence kept in the cluster; None when this connection cannot read them, and
     the controller checks qualification alone)."""
-    from nodeau.apps.models import UnknownModel
+    from nodeau.apps.models.actions import UnknownModel
     from nodeau.apps.qualification.fleet_qualify import fleet_model
 
     try:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from attrs import frozen
 
-from nodeau.apps.models import Resolved, resolve_model
+from nodeau.apps.models.actions import Resolved, resolve_model
 from nodeau.apps.planes.machine_workloads import (
     MachineWorkloads,
     reservation_source,

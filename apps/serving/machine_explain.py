@@ -35,7 +35,7 @@ def check_view(checked: Checked) -> CheckView:
 
 def explain_run(parts: MachineParts, ask: RunAsk, rules: Rules, now: datetime) -> Explanation:
     """Whether ``ask`` would be admitted on this machine now, and each check's answer."""
-    from nodeau.apps.models import resolve_model
+    from nodeau.apps.models.actions import resolve_model
     from nodeau.apps.serving.model_servers import RunRequest, run_decision
 
     models = parts.models

@@ -13,8 +13,8 @@ from pathlib import Path
 from attrs import evolve, frozen
 from returns.result import Failure, Result, Success
 
-from nodeau.apps.model_services import ModelServices
-from nodeau.apps.models import Resolved
+from nodeau.apps.models.actions import Resolved
+from nodeau.apps.models.services import ModelServices
 from nodeau.domain import restarts
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.catalog import catalog_claims

@@ -42,8 +42,8 @@ from nodeau.apps.batch_worker import bootstrap as batch_worker
 from nodeau.apps.batches.commands import BatchAsk, BatchSubmitted
 from nodeau.apps.endpoint.app import Unavailable
 from nodeau.apps.endpoint.serve import upstream_from_state
-from nodeau.apps.model_services import ModelServices
-from nodeau.apps.models import import_model
+from nodeau.apps.models.actions import import_model
+from nodeau.apps.models.services import ModelServices
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.serving.commands import RunAsk, Started
 from nodeau.apps.serving.model_servers import Supervisor

@@ -25,7 +25,7 @@ from nodeau.adapters.catalog_file import catalog_json
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.kube.reports import read_reports
 from nodeau.apps.cli.render import size
-from nodeau.apps.models import import_model
+from nodeau.apps.models.actions import import_model
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog
 from tests.support.builders.tiny_gguf import write_tiny_llama

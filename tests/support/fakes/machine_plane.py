@@ -17,8 +17,8 @@ from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.processes import this_starter
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_marks import SqliteMarks
-from nodeau.apps.model_services import ModelServices
-from nodeau.apps.models import import_model
+from nodeau.apps.models.actions import import_model
+from nodeau.apps.models.services import ModelServices
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.serving.commands import RunAsk
 from nodeau.apps.settings import settings_from

@@ -30,7 +30,7 @@ from nodeau.adapters.server_abilities import from_answer
 from nodeau.adapters.sqlite_registry import SqliteRegistry
 from nodeau.apps.agent.agent import Agent, Link
 from nodeau.apps.agent.memory import PodMemoryWatch
-from nodeau.apps.models import import_model
+from nodeau.apps.models.actions import import_model
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.memory import GIB, MIB
 from tests.support.builders.tiny_gguf import write_tiny_llama

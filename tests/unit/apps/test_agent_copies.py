@@ -366,7 +366,7 @@ def test_an_imported_model_is_never_fetched_and_counts_once_imported_there(
 
 
 def test_the_machine_must_be_in_the_fleet_and_the_model_known(world: World) -> None:
-    from nodeau.apps.models import UnknownModel
+    from nodeau.apps.models.actions import UnknownModel
     from nodeau.ports.cluster import UnknownMachine
 
     with pytest.raises(UnknownMachine, match=r"^no machine called 'shed' in the cluster"):

@@ -12,8 +12,8 @@ from nodeau.adapters.catalog_file import JsonCatalogFile
 from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.apps.cli.info_text import info_lines
-from nodeau.apps.model_services import ModelServices
-from nodeau.apps.models import UnknownModel, import_model
+from nodeau.apps.models.actions import UnknownModel, import_model
+from nodeau.apps.models.services import ModelServices
 from nodeau.apps.qualification.fleet_info import fleet_model_info
 from nodeau.apps.qualification.fleet_qualify import AmbiguousModel
 from nodeau.apps.qualification.info_view import THIS_MACHINE

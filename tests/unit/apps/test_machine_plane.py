@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from attrs import evolve
 
-from nodeau.apps.models import import_model
+from nodeau.apps.models.actions import import_model
 from nodeau.apps.serving.commands import Refused, Started
 from nodeau.domain.placement import Policy
 from nodeau.domain.refusals import ReasonCode, RefusalKind

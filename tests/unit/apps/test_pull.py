@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from nodeau.adapters.http_publisher import HttpPublisher, fetch_url
-from nodeau.apps.models import PullReport, pull_model
+from nodeau.apps.models.actions import PullReport, pull_model
 from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
 from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry
 from nodeau.domain.tasks import Task
@@ -110,7 +110,7 @@ def test_wrong_bytes_are_never_counted_verified(publisher: LocalPublisher, tmp_p
 
 
 def test_an_unknown_name_is_a_model_error_naming_it(tmp_path: Path) -> None:
-    from nodeau.apps.models import UnknownModel
+    from nodeau.apps.models.actions import UnknownModel
 
     store, registry = FakeModelStore("m1", disk=FakeDisk(tmp_path), clock=clock), FakeRegistry()
     with pytest.raises(UnknownModel, match="qwen"):

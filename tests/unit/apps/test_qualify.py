@@ -22,8 +22,8 @@ from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.processes import this_starter
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_registry import SqliteRegistry
-from nodeau.apps.model_services import ModelServices
-from nodeau.apps.models import Resolved, import_model, resolve_model
+from nodeau.apps.models.actions import Resolved, import_model, resolve_model
+from nodeau.apps.models.services import ModelServices
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.qualification.machine_qualify import QualifyParts, qualify
 from nodeau.apps.serving.commands import RunAsk, Started

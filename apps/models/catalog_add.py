@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nodeau.apps.model_services import ModelServices
+from nodeau.apps.models.services import ModelServices
 from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
 from nodeau.domain.catalog import (
     ArchitectureSummary,

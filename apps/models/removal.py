@@ -1,6 +1,6 @@
 """Deleting this machine's copy of a model: what relies on it, then the domain's decision.
 
-Why it is so: docs/adr/decisions/apps.md (model_removal.py).
+Why it is so: docs/adr/decisions/apps.md (models/removal.py).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 
 from attrs import frozen
 
-from nodeau.apps.models import Resolved, known_here, model_names
+from nodeau.apps.models.actions import Resolved, known_here, model_names
 from nodeau.domain.aliases import AliasBook
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.records import WorkloadRecord
