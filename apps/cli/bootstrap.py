@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from nodeau.apps.settings import (
 
 if TYPE_CHECKING:
     from nodeau.adapters.llama_server import LocalServerProcesses, RuntimeChoice
+    from nodeau.adapters.user_service import FleetSource
     from nodeau.apps.cli.cluster_plane import PlaneChoice
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.models.services import ModelServices
@@ -39,8 +41,10 @@ if TYPE_CHECKING:
     from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
+    from nodeau.ports.models import FetchProgress
     from nodeau.ports.organisation import Identity, OrganisationPolicy
     from nodeau.ports.runtime import FitEstimates, ModelRuntime, ServerLogs
+    from nodeau.ports.server_install import BuildProgress
     from nodeau.ports.state import StateStore
 
 __all__ = [
@@ -212,6 +216,33 @@ class LazyMachineParts:
         from nodeau.adapters.entitlement_document import compiled_in_verifier
 
         return compiled_in_verifier() if self._verifier is None else self._verifier
+
+
+def fetch_progress(name: str) -> AbstractContextManager[FetchProgress]:
+    """A fetch's progress on stderr: a bar on a terminal, plain lines elsewhere."""
+    from nodeau.adapters import progress
+
+    return progress.fetch_progress(name)
+
+
+def build_progress() -> AbstractContextManager[BuildProgress]:
+    """An install's or an import's steps on stderr: bars on a terminal, plain lines
+    elsewhere."""
+    from nodeau.adapters import progress
+
+    return progress.build_progress()
+
+
+def fleet_source(choice: PlaneChoice) -> FleetSource | None:
+    """The fleet a loopback endpoint or the gateway routes to, as this command reaches it
+    (None: this machine)."""
+    if not choice.kubernetes:
+        return None
+    from nodeau.adapters.user_service import FleetSource
+    from nodeau.apps.cli.cluster_plane import kubeconfig_of, open_cluster
+
+    context = open_cluster(choice).context
+    return FleetSource(kubeconfig=kubeconfig_of(choice, settings().environ), context=context)
 
 
 def plane_choice() -> PlaneChoice:

@@ -353,7 +353,6 @@ def run_on(on: Plane, s: Settings, *, once: bool = False) -> int:
     import signal
     import threading
 
-    from nodeau.adapters.cloud_client import HttpxNodeauCloud
     from nodeau.apps.cli.bootstrap import utc_now
     from nodeau.apps.cloud import bootstrap, reporter
     from nodeau.apps.cloud.settings import cloud_settings
@@ -370,14 +369,10 @@ def run_on(on: Plane, s: Settings, *, once: bool = False) -> int:
     main = threading.current_thread() is threading.main_thread()
     before = signal.signal(signal.SIGTERM, lambda *_: stop.set()) if main else None
 
-    clients: dict[str, HttpxNodeauCloud] = {}
+    clients = bootstrap.CloudClients(settings.timeout_s, state, utc_now)
 
     def cloud_for(a: Association) -> NodeauCloud:
-        if a.base_url not in clients:
-            clients[a.base_url] = bootstrap.nodeau_cloud(
-                a.base_url, settings.timeout_s, state, utc_now
-            )
-        return clients[a.base_url]
+        return clients.at(a.base_url)
 
     def log(line: str) -> None:
         print(f"{_when(utc_now())} nodeau cloud: {line}", file=sys.stderr, flush=True)
@@ -386,8 +381,7 @@ def run_on(on: Plane, s: Settings, *, once: bool = False) -> int:
     try:
         reporter.run(on, cloud_for, state, settings, utc_now, stop, log, once=once)
     finally:
-        for client in clients.values():
-            client.close()
+        clients.close()
         if main:
             signal.signal(signal.SIGTERM, before)
     return 0

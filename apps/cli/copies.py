@@ -63,7 +63,7 @@ def wait_until_settled(
 ) -> CopyView:
     """Wait until the copy of ``artifact`` on ``machine`` is ready (the copy then) or failed
     (``CopyFailed``); what happens meanwhile goes to stderr."""
-    from nodeau.adapters.progress import fetch_progress
+    from nodeau.apps.cli.bootstrap import fetch_progress
 
     said = None
     with fetch_progress(f"{name} on {machine}") as show:

@@ -6,15 +6,11 @@ A user service like each endpoint; its port (11435 unless chosen) and origins ar
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from cyclopts import Parameter
 
 from nodeau.ports.errors import NodeauError
-
-if TYPE_CHECKING:
-    from nodeau.adapters.user_service import FleetSource
-    from nodeau.apps.cli.cluster_plane import PlaneChoice
 
 
 class GatewayError(NodeauError):
@@ -44,7 +40,7 @@ def gateway(
     json
         Print its address, port, origins and how it runs as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane_choice, settings
+    from nodeau.apps.cli.bootstrap import fleet_source, plane_choice, settings
     from nodeau.apps.cli.render import to_json
     from nodeau.apps.endpoint_services import close_gateway, open_gateway
     from nodeau.domain.origins import parse_origin
@@ -71,15 +67,3 @@ def gateway(
         "nodeau gateway --stop stops it"
     )
     return 0
-
-
-def fleet_source(choice: PlaneChoice) -> FleetSource | None:
-    """The fleet the gateway routes to, as this command reaches it (None: this machine)."""
-    if not choice.kubernetes:
-        return None
-    from nodeau.adapters.user_service import FleetSource
-    from nodeau.apps.cli.bootstrap import settings
-    from nodeau.apps.cli.cluster_plane import kubeconfig_of, open_cluster
-
-    context = open_cluster(choice).context
-    return FleetSource(kubeconfig=kubeconfig_of(choice, settings().environ), context=context)

@@ -175,7 +175,7 @@ def import_(
     json
         Print the result as JSON.
     """
-    from nodeau.adapters.progress import build_progress
+    from nodeau.apps.cli.bootstrap import build_progress
     from nodeau.apps.models.actions import import_model
 
     s = services.build(settings())

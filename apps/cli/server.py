@@ -54,8 +54,7 @@ def install(
     json
         Print what was built as JSON.
     """
-    from nodeau.adapters.progress import build_progress
-    from nodeau.apps.cli.bootstrap import settings
+    from nodeau.apps.cli.bootstrap import build_progress, settings
     from nodeau.domain.model_server import install_choice
     from nodeau.ports.errors import SettingsError
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from nodeau.adapters.cloud_client import HttpxNodeauCloud
     from nodeau.adapters.cloud_file import FileCloudState
+    from nodeau.ports.cloud import NodeauCloud
 
 
 def cloud_state(home: Path) -> FileCloudState:
@@ -30,6 +31,30 @@ def nodeau_cloud(
     from nodeau.adapters.cloud_client import HttpxNodeauCloud
 
     return HttpxNodeauCloud(base_url, timeout_s=timeout_s, record=state.record_call, clock=clock)
+
+
+class CloudClients:
+    """One client of the cloud's API per address it is reached at, every call recorded in
+    ``state``; ``close`` closes them all."""
+
+    def __init__(
+        self, timeout_s: float, state: FileCloudState, clock: Callable[[], datetime]
+    ) -> None:
+        self._timeout_s = timeout_s
+        self._state = state
+        self._clock = clock
+        self._clients: dict[str, HttpxNodeauCloud] = {}
+
+    def at(self, base_url: str) -> NodeauCloud:
+        if base_url not in self._clients:
+            self._clients[base_url] = nodeau_cloud(
+                base_url, self._timeout_s, self._state, self._clock
+            )
+        return self._clients[base_url]
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
 
 
 def version() -> str:
