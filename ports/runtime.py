@@ -9,7 +9,7 @@ from typing import Protocol
 from attrs import frozen
 
 from nodeau.domain.memory import RuntimeConfig
-from nodeau.domain.records import RunningServer
+from nodeau.domain.records import RunningServer, Starter
 from nodeau.domain.workloads import ServerExit
 from nodeau.ports.errors import NodeauError
 
@@ -22,6 +22,7 @@ __all__ = [
     "RuntimeFailure",
     "ServerLogs",
     "ServerSpec",
+    "ServerWatch",
 ]
 
 
@@ -91,6 +92,27 @@ class Stopper(Protocol):
 
     def found(self, name: str, model_path: str) -> tuple[RunningServer, ...]:
         """The model servers running now for workload ``name`` of ``model_path``."""
+        ...
+
+
+class ServerWatch(Protocol):
+    """What ``ps`` asks of this home's processes, whichever runtime started them: no model
+    server need be installed, and none is started, to ask."""
+
+    def any_under(self, models_root: Path) -> bool:
+        """Whether any model server of a model under ``models_root`` runs now."""
+        ...
+
+    def starter_alive(self, starter: Starter) -> bool:
+        """Whether the process starting a model server still runs (the same process)."""
+        ...
+
+    def alive(self, server: RunningServer) -> bool:
+        """Whether ``server``'s process still runs as it was started."""
+        ...
+
+    def exit_of(self, server: RunningServer, log_path: Path) -> ServerExit | None:
+        """How ``server`` ended, as its reaper kept it beside ``log_path`` (None: unknown)."""
         ...
 
 

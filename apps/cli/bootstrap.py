@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from nodeau.ports.marks import SchedulingMarks
     from nodeau.ports.models import FetchProgress
     from nodeau.ports.organisation import Identity, OrganisationPolicy
-    from nodeau.ports.runtime import FitEstimates, ModelRuntime, ServerLogs
+    from nodeau.ports.runtime import FitEstimates, ModelRuntime, ServerLogs, ServerWatch
     from nodeau.ports.server_install import BuildProgress
     from nodeau.ports.state import StateStore
 
@@ -180,6 +180,12 @@ class LazyMachineParts:
         from nodeau.adapters.loopback_port import listening
 
         return listening(port)
+
+    @cached_property
+    def watch(self) -> ServerWatch:
+        from nodeau.adapters.model_server_process import HomeServerWatch
+
+        return HomeServerWatch()
 
     @cached_property
     def server_logs(self) -> ServerLogs:

@@ -17,7 +17,7 @@ from nodeau.domain.workloads import Workload, WorkloadKind, WorkloadState, holds
 if TYPE_CHECKING:  # annotations only: this module is what ``ps`` imports
     from nodeau.apps.settings import Settings
     from nodeau.domain.records import Admission, WorkloadRecord
-    from nodeau.ports.runtime import HomeServers, ModelRuntime, RunningServer
+    from nodeau.ports.runtime import HomeServers, ModelRuntime, RunningServer, ServerWatch
     from nodeau.ports.state import StateStore
 
 
@@ -41,6 +41,11 @@ class WorkloadParts(Protocol):
     def endpoint_listens(self, port: int) -> bool:
         """Whether the loopback endpoint on ``port`` accepts connections now; cheap, for
         ``ps`` asks it of every service it lists (no service manager is asked)."""
+        ...
+
+    @property
+    def watch(self) -> ServerWatch:
+        """What ``ps`` asks of this home's processes without building a runtime."""
         ...
 
 
@@ -170,9 +175,7 @@ class MachineWorkloads:
         or their workload: its state file was lost, emptied or replaced. A server of a
         workload that holds its card is that workload's, even in the moment between its
         (re)start's spawn and its record naming the new pid."""
-        from nodeau.adapters import server_search
-
-        if not server_search.under(self._settings.models_root):
+        if not self._parts.watch.any_under(self._settings.models_root):
             return ()  # none runs here (asked without loading any runtime's adapter)
         held = [
             r
@@ -211,20 +214,16 @@ class MachineWorkloads:
         server = record.server
         starting = record.workload.state in (WorkloadState.ADMITTED, WorkloadState.STARTING)
         if starting and record.starter is not None:
-            from nodeau.adapters.processes import OurProcess
-            from nodeau.adapters.processes import alive as running
             from nodeau.domain.workloads import start_interrupted
 
-            starter = OurProcess(pid=record.starter.pid, created_at=record.starter.created_at)
-            if not running(starter):
+            if not self._parts.watch.starter_alive(record.starter):
                 return start_interrupted(record.workload, server.pid if server else None)
         if alive is None or server is None or not watched(record) or alive(server):
             return as_seen(record.workload, now)
-        from nodeau.adapters.model_server_process import server_exit
         from nodeau.domain.workloads import ServerExit
 
         log = self._settings.log_dir / f"{record.workload.name}.log"
-        ended = server_exit(server, log) or ServerExit.unknown(now)
+        ended = self._parts.watch.exit_of(server, log) or ServerExit.unknown(now)
         return seen_exited(record.workload, ended)
 
     def _alive(self) -> Callable[[RunningServer], bool]:
@@ -235,9 +234,7 @@ class MachineWorkloads:
         built = not isinstance(getattr(type(self._parts), "runtime", None), cached_property)
         if built or "runtime" in getattr(self._parts, "__dict__", {}):
             return self._parts.runtime.alive
-        from nodeau.adapters.model_server_process import server_alive
-
-        return server_alive
+        return self._parts.watch.alive
 
 
 def reservation_source(admission: Admission) -> str:

@@ -1,6 +1,6 @@
 """The adapters a test plane's parts take from its home, as a command's parts do: who asks
 (this user), the home's policy and entitlement files, the compiled-in keys, the model
-servers' log files and the runtime's fit tool."""
+servers' processes and log files, and the runtime's fit tool."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from functools import cached_property
 from nodeau.adapters.entitlement_document import compiled_in_verifier
 from nodeau.adapters.entitlement_file import FileEntitlementStore
 from nodeau.adapters.local_identity import LocalIdentity
+from nodeau.adapters.model_server_process import HomeServerWatch
 from nodeau.adapters.organisation_file import FileOrganisationPolicy
 from nodeau.adapters.runtime_estimate import FitTool
 from nodeau.adapters.server_logs import ServerLogFiles
@@ -20,6 +21,10 @@ class HomeAdapters:
     """Mixed into a test's ``MachineParts``: the real adapters over ``settings``' home."""
 
     settings: Settings
+
+    @cached_property
+    def watch(self) -> HomeServerWatch:
+        return HomeServerWatch()
 
     @cached_property
     def server_logs(self) -> ServerLogFiles:
