@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from nodeau.adapters import processes, server_search
 from nodeau.adapters.detached import read_status, reaped_launcher_argv
-from nodeau.domain.records import Starter
 from nodeau.domain.workloads import ServerExit
 from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec
 
@@ -130,22 +129,6 @@ def _as_server(found: processes.OurProcess) -> RunningServer:
 def server_alive(server: RunningServer) -> bool:
     """Whether ``server``'s process still runs as it was started (any runtime's ``alive``)."""
     return processes.alive(_process(server))
-
-
-class HomeServerWatch:
-    """``ServerWatch`` through this machine's process table and the reapers' exit files."""
-
-    def any_under(self, models_root: Path) -> bool:
-        return bool(server_search.under(models_root))
-
-    def starter_alive(self, starter: Starter) -> bool:
-        return processes.alive(processes.OurProcess(pid=starter.pid, created_at=starter.created_at))
-
-    def alive(self, server: RunningServer) -> bool:
-        return server_alive(server)
-
-    def exit_of(self, server: RunningServer, log_path: Path) -> ServerExit | None:
-        return server_exit(server, log_path)
 
 
 class ServerProcessRuntime(ABC):

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nodeau.adapters import processes
+
+if TYPE_CHECKING:  # ps asks first whether any server runs: it imports no record to ask it
+    from nodeau.domain.records import RunningServer, Starter
+    from nodeau.domain.workloads import ServerExit
 
 
 def servers_serving(
@@ -47,3 +52,23 @@ def port_of(argv: tuple[str, ...]) -> int:
     """The port a model server's command line listens on (0 when it names none)."""
     port = value_of(argv, "--port") or ""
     return int(port) if port.isdigit() else 0
+
+
+class HomeServerWatch:
+    """``ServerWatch`` through this machine's process table and the reapers' exit files."""
+
+    def any_under(self, models_root: Path) -> bool:
+        return bool(under(models_root))
+
+    def starter_alive(self, starter: Starter) -> bool:
+        return processes.alive(processes.OurProcess(pid=starter.pid, created_at=starter.created_at))
+
+    def alive(self, server: RunningServer) -> bool:
+        from nodeau.adapters.model_server_process import server_alive
+
+        return server_alive(server)
+
+    def exit_of(self, server: RunningServer, log_path: Path) -> ServerExit | None:
+        from nodeau.adapters.model_server_process import server_exit
+
+        return server_exit(server, log_path)

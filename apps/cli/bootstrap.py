@@ -183,7 +183,7 @@ class LazyMachineParts:
 
     @cached_property
     def watch(self) -> ServerWatch:
-        from nodeau.adapters.model_server_process import HomeServerWatch
+        from nodeau.adapters.server_search import HomeServerWatch
 
         return HomeServerWatch()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nodeau.adapters import processes
-from nodeau.adapters.model_server_process import HomeServerWatch
+from nodeau.adapters.server_search import HomeServerWatch
 from nodeau.domain.records import RunningServer, Starter
 from nodeau.ports.runtime import ServerWatch
 

@@ -9,10 +9,10 @@ from functools import cached_property
 from nodeau.adapters.entitlement_document import compiled_in_verifier
 from nodeau.adapters.entitlement_file import FileEntitlementStore
 from nodeau.adapters.local_identity import LocalIdentity
-from nodeau.adapters.model_server_process import HomeServerWatch
 from nodeau.adapters.organisation_file import FileOrganisationPolicy
 from nodeau.adapters.runtime_estimate import FitTool
 from nodeau.adapters.server_logs import ServerLogFiles
+from nodeau.adapters.server_search import HomeServerWatch
 from nodeau.apps.settings import Settings
 from nodeau.ports.entitlements import EntitlementVerifier
 
