@@ -5,6 +5,7 @@ Why it is so: docs/adr/decisions/ports.md (cluster.py).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -12,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from attrs import field, frozen
+from returns.result import Failure, Result, Success
 
 from nodeau.domain.artifacts import is_sha256_hex
 from nodeau.domain.batches import BatchRequest
@@ -346,6 +348,32 @@ class BootstrapToken:
     def text(self) -> str:
         """The token as kubeadm takes it: ``<id>.<secret>``."""
         return f"{self.id}.{self.secret}"
+
+
+TOKEN_SHAPE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
+HASH_SHAPE = re.compile(r"^sha256:([0-9a-f]{64})$")
+
+
+def parse_token(text: str) -> Result[BootstrapToken, str]:
+    """A token a person typed, or the sentence saying what shape it must have."""
+    shape = TOKEN_SHAPE.match(text.strip())
+    if shape is None:
+        return Failure(
+            "--token must look like abcdef.0123456789abcdef "
+            "(6 and 16 characters of a-z and 0-9, joined by a dot)"
+        )
+    return Success(BootstrapToken(id=shape.group(1), secret=shape.group(2)))
+
+
+def parse_ca_hash(text: str) -> Result[str, str]:
+    """A CA pin a person typed (``sha256:<64 hex>``), or the sentence saying its shape."""
+    cleaned = text.strip().lower()
+    if HASH_SHAPE.match(cleaned) is None:
+        return Failure(
+            "--ca-cert-hash must be sha256: followed by 64 hex digits "
+            "(as nodeau fleet invite prints it)"
+        )
+    return Success(cleaned)
 
 
 # -- ports ---------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 import secrets
 from datetime import datetime, timedelta
 from typing import Any
@@ -15,7 +14,6 @@ from typing import Any
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client
-from returns.result import Failure, Result, Success
 
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors
 from nodeau.ports.cluster import BootstrapToken, TokenError
@@ -28,8 +26,6 @@ SECRET_PREFIX = "bootstrap-token-"
 NODE_GROUP = "system:bootstrappers:kubeadm:default-node-token"
 ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 ID_LENGTH, SECRET_LENGTH = 6, 16
-TOKEN_SHAPE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
-HASH_SHAPE = re.compile(r"^sha256:([0-9a-f]{64})$")
 DEFAULT_TTL = timedelta(hours=24)
 
 
@@ -40,28 +36,6 @@ def new_token() -> BootstrapToken:
         return "".join(secrets.choice(ALPHABET) for _ in range(n))
 
     return BootstrapToken(id=draw(ID_LENGTH), secret=draw(SECRET_LENGTH))
-
-
-def parse_token(text: str) -> Result[BootstrapToken, str]:
-    """A token a person typed, or the sentence saying what shape it must have."""
-    shape = TOKEN_SHAPE.match(text.strip())
-    if shape is None:
-        return Failure(
-            "--token must look like abcdef.0123456789abcdef "
-            "(6 and 16 characters of a-z and 0-9, joined by a dot)"
-        )
-    return Success(BootstrapToken(id=shape.group(1), secret=shape.group(2)))
-
-
-def parse_ca_hash(text: str) -> Result[str, str]:
-    """A CA pin a person typed (``sha256:<64 hex>``), or the sentence saying its shape."""
-    cleaned = text.strip().lower()
-    if HASH_SHAPE.match(cleaned) is None:
-        return Failure(
-            "--ca-cert-hash must be sha256: followed by 64 hex digits "
-            "(as nodeau fleet invite prints it)"
-        )
-    return Success(cleaned)
 
 
 def ca_cert_hash(ca_pem: bytes) -> str:

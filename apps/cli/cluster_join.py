@@ -21,7 +21,14 @@ from returns.result import Failure, Success
 from nodeau.apps.cli.cluster_plane import KUBERNETES, PlaneChoice, open_cluster, write_plane_file
 from nodeau.apps.cli.errors import SettingsError
 from nodeau.domain.platforms import join_refusal
-from nodeau.ports.cluster import BootstrapToken, BootstrapTokens, FleetMarks, MachineReports
+from nodeau.ports.cluster import (
+    BootstrapToken,
+    BootstrapTokens,
+    FleetMarks,
+    MachineReports,
+    parse_ca_hash,
+    parse_token,
+)
 from nodeau.ports.errors import NodeauError
 
 DEFAULT_API_PORT = 6443
@@ -182,8 +189,6 @@ def join_fleet(ask: JoinAsk, here: ThisMachine) -> int:
     """Join ``here`` to the fleet ``ask`` names and register it; NotJoined, with nothing
     written, when it cannot be (a Mac, the step not run or failed, the pin or the
     kubeconfig wrong)."""
-    from nodeau.adapters.kube.bootstrap_tokens import parse_ca_hash, parse_token
-
     refusal = join_refusal(here.platform)
     if refusal is not None:
         raise NotJoined(refusal)

@@ -18,14 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from returns.pipeline import is_successful
 
-from nodeau.adapters.kube.bootstrap_tokens import (
-    ALPHABET,
-    BootstrapToken,
-    ca_cert_hash,
-    new_token,
-    parse_ca_hash,
-    parse_token,
-)
+from nodeau.adapters.kube.bootstrap_tokens import ALPHABET, BootstrapToken, ca_cert_hash, new_token
 from nodeau.apps.cli.cluster_join import api_endpoint, join_step, parse_ttl
 from nodeau.apps.cli.cluster_plane import (
     KUBERNETES,
@@ -38,6 +31,7 @@ from nodeau.apps.cli.errors import SettingsError
 from nodeau.apps.cli.main import run
 from nodeau.apps.planes.kubernetes import banner
 from nodeau.apps.serving.commands import workload_name
+from nodeau.ports.cluster import parse_ca_hash, parse_token
 
 TOKEN_CHARS = st.text(alphabet=ALPHABET, min_size=1, max_size=30)
 
