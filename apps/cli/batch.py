@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Literal
 
 from cyclopts import App
 
+from nodeau.apps.batches.commands import BatchAsk, BatchSubmitted
+from nodeau.apps.cli.bootstrap import plane
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.apps.cli.serving import report_run
+from nodeau.domain.batches import parse_batch_lines
+from nodeau.domain.runs import name_from_model
+from nodeau.domain.tasks import Task, routes_for
+from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
     from nodeau.apps.batches.commands import BatchOutcome, BatchView
@@ -52,12 +59,6 @@ def submit(
     json
         Print the result as JSON.
     """
-    from nodeau.apps.batches.commands import BatchAsk
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.domain.batches import parse_batch_lines
-    from nodeau.domain.runs import name_from_model
-    from nodeau.domain.tasks import Task, routes_for
-    from nodeau.ports.errors import SettingsError
 
     try:
         lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -86,8 +87,6 @@ def submit(
 
 
 def report_submit(outcome: BatchOutcome, *, json: bool) -> int:
-    from nodeau.apps.batches.commands import BatchSubmitted
-    from nodeau.apps.cli.serving import report_run
 
     if not isinstance(outcome, BatchSubmitted):
         return report_run(outcome, json=json)
@@ -116,7 +115,6 @@ def status(name: str | None = None, /, *, json: bool = False) -> int:
     json
         Print the status as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     rows = plane().batches.status(name)
     if json:
@@ -151,7 +149,6 @@ def results(name: str, /) -> int:
     name
         The job.
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     for line in plane().batches.results(name):
         print(jsonlib.dumps(line))
@@ -167,7 +164,6 @@ def stop(name: str, /) -> int:
     name
         The job.
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     print(plane().batches.stop(name))
     return 0

@@ -11,6 +11,7 @@ from cyclopts import App
 from nodeau.apps.cli.bootstrap import settings
 from nodeau.apps.cli.render import size, table, to_json
 from nodeau.apps.models import services
+from nodeau.apps.models.catalog_add import add_to_catalog
 
 catalog_app = App(name="catalog", help="The catalog of models Nodeau fetches: list it, add yours.")
 
@@ -83,7 +84,6 @@ def add(
     json
         Print the entry as JSON.
     """
-    from nodeau.apps.models.catalog_add import add_to_catalog
 
     s = services.build(settings())
     entry = add_to_catalog(

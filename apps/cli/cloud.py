@@ -5,7 +5,10 @@ Why it is so: docs/adr/decisions/apps-cli.md (cloud.py).
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
@@ -13,9 +16,16 @@ from typing import TYPE_CHECKING, TextIO
 
 from attrs import frozen
 from cyclopts import App
+from returns.result import Failure, Success
 
+from nodeau.apps.cli.bootstrap import utc_now
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.apps.cloud.settings import base_url, cloud_settings
+from nodeau.apps.cloud.status import cloud_status
 from nodeau.apps.planes.plane import PlanInstall
+from nodeau.domain.cloud import Association, parse_allowed
+from nodeau.ports.cloud import CloudError, Installation, NodeauCloud
+from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
     from nodeau.apps.cli.bootstrap import Settings
@@ -80,16 +90,8 @@ def connect_on(
 ) -> int:
     """``nodeau cloud connect`` on ``on``; 0 connected, 2 connected with the entitlement
     refused, 1 not connected."""
-    import time
 
-    from returns.result import Failure, Success
-
-    from nodeau.apps.cli.bootstrap import utc_now
     from nodeau.apps.cloud import bootstrap, reporter_process, signin
-    from nodeau.apps.cloud.settings import base_url, cloud_settings
-    from nodeau.domain.cloud import parse_allowed
-    from nodeau.ports.cloud import CloudError, Installation
-    from nodeau.ports.errors import SettingsError
 
     settings = cloud_settings(s.environ)
     target = settings.url if url is None else base_url(url, "--url")
@@ -222,8 +224,6 @@ def status(*, json: bool = False, all: bool = False) -> int:
 
 def status_text(s: Settings, *, json: bool = False, every: bool = False) -> str:
     from nodeau.apps.cloud import bootstrap, reporter_process
-    from nodeau.apps.cloud.settings import cloud_settings
-    from nodeau.apps.cloud.status import cloud_status
 
     settings = cloud_settings(s.environ)
     state = bootstrap.cloud_state(s.home)
@@ -237,7 +237,6 @@ def status_text(s: Settings, *, json: bool = False, every: bool = False) -> str:
 
 
 def _when(moment: object) -> str:
-    from datetime import datetime
 
     return moment.isoformat(timespec="seconds") if isinstance(moment, datetime) else "never"
 
@@ -306,9 +305,7 @@ def disconnect() -> int:
 
 
 def disconnect_lines(s: Settings) -> list[str]:
-    from nodeau.apps.cli.bootstrap import utc_now
     from nodeau.apps.cloud import bootstrap, reporter_process, signin
-    from nodeau.apps.cloud.settings import cloud_settings
 
     settings = cloud_settings(s.environ)
     state = bootstrap.cloud_state(s.home)
@@ -350,15 +347,8 @@ def run(*, once: bool = False) -> int:
 
 
 def run_on(on: Plane, s: Settings, *, once: bool = False) -> int:
-    import signal
-    import threading
 
-    from nodeau.apps.cli.bootstrap import utc_now
     from nodeau.apps.cloud import bootstrap, reporter
-    from nodeau.apps.cloud.settings import cloud_settings
-    from nodeau.domain.cloud import Association
-    from nodeau.ports.cloud import NodeauCloud
-    from nodeau.ports.errors import SettingsError
 
     settings = cloud_settings(s.environ)
     state = bootstrap.cloud_state(s.home)

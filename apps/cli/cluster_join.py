@@ -18,8 +18,13 @@ from attrs import frozen
 from cyclopts import Parameter
 from returns.result import Failure, Success
 
+from nodeau.apps.cli.bootstrap import settings, this_platform
 from nodeau.apps.cli.cluster_plane import KUBERNETES, PlaneChoice, open_cluster, write_plane_file
+from nodeau.apps.cli.durations import duration_option
 from nodeau.apps.cli.errors import SettingsError
+from nodeau.apps.machine import inventory_for
+from nodeau.apps.machine_report import build_report
+from nodeau.apps.models import services
 from nodeau.domain.platforms import join_refusal
 from nodeau.ports.cluster import (
     BootstrapToken,
@@ -36,7 +41,6 @@ DEFAULT_API_PORT = 6443
 
 def parse_ttl(text: str) -> timedelta:
     """A token lifetime such as 30m, 24h or 7d."""
-    from nodeau.apps.cli.durations import duration_option
 
     return duration_option("--ttl", text)
 
@@ -67,7 +71,6 @@ def join_step(server: str, token: str, ca_hash: str) -> list[str]:
 
 def default_kubeconfig() -> Path:
     """The kubeconfig kubectl would use: $KUBECONFIG, else ~/.kube/config."""
-    from nodeau.apps.cli.bootstrap import settings
 
     kubeconfig = settings().environ.get("KUBECONFIG")
     return Path(kubeconfig) if kubeconfig else Path("~/.kube/config").expanduser()
@@ -161,7 +164,6 @@ def join(
     dry_run
         Check everything and print the node-join step; run and write nothing.
     """
-    from nodeau.apps.cli.bootstrap import settings, this_platform
 
     s = settings()
     ask = JoinAsk(
@@ -275,10 +277,6 @@ def reached(
 
 def report_once(reports: MachineReports) -> str:
     """Build this machine's report as the agent does and publish it once; the machine's name."""
-    from nodeau.apps.cli.bootstrap import settings
-    from nodeau.apps.machine import inventory_for
-    from nodeau.apps.machine_report import build_report
-    from nodeau.apps.models import services
 
     models = services.build(settings())
     s = models.settings

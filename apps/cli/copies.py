@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from nodeau.apps.cli.bootstrap import fetch_progress
 from nodeau.apps.cli.render import size, table
 from nodeau.ports.errors import NodeauError
 
@@ -63,7 +64,6 @@ def wait_until_settled(
 ) -> CopyView:
     """Wait until the copy of ``artifact`` on ``machine`` is ready (the copy then) or failed
     (``CopyFailed``); what happens meanwhile goes to stderr."""
-    from nodeau.apps.cli.bootstrap import fetch_progress
 
     said = None
     with fetch_progress(f"{name} on {machine}") as show:

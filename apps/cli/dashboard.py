@@ -6,9 +6,14 @@ Why it is so: docs/adr/decisions/apps-cli.md (dashboard.py).
 
 from __future__ import annotations
 
+import webbrowser
 from typing import Annotated
 
 from cyclopts import Parameter
+
+from nodeau.apps.cli.bootstrap import settings
+from nodeau.apps.cli.render import to_json
+from nodeau.apps.dashboard.service import close_dashboard, open_dashboard
 
 
 def dashboard(
@@ -29,9 +34,6 @@ def dashboard(
     stop
         Stop the dashboard instead.
     """
-    from nodeau.apps.cli.bootstrap import settings
-    from nodeau.apps.cli.render import to_json
-    from nodeau.apps.dashboard.service import close_dashboard, open_dashboard
 
     if stop:
         was = close_dashboard(settings())
@@ -49,7 +51,5 @@ def dashboard(
             "the next `nodeau dashboard` makes a new token"
         )
     if open_browser:
-        import webbrowser
-
         webbrowser.open(opened.url)
     return 0

@@ -7,13 +7,18 @@ the composition root read: a Mac is never a fleet node).
 
 from __future__ import annotations
 
+import json as json_module
 from typing import TYPE_CHECKING
 
 from attrs import frozen
 
+from nodeau.apps.cli.bootstrap import settings, this_platform
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.apps.machine import inventory_for, model_server, server_abilities
 from nodeau.domain.hardware import MachineReading
-from nodeau.domain.model_server import ServerAbilities
+from nodeau.domain.model_server import ServerAbilities, abilities_text
+from nodeau.domain.platforms import how_served
+from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:
     from nodeau.domain.platforms import Serving
@@ -31,9 +36,6 @@ def environment(*, json: bool = False) -> int:
         program, reason, and abilities (what the binary said, devices included); its
         "served" says how this machine is served: platform, fleet_node, sentence.
     """
-    from nodeau.apps.cli.bootstrap import settings, this_platform
-    from nodeau.apps.machine import inventory_for
-    from nodeau.domain.platforms import how_served
 
     s = settings()
     reading = inventory_for(s.machine, s.simulated_gpus).read()
@@ -48,7 +50,6 @@ def environment(*, json: bool = False) -> int:
 
 def environment_json(reading: MachineReading, server: ServerReading, served: Serving) -> str:
     """``environment --json``: the reading, its model server, and how the machine is served."""
-    import json as json_module
 
     document = json_module.loads(to_json(reading))
     document["server"] = json_module.loads(to_json(server))
@@ -95,10 +96,6 @@ class ServerReading:
 def server_reading(reading: MachineReading | None = None) -> ServerReading:
     """Which model server ``run`` would start on this machine and what it can use (asked of
     the binary itself); or why there is none, naming ``nodeau server install``."""
-    from nodeau.apps.cli.bootstrap import settings
-    from nodeau.apps.machine import inventory_for, model_server, server_abilities
-    from nodeau.domain.model_server import abilities_text
-    from nodeau.ports.errors import NodeauError
 
     s = settings()
     reading = reading or inventory_for(s.machine, s.simulated_gpus).read()

@@ -10,6 +10,10 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
+from nodeau.apps.cli.bootstrap import fleet_source, plane_choice, settings
+from nodeau.apps.cli.render import to_json
+from nodeau.apps.endpoint_services import close_gateway, open_gateway
+from nodeau.domain.origins import parse_origin
 from nodeau.ports.errors import NodeauError
 
 
@@ -40,10 +44,6 @@ def gateway(
     json
         Print its address, port, origins and how it runs as JSON.
     """
-    from nodeau.apps.cli.bootstrap import fleet_source, plane_choice, settings
-    from nodeau.apps.cli.render import to_json
-    from nodeau.apps.endpoint_services import close_gateway, open_gateway
-    from nodeau.domain.origins import parse_origin
 
     if port is not None and not 1 <= port <= 65535:
         raise GatewayError(f"--port {port} is not a TCP port (1-65535)")

@@ -10,7 +10,9 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
+from nodeau.apps.cli.bootstrap import plane
 from nodeau.apps.serving.commands import LOG_LINES
+from nodeau.ports.errors import SettingsError
 
 
 def logs(
@@ -35,8 +37,6 @@ def logs(
         Print {"name": NAME, "lines": [LINE, ...]}; with --follow, one
         {"name": NAME, "line": LINE} object a line (JSON Lines), as each is written.
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.ports.errors import SettingsError
 
     if lines < 1:
         raise SettingsError(f"--lines {lines}: give a positive number of lines")
@@ -53,7 +53,6 @@ def logs(
 
 def _follow(name: str, lines: int, *, json: bool) -> int:
     """Print the log's lines as they come until Ctrl-C, which is the way to end it."""
-    from nodeau.apps.cli.bootstrap import plane
 
     try:
         for line in plane().serving.follow_logs(name, lines):

@@ -6,14 +6,21 @@ Why it is so: docs/adr/decisions/apps-cli.md (model_files.py).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attrs import asdict, frozen
 
-from nodeau.apps.cli.bootstrap import settings
+from nodeau.apps.cli.bootstrap import LazyMachineParts, plane, plane_choice, settings
 from nodeau.apps.cli.render import size, table, to_json
 from nodeau.apps.models import services
-from nodeau.apps.planes.status_rows import StatusRow
+from nodeau.apps.models.actions import resolve_model
+from nodeau.apps.models.removal import remove_model, workload_reliances
+from nodeau.apps.planes.status_rows import StatusRow, status_rows
+from nodeau.domain.artifacts import Sha256
+from nodeau.domain.copies import PERSON, RECOVERY_PREFIX
+from nodeau.domain.removal import Reliance, RelianceKind, RemovalRefused
+from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
     from nodeau.apps.models.actions import Resolved
@@ -38,8 +45,6 @@ def list_(*, json: bool = False) -> int:
     json
         Print the rows as JSON.
     """
-    from nodeau.apps.planes.status_rows import status_rows
-    from nodeau.domain.artifacts import Sha256
 
     s = services.build(settings())
     rows = [
@@ -84,9 +89,6 @@ def rm(model: str, /, *, json: bool = False) -> int:
     json
         Print what was deleted and kept (or the refusal) as JSON.
     """
-    from nodeau.apps.models.actions import resolve_model
-    from nodeau.apps.models.removal import remove_model
-    from nodeau.domain.removal import RemovalRefused
 
     s = services.build(settings())
     book, catalog = s.registry.book(), s.catalog()
@@ -126,8 +128,6 @@ def _removal_lines(resolved: Resolved, report: RemovalReport) -> list[str]:
 
 def _reliances(resolved: Resolved) -> tuple[Reliance, ...]:
     """What relies on a model's files on this machine, as the plane in force knows it."""
-    from nodeau.apps.cli.bootstrap import LazyMachineParts, plane, plane_choice
-    from nodeau.apps.models.removal import workload_reliances
 
     s = settings()
     if not plane_choice().kubernetes:
@@ -138,8 +138,6 @@ def _reliances(resolved: Resolved) -> tuple[Reliance, ...]:
 def _fleet_reliances(resolved: Resolved, fleet: Plane, machine: str) -> tuple[Reliance, ...]:
     """On a fleet: the copy requests and recoveries for this machine's copy, and the
     workloads placed on this machine that serve the model by one of its names."""
-    from nodeau.domain.copies import PERSON, RECOVERY_PREFIX
-    from nodeau.domain.removal import Reliance, RelianceKind
 
     artifact = resolved.artifact.id.hex
     found: list[Reliance] = []
@@ -180,9 +178,6 @@ def _fleet_reliances(resolved: Resolved, fleet: Plane, machine: str) -> tuple[Re
 
 def refuse_a_file(model: str) -> None:
     """``nodeau run ./file.gguf``: a file is imported first, then run by its alias."""
-    from pathlib import Path
-
-    from nodeau.ports.errors import SettingsError
 
     looks_like_a_path = "/" in model or model.lower().endswith(".gguf")
     if looks_like_a_path or (model.startswith(("~", ".")) and Path(model).expanduser().is_file()):

@@ -11,9 +11,18 @@ from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import App, Parameter
 
-from nodeau.apps.cli.bootstrap import settings
+from nodeau.apps.cli.bootstrap import build_progress, plane, settings
+from nodeau.apps.cli.copies import listing_lines, wait_until_settled
+from nodeau.apps.cli.info_text import info_lines
+from nodeau.apps.cli.qualify_text import qualification_lines
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.apps.cli.serving import report_refusal
 from nodeau.apps.models import services
+from nodeau.apps.models.actions import import_model, pull_model, resolve_model, verify_model
+from nodeau.apps.serving.commands import Refused
+from nodeau.domain.catalog import Catalog
+from nodeau.ports.errors import SettingsError
+from nodeau.ports.models import CatalogError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,7 +48,6 @@ def pull(name: str, /, *, json: bool = False) -> int:
     json
         Print the result as JSON.
     """
-    from nodeau.apps.models.actions import pull_model
 
     s = services.build(settings())
     report = pull_model(
@@ -89,8 +97,6 @@ def copy_(
     json
         Print the copy as JSON (with ``--wait``, the copy once it is ready).
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.ports.errors import SettingsError
 
     if remove and wait:
         raise SettingsError("--remove takes a request back; there is nothing to --wait for")
@@ -103,7 +109,6 @@ def copy_(
     if not wait:
         print(to_json(asked) if json else asked.sentence)
         return 0
-    from nodeau.apps.cli.copies import wait_until_settled
 
     print(asked.sentence, file=sys.stderr if json else sys.stdout, flush=True)
     copy = asked.copy
@@ -125,8 +130,6 @@ def copies(*, json: bool = False) -> int:
     json
         Print the copies as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.cli.copies import listing_lines
 
     listing = plane().copies.listing()
     if json:
@@ -139,8 +142,6 @@ def copies(*, json: bool = False) -> int:
 def _fleet_catalog() -> Catalog:
     """The catalog this command reads: names for models no machine holds yet. Unreadable,
     it is said once and left out (the machines' agents fetch by their own)."""
-    from nodeau.domain.catalog import Catalog
-    from nodeau.ports.models import CatalogError
 
     try:
         return services.build(settings()).catalog()
@@ -175,8 +176,6 @@ def import_(
     json
         Print the result as JSON.
     """
-    from nodeau.apps.cli.bootstrap import build_progress
-    from nodeau.apps.models.actions import import_model
 
     s = services.build(settings())
     with build_progress() as shown:
@@ -235,7 +234,6 @@ def status(*, json: bool = False) -> int:
     json
         Print the rows as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     rows = plane().model_status()
     if json:
@@ -271,7 +269,6 @@ def verify(model: str, /, *, json: bool = False) -> int:
     json
         Print the result as JSON.
     """
-    from nodeau.apps.models.actions import resolve_model, verify_model
 
     s = services.build(settings())
     resolved = resolve_model(model, s.registry.book(), s.catalog(), s.store.files())
@@ -303,11 +300,6 @@ def qualify(
     json
         Print the result as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.cli.qualify_text import qualification_lines
-    from nodeau.apps.cli.serving import report_refusal
-    from nodeau.apps.serving.commands import Refused
-    from nodeau.ports.errors import SettingsError
 
     if context is not None and context <= 0:
         raise SettingsError("--context must be a positive number of tokens")
@@ -332,8 +324,6 @@ def info(model: str, /, *, json: bool = False) -> int:
     json
         Print the result as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.cli.info_text import info_lines
 
     described = plane().qualification.info(model)
     print(to_json(described) if json else "\n".join(info_lines(described)))

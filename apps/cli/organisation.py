@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 from cyclopts import App
 
+from nodeau.apps.cli.bootstrap import plane
 from nodeau.apps.cli.render import to_json
+from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
     from nodeau.apps.planes.plane import OrganisationView
@@ -33,7 +35,6 @@ def show(*, json: bool = False) -> int:
     json
         Print it as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     view = plane().organisation.view()
     print(to_json(view) if json else "\n".join(organisation_lines(view)))
@@ -49,8 +50,6 @@ def install(file: Path, /) -> int:
     file
         The policy (docs/organisation-format.md).
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.ports.errors import SettingsError
 
     try:
         with file.open("rb") as f:
@@ -64,7 +63,6 @@ def install(file: Path, /) -> int:
 @organisation_app.command(name="remove")
 def remove() -> int:
     """Remove the installed policy (an admin's action): no roles, limits or quotas apply."""
-    from nodeau.apps.cli.bootstrap import plane
 
     print(plane().organisation.remove())
     return 0

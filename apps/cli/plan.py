@@ -6,13 +6,19 @@ Why it is so: docs/adr/decisions/apps-cli.md (plan.py).
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from cyclopts import App
 
+from nodeau.apps.cli.bootstrap import plane
 from nodeau.apps.cli.render import to_json
+from nodeau.apps.serving.commands import RunAsk
+from nodeau.domain.tasks import Task
+from nodeau.domain.workloads import RecoveryMode
+from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
     from nodeau.apps.planes.plane import Plane, PlanView
@@ -37,7 +43,6 @@ def show(*, json: bool = False) -> int:
     json
         Print it as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     return show_on(plane(), json=json)
 
@@ -60,16 +65,12 @@ def install(file: Path, /, *, json: bool = False) -> int:
     json
         Print the outcome as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     return install_on(plane(), file, json=json)
 
 
 def install_on(on: Plane, file: Path, *, json: bool = False) -> int:
     """``nodeau plan install FILE`` on ``on``; 0 installed, 2 refused."""
-    import sys
-
-    from nodeau.ports.errors import SettingsError
 
     try:
         with file.open("rb") as f:
@@ -89,7 +90,6 @@ def install_on(on: Plane, file: Path, *, json: bool = False) -> int:
 @plan_app.command(name="remove")
 def remove() -> int:
     """Remove the installed entitlement: new decisions use the free Home plan."""
-    from nodeau.apps.cli.bootstrap import plane
 
     print(plane().plans.remove())
     return 0
@@ -124,11 +124,6 @@ def explain(
     json
         Print it as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.serving.commands import RunAsk
-    from nodeau.domain.tasks import Task
-    from nodeau.domain.workloads import RecoveryMode
-    from nodeau.ports.errors import SettingsError
 
     if context is not None and context <= 0:
         raise SettingsError("--context must be a positive number of tokens")

@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING, Literal
 
 from cyclopts import App
 
+from nodeau.apps.cli.bootstrap import plane
 from nodeau.apps.cli.render import table, to_json
+from nodeau.apps.cli.serving import parse_after
+from nodeau.domain.workloads import RecoveryMode
+from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
     from nodeau.apps.recovery.commands import RecoveryListing, RecoveryView
@@ -39,10 +43,6 @@ def set_choice(
     after
         With automatic: the delay, e.g. 90s, 10m, 1h30m or 2d (default 3m).
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.cli.serving import parse_after
-    from nodeau.domain.workloads import RecoveryMode
-    from nodeau.ports.errors import SettingsError
 
     if choice == "never" and after is not None:
         raise SettingsError(
@@ -63,7 +63,6 @@ def status(*, json: bool = False) -> int:
     json
         Print the listing as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     listing = plane().recovery.status()
     if json:

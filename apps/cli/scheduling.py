@@ -9,6 +9,9 @@ from typing import Literal
 
 from cyclopts import App
 
+from nodeau.apps.cli.bootstrap import plane
+from nodeau.domain.placement import Policy
+
 scheduling_app = App(
     name="scheduling",
     help="Drain machines and choose the scheduling policy; new placements only.",
@@ -24,7 +27,6 @@ def drain(*, node: str) -> int:
     node
         The machine (on Kubernetes, its Node name).
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     print(plane().machines.drain(node))
     return 0
@@ -39,7 +41,6 @@ def undrain(*, node: str) -> int:
     node
         The machine (on Kubernetes, its Node name).
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     print(plane().machines.undrain(node))
     return 0
@@ -56,8 +57,6 @@ def policy(choice: Literal["pack", "spread"], /, *, node: str | None = None) -> 
     node
         Set this machine's own override instead of the fleet-wide policy.
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.domain.placement import Policy
 
     print(plane().machines.set_policy(Policy(choice), node))
     return 0

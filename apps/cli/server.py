@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import App, Parameter
 
+from nodeau.adapters.llama_build import LlamaServerBuilder
+from nodeau.adapters.llama_server import cache_home, server_cache
+from nodeau.adapters.nvml_inventory import NvmlGpuInventory
+from nodeau.apps.cli.bootstrap import build_progress, settings
+from nodeau.apps.cli.environment import server_line
 from nodeau.apps.cli.render import table, to_json
+from nodeau.domain.model_server import install_choice
+from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
     from nodeau.adapters.llama_build import LlamaServerBuilder
@@ -54,9 +61,6 @@ def install(
     json
         Print what was built as JSON.
     """
-    from nodeau.apps.cli.bootstrap import build_progress, settings
-    from nodeau.domain.model_server import install_choice
-    from nodeau.ports.errors import SettingsError
 
     if jobs is not None and jobs < 1:
         raise SettingsError(f"--jobs {jobs}: give a positive number")
@@ -95,7 +99,6 @@ def list_builds(*, json: bool = False) -> int:
     json
         Print the builds as JSON.
     """
-    from nodeau.apps.cli.environment import server_line
 
     builds = _builder(None).builds()
     if json:
@@ -141,15 +144,11 @@ def _capabilities(s: Settings) -> dict[str, str]:
     """This machine's cards' compute capabilities (NVML); none where cards are simulated."""
     if s.simulated_gpus is not None:
         return {}
-    from nodeau.adapters.nvml_inventory import NvmlGpuInventory
 
     return NvmlGpuInventory(s.machine).compute_capabilities()
 
 
 def _builder(jobs: int | None) -> LlamaServerBuilder:
-    from nodeau.adapters.llama_build import LlamaServerBuilder
-    from nodeau.adapters.llama_server import cache_home, server_cache
-    from nodeau.apps.cli.bootstrap import settings
 
     env = settings().environ
     return LlamaServerBuilder(

@@ -13,7 +13,18 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from attrs import frozen
 from cyclopts import App, Parameter
 
+from nodeau.apps.cli.bootstrap import plane
+from nodeau.apps.cli.durations import duration_option
+from nodeau.apps.cli.explain import admission_lines, placement_lines
+from nodeau.apps.cli.interrupts import signals_interrupt
+from nodeau.apps.cli.model_files import refuse_a_file
+from nodeau.apps.cli.ps_command import ps as listed
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.apps.serving.commands import Refused, RunAsk, Started, Undecided
+from nodeau.domain.runs import Asked
+from nodeau.domain.tasks import Task
+from nodeau.domain.workloads import RecoveryMode
+from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -44,7 +55,6 @@ DEFAULT_AFTER = "3m"  # the recovery delay of a new workload when --after is not
 
 def parse_after(text: str) -> timedelta:
     """A recovery delay such as 90s, 3m or 1h30m."""
-    from nodeau.apps.cli.durations import duration_option
 
     return duration_option("--after", text)
 
@@ -98,14 +108,6 @@ def run(
     json
         Print the result as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.cli.interrupts import signals_interrupt
-    from nodeau.apps.cli.model_files import refuse_a_file
-    from nodeau.apps.serving.commands import RunAsk
-    from nodeau.domain.runs import Asked
-    from nodeau.domain.tasks import Task
-    from nodeau.domain.workloads import RecoveryMode
-    from nodeau.ports.errors import SettingsError
 
     refuse_a_file(model)
     if wait < 0:
@@ -162,14 +164,12 @@ def ps(
     output
         ``wide``: one line a workload, full GPU UUIDs, the sentence last.
     """
-    from nodeau.apps.cli.ps_command import ps as listed
 
     return listed(json=json, output=output)
 
 
 def report_run(outcome: RunOutcome, *, json: bool) -> int:
     """Print what ``run`` did; its exit code (0, 1 undecided, 2 refused)."""
-    from nodeau.apps.serving.commands import Refused, Started, Undecided
 
     match outcome:
         case Refused(refusal=refusal):
@@ -238,7 +238,6 @@ def stop(
         before); holds_gpu, state and endpoint (what nodeau ps says of it afterwards:
         false, null and null once it is gone); sentence (what is printed without --json).
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     on = plane()
     if not json:
@@ -290,8 +289,6 @@ def service_explain(name: str, /, *, json: bool = False) -> int:
     json
         Print the recorded decision as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.cli.explain import admission_lines
 
     admission = plane().serving.admission(name)
     if json:
@@ -316,8 +313,6 @@ def placement_explain(name: str, /, *, json: bool = False) -> int:
     json
         Print the recorded placement as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.cli.explain import placement_lines
 
     admission = plane().serving.admission(name)
     if json:
@@ -336,7 +331,6 @@ def fleet_list(*, json: bool = False) -> int:
     json
         Print the machines as JSON.
     """
-    from nodeau.apps.cli.bootstrap import plane
 
     listing = plane().machines.listing()
     if json:

@@ -11,6 +11,9 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
+from nodeau.apps.cli.bootstrap import plane
+from nodeau.apps.cli.render import to_json
+
 
 def upgrade(
     *, node: str, done: Annotated[bool, Parameter(negative="")] = False, json: bool = False
@@ -27,8 +30,6 @@ def upgrade(
     json
         Print what was done as JSON: plane, machine, upgrading, sentence.
     """
-    from nodeau.apps.cli.bootstrap import plane
-    from nodeau.apps.cli.render import to_json
 
     marked = plane().machines.mark_upgrading(node, upgrading=not done)
     print(to_json(marked) if json else marked.sentence)
