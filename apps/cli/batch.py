@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from cyclopts import App
 
 from nodeau.apps.batches.commands import BatchAsk, BatchSubmitted
-from nodeau.apps.cli.bootstrap import plane
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import size, table, to_json
 from nodeau.apps.cli.serving import report_run
 from nodeau.domain.batches import parse_batch_lines
@@ -83,7 +83,7 @@ def submit(
         source=str(file.resolve()),
         unproved=unproved,
     )
-    return report_submit(plane().batches.submit(ask), json=json)
+    return report_submit(bootstrap.plane().batches.submit(ask), json=json)
 
 
 def report_submit(outcome: BatchOutcome, *, json: bool) -> int:
@@ -116,7 +116,7 @@ def status(name: str | None = None, /, *, json: bool = False) -> int:
         Print the status as JSON.
     """
 
-    rows = plane().batches.status(name)
+    rows = bootstrap.plane().batches.status(name)
     if json:
         print(to_json(rows[0] if name is not None else rows))
         return 0
@@ -150,7 +150,7 @@ def results(name: str, /) -> int:
         The job.
     """
 
-    for line in plane().batches.results(name):
+    for line in bootstrap.plane().batches.results(name):
         print(jsonlib.dumps(line))
     return 0
 
@@ -165,5 +165,5 @@ def stop(name: str, /) -> int:
         The job.
     """
 
-    print(plane().batches.stop(name))
+    print(bootstrap.plane().batches.stop(name))
     return 0

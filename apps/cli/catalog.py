@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cyclopts import App
 
-from nodeau.apps.cli.bootstrap import settings
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import size, table, to_json
 from nodeau.apps.models import services
 from nodeau.apps.models.catalog_add import add_to_catalog
@@ -25,7 +25,7 @@ def list_(*, json: bool = False) -> int:
     json
         Print the entries as JSON.
     """
-    entries = services.build(settings()).catalog().entries
+    entries = services.build(bootstrap.settings()).catalog().entries
     if json:
         print(to_json(entries))
         return 0
@@ -85,7 +85,7 @@ def add(
         Print the entry as JSON.
     """
 
-    s = services.build(settings())
+    s = services.build(bootstrap.settings())
     entry = add_to_catalog(
         path,
         name=name,

@@ -18,7 +18,7 @@ from attrs import frozen
 from cyclopts import Parameter
 from returns.result import Failure, Success
 
-from nodeau.apps.cli.bootstrap import settings, this_platform
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.cluster_plane import KUBERNETES, PlaneChoice, open_cluster, write_plane_file
 from nodeau.apps.cli.durations import duration_option
 from nodeau.apps.cli.errors import SettingsError
@@ -72,7 +72,7 @@ def join_step(server: str, token: str, ca_hash: str) -> list[str]:
 def default_kubeconfig() -> Path:
     """The kubeconfig kubectl would use: $KUBECONFIG, else ~/.kube/config."""
 
-    kubeconfig = settings().environ.get("KUBECONFIG")
+    kubeconfig = bootstrap.settings().environ.get("KUBECONFIG")
     return Path(kubeconfig) if kubeconfig else Path("~/.kube/config").expanduser()
 
 
@@ -165,7 +165,7 @@ def join(
         Check everything and print the node-join step; run and write nothing.
     """
 
-    s = settings()
+    s = bootstrap.settings()
     ask = JoinAsk(
         server=server,
         token=token,
@@ -174,7 +174,7 @@ def join(
         dry_run=dry_run,
     )
     here = ThisMachine(
-        platform=this_platform(),
+        platform=bootstrap.this_platform(),
         home=s.home,
         machine=s.machine,
         kubeadm=shutil.which("kubeadm"),
@@ -278,7 +278,7 @@ def reached(
 def report_once(reports: MachineReports) -> str:
     """Build this machine's report as the agent does and publish it once; the machine's name."""
 
-    models = services.build(settings())
+    models = services.build(bootstrap.settings())
     s = models.settings
     built = build_report(
         inventory=inventory_for(s.machine, s.simulated_gpus),

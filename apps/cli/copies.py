@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from nodeau.apps.cli.bootstrap import fetch_progress
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import size, table
 from nodeau.ports.errors import NodeauError
 
@@ -66,7 +66,7 @@ def wait_until_settled(
     (``CopyFailed``); what happens meanwhile goes to stderr."""
 
     said = None
-    with fetch_progress(f"{name} on {machine}") as show:
+    with bootstrap.fetch_progress(f"{name} on {machine}") as show:
         while True:
             view = next(
                 (

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
-from nodeau.apps.cli.bootstrap import settings
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.dashboard.service import close_dashboard, open_dashboard
 
@@ -36,10 +36,10 @@ def dashboard(
     """
 
     if stop:
-        was = close_dashboard(settings())
+        was = close_dashboard(bootstrap.settings())
         print("the dashboard was stopped" if was else "the dashboard was not running")
         return 0
-    opened = open_dashboard(settings())
+    opened = open_dashboard(bootstrap.settings())
     if json:
         print(to_json(opened))
     else:

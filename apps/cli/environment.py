@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from attrs import frozen
 
-from nodeau.apps.cli.bootstrap import settings, this_platform
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import size, table, to_json
 from nodeau.apps.machine import inventory_for, model_server, server_abilities
 from nodeau.domain.hardware import MachineReading
@@ -37,10 +37,10 @@ def environment(*, json: bool = False) -> int:
         "served" says how this machine is served: platform, fleet_node, sentence.
     """
 
-    s = settings()
+    s = bootstrap.settings()
     reading = inventory_for(s.machine, s.simulated_gpus).read()
     server = server_reading(reading)
-    served = how_served(this_platform())
+    served = how_served(bootstrap.this_platform())
     if json:
         print(environment_json(reading, server, served))
         return 0
@@ -97,7 +97,7 @@ def server_reading(reading: MachineReading | None = None) -> ServerReading:
     """Which model server ``run`` would start on this machine and what it can use (asked of
     the binary itself); or why there is none, naming ``nodeau server install``."""
 
-    s = settings()
+    s = bootstrap.settings()
     reading = reading or inventory_for(s.machine, s.simulated_gpus).read()
     try:
         real = bool(reading.real_cards)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
-from nodeau.apps.cli.bootstrap import fleet_source, plane_choice, settings
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.endpoint_services import close_gateway, open_gateway
 from nodeau.domain.origins import parse_origin
@@ -48,20 +48,22 @@ def gateway(
     if port is not None and not 1 <= port <= 65535:
         raise GatewayError(f"--port {port} is not a TCP port (1-65535)")
     if stop:
-        was = close_gateway(settings())
+        was = close_gateway(bootstrap.settings())
         print("the gateway was stopped" if was else "the gateway was not running")
         return 0
     try:
         origins = None if allow_origin is None else tuple(parse_origin(o) for o in allow_origin)
     except ValueError as exc:
         raise GatewayError(f"--allow-origin: {exc}") from exc
-    opened = open_gateway(settings(), port, origins, fleet=fleet_source(plane_choice()))
+    opened = open_gateway(
+        bootstrap.settings(), port, origins, fleet=bootstrap.fleet_source(bootstrap.plane_choice())
+    )
     if json:
         print(to_json(opened))
         return 0
     how = "started" if opened.started else "already running"
     print(f"gateway {how} at {opened.url} ({opened.service})")
-    where = "on the fleet" if plane_choice().kubernetes else "here"
+    where = "on the fleet" if bootstrap.plane_choice().kubernetes else "here"
     print(
         f"every model served {where} answers there by its name (GET /v1/models lists them); "
         "nodeau gateway --stop stops it"

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
-from nodeau.apps.cli.bootstrap import plane
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.serving.commands import LOG_LINES
 from nodeau.ports.errors import SettingsError
 
@@ -42,7 +42,7 @@ def logs(
         raise SettingsError(f"--lines {lines}: give a positive number of lines")
     if follow:
         return _follow(name, lines, json=json)
-    found = plane().serving.logs(name, lines)
+    found = bootstrap.plane().serving.logs(name, lines)
     if json:
         print(json_module.dumps({"name": name, "lines": list(found)}, indent=2))
         return 0
@@ -55,7 +55,7 @@ def _follow(name: str, lines: int, *, json: bool) -> int:
     """Print the log's lines as they come until Ctrl-C, which is the way to end it."""
 
     try:
-        for line in plane().serving.follow_logs(name, lines):
+        for line in bootstrap.plane().serving.follow_logs(name, lines):
             shown = json_module.dumps({"name": name, "line": line}) if json else line
             print(shown, flush=True)  # a reader of a pipe sees each line as it is written
     except KeyboardInterrupt:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from attrs import asdict, frozen
 
-from nodeau.apps.cli.bootstrap import LazyMachineParts, plane, plane_choice, settings
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import size, table, to_json
 from nodeau.apps.models import services
 from nodeau.apps.models.actions import resolve_model
@@ -46,7 +46,7 @@ def list_(*, json: bool = False) -> int:
         Print the rows as JSON.
     """
 
-    s = services.build(settings())
+    s = services.build(bootstrap.settings())
     rows = [
         ListRow(
             **asdict(r, recurse=False),
@@ -90,7 +90,7 @@ def rm(model: str, /, *, json: bool = False) -> int:
         Print what was deleted and kept (or the refusal) as JSON.
     """
 
-    s = services.build(settings())
+    s = services.build(bootstrap.settings())
     book, catalog = s.registry.book(), s.catalog()
     resolved = resolve_model(model, book, catalog, s.store.files())
     done = remove_model(
@@ -129,10 +129,10 @@ def _removal_lines(resolved: Resolved, report: RemovalReport) -> list[str]:
 def _reliances(resolved: Resolved) -> tuple[Reliance, ...]:
     """What relies on a model's files on this machine, as the plane in force knows it."""
 
-    s = settings()
-    if not plane_choice().kubernetes:
-        return workload_reliances(LazyMachineParts(s).state.snapshot().workloads)
-    return _fleet_reliances(resolved, plane(), s.machine)
+    s = bootstrap.settings()
+    if not bootstrap.plane_choice().kubernetes:
+        return workload_reliances(bootstrap.LazyMachineParts(s).state.snapshot().workloads)
+    return _fleet_reliances(resolved, bootstrap.plane(), s.machine)
 
 
 def _fleet_reliances(resolved: Resolved, fleet: Plane, machine: str) -> tuple[Reliance, ...]:

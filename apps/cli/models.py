@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import App, Parameter
 
-from nodeau.apps.cli.bootstrap import build_progress, plane, settings
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.copies import listing_lines, wait_until_settled
 from nodeau.apps.cli.info_text import info_lines
 from nodeau.apps.cli.qualify_text import qualification_lines
@@ -49,7 +49,7 @@ def pull(name: str, /, *, json: bool = False) -> int:
         Print the result as JSON.
     """
 
-    s = services.build(settings())
+    s = services.build(bootstrap.settings())
     report = pull_model(
         name,
         catalog=s.catalog(),
@@ -100,7 +100,7 @@ def copy_(
 
     if remove and wait:
         raise SettingsError("--remove takes a request back; there is nothing to --wait for")
-    fleet = plane()
+    fleet = bootstrap.plane()
     catalog = _fleet_catalog()
     if remove:
         print(fleet.copies.withdraw(model, to, catalog))
@@ -131,7 +131,7 @@ def copies(*, json: bool = False) -> int:
         Print the copies as JSON.
     """
 
-    listing = plane().copies.listing()
+    listing = bootstrap.plane().copies.listing()
     if json:
         print(to_json(listing))
         return 0
@@ -144,7 +144,7 @@ def _fleet_catalog() -> Catalog:
     it is said once and left out (the machines' agents fetch by their own)."""
 
     try:
-        return services.build(settings()).catalog()
+        return services.build(bootstrap.settings()).catalog()
     except CatalogError as exc:
         print(f"nodeau: catalog not read, its names are left out: {exc}", file=sys.stderr)
         return Catalog(entries=())
@@ -177,8 +177,8 @@ def import_(
         Print the result as JSON.
     """
 
-    s = services.build(settings())
-    with build_progress() as shown:
+    s = services.build(bootstrap.settings())
+    with bootstrap.build_progress() as shown:
         report = import_model(
             path,
             alias=alias,
@@ -235,7 +235,7 @@ def status(*, json: bool = False) -> int:
         Print the rows as JSON.
     """
 
-    rows = plane().model_status()
+    rows = bootstrap.plane().model_status()
     if json:
         print(to_json(rows))
         return 0
@@ -270,7 +270,7 @@ def verify(model: str, /, *, json: bool = False) -> int:
         Print the result as JSON.
     """
 
-    s = services.build(settings())
+    s = services.build(bootstrap.settings())
     resolved = resolve_model(model, s.registry.book(), s.catalog(), s.store.files())
     results = verify_model(resolved, s.store)
     if json:
@@ -305,7 +305,7 @@ def qualify(
         raise SettingsError("--context must be a positive number of tokens")
     if seed is not None and not 0 <= seed < 2**32:
         raise SettingsError("--seed must be a whole number from 0 to 4294967295")
-    done = plane().qualification.qualify(model, context, seed)
+    done = bootstrap.plane().qualification.qualify(model, context, seed)
     if isinstance(done, Refused):
         return report_refusal(done.refusal)
     print(to_json(done) if json else "\n".join(qualification_lines(done)))
@@ -325,6 +325,6 @@ def info(model: str, /, *, json: bool = False) -> int:
         Print the result as JSON.
     """
 
-    described = plane().qualification.info(model)
+    described = bootstrap.plane().qualification.info(model)
     print(to_json(described) if json else "\n".join(info_lines(described)))
     return 0

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from cyclopts import App
 
-from nodeau.apps.cli.bootstrap import plane
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import to_json
 from nodeau.ports.errors import SettingsError
 
@@ -36,7 +36,7 @@ def show(*, json: bool = False) -> int:
         Print it as JSON.
     """
 
-    view = plane().organisation.view()
+    view = bootstrap.plane().organisation.view()
     print(to_json(view) if json else "\n".join(organisation_lines(view)))
     return 0
 
@@ -56,7 +56,7 @@ def install(file: Path, /) -> int:
             document = f.read(MAX_READ)
     except OSError as exc:
         raise SettingsError(f"cannot read {file}: {exc.strerror or exc}") from exc
-    print(plane().organisation.install(document, str(file)))
+    print(bootstrap.plane().organisation.install(document, str(file)))
     return 0
 
 
@@ -64,7 +64,7 @@ def install(file: Path, /) -> int:
 def remove() -> int:
     """Remove the installed policy (an admin's action): no roles, limits or quotas apply."""
 
-    print(plane().organisation.remove())
+    print(bootstrap.plane().organisation.remove())
     return 0
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from cyclopts import App
 
-from nodeau.apps.cli.bootstrap import plane
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.serving.commands import RunAsk
 from nodeau.domain.tasks import Task
@@ -44,7 +44,7 @@ def show(*, json: bool = False) -> int:
         Print it as JSON.
     """
 
-    return show_on(plane(), json=json)
+    return show_on(bootstrap.plane(), json=json)
 
 
 def show_on(on: Plane, *, json: bool = False) -> int:
@@ -66,7 +66,7 @@ def install(file: Path, /, *, json: bool = False) -> int:
         Print the outcome as JSON.
     """
 
-    return install_on(plane(), file, json=json)
+    return install_on(bootstrap.plane(), file, json=json)
 
 
 def install_on(on: Plane, file: Path, *, json: bool = False) -> int:
@@ -91,7 +91,7 @@ def install_on(on: Plane, file: Path, *, json: bool = False) -> int:
 def remove() -> int:
     """Remove the installed entitlement: new decisions use the free Home plan."""
 
-    print(plane().plans.remove())
+    print(bootstrap.plane().plans.remove())
     return 0
 
 
@@ -136,7 +136,7 @@ def explain(
         recovery_after=timedelta(minutes=3),
         unproved=unproved,
     )
-    found = plane().serving.explain(ask)
+    found = bootstrap.plane().serving.explain(ask)
     print(to_json(found) if json else "\n".join(explanation_lines(found)))
     return 0 if found.admitted else REFUSED
 

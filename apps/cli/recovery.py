@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from cyclopts import App
 
-from nodeau.apps.cli.bootstrap import plane
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import table, to_json
 from nodeau.apps.cli.serving import parse_after
 from nodeau.domain.workloads import RecoveryMode
@@ -50,7 +50,7 @@ def set_choice(
             "waits for its machine however long (leave --after out)"
         )
     delay = parse_after(DEFAULT_AFTER if after is None else after)
-    print(plane().recovery.set_choice(name, RecoveryMode(choice), delay))
+    print(bootstrap.plane().recovery.set_choice(name, RecoveryMode(choice), delay))
     return 0
 
 
@@ -64,7 +64,7 @@ def status(*, json: bool = False) -> int:
         Print the listing as JSON.
     """
 
-    listing = plane().recovery.status()
+    listing = bootstrap.plane().recovery.status()
     if json:
         print(to_json(listing))
         return 0

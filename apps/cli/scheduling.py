@@ -9,7 +9,7 @@ from typing import Literal
 
 from cyclopts import App
 
-from nodeau.apps.cli.bootstrap import plane
+from nodeau.apps.cli import bootstrap
 from nodeau.domain.placement import Policy
 
 scheduling_app = App(
@@ -28,7 +28,7 @@ def drain(*, node: str) -> int:
         The machine (on Kubernetes, its Node name).
     """
 
-    print(plane().machines.drain(node))
+    print(bootstrap.plane().machines.drain(node))
     return 0
 
 
@@ -42,7 +42,7 @@ def undrain(*, node: str) -> int:
         The machine (on Kubernetes, its Node name).
     """
 
-    print(plane().machines.undrain(node))
+    print(bootstrap.plane().machines.undrain(node))
     return 0
 
 
@@ -58,5 +58,5 @@ def policy(choice: Literal["pack", "spread"], /, *, node: str | None = None) -> 
         Set this machine's own override instead of the fleet-wide policy.
     """
 
-    print(plane().machines.set_policy(Policy(choice), node))
+    print(bootstrap.plane().machines.set_policy(Policy(choice), node))
     return 0

@@ -15,7 +15,7 @@ from cyclopts import App, Parameter
 from nodeau.adapters.llama_build import LlamaServerBuilder
 from nodeau.adapters.llama_server import cache_home, server_cache
 from nodeau.adapters.nvml_inventory import NvmlGpuInventory
-from nodeau.apps.cli.bootstrap import build_progress, settings
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.environment import server_line
 from nodeau.apps.cli.render import table, to_json
 from nodeau.domain.model_server import install_choice
@@ -64,14 +64,14 @@ def install(
 
     if jobs is not None and jobs < 1:
         raise SettingsError(f"--jobs {jobs}: give a positive number")
-    s = settings()
+    s = bootstrap.settings()
     choice = install_choice(cpu=cpu, cuda=cuda, archs=cuda_arch, cards=_capabilities(s))
     if isinstance(choice, str):
         raise SettingsError(choice)
     builder = _builder(jobs)
     print(f"nodeau server install: {choice.why}", file=sys.stderr)
     if fetch_only:
-        with build_progress() as progress:
+        with bootstrap.build_progress() as progress:
             source, toolkit = builder.fetch(choice.ask, progress)
         fetched = {"sources": str(source), "toolkit": toolkit.describe() if toolkit else None}
         if json:
@@ -81,7 +81,7 @@ def install(
             if toolkit:
                 print(f"  toolkit  {toolkit.describe()}")
         return 0
-    with build_progress() as progress:
+    with bootstrap.build_progress() as progress:
         built = builder.install(choice.ask, progress)
     if json:
         print(to_json(built))
@@ -150,7 +150,7 @@ def _capabilities(s: Settings) -> dict[str, str]:
 
 def _builder(jobs: int | None) -> LlamaServerBuilder:
 
-    env = settings().environ
+    env = bootstrap.settings().environ
     return LlamaServerBuilder(
         server_cache(env), cuda_cache=cache_home(env) / "cuda", environ=env, jobs=jobs
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from attrs import frozen
 from cyclopts import App, Parameter
 
-from nodeau.apps.cli.bootstrap import plane
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.durations import duration_option
 from nodeau.apps.cli.explain import admission_lines, placement_lines
 from nodeau.apps.cli.interrupts import signals_interrupt
@@ -136,7 +136,7 @@ def run(
     )
     with signals_interrupt():
         try:
-            outcome = plane().serving.run(ask)
+            outcome = bootstrap.plane().serving.run(ask)
         except KeyboardInterrupt:
             print(
                 f"nodeau: run {model} interrupted (nodeau ps shows whether anything of it is left)",
@@ -239,7 +239,7 @@ def stop(
         false, null and null once it is gone); sentence (what is printed without --json).
     """
 
-    on = plane()
+    on = bootstrap.plane()
     if not json:
         print(on.serving.stop(name, workload=workload))
         return 0
@@ -290,13 +290,13 @@ def service_explain(name: str, /, *, json: bool = False) -> int:
         Print the recorded decision as JSON.
     """
 
-    admission = plane().serving.admission(name)
+    admission = bootstrap.plane().serving.admission(name)
     if json:
         print(to_json(admission.admitted))
         return 0
     simulated = any("SIM-GPU" in c.gpu_uuid for c in admission.admitted.cards)
     print("\n".join(admission_lines(admission, simulated)))
-    second = plane().serving.runtime_estimate(name)
+    second = bootstrap.plane().serving.runtime_estimate(name)
     if second is not None:
         print(second)
     return 0
@@ -314,7 +314,7 @@ def placement_explain(name: str, /, *, json: bool = False) -> int:
         Print the recorded placement as JSON.
     """
 
-    admission = plane().serving.admission(name)
+    admission = bootstrap.plane().serving.admission(name)
     if json:
         print(to_json(admission.placement))
         return 0
@@ -332,7 +332,7 @@ def fleet_list(*, json: bool = False) -> int:
         Print the machines as JSON.
     """
 
-    listing = plane().machines.listing()
+    listing = bootstrap.plane().machines.listing()
     if json:
         print(to_json(listing))
         return 0

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
-from nodeau.apps.cli.bootstrap import plane
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import to_json
 
 
@@ -31,6 +31,6 @@ def upgrade(
         Print what was done as JSON: plane, machine, upgrading, sentence.
     """
 
-    marked = plane().machines.mark_upgrading(node, upgrading=not done)
+    marked = bootstrap.plane().machines.mark_upgrading(node, upgrading=not done)
     print(to_json(marked) if json else marked.sentence)
     return 0
