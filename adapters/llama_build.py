@@ -27,7 +27,7 @@ from nodeau.adapters.cuda_toolkit import Toolkit
 from nodeau.adapters.pypi_files import PinnedFile, fetch_pinned
 from nodeau.adapters.server_abilities import ask_binary
 from nodeau.domain.model_server import BuildAsk
-from nodeau.ports.server_install import BuildProgress, BuiltServer, InstallError
+from nodeau.ports.server_install import BuildProgress, BuiltServer, FetchedBuild, InstallError
 
 LLAMA_CPP_PYTHON = "0.3.36"
 LLAMA_CPP_COMMIT = "0c1e570"  # the llama.cpp its sdist vendors
@@ -117,6 +117,10 @@ class LlamaServerBuilder:
         llama.cpp sources, and for CUDA the toolkit."""
         source = self._source(progress)
         return source, self._toolkit(progress) if ask.backend == "cuda" else None
+
+    def prepare(self, ask: BuildAsk, progress: BuildProgress) -> FetchedBuild:
+        source, toolkit = self.fetch(ask, progress)
+        return FetchedBuild(sources=source, toolkit=toolkit.describe() if toolkit else None)
 
     def install(self, ask: BuildAsk, progress: BuildProgress) -> BuiltServer:
         folder = self.folder(ask)

@@ -8,6 +8,7 @@ built; ``builds`` lists what it finished, newest first.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from attrs import frozen
@@ -15,7 +16,14 @@ from attrs import frozen
 from nodeau.domain.model_server import BuildAsk
 from nodeau.ports.errors import NodeauError
 
-__all__ = ["BuildAsk", "BuildProgress", "BuiltServer", "InstallError", "ServerInstaller"]
+__all__ = [
+    "BuildAsk",
+    "BuildProgress",
+    "BuiltServer",
+    "FetchedBuild",
+    "InstallError",
+    "ServerInstaller",
+]
 
 BuildProgress = Callable[[str, float, float | None], None]
 """Called with (the step, how far it is, its whole: None when unknown) as an install goes."""
@@ -44,8 +52,22 @@ class BuiltServer:
     reused: bool = False  # this install found it finished and built nothing
 
 
+@frozen(kw_only=True)
+class FetchedBuild:
+    """What a build compiles from, fetched and checked: the llama.cpp sources, and for CUDA
+    the toolkit (its version and where it came from)."""
+
+    sources: Path
+    toolkit: str | None  # None: a CPU build needs none
+
+
 class ServerInstaller(Protocol):
     """Builds llama-server into a cache."""
+
+    def prepare(self, ask: BuildAsk, progress: BuildProgress) -> FetchedBuild:
+        """Fetch and check what ``ask``'s build compiles from, building nothing (to build
+        later without a network)."""
+        ...
 
     def install(self, ask: BuildAsk, progress: BuildProgress) -> BuiltServer:
         """The finished build of ``ask``: reused when there is one, else made (InstallError

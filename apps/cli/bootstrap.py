@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from nodeau.ports.models import FetchProgress
     from nodeau.ports.organisation import Identity, OrganisationPolicy
     from nodeau.ports.runtime import FitEstimates, ModelRuntime, ServerLogs, ServerWatch
-    from nodeau.ports.server_install import BuildProgress
+    from nodeau.ports.server_install import BuildProgress, ServerInstaller
     from nodeau.ports.state import StateStore
 
 __all__ = [
@@ -237,6 +237,28 @@ def build_progress() -> AbstractContextManager[BuildProgress]:
     from nodeau.adapters import progress
 
     return progress.build_progress()
+
+
+def card_capabilities(s: Settings) -> dict[str, str]:
+    """This machine's cards' compute capabilities (NVML), by UUID; none where cards are
+    simulated."""
+    if s.simulated_gpus is not None:
+        return {}
+    from nodeau.adapters.nvml_inventory import NvmlGpuInventory
+
+    return NvmlGpuInventory(s.machine).compute_capabilities()
+
+
+def server_installer(jobs: int | None) -> ServerInstaller:
+    """What builds llama-server into this user's cache (``jobs`` compiles at once; None:
+    one per core)."""
+    from nodeau.adapters.llama_build import LlamaServerBuilder
+    from nodeau.adapters.llama_server import cache_home, server_cache
+
+    env = settings().environ
+    return LlamaServerBuilder(
+        server_cache(env), cuda_cache=cache_home(env) / "cuda", environ=env, jobs=jobs
+    )
 
 
 def fleet_source(choice: PlaneChoice) -> FleetSource | None:

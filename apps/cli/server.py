@@ -12,9 +12,6 @@ from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import App, Parameter
 
-from nodeau.adapters.llama_build import LlamaServerBuilder
-from nodeau.adapters.llama_server import cache_home, server_cache
-from nodeau.adapters.nvml_inventory import NvmlGpuInventory
 from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.environment import server_line
 from nodeau.apps.cli.render import table, to_json
@@ -22,8 +19,6 @@ from nodeau.domain.model_server import install_choice
 from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
-    from nodeau.adapters.llama_build import LlamaServerBuilder
-    from nodeau.apps.settings import Settings
     from nodeau.ports.server_install import BuiltServer
 
 server_app = App(name="server", help="The model server Nodeau runs: install it, list builds.")
@@ -65,21 +60,22 @@ def install(
     if jobs is not None and jobs < 1:
         raise SettingsError(f"--jobs {jobs}: give a positive number")
     s = bootstrap.settings()
-    choice = install_choice(cpu=cpu, cuda=cuda, archs=cuda_arch, cards=_capabilities(s))
+    choice = install_choice(
+        cpu=cpu, cuda=cuda, archs=cuda_arch, cards=bootstrap.card_capabilities(s)
+    )
     if isinstance(choice, str):
         raise SettingsError(choice)
-    builder = _builder(jobs)
+    builder = bootstrap.server_installer(jobs)
     print(f"nodeau server install: {choice.why}", file=sys.stderr)
     if fetch_only:
         with bootstrap.build_progress() as progress:
-            source, toolkit = builder.fetch(choice.ask, progress)
-        fetched = {"sources": str(source), "toolkit": toolkit.describe() if toolkit else None}
+            fetched = builder.prepare(choice.ask, progress)
         if json:
-            print(to_json(fetched))
+            print(to_json({"sources": str(fetched.sources), "toolkit": fetched.toolkit}))
         else:
-            print(f"fetched and checked, nothing built: llama.cpp sources in {source}")
-            if toolkit:
-                print(f"  toolkit  {toolkit.describe()}")
+            print(f"fetched and checked, nothing built: llama.cpp sources in {fetched.sources}")
+            if fetched.toolkit:
+                print(f"  toolkit  {fetched.toolkit}")
         return 0
     with bootstrap.build_progress() as progress:
         built = builder.install(choice.ask, progress)
@@ -100,7 +96,7 @@ def list_builds(*, json: bool = False) -> int:
         Print the builds as JSON.
     """
 
-    builds = _builder(None).builds()
+    builds = bootstrap.server_installer(None).builds()
     if json:
         print(to_json(builds))
         return 0
@@ -138,19 +134,3 @@ def built_lines(built: BuiltServer) -> list[str]:
 def _minutes(seconds: float) -> str:
     whole = round(seconds)
     return f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{whole}s"
-
-
-def _capabilities(s: Settings) -> dict[str, str]:
-    """This machine's cards' compute capabilities (NVML); none where cards are simulated."""
-    if s.simulated_gpus is not None:
-        return {}
-
-    return NvmlGpuInventory(s.machine).compute_capabilities()
-
-
-def _builder(jobs: int | None) -> LlamaServerBuilder:
-
-    env = bootstrap.settings().environ
-    return LlamaServerBuilder(
-        server_cache(env), cuda_cache=cache_home(env) / "cuda", environ=env, jobs=jobs
-    )
