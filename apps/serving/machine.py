@@ -129,15 +129,7 @@ class ThisMachineServing:
             case Admit():
                 pass
         self._listing.refuse_unknown_servers()
-        request = RunRequest(
-            name=name,
-            task=ask.task,
-            context_tokens=ask.context_tokens,
-            recovery=ask.recovery,
-            recovery_after=ask.recovery_after,
-            on_cpu=ask.on_cpu,
-            unproved=ask.unproved,
-        )
+        request = RunRequest.of(ask, name)
         # the model server is found (and asked what it can use) before anything is recorded
         decided = self._admit(resolved, request, WorkloadKind.SERVICE)
         if isinstance(decided, Refusal):

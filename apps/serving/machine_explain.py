@@ -40,15 +40,7 @@ def explain_run(parts: MachineParts, ask: RunAsk, rules: Rules, now: datetime) -
 
     models = parts.models
     resolved = resolve_model(ask.model, models.registry.book(), models.catalog())
-    request = RunRequest(
-        name=workload_name(ask.name, resolved.display_name),
-        task=ask.task,
-        context_tokens=ask.context_tokens,
-        recovery=ask.recovery,
-        recovery_after=ask.recovery_after,
-        on_cpu=ask.on_cpu,
-        unproved=ask.unproved,
-    )
+    request = RunRequest.of(ask, workload_name(ask.name, resolved.display_name))
     decision = run_decision(
         resolved,
         request,

@@ -15,6 +15,7 @@ from returns.result import Failure, Result, Success
 
 from nodeau.apps.models.actions import Resolved
 from nodeau.apps.models.services import ModelServices
+from nodeau.apps.serving.commands import RunAsk
 from nodeau.domain import restarts
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.catalog import catalog_claims
@@ -78,6 +79,19 @@ class RunRequest:
     recovery_after: timedelta
     on_cpu: bool = False  # asked with --cpu: the card is held, the model runs on the CPU
     unproved: bool = False  # asked with --unproved (or a qualification's own run)
+
+    @classmethod
+    def of(cls, ask: RunAsk, name: str) -> RunRequest:
+        """What ``nodeau run`` asks of this machine, for the workload called ``name``."""
+        return cls(
+            name=name,
+            task=ask.task,
+            context_tokens=ask.context_tokens,
+            recovery=ask.recovery,
+            recovery_after=ask.recovery_after,
+            on_cpu=ask.on_cpu,
+            unproved=ask.unproved,
+        )
 
 
 def fleet_of_one(reading: MachineReading) -> Fleet:
