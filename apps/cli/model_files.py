@@ -6,7 +6,6 @@ Why it is so: docs/adr/decisions/apps-cli.md (model_files.py).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attrs import asdict, frozen
@@ -20,7 +19,6 @@ from nodeau.apps.planes.status_rows import StatusRow, status_rows
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.copies import PERSON, RECOVERY_PREFIX
 from nodeau.domain.removal import Reliance, RelianceKind, RemovalRefused
-from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
     from nodeau.apps.models.actions import Resolved
@@ -174,14 +172,3 @@ def _fleet_reliances(resolved: Resolved, fleet: Plane, machine: str) -> tuple[Re
         if w.machine == machine and w.model in names
     ]
     return tuple(found)
-
-
-def refuse_a_file(model: str) -> None:
-    """``nodeau run ./file.gguf``: a file is imported first, then run by its alias."""
-
-    looks_like_a_path = "/" in model or model.lower().endswith(".gguf")
-    if looks_like_a_path or (model.startswith(("~", ".")) and Path(model).expanduser().is_file()):
-        raise SettingsError(
-            f"{model} is a file, and a model is run by its name: "
-            f"`nodeau models import {model} --alias NAME`, then `nodeau run NAME`"
-        )

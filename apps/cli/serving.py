@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from attrs import frozen
@@ -17,7 +18,6 @@ from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.durations import duration_option
 from nodeau.apps.cli.explain import admission_lines, placement_lines
 from nodeau.apps.cli.interrupts import signals_interrupt
-from nodeau.apps.cli.model_files import refuse_a_file
 from nodeau.apps.cli.ps_command import ps as listed
 from nodeau.apps.cli.render import size, table, to_json
 from nodeau.apps.serving.commands import Refused, RunAsk, Started, Undecided
@@ -385,3 +385,14 @@ def report_refusal(refusal: Refusal) -> int:
         file=sys.stderr,
     )
     return REFUSED
+
+
+def refuse_a_file(model: str) -> None:
+    """``nodeau run ./file.gguf``: a file is imported first, then run by its alias."""
+
+    looks_like_a_path = "/" in model or model.lower().endswith(".gguf")
+    if looks_like_a_path or (model.startswith(("~", ".")) and Path(model).expanduser().is_file()):
+        raise SettingsError(
+            f"{model} is a file, and a model is run by its name: "
+            f"`nodeau models import {model} --alias NAME`, then `nodeau run NAME`"
+        )
