@@ -29,6 +29,9 @@ from tests.support.builders.entitlements import KEY_ID, document, trusted
 from tests.support.fakes.fake_cloud import FakeCloud, nowhere, running_fake_cloud
 
 DEADLINE_S = 60.0
+# a call's timeout: long enough that a loaded machine's answer is not taken for an outage,
+# shorter than the fake's "slow" answer (FakeCloud.slow_s), which must time out
+TIMEOUT_S = "2"
 
 
 @pytest.fixture
@@ -37,7 +40,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("NODEAU_PLANE", "machine")
     monkeypatch.setenv("NODEAU_MACHINE", "testbox")
     monkeypatch.setenv("NODEAU_SIMULATED_GPUS", "1 x 24 GiB")
-    monkeypatch.setenv("NODEAU_CLOUD_TIMEOUT_S", "0.5")
+    monkeypatch.setenv("NODEAU_CLOUD_TIMEOUT_S", TIMEOUT_S)
     monkeypatch.setenv("NODEAU_CLOUD_REPORT_INTERVAL_S", "0.2")
     monkeypatch.setenv("NODEAU_CLOUD_POLL_INTERVAL_S", "0.2")
     yield tmp_path / "home"
@@ -196,7 +199,7 @@ def test_sign_in_during_an_outage_keeps_nothing_and_status_says_the_call_failed(
     why = {
         "down": "no answer (ConnectError",
         "error": "answered 500",
-        "slow": "timed out after 0.5 s",
+        "slow": f"timed out after {TIMEOUT_S} s",
     }
     assert why[outage] in err
     shown = status()
