@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from nodeau.apps.models.actions import Resolved
     from nodeau.apps.models.removal import RemovalReport
     from nodeau.apps.planes.plane import Plane
-    from nodeau.domain.removal import Reliance
 
 
 @frozen(kw_only=True)

@@ -27,7 +27,6 @@ from nodeau.ports.models import CatalogError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from nodeau.domain.catalog import Catalog
     from nodeau.ports.models import ImportProgress
 
 GROUP_HELP = "Model files on this machine: fetch, import, list, verify, describe, qualify, delete."

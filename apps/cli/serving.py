@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from nodeau.apps.machines.commands import FleetListing, MachineView
     from nodeau.apps.planes.workload_view import WorkloadView
-    from nodeau.apps.serving.commands import RunOutcome, Started
+    from nodeau.apps.serving.commands import RunOutcome
     from nodeau.domain.refusals import Refusal
 
 service_app = App(name="service", help="Explain a service's admission.")

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from nodeau.apps.planes.machine import MachineParts
     from nodeau.apps.planes.workload_view import WorkloadView
 
-Admit_ = Callable[[Resolved, RunRequest, WorkloadKind], "tuple[Admission, bool] | Refusal"]
+AdmitRun = Callable[[Resolved, RunRequest, WorkloadKind], "tuple[Admission, bool] | Refusal"]
 
 
 def allowed_origins(given: tuple[str, ...]) -> tuple[str, ...]:
@@ -88,7 +88,7 @@ class ThisMachineServing:
     _settings: Settings
     _parts: MachineParts
     _listing: MachineWorkloads
-    _admit: Admit_
+    _admit: AdmitRun
     _rules: Callable[[], Rules]
     _clock: Callable[[], datetime]
     _permit: Callable[[str], None]
