@@ -25,10 +25,10 @@ from nodeau.adapters.kube.reports import KubeMachineReports
 from nodeau.adapters.nvml_inventory import NvmlGpuInventory
 from nodeau.adapters.pod_cgroup import ProcCgroupPods
 from nodeau.adapters.server_abilities import answer_file
+from nodeau.adapters.this_machine import inventory_for
 from nodeau.apps.agent.agent import PROG, Agent, Link
 from nodeau.apps.agent.copies import CopyWorker
 from nodeau.apps.agent.memory import PodMemoryWatch
-from nodeau.apps.machine import inventory_for
 from nodeau.apps.models import services as model_services
 from nodeau.apps.settings import settings_from, utc_now
 from nodeau.domain.model_server import ServerAbilities

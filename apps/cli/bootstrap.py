@@ -88,7 +88,7 @@ class LazyMachineParts:
 
     @cached_property
     def inventory(self) -> GpuInventory:
-        from nodeau.apps.machine import inventory_for
+        from nodeau.adapters.this_machine import inventory_for
 
         return inventory_for(self._settings.machine, self._settings.simulated_gpus)
 
@@ -128,22 +128,22 @@ class LazyMachineParts:
         return SqliteMarks(self._settings.state_path)
 
     @cached_property
-    def _cards(self) -> MachineReading:
+    def cards(self) -> MachineReading:
         """The cards as read once for choosing the model server and asking it (NVML)."""
         return self.inventory.read()
 
     @cached_property
     def choice(self) -> RuntimeChoice:
         """The model server this machine runs: a CUDA build first where it has real cards."""
-        from nodeau.apps.machine import model_server
+        from nodeau.adapters.this_machine import model_server
 
-        return model_server(self._settings.environ, prefer_cuda=bool(self._cards.real_cards))
+        return model_server(self._settings.environ, prefer_cuda=bool(self.cards.real_cards))
 
     @cached_property
     def server(self) -> ServerAbilities:
-        from nodeau.apps.machine import server_abilities
+        from nodeau.adapters.this_machine import server_abilities
 
-        return server_abilities(self.choice, self._cards, self._settings.environ)
+        return server_abilities(self.choice, self.cards, self._settings.environ)
 
     @cached_property
     def runtime(self) -> ModelRuntime:
@@ -222,6 +222,11 @@ class LazyMachineParts:
         from nodeau.adapters.entitlement_document import compiled_in_verifier
 
         return compiled_in_verifier() if self._verifier is None else self._verifier
+
+
+def machine_parts() -> LazyMachineParts:
+    """This machine's adapters, built from this command's settings as each is first used."""
+    return LazyMachineParts(settings())
 
 
 def fetch_progress(name: str) -> AbstractContextManager[FetchProgress]:

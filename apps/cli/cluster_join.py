@@ -22,9 +22,7 @@ from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.cluster_plane import KUBERNETES, PlaneChoice, open_cluster, write_plane_file
 from nodeau.apps.cli.durations import duration_option
 from nodeau.apps.cli.errors import SettingsError
-from nodeau.apps.machine import inventory_for
 from nodeau.apps.machine_report import build_report
-from nodeau.apps.models import services
 from nodeau.domain.platforms import join_refusal
 from nodeau.ports.cluster import (
     BootstrapToken,
@@ -278,10 +276,11 @@ def reached(
 def report_once(reports: MachineReports) -> str:
     """Build this machine's report as the agent does and publish it once; the machine's name."""
 
-    models = services.build(bootstrap.settings())
+    parts = bootstrap.machine_parts()
+    models = parts.models
     s = models.settings
     built = build_report(
-        inventory=inventory_for(s.machine, s.simulated_gpus),
+        inventory=parts.inventory,
         store=models.store,
         book=models.registry.book(),
         catalog=models.catalog(),

@@ -14,13 +14,13 @@ from attrs import frozen
 
 from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import size, table, to_json
-from nodeau.apps.machine import inventory_for, model_server, server_abilities
 from nodeau.domain.hardware import MachineReading
 from nodeau.domain.model_server import ServerAbilities, abilities_text
 from nodeau.domain.platforms import how_served
 from nodeau.ports.errors import NodeauError
 
 if TYPE_CHECKING:
+    from nodeau.apps.cli.bootstrap import LazyMachineParts
     from nodeau.domain.platforms import Serving
 
 
@@ -37,9 +37,9 @@ def environment(*, json: bool = False) -> int:
         "served" says how this machine is served: platform, fleet_node, sentence.
     """
 
-    s = bootstrap.settings()
-    reading = inventory_for(s.machine, s.simulated_gpus).read()
-    server = server_reading(reading)
+    parts = bootstrap.machine_parts()
+    reading = parts.cards
+    server = server_reading(parts)
     served = how_served(bootstrap.this_platform())
     if json:
         print(environment_json(reading, server, served))
@@ -93,16 +93,14 @@ class ServerReading:
     abilities: ServerAbilities | None = None
 
 
-def server_reading(reading: MachineReading | None = None) -> ServerReading:
+def server_reading(parts: LazyMachineParts | None = None) -> ServerReading:
     """Which model server ``run`` would start on this machine and what it can use (asked of
     the binary itself); or why there is none, naming ``nodeau server install``."""
 
-    s = bootstrap.settings()
-    reading = reading or inventory_for(s.machine, s.simulated_gpus).read()
+    parts = parts or bootstrap.machine_parts()
     try:
-        real = bool(reading.real_cards)
-        choice = model_server(s.environ, prefer_cuda=real)
-        abilities = server_abilities(choice, reading, s.environ)
+        choice = parts.choice
+        abilities = parts.server
     except NodeauError as exc:
         return ServerReading(line=exc.one_line())
     line = abilities_text(abilities)

@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     def cards() -> MachineReading:
-        from nodeau.apps.machine import inventory_for
+        from nodeau.adapters.this_machine import inventory_for
 
         s = settings()  # as nodeau machine reads them: simulated, else NVML
         return inventory_for(s.machine, s.simulated_gpus).read()

@@ -309,7 +309,7 @@ spec = ServerSpec(name="tiny", model_path=Path(model), config=RuntimeConfig(cont
                   gpu_uuid=None, log_path=Path(log))
 from nodeau.adapters.llama_cpp_python import LlamaCppPythonRuntime
 from nodeau.adapters.llama_server import LlamaServerRuntime, ModelServer
-from nodeau.apps.machine import model_server
+from nodeau.adapters.this_machine import model_server
 c = model_server(os.environ)
 rt = (LlamaCppPythonRuntime(c.program, library=c.library)
       if c.server is ModelServer.LLAMA_CPP_PYTHON else LlamaServerRuntime(c.program))

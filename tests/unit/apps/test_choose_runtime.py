@@ -11,8 +11,8 @@ from returns.result import Failure, Success
 from nodeau.adapters import llama_server
 from nodeau.adapters.llama_build import RECORD
 from nodeau.adapters.llama_server import NO_SERVER, ModelServer, RuntimeChoice, choose_runtime
+from nodeau.adapters.this_machine import model_server
 from nodeau.apps.cli.errors import SettingsError
-from nodeau.apps.machine import model_server
 
 PYTHON = Path("/venv/bin/python")
 

@@ -1,4 +1,5 @@
-"""This machine's hardware and model server, built from settings (the CLI and the agent)."""
+"""This machine's cards and model server, chosen from the environment: simulated cards or
+NVML, the model server ``run`` starts, and what that binary says it can use."""
 
 from __future__ import annotations
 
