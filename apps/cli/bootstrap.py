@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from nodeau.apps.cli.cluster_plane import PlaneChoice
     from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.models.services import ModelServices
+    from nodeau.apps.planes.kubernetes import FleetCluster
     from nodeau.apps.planes.plane import Plane
     from nodeau.apps.planes.workload_view import WorkloadView
     from nodeau.apps.qualification.machine_qualify import QualifyTools
@@ -272,7 +273,7 @@ def fleet_source(choice: PlaneChoice) -> FleetSource | None:
     if not choice.kubernetes:
         return None
     from nodeau.adapters.user_service import FleetSource
-    from nodeau.apps.cli.cluster_plane import kubeconfig_of, open_cluster
+    from nodeau.apps.cli.cluster_plane import kubeconfig_of
 
     context = open_cluster(choice).context
     return FleetSource(kubeconfig=kubeconfig_of(choice, settings().environ), context=context)
@@ -283,6 +284,52 @@ def plane_choice() -> PlaneChoice:
     from nodeau.apps.cli.cluster_plane import plane_choice as chosen
 
     return chosen()
+
+
+def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli") -> FleetCluster:
+    """Connect as the plane choice says, print the banner line to stderr, and give the
+    cluster's ports."""
+    from nodeau.adapters.kube.batch_results import KubeFleetBatches
+    from nodeau.adapters.kube.bootstrap_tokens import KubeBootstrapTokens
+    from nodeau.adapters.kube.client import connect
+    from nodeau.adapters.kube.copies import KubeModelCopies
+    from nodeau.adapters.kube.entitlement import KubeEntitlementStore
+    from nodeau.adapters.kube.health_store import KubeHealthRecords
+    from nodeau.adapters.kube.identity import KubeIdentity
+    from nodeau.adapters.kube.ledger import KubeReservationLedger
+    from nodeau.adapters.kube.marks import KubeFleetMarks
+    from nodeau.adapters.kube.organisation import KubeOrganisationPolicy
+    from nodeau.adapters.kube.pods import KubeServerPods
+    from nodeau.adapters.kube.qualifications import KubeQualificationRecords
+    from nodeau.adapters.kube.reports import KubeMachineReports
+    from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
+    from nodeau.adapters.kube.workloads import KubeWorkloadObjects
+    from nodeau.apps.planes.kubernetes import FleetCluster, banner
+
+    environ = settings().environ
+    c = choice if choice is not None else plane_choice()
+    connection = connect(c.kubeconfig, c.context, environ)
+    print(banner(connection.server, connection.context), file=sys.stderr, flush=True)
+    api = connection.api
+    return FleetCluster(
+        server=connection.server,
+        context=connection.context,
+        objects=KubeWorkloadObjects(api, identity=identity),
+        marks=KubeFleetMarks(api),
+        reports=KubeMachineReports(api),
+        health=KubeHealthRecords(api),
+        ledger=KubeReservationLedger(api),
+        tokens=KubeBootstrapTokens(api),
+        pods=KubeServerPods(api),
+        control_plane_label=CONTROL_PLANE_LABEL,
+        server_image=SERVER_IMAGE,
+        copies=KubeModelCopies(api),
+        entitlements=KubeEntitlementStore(api),
+        qualifications=KubeQualificationRecords(api),
+        organisation=KubeOrganisationPolicy(api),
+        identity=KubeIdentity(api),
+        batches=KubeFleetBatches(api),
+    )
 
 
 def entitlement_verifier(trusted_keys: Mapping[str, bytes] | None = None) -> EntitlementVerifier:
@@ -316,7 +363,7 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
     verifier = None if trusted_keys is None else entitlement_verifier(trusted_keys)
     if choice.kubernetes:
         from nodeau.adapters.user_service import FleetSource
-        from nodeau.apps.cli.cluster_plane import kubeconfig_of, open_cluster
+        from nodeau.apps.cli.cluster_plane import kubeconfig_of
         from nodeau.apps.endpoint_services import fleet_endpoint_manager
         from nodeau.apps.planes.kubernetes import KubernetesPlane
         from nodeau.apps.qualification.fleet import FleetProbes

@@ -19,7 +19,7 @@ from cyclopts import Parameter
 from returns.result import Failure, Success
 
 from nodeau.apps.cli import bootstrap
-from nodeau.apps.cli.cluster_plane import KUBERNETES, PlaneChoice, open_cluster, write_plane_file
+from nodeau.apps.cli.cluster_plane import KUBERNETES, PlaneChoice, write_plane_file
 from nodeau.apps.cli.durations import duration_option
 from nodeau.apps.cli.errors import SettingsError
 from nodeau.apps.machine_report import build_report
@@ -83,7 +83,7 @@ def invite(*, ttl: str = "24h") -> int:
         How long the token is valid, e.g. 30m, 24h or 7d.
     """
     lifetime = parse_ttl(ttl)
-    cluster = open_cluster()
+    cluster = bootstrap.open_cluster()
     pin = cluster.tokens.ca_pin()
     token, expires = cluster.tokens.create(
         now=datetime.now(UTC), ttl=lifetime, description="created by nodeau fleet invite"
@@ -177,7 +177,7 @@ def join(
         machine=s.machine,
         kubeadm=shutil.which("kubeadm"),
         run_step=lambda step: subprocess.run(step, check=False).returncode,
-        open_fleet=lambda config: open_cluster(
+        open_fleet=lambda config: bootstrap.open_cluster(
             PlaneChoice(plane=KUBERNETES, origin="nodeau join", kubeconfig=config)
         ),
         publish_report=report_once,

@@ -1,4 +1,5 @@
-"""Which plane a command acts on, and saying so: this machine, or a fleet on Kubernetes.
+"""Which plane a command acts on (this machine, or a fleet on Kubernetes) and where a CLI
+records the choice.
 
 Why it is so: docs/adr/decisions/apps-cli.md (cluster_plane.py).
 """
@@ -7,15 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from attrs import frozen
-
-if TYPE_CHECKING:
-    from nodeau.apps.planes.kubernetes import FleetCluster
 
 MACHINE = "machine"
 KUBERNETES = "kubernetes"
@@ -121,50 +117,3 @@ def kubeconfig_of(choice: PlaneChoice, environ: Mapping[str, str]) -> Path | Non
         return Path(listed[0]).expanduser().resolve()
     home = Path("~/.kube/config").expanduser()
     return home.resolve() if home.is_file() else None
-
-
-def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli") -> FleetCluster:
-    """Connect as the plane choice says, print the banner line to stderr, and give the
-    cluster's ports."""
-    from nodeau.adapters.kube.batch_results import KubeFleetBatches
-    from nodeau.adapters.kube.bootstrap_tokens import KubeBootstrapTokens
-    from nodeau.adapters.kube.client import connect
-    from nodeau.adapters.kube.copies import KubeModelCopies
-    from nodeau.adapters.kube.entitlement import KubeEntitlementStore
-    from nodeau.adapters.kube.health_store import KubeHealthRecords
-    from nodeau.adapters.kube.identity import KubeIdentity
-    from nodeau.adapters.kube.ledger import KubeReservationLedger
-    from nodeau.adapters.kube.marks import KubeFleetMarks
-    from nodeau.adapters.kube.organisation import KubeOrganisationPolicy
-    from nodeau.adapters.kube.pods import KubeServerPods
-    from nodeau.adapters.kube.qualifications import KubeQualificationRecords
-    from nodeau.adapters.kube.reports import KubeMachineReports
-    from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
-    from nodeau.adapters.kube.workloads import KubeWorkloadObjects
-    from nodeau.apps.planes.kubernetes import FleetCluster, banner
-    from nodeau.apps.settings import settings_from
-
-    environ = settings_from(os.environ).environ
-    c = choice if choice is not None else plane_choice()
-    connection = connect(c.kubeconfig, c.context, environ)
-    print(banner(connection.server, connection.context), file=sys.stderr, flush=True)
-    api = connection.api
-    return FleetCluster(
-        server=connection.server,
-        context=connection.context,
-        objects=KubeWorkloadObjects(api, identity=identity),
-        marks=KubeFleetMarks(api),
-        reports=KubeMachineReports(api),
-        health=KubeHealthRecords(api),
-        ledger=KubeReservationLedger(api),
-        tokens=KubeBootstrapTokens(api),
-        pods=KubeServerPods(api),
-        control_plane_label=CONTROL_PLANE_LABEL,
-        server_image=SERVER_IMAGE,
-        copies=KubeModelCopies(api),
-        entitlements=KubeEntitlementStore(api),
-        qualifications=KubeQualificationRecords(api),
-        organisation=KubeOrganisationPolicy(api),
-        identity=KubeIdentity(api),
-        batches=KubeFleetBatches(api),
-    )
