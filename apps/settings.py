@@ -61,6 +61,11 @@ class Settings:
         return self.home / "state.sqlite3"
 
     @property
+    def run_dir(self) -> Path:
+        """Where the home's user services keep their records (ports, origins, the gateway)."""
+        return self.home / "run"
+
+    @property
     def log_dir(self) -> Path:
         return self.home / "logs"
 

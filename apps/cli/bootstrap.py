@@ -25,10 +25,10 @@ from nodeau.apps.settings import (
 )
 
 if TYPE_CHECKING:
+    from nodeau.adapters.endpoint_services import Gateway
     from nodeau.adapters.llama_server import LocalServerProcesses, RuntimeChoice
     from nodeau.adapters.user_service import FleetSource
     from nodeau.apps.cli.cluster_plane import PlaneChoice
-    from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.models.services import ModelServices
     from nodeau.apps.planes.kubernetes import FleetCluster
     from nodeau.apps.planes.plane import Plane
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.records import Starter
     from nodeau.ports.batches import MachineJobs
+    from nodeau.ports.endpoints import LoopbackEndpoints
     from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
@@ -172,8 +173,8 @@ class LazyMachineParts:
         return LocalServerProcesses(self._settings.environ)
 
     @cached_property
-    def endpoints(self) -> Endpoints:
-        from nodeau.apps.endpoint_services import endpoint_manager
+    def endpoints(self) -> LoopbackEndpoints:
+        from nodeau.adapters.endpoint_services import endpoint_manager
 
         return endpoint_manager(self._settings)
 
@@ -279,6 +280,22 @@ def fleet_source(choice: PlaneChoice) -> FleetSource | None:
     return FleetSource(kubeconfig=kubeconfig_of(choice, settings().environ), context=context)
 
 
+def open_gateway(
+    port: int | None, origins: tuple[str, ...] | None, fleet: FleetSource | None
+) -> Gateway:
+    """Start the gateway as asked (or find it running so) for this home."""
+    from nodeau.adapters.endpoint_services import open_gateway as opened
+
+    return opened(settings(), port, origins, fleet=fleet)
+
+
+def close_gateway() -> bool:
+    """Stop this home's gateway; whether it was running."""
+    from nodeau.adapters.endpoint_services import close_gateway as closed
+
+    return closed(settings())
+
+
 def plane_choice() -> PlaneChoice:
     """Which plane this command acts on: NODEAU_PLANE, else plane.json, else this machine."""
     from nodeau.apps.cli.cluster_plane import plane_choice as chosen
@@ -362,9 +379,9 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
     # None: the plane builds the compiled-in verifier when a plan command needs it (ps stays light)
     verifier = None if trusted_keys is None else entitlement_verifier(trusted_keys)
     if choice.kubernetes:
+        from nodeau.adapters.endpoint_services import fleet_endpoint_manager
         from nodeau.adapters.user_service import FleetSource
         from nodeau.apps.cli.cluster_plane import kubeconfig_of
-        from nodeau.apps.endpoint_services import fleet_endpoint_manager
         from nodeau.apps.planes.kubernetes import KubernetesPlane
         from nodeau.apps.qualification.fleet import FleetProbes
 

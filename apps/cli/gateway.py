@@ -12,7 +12,6 @@ from cyclopts import Parameter
 
 from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import to_json
-from nodeau.apps.endpoint_services import close_gateway, open_gateway
 from nodeau.domain.origins import parse_origin
 from nodeau.ports.errors import NodeauError
 
@@ -48,15 +47,15 @@ def gateway(
     if port is not None and not 1 <= port <= 65535:
         raise GatewayError(f"--port {port} is not a TCP port (1-65535)")
     if stop:
-        was = close_gateway(bootstrap.settings())
+        was = bootstrap.close_gateway()
         print("the gateway was stopped" if was else "the gateway was not running")
         return 0
     try:
         origins = None if allow_origin is None else tuple(parse_origin(o) for o in allow_origin)
     except ValueError as exc:
         raise GatewayError(f"--allow-origin: {exc}") from exc
-    opened = open_gateway(
-        bootstrap.settings(), port, origins, fleet=bootstrap.fleet_source(bootstrap.plane_choice())
+    opened = bootstrap.open_gateway(
+        port, origins, fleet=bootstrap.fleet_source(bootstrap.plane_choice())
     )
     if json:
         print(to_json(opened))

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 from attrs import frozen
 
+from nodeau.adapters.endpoint_services import endpoint_manager
 from nodeau.adapters.llama_server import free_port
 from nodeau.adapters.user_service import (
     DASHBOARD_SERVICE,
@@ -23,7 +24,6 @@ from nodeau.adapters.user_service import (
     UserService,
 )
 from nodeau.apps.dashboard.session import TOKEN_FILE, new_token, write_owner_only
-from nodeau.apps.endpoint_services import endpoint_manager
 from nodeau.apps.settings import Settings
 
 FOLDER = "dashboard"

@@ -22,7 +22,7 @@ from nodeau.apps.qualification.commands import QualificationUnavailable
 from nodeau.apps.qualification.fleet import FleetProbes, FleetQualification
 from nodeau.apps.recovery.fleet import FleetRecovery
 from nodeau.apps.serving.commands import Refused, RunAsk, Undecided
-from nodeau.apps.serving.fleet import FleetServing, LoopbackEndpoints, NotOnTheFleetYet
+from nodeau.apps.serving.fleet import FleetServing, NotOnTheFleetYet
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.organisation import Requester, Spending
 from nodeau.domain.workloads import (
@@ -42,6 +42,7 @@ from nodeau.ports.cluster import (
     WorkloadObject,
     WorkloadObjects,
 )
+from nodeau.ports.endpoints import FleetLoopbackEndpoints
 from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
 from nodeau.ports.organisation import Identity, OrganisationPolicy
 from nodeau.ports.state import StateError
@@ -93,7 +94,7 @@ class KubernetesPlane:
         self,
         cluster: FleetCluster,
         clock: Callable[[], datetime],
-        endpoints: LoopbackEndpoints | None = None,
+        endpoints: FleetLoopbackEndpoints | None = None,
         verifier: Callable[[], EntitlementVerifier] | None = None,
         catalog: Callable[[], Catalog] = Catalog,
         models: Callable[[], ModelServices] | None = None,

@@ -26,7 +26,6 @@ from nodeau.domain.workloads import WorkloadKind
 
 if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.apps.batches.machine import ThisMachineBatches
-    from nodeau.apps.endpoint_services import Endpoints
     from nodeau.apps.models.actions import Resolved
     from nodeau.apps.models.services import ModelServices
     from nodeau.apps.planes.status_rows import StatusRow
@@ -38,6 +37,7 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.domain.records import Admission, Starter, WorkloadRecord
     from nodeau.domain.refusals import Refusal
     from nodeau.ports.batches import MachineJobs
+    from nodeau.ports.endpoints import LoopbackEndpoints
     from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
     from nodeau.ports.hardware import GpuInventory
     from nodeau.ports.marks import SchedulingMarks
@@ -66,7 +66,7 @@ class MachineParts(WorkloadParts, Protocol):
         ...
 
     @property
-    def endpoints(self) -> Endpoints: ...
+    def endpoints(self) -> LoopbackEndpoints: ...
 
     @property
     def jobs(self) -> MachineJobs:

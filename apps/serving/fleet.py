@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Protocol
 
 from attrs import evolve, frozen
 
@@ -31,6 +30,7 @@ from nodeau.domain.records import Admission
 from nodeau.domain.runs import Asked, RunsWith, differences
 from nodeau.domain.workloads import WorkloadKind, holds_gpu
 from nodeau.ports.cluster import ServerPods, WorkloadAsk, WorkloadObject, WorkloadObjects
+from nodeau.ports.endpoints import FleetLoopbackEndpoints
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.organisation import OrganisationPolicy
 from nodeau.ports.state import StateError
@@ -62,25 +62,6 @@ def admission_of(obj: WorkloadObject, objects: WorkloadObjects) -> Admission:
     raise NotDecided(f"{obj.name} has no recorded admission yet: the controller has not decided")
 
 
-class LoopbackEndpoints(Protocol):
-    """This machine's loopback endpoints of fleet workloads (user services), each routing
-    to wherever its workload serves now (``apps.endpoint_services.FleetEndpoints``)."""
-
-    def port(self, name: str) -> int | None: ...
-
-    def start(self, name: str, allowed_origins: tuple[str, ...] = ()) -> tuple[int, str]: ...
-
-    def stop(self, name: str, *, forget: bool = False) -> None: ...
-
-    def origins(self, name: str) -> tuple[str, ...]:
-        """The web origins ``name``'s endpoint was last started with (() if none)."""
-        ...
-
-    def running_origins(self, name: str) -> tuple[str, ...] | None:
-        """The web origins ``name``'s endpoint answers while it listens; None if it does not."""
-        ...
-
-
 def loopback_url(port: int) -> str:
     return f"http://127.0.0.1:{port}/v1"
 
@@ -96,7 +77,7 @@ class FleetServing:
     _plane: str
     _objects: WorkloadObjects
     _pods: ServerPods
-    _endpoints: LoopbackEndpoints | None
+    _endpoints: FleetLoopbackEndpoints | None
     _requester: Callable[[], Requester | None]
     _who: Callable[[], Requester]  # who asks; raises on a connection made without it
     _policy: Callable[[], OrganisationPolicy]  # raises on a connection made without it

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from nodeau.adapters.endpoint_services import EndpointServices
 from nodeau.adapters.llama_server import free_port
 from nodeau.adapters.user_service import ServiceError, ServiceSpec
-from nodeau.apps.endpoint_services import Endpoints
 from nodeau.apps.settings import Settings, settings_from
 
 
@@ -99,7 +99,7 @@ def test_start_returns_once_the_endpoint_listens(
     tmp_path: Path, late: LateEndpoint, port: int
 ) -> None:
     assert not listening(port)
-    how = Endpoints(settings=settings(tmp_path), manager=late).start("tiny", port)
+    how = EndpointServices(home=settings(tmp_path), manager=late).start("tiny", port)
     assert how == "a stand-in service"
     assert late.sockets, "start returned before the endpoint bound its port"
     assert listening(port)
@@ -108,7 +108,7 @@ def test_start_returns_once_the_endpoint_listens(
 def test_an_endpoint_that_never_listens_is_an_error_naming_its_log(
     tmp_path: Path, never: LateEndpoint, port: int
 ) -> None:
-    e = Endpoints(settings=settings(tmp_path), manager=never, listen_timeout_s=0.3)
+    e = EndpointServices(home=settings(tmp_path), manager=never, listen_timeout_s=0.3)
     with pytest.raises(ServiceError) as failed:
         e.start("tiny", port)
     said = failed.value.one_line()

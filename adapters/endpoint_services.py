@@ -1,14 +1,16 @@
 """Each workload's loopback endpoint, run as a user service (systemd --user, launchd, or a
 supervised background process where neither exists, which it says).
 
-Why it is so: docs/adr/decisions/apps.md (endpoint_services.py).
+Why it is so: docs/adr/decisions/adapters.md (endpoint_services.py).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 from attrs import frozen
 
@@ -23,17 +25,34 @@ from nodeau.adapters.user_service import (
     wait_until_listening,
     write_atomically,
 )
-from nodeau.apps.settings import Settings
+
+
+class ServiceHome(Protocol):
+    """Where a home's services keep their records (``run_dir``) and logs, the state they
+    serve from, and the environment they are started from (the apps' ``Settings`` is one)."""
+
+    @property
+    def run_dir(self) -> Path: ...
+
+    @property
+    def log_dir(self) -> Path: ...
+
+    @property
+    def state_path(self) -> Path: ...
+
+    @property
+    def environ(self) -> Mapping[str, str]: ...
+
 
 LISTEN_TIMEOUT_S = 30.0  # a loopback endpoint answers within a second or two
 ORIGINS = "endpoint-origins.json"  # in the run folder: each endpoint service's web origins
 
 
-def kept_origins(settings: Settings, service: str) -> tuple[str, ...] | None:
+def kept_origins(home: ServiceHome, service: str) -> tuple[str, ...] | None:
     """The web origins the endpoint service ``service`` was last started with (None: none
     kept, as for one started before they were)."""
     try:
-        found = json.loads((settings.home / "run" / ORIGINS).read_text())
+        found = json.loads((home.run_dir / ORIGINS).read_text())
     except (OSError, ValueError):
         return None
     origins = found.get(service) if isinstance(found, dict) else None
@@ -42,8 +61,8 @@ def kept_origins(settings: Settings, service: str) -> tuple[str, ...] | None:
     return tuple(origins)
 
 
-def keep_origins(settings: Settings, service: str, origins: tuple[str, ...]) -> None:
-    path = settings.home / "run" / ORIGINS
+def keep_origins(home: ServiceHome, service: str, origins: tuple[str, ...]) -> None:
+    path = home.run_dir / ORIGINS
     try:
         found = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -54,8 +73,10 @@ def keep_origins(settings: Settings, service: str, origins: tuple[str, ...]) -> 
 
 
 @frozen(kw_only=True)
-class Endpoints:
-    settings: Settings
+class EndpointServices:
+    """This home's workloads' loopback endpoints, each a user service."""
+
+    home: ServiceHome
     manager: UserService
     listen_timeout_s: float = LISTEN_TIMEOUT_S
 
@@ -65,18 +86,18 @@ class Endpoints:
     def start(self, name: str, port: int, allowed_origins: tuple[str, ...] = ()) -> str:
         """Install and start the endpoint of ``name`` on 127.0.0.1:``port`` (also answering
         pages from ``allowed_origins``) and wait until it listens; say how it runs."""
-        log = (self.settings.log_dir / f"{name}.endpoint.log").resolve()
+        log = (self.home.log_dir / f"{name}.endpoint.log").resolve()
         self.manager.install(
             EndpointServiceSpec(
                 workload=name,
                 port=port,
-                state_path=self.settings.state_path.resolve(),
+                state_path=self.home.state_path.resolve(),
                 log_path=log,
                 python=Path(sys.executable),
                 allowed_origins=allowed_origins,
             )
         )
-        keep_origins(self.settings, name, allowed_origins)
+        keep_origins(self.home, name, allowed_origins)
         self.manager.start(name)
         how = self.manager.describe()
         wait_until_listening(port, self.listen_timeout_s, log, how)
@@ -84,7 +105,7 @@ class Endpoints:
 
     def allowed_origins(self, name: str) -> tuple[str, ...] | None:
         """The web origins ``name``'s endpoint was last started with (None: none kept)."""
-        return kept_origins(self.settings, name)
+        return kept_origins(self.home, name)
 
     def stop(self, name: str) -> None:
         self.manager.stop(name)
@@ -94,17 +115,17 @@ FLEET_PORTS = "fleet-endpoints.json"  # in the run folder: each fleet workload's
 
 
 @frozen(kw_only=True)
-class FleetEndpoints:
+class FleetEndpointServices:
     """The loopback endpoints of workloads on a fleet, run on this machine as user services
     (``fleet.NAME``), each following its workload's route through the cluster's API. A
     workload keeps its port here across stops and starts, as on one machine."""
 
-    settings: Settings
+    home: ServiceHome
     manager: UserService
     source: FleetSource
 
     def _ports_path(self) -> Path:
-        return self.settings.home / "run" / FLEET_PORTS
+        return self.home.run_dir / FLEET_PORTS
 
     def _ports(self) -> dict[str, int]:
         try:
@@ -124,19 +145,19 @@ class FleetEndpoints:
         port = ports.get(name) or any_free_port()
         ports[name] = port
         write_atomically(self._ports_path(), json.dumps(ports, sort_keys=True).encode())
-        log = (self.settings.log_dir / f"fleet.{name}.endpoint.log").resolve()
+        log = (self.home.log_dir / f"fleet.{name}.endpoint.log").resolve()
         self.manager.install(
             EndpointServiceSpec(
                 workload=name,
                 port=port,
-                state_path=self.settings.state_path.resolve(),
+                state_path=self.home.state_path.resolve(),
                 log_path=log,
                 python=Path(sys.executable),
                 allowed_origins=allowed_origins,
                 fleet=self.source,
             )
         )
-        keep_origins(self.settings, fleet_service(name), allowed_origins)
+        keep_origins(self.home, fleet_service(name), allowed_origins)
         self.manager.start(fleet_service(name))
         how = self.manager.describe()
         wait_until_listening(port, LISTEN_TIMEOUT_S, log, how)
@@ -148,11 +169,11 @@ class FleetEndpoints:
         port = self.port(name)
         if port is None or not listening(port):
             return None
-        return kept_origins(self.settings, fleet_service(name)) or ()
+        return kept_origins(self.home, fleet_service(name)) or ()
 
     def origins(self, name: str) -> tuple[str, ...]:
         """The web origins ``name``'s loopback endpoint was last started with (() if none)."""
-        return kept_origins(self.settings, fleet_service(name)) or ()
+        return kept_origins(self.home, fleet_service(name)) or ()
 
     def stop(self, name: str, *, forget: bool = False) -> None:
         """Stop ``name``'s loopback endpoint; ``forget``: uninstall it and free its port."""
@@ -167,17 +188,17 @@ class FleetEndpoints:
         write_atomically(self._ports_path(), json.dumps(ports, sort_keys=True).encode())
 
 
-def fleet_endpoint_manager(settings: Settings, source: FleetSource) -> FleetEndpoints:
-    local = endpoint_manager(settings)
-    return FleetEndpoints(settings=settings, manager=local.manager, source=source)
+def fleet_endpoint_manager(home: ServiceHome, source: FleetSource) -> FleetEndpointServices:
+    local = endpoint_manager(home)
+    return FleetEndpointServices(home=home, manager=local.manager, source=source)
 
 
-def endpoint_manager(settings: Settings) -> Endpoints:
-    run_dir = settings.home / "run"
+def endpoint_manager(home: ServiceHome) -> EndpointServices:
+    run_dir = home.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
-    return Endpoints(
-        settings=settings, manager=choose_service_manager(settings.environ, sys.platform, run_dir)
+    home.log_dir.mkdir(parents=True, exist_ok=True)
+    return EndpointServices(
+        home=home, manager=choose_service_manager(home.environ, sys.platform, run_dir)
     )
 
 
@@ -195,17 +216,17 @@ class Gateway:
     service: str  # what runs it, for a person
 
 
-def kept_gateway(settings: Settings) -> tuple[int, tuple[str, ...]] | None:
+def kept_gateway(home: ServiceHome) -> tuple[int, tuple[str, ...]] | None:
     """The port and web origins the gateway was last started with, if any."""
-    found = _kept_gateway(settings)
+    found = _kept_gateway(home)
     return None if found is None else (found[0], found[1])
 
 
-def _kept_gateway(settings: Settings) -> tuple[int, tuple[str, ...], object] | None:
+def _kept_gateway(home: ServiceHome) -> tuple[int, tuple[str, ...], object] | None:
     """The port, web origins and model servers' source (this machine: None; a fleet: its
     kubeconfig and context) the gateway was last started with."""
     try:
-        found = json.loads((settings.home / "run" / GATEWAY).read_text())
+        found = json.loads((home.run_dir / GATEWAY).read_text())
         port = int(found["port"])
         origins = tuple(str(o) for o in found["allowed_origins"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -214,10 +235,10 @@ def _kept_gateway(settings: Settings) -> tuple[int, tuple[str, ...], object] | N
 
 
 def open_gateway(
-    settings: Settings,
+    home: ServiceHome,
     port: int | None = None,
     allowed_origins: tuple[str, ...] | None = None,
-    endpoints: Endpoints | None = None,
+    endpoints: EndpointServices | None = None,
     fleet: FleetSource | None = None,
 ) -> Gateway:
     """Start the gateway on ``port`` (else the one it had, else ``DEFAULT_PORT``), or find
@@ -230,9 +251,9 @@ def open_gateway(
         ServiceError,
     )
 
-    local = endpoints if endpoints is not None else endpoint_manager(settings)
+    local = endpoints if endpoints is not None else endpoint_manager(home)
     manager = local.manager
-    kept = _kept_gateway(settings)
+    kept = _kept_gateway(home)
     chosen = port or (kept[0] if kept is not None else GATEWAY_PORT)
     origins = allowed_origins if allowed_origins is not None else kept[1] if kept else ()
     url = f"http://127.0.0.1:{chosen}/v1"
@@ -248,11 +269,11 @@ def open_gateway(
             f"port {chosen} on 127.0.0.1 is taken by another program; "
             "choose another with nodeau gateway --port PORT"
         )
-    log = (settings.log_dir / "gateway.log").resolve()
+    log = (home.log_dir / "gateway.log").resolve()
     manager.install(
         GatewayServiceSpec(
             port=chosen,
-            state_path=settings.state_path.resolve(),
+            state_path=home.state_path.resolve(),
             log_path=log,
             python=Path(sys.executable),
             allowed_origins=origins,
@@ -260,7 +281,7 @@ def open_gateway(
         )
     )
     record = {"port": chosen, "allowed_origins": list(origins), "fleet": source}
-    write_atomically(settings.home / "run" / GATEWAY, json.dumps(record).encode())
+    write_atomically(home.run_dir / GATEWAY, json.dumps(record).encode())
     manager.start(GATEWAY_SERVICE)
     how = manager.describe()
     wait_until_listening(chosen, local.listen_timeout_s, log, how)
@@ -273,11 +294,11 @@ def fleet_record(fleet: FleetSource) -> dict[str, str | None]:
     return {"kubeconfig": kubeconfig, "context": fleet.context}
 
 
-def close_gateway(settings: Settings) -> bool:
+def close_gateway(home: ServiceHome) -> bool:
     """Stop the gateway; whether it was running. The workloads are not touched."""
     from nodeau.adapters.user_service import GATEWAY_SERVICE
 
-    manager = endpoint_manager(settings).manager
+    manager = endpoint_manager(home).manager
     running = manager.running(GATEWAY_SERVICE)
     manager.stop(GATEWAY_SERVICE)
     return running
