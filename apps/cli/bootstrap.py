@@ -25,6 +25,7 @@ from nodeau.apps.settings import (
 )
 
 if TYPE_CHECKING:
+    from nodeau.adapters.dashboard_service import Opened
     from nodeau.adapters.endpoint_services import Gateway
     from nodeau.adapters.llama_server import LocalServerProcesses, RuntimeChoice
     from nodeau.adapters.user_service import FleetSource
@@ -292,6 +293,20 @@ def open_gateway(
 def close_gateway() -> bool:
     """Stop this home's gateway; whether it was running."""
     from nodeau.adapters.endpoint_services import close_gateway as closed
+
+    return closed(settings())
+
+
+def open_dashboard() -> Opened:
+    """Give this home's dashboard a fresh token, and start it unless it runs already."""
+    from nodeau.adapters.dashboard_service import open_dashboard as opened
+
+    return opened(settings())
+
+
+def close_dashboard() -> bool:
+    """Stop this home's dashboard; whether it was running."""
+    from nodeau.adapters.dashboard_service import close_dashboard as closed
 
     return closed(settings())
 

@@ -13,7 +13,6 @@ from cyclopts import Parameter
 
 from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import to_json
-from nodeau.apps.dashboard.service import close_dashboard, open_dashboard
 
 
 def dashboard(
@@ -36,10 +35,10 @@ def dashboard(
     """
 
     if stop:
-        was = close_dashboard(bootstrap.settings())
+        was = bootstrap.close_dashboard()
         print("the dashboard was stopped" if was else "the dashboard was not running")
         return 0
-    opened = open_dashboard(bootstrap.settings())
+    opened = bootstrap.open_dashboard()
     if json:
         print(to_json(opened))
     else:

@@ -12,12 +12,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from nodeau.adapters.dashboard_service import CARRIED, CARRIED_PREFIXES, folder, read_service
+from nodeau.adapters.dashboard_token import TOKEN_FILE, TokenFile
 from nodeau.adapters.private_files import keep_private
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.qualification import ModelQualification, model_qualifications
 from nodeau.apps.dashboard.server import serve
-from nodeau.apps.dashboard.service import CARRIED, CARRIED_PREFIXES, folder, read_service
-from nodeau.apps.dashboard.session import TOKEN_FILE, TokenFile
 from nodeau.apps.planes.status_rows import StatusRow, status_rows
 from nodeau.apps.settings import utc_now
 from nodeau.domain.hardware import MachineReading

@@ -29,7 +29,7 @@ from nodeau.apps.dashboard.board_cache import KeptBoard
 from nodeau.apps.dashboard.board_encoding import EncodedBoard
 from nodeau.apps.dashboard.guard import HEALTH_PATH, Guard
 from nodeau.apps.dashboard.qualification import ModelQualification
-from nodeau.apps.dashboard.session import TokenFile, csrf_value
+from nodeau.apps.dashboard.session import Token, csrf_value
 from nodeau.apps.planes.plane import Plane
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.domain.hardware import MachineReading
@@ -69,7 +69,7 @@ class Dashboard:
         self,
         plane: Plane,
         model_rows: Callable[[], Sequence[StatusRow]],
-        token: TokenFile,
+        token: Token,
         clock: Callable[[], datetime],
         transport: httpx.AsyncBaseTransport | None,
         qualifications: Callable[[], Sequence[ModelQualification]],
@@ -217,7 +217,7 @@ def create_app(
     plane: Plane,
     *,
     model_rows: Callable[[], Sequence[StatusRow]],
-    token: TokenFile,
+    token: Token,
     clock: Callable[[], datetime],
     transport: httpx.AsyncBaseTransport | None = None,
     qualifications: Callable[[], Sequence[ModelQualification]] = tuple,

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from nodeau.apps.dashboard.callers import DashboardCallers
 from nodeau.apps.dashboard.session import (
     CSRF_HEADER,
-    TokenFile,
+    Token,
     cookie_name,
     csrf_value,
     matches,
@@ -51,7 +51,7 @@ def refusal(status: int, message: str, kind: str, path: str, **headers: str) -> 
 class Guard:
     """ASGI middleware: the rules above, then ``app``."""
 
-    def __init__(self, app: ASGIApp, token: TokenFile) -> None:
+    def __init__(self, app: ASGIApp, token: Token) -> None:
         self.app = app
         self.token = token
         self.callers = DashboardCallers()

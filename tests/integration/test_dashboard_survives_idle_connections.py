@@ -17,9 +17,9 @@ import httpx
 import pytest
 import uvicorn
 
+from nodeau.adapters.dashboard_token import TokenFile, write_owner_only
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.server import dashboard_config
-from nodeau.apps.dashboard.session import TokenFile, write_owner_only
 from nodeau.apps.endpoint.limits import Limits
 from nodeau.apps.endpoint.request_head import MAX_HEAD_BYTES
 from nodeau.apps.planes.plane import Plane

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from nodeau.adapters.dashboard_token import TokenFile
 from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.models import import_, verify
 from nodeau.apps.dashboard.app import create_app
-from nodeau.apps.dashboard.session import TokenFile
 from nodeau.apps.serving.commands import RunAsk
 from nodeau.domain.plans import PlanName
 from nodeau.domain.tasks import Task

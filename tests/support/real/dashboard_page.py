@@ -21,9 +21,9 @@ from typing import cast
 
 import uvicorn
 
+from nodeau.adapters.dashboard_token import TokenFile, write_owner_only
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.board import no_reading
-from nodeau.apps.dashboard.session import TokenFile, write_owner_only
 from nodeau.apps.planes.plane import Plane
 from nodeau.domain.hardware import MachineReading
 from tests.support.builders.dashboard_views import NOW, FakePlane

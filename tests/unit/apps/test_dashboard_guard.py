@@ -16,19 +16,12 @@ from typing import Any, cast
 import pytest
 from starlette.testclient import TestClient
 
+from nodeau.adapters.dashboard_token import TokenFile, new_token, write_owner_only
 from nodeau.apps.dashboard import playground
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.callers import DashboardCallers
 from nodeau.apps.dashboard.guard import Guard
-from nodeau.apps.dashboard.session import (
-    TokenFile,
-    cookie_name,
-    csrf_value,
-    matches,
-    new_token,
-    session_value,
-    write_owner_only,
-)
+from nodeau.apps.dashboard.session import cookie_name, csrf_value, matches, session_value
 from nodeau.apps.planes.plane import Plane
 from nodeau.ports.errors import NodeauError
 from tests.support.builders.dashboard_views import (

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from nodeau.adapters.dashboard_service import carried
 from nodeau.adapters.user_service import (
     DASHBOARD_SERVICE,
     DashboardServiceSpec,
@@ -16,7 +17,6 @@ from nodeau.adapters.user_service import (
     systemd_unit,
     unit_name,
 )
-from nodeau.apps.dashboard.service import carried
 from nodeau.domain.runs import name_problem
 from tests.support.builders.unit_files import exec_start_argv, sections
 

@@ -1,6 +1,6 @@
 """Starting, or finding, the dashboard as a user service, and giving it a fresh token.
 
-Why it is so: docs/adr/decisions/apps-dashboard.md (service.py).
+Why it is so: docs/adr/decisions/adapters.md (dashboard_service.py).
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 from attrs import frozen
 
-from nodeau.adapters.endpoint_services import endpoint_manager
+from nodeau.adapters.dashboard_token import TOKEN_FILE, new_token, write_owner_only
+from nodeau.adapters.endpoint_services import ServiceHome, endpoint_manager
 from nodeau.adapters.llama_server import free_port
 from nodeau.adapters.user_service import (
     DASHBOARD_SERVICE,
@@ -23,8 +25,14 @@ from nodeau.adapters.user_service import (
     ServiceError,
     UserService,
 )
-from nodeau.apps.dashboard.session import TOKEN_FILE, new_token, write_owner_only
-from nodeau.apps.settings import Settings
+
+
+class DashboardHome(ServiceHome, Protocol):
+    """A home the dashboard runs for (the apps' ``Settings`` is one)."""
+
+    @property
+    def home(self) -> Path: ...
+
 
 FOLDER = "dashboard"
 SERVICE_FILE = "service.json"
@@ -90,7 +98,7 @@ def port_free(port: int) -> bool:
     return True
 
 
-def open_dashboard(settings: Settings, manager: UserService | None = None) -> Opened:
+def open_dashboard(settings: DashboardHome, manager: UserService | None = None) -> Opened:
     """Give the dashboard a fresh token, and start it unless it runs already."""
     home = settings.home.resolve()
     manager = manager if manager is not None else endpoint_manager(settings).manager
@@ -141,7 +149,7 @@ def wait_until_answering(port: int, token: str, log: Path) -> None:
         time.sleep(0.1)
 
 
-def close_dashboard(settings: Settings, manager: UserService | None = None) -> bool:
+def close_dashboard(settings: DashboardHome, manager: UserService | None = None) -> bool:
     """Stop the dashboard's service; whether it was running."""
     manager = manager if manager is not None else endpoint_manager(settings).manager
     running = manager.running(DASHBOARD_SERVICE)
