@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
+from pathlib import Path
 from typing import Protocol
 
 from attrs import frozen
@@ -132,4 +133,21 @@ class CloudState(Protocol):
 
     def operations(self) -> tuple[OperationRecord, ...]:
         """Every operation recorded, oldest first."""
+        ...
+
+
+class Reporter(Protocol):
+    """The fleet's reporter to the cloud, as a background process (``connect --fleet``
+    starts it, ``disconnect`` stops it, ``status`` finds it); ``folder`` keeps its pid."""
+
+    def start(self, home: Path, folder: Path) -> int:
+        """Start it (stopping one already running first); its pid."""
+        ...
+
+    def stop(self, folder: Path) -> bool:
+        """Stop it; whether one was running."""
+        ...
+
+    def running(self, folder: Path) -> int | None:
+        """Its pid while it runs; None otherwise."""
         ...

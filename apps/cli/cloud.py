@@ -91,7 +91,7 @@ def connect_on(
     """``nodeau cloud connect`` on ``on``; 0 connected, 2 connected with the entitlement
     refused, 1 not connected."""
 
-    from nodeau.apps.cloud import bootstrap, reporter_process, signin
+    from nodeau.apps.cloud import bootstrap, signin
 
     settings = cloud_settings(s.environ)
     target = settings.url if url is None else base_url(url, "--url")
@@ -129,9 +129,9 @@ def connect_on(
         return 1
     finally:
         cloud.close()
-    pid = reporter_process.start(s.home, state.folder) if fleet else None
+    pid = bootstrap.reporter().start(s.home, state.folder) if fleet else None
     if not fleet:
-        reporter_process.stop(state.folder)
+        bootstrap.reporter().stop(state.folder)
     if json:
         print(to_json(connected_view(connected, pid)))
     else:
@@ -223,13 +223,13 @@ def status(*, json: bool = False, all: bool = False) -> int:
 
 
 def status_text(s: Settings, *, json: bool = False, every: bool = False) -> str:
-    from nodeau.apps.cloud import bootstrap, reporter_process
+    from nodeau.apps.cloud import bootstrap
 
     settings = cloud_settings(s.environ)
     state = bootstrap.cloud_state(s.home)
     view = cloud_status(
         state,
-        reporter_process.running(state.folder),
+        bootstrap.reporter().running(state.folder),
         settings.report_interval,
         settings.poll_interval,
     )
@@ -305,11 +305,11 @@ def disconnect() -> int:
 
 
 def disconnect_lines(s: Settings) -> list[str]:
-    from nodeau.apps.cloud import bootstrap, reporter_process, signin
+    from nodeau.apps.cloud import bootstrap, signin
 
     settings = cloud_settings(s.environ)
     state = bootstrap.cloud_state(s.home)
-    stopped = reporter_process.stop(state.folder)
+    stopped = bootstrap.reporter().stop(state.folder)
     association = state.association()
     if association is None:
         lines = ["Not connected to Nodeau Cloud: nothing to forget."]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from nodeau.adapters.cloud_client import HttpxNodeauCloud
     from nodeau.adapters.cloud_file import FileCloudState
-    from nodeau.ports.cloud import NodeauCloud
+    from nodeau.ports.cloud import NodeauCloud, Reporter
 
 
 def cloud_state(home: Path) -> FileCloudState:
@@ -55,6 +55,13 @@ class CloudClients:
     def close(self) -> None:
         for client in self._clients.values():
             client.close()
+
+
+def reporter() -> Reporter:
+    """The fleet's reporter, run detached."""
+    from nodeau.adapters.reporter_process import DetachedReporter
+
+    return DetachedReporter()
 
 
 def version() -> str:

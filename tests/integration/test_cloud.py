@@ -257,9 +257,9 @@ def test_a_fleet_runs_only_the_operations_allowed_at_connect_and_records_the_res
 
 
 def disconnect_reporter(home: Path) -> None:
-    from nodeau.apps.cloud import reporter_process
+    from nodeau.adapters.reporter_process import DetachedReporter
 
-    reporter_process.stop(home / "cloud")
+    DetachedReporter().stop(home / "cloud")
 
 
 def test_connecting_a_fleet_opens_no_listener_and_disconnect_keeps_a_valid_plan(
