@@ -29,7 +29,7 @@ from nodeau.adapters.this_machine import inventory_for
 from nodeau.apps.agent.agent import PROG, Agent, Link
 from nodeau.apps.agent.copies import CopyWorker
 from nodeau.apps.agent.memory import PodMemoryWatch
-from nodeau.apps.models import services as model_services
+from nodeau.apps.models import bootstrap as model_services
 from nodeau.apps.settings import settings_from, utc_now
 from nodeau.domain.model_server import ServerAbilities
 from nodeau.ports.errors import NodeauError

@@ -85,7 +85,7 @@ class LazyMachineParts:
 
     @cached_property
     def models(self) -> ModelServices:
-        from nodeau.apps.models import services as model_services
+        from nodeau.apps.models import bootstrap as model_services
 
         return model_services.build(self._settings)
 
@@ -230,6 +230,13 @@ class LazyMachineParts:
 def machine_parts() -> LazyMachineParts:
     """This machine's adapters, built from this command's settings as each is first used."""
     return LazyMachineParts(settings())
+
+
+def model_services() -> ModelServices:
+    """The model side's adapters, built from this command's settings."""
+    from nodeau.apps.models import bootstrap as models
+
+    return models.build(settings())
 
 
 def fetch_progress(name: str) -> AbstractContextManager[FetchProgress]:
@@ -406,7 +413,7 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
         endpoints = fleet_endpoint_manager(s, source)
 
         def models() -> ModelServices:
-            from nodeau.apps.models import services as model_services
+            from nodeau.apps.models import bootstrap as model_services
 
             return model_services.build(s)
 

@@ -10,7 +10,6 @@ from cyclopts import App
 
 from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import size, table, to_json
-from nodeau.apps.models import services
 from nodeau.apps.models.catalog_add import add_to_catalog
 
 catalog_app = App(name="catalog", help="The catalog of models Nodeau fetches: list it, add yours.")
@@ -25,7 +24,7 @@ def list_(*, json: bool = False) -> int:
     json
         Print the entries as JSON.
     """
-    entries = services.build(bootstrap.settings()).catalog().entries
+    entries = bootstrap.model_services().catalog().entries
     if json:
         print(to_json(entries))
         return 0
@@ -85,7 +84,7 @@ def add(
         Print the entry as JSON.
     """
 
-    s = services.build(bootstrap.settings())
+    s = bootstrap.model_services()
     entry = add_to_catalog(
         path,
         name=name,

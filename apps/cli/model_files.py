@@ -12,7 +12,6 @@ from attrs import asdict, frozen
 
 from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.render import size, table, to_json
-from nodeau.apps.models import services
 from nodeau.apps.models.actions import resolve_model
 from nodeau.apps.models.removal import remove_model, workload_reliances
 from nodeau.apps.planes.status_rows import StatusRow, status_rows
@@ -43,7 +42,7 @@ def list_(*, json: bool = False) -> int:
         Print the rows as JSON.
     """
 
-    s = services.build(bootstrap.settings())
+    s = bootstrap.model_services()
     rows = [
         ListRow(
             **asdict(r, recurse=False),
@@ -87,7 +86,7 @@ def rm(model: str, /, *, json: bool = False) -> int:
         Print what was deleted and kept (or the refusal) as JSON.
     """
 
-    s = services.build(bootstrap.settings())
+    s = bootstrap.model_services()
     book, catalog = s.registry.book(), s.catalog()
     resolved = resolve_model(model, book, catalog, s.store.files())
     done = remove_model(

@@ -17,7 +17,6 @@ from nodeau.apps.cli.info_text import info_lines
 from nodeau.apps.cli.qualify_text import qualification_lines
 from nodeau.apps.cli.render import size, table, to_json
 from nodeau.apps.cli.serving import report_refusal
-from nodeau.apps.models import services
 from nodeau.apps.models.actions import import_model, pull_model, resolve_model, verify_model
 from nodeau.apps.serving.commands import Refused
 from nodeau.domain.catalog import Catalog
@@ -48,7 +47,7 @@ def pull(name: str, /, *, json: bool = False) -> int:
         Print the result as JSON.
     """
 
-    s = services.build(bootstrap.settings())
+    s = bootstrap.model_services()
     report = pull_model(
         name,
         catalog=s.catalog(),
@@ -143,7 +142,7 @@ def _fleet_catalog() -> Catalog:
     it is said once and left out (the machines' agents fetch by their own)."""
 
     try:
-        return services.build(bootstrap.settings()).catalog()
+        return bootstrap.model_services().catalog()
     except CatalogError as exc:
         print(f"nodeau: catalog not read, its names are left out: {exc}", file=sys.stderr)
         return Catalog(entries=())
@@ -176,7 +175,7 @@ def import_(
         Print the result as JSON.
     """
 
-    s = services.build(bootstrap.settings())
+    s = bootstrap.model_services()
     with bootstrap.build_progress() as shown:
         report = import_model(
             path,
@@ -269,7 +268,7 @@ def verify(model: str, /, *, json: bool = False) -> int:
         Print the result as JSON.
     """
 
-    s = services.build(bootstrap.settings())
+    s = bootstrap.model_services()
     resolved = resolve_model(model, s.registry.book(), s.catalog(), s.store.files())
     results = verify_model(resolved, s.store)
     if json:

@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.update(saved[1])
 
     from nodeau.apps.cli.bootstrap import plane, settings
-    from nodeau.apps.models import services as model_services
+    from nodeau.apps.models import bootstrap as model_services
 
     def model_rows() -> tuple[StatusRow, ...]:
         s = model_services.build(settings())

@@ -43,6 +43,7 @@ from nodeau.apps.batches.commands import BatchAsk, BatchSubmitted
 from nodeau.apps.endpoint.app import Unavailable
 from nodeau.apps.endpoint.serve import upstream_from_state
 from nodeau.apps.models.actions import import_model
+from nodeau.apps.models.bootstrap import build as build_models
 from nodeau.apps.models.services import ModelServices
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.serving.commands import RunAsk, Started
@@ -136,8 +137,8 @@ class Parts(HomeAdapters):
     @cached_property
     def models(self) -> ModelServices:
         s = self.settings
-        return ModelServices(
-            settings=s,
+        return build_models(
+            s,
             store=FilesystemModelStore(s.models_root, "m1", reserve_bytes=0, clock=self.clock),
             inspector=GgufModelInspector(),
             registry=FakeRegistry(),

@@ -18,6 +18,7 @@ from nodeau.adapters.processes import this_starter
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_marks import SqliteMarks
 from nodeau.apps.models.actions import import_model
+from nodeau.apps.models.bootstrap import build as build_models
 from nodeau.apps.models.services import ModelServices
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.serving.commands import RunAsk
@@ -98,8 +99,8 @@ class Parts(HomeAdapters):
     @cached_property
     def models(self) -> ModelServices:
         s = self.settings
-        return ModelServices(
-            settings=s,
+        return build_models(
+            s,
             store=FilesystemModelStore(s.models_root, "m1", reserve_bytes=0, clock=clock),
             inspector=GgufModelInspector(),
             registry=FakeRegistry(),

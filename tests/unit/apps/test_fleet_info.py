@@ -13,6 +13,7 @@ from nodeau.adapters.fs_store import FilesystemModelStore
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.apps.cli.info_text import info_lines
 from nodeau.apps.models.actions import UnknownModel, import_model
+from nodeau.apps.models.bootstrap import build as build_models
 from nodeau.apps.models.services import ModelServices
 from nodeau.apps.qualification.fleet_info import fleet_model_info
 from nodeau.apps.qualification.fleet_qualify import AmbiguousModel
@@ -79,7 +80,7 @@ def here(tmp_path: Path) -> ModelServices:
     s = settings_from({"NODEAU_HOME": str(tmp_path / "home"), "NODEAU_MACHINE": "laptop"})
     store = FilesystemModelStore(s.models_root, "laptop", reserve_bytes=0,
                                  clock=lambda: datetime.now(UTC))  # fmt: skip
-    return ModelServices(settings=s, store=store, inspector=GgufModelInspector(),
+    return build_models(s, store=store, inspector=GgufModelInspector(),
                          registry=FakeRegistry())  # fmt: skip
 
 

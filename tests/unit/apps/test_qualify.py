@@ -23,7 +23,7 @@ from nodeau.adapters.processes import this_starter
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.adapters.sqlite_registry import SqliteRegistry
 from nodeau.apps.models.actions import Resolved, import_model, resolve_model
-from nodeau.apps.models.services import ModelServices
+from nodeau.apps.models.bootstrap import build as build_models
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.qualification.machine_qualify import QualifyParts, qualify
 from nodeau.apps.serving.commands import RunAsk, Started
@@ -128,8 +128,8 @@ class World:
         )
         self.settings.home.mkdir(parents=True)
         s = self.settings
-        self.models = ModelServices(
-            settings=s,
+        self.models = build_models(
+            s,
             store=FilesystemModelStore(s.models_root, "m1", reserve_bytes=0, clock=clock),
             inspector=GgufModelInspector(),
             registry=SqliteRegistry(s.home / "registry.sqlite3"),
