@@ -13,7 +13,7 @@ from attrs import evolve, frozen
 
 from nodeau.apps.agent.copies import CopyWorker
 from nodeau.apps.agent.memory import PodMemoryWatch
-from nodeau.apps.machine_report import build_report
+from nodeau.apps.machines.report import build_report
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.model_server import ServerAbilities

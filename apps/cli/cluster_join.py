@@ -22,7 +22,7 @@ from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.cluster_plane import KUBERNETES, PlaneChoice, write_plane_file
 from nodeau.apps.cli.durations import duration_option
 from nodeau.apps.cli.errors import SettingsError
-from nodeau.apps.machine_report import build_report
+from nodeau.apps.machines.report import build_report
 from nodeau.domain.platforms import join_refusal
 from nodeau.ports.cluster import (
     BootstrapToken,

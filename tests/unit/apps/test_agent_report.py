@@ -25,7 +25,7 @@ from nodeau.adapters.kube.report_form import (
 from nodeau.adapters.record_json import RecordError
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory, simulated_uuid
 from nodeau.adapters.sqlite_registry import SqliteRegistry
-from nodeau.apps.machine_report import BuiltReport, build_report
+from nodeau.apps.machines.report import BuiltReport, build_report
 from nodeau.apps.models.actions import import_model
 from nodeau.domain.artifacts import ArtifactFile, CuratedEntry, Sha256
 from nodeau.domain.catalog import ArchitectureSummary, Catalog, CatalogEntry

@@ -1,6 +1,6 @@
 """A machine's report, built from its ports: the cards it has and the models it holds verified.
 
-Why it is so: docs/adr/decisions/apps.md (machine_report.py).
+Why it is so: docs/adr/decisions/apps.md (machines/report.py).
 """
 
 from __future__ import annotations
