@@ -22,7 +22,7 @@ from nodeau.apps.cli.bootstrap import utc_now
 from nodeau.apps.cli.render import size, table, to_json
 from nodeau.apps.cloud.settings import base_url, cloud_settings
 from nodeau.apps.cloud.status import cloud_status
-from nodeau.apps.planes.plane import PlanInstall
+from nodeau.apps.plans.commands import PlanInstall
 from nodeau.domain.cloud import Association, parse_allowed
 from nodeau.ports.cloud import CloudError, Installation, NodeauCloud
 from nodeau.ports.errors import SettingsError

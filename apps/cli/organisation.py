@@ -16,7 +16,7 @@ from nodeau.apps.cli.render import to_json
 from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
-    from nodeau.apps.planes.plane import OrganisationView
+    from nodeau.apps.organisation.commands import OrganisationView
 
 organisation_app = App(
     name="organisation",

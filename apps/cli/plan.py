@@ -21,7 +21,8 @@ from nodeau.domain.workloads import RecoveryMode
 from nodeau.ports.errors import SettingsError
 
 if TYPE_CHECKING:
-    from nodeau.apps.planes.plane import Plane, PlanView
+    from nodeau.apps.planes.plane import Plane
+    from nodeau.apps.plans.commands import PlanView
     from nodeau.apps.serving.commands import Explanation
 
 plan_app = App(

@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 
 from attrs import frozen
 
-from nodeau.apps.planes.plane import Plane, PlanInstall
+from nodeau.apps.planes.plane import Plane
+from nodeau.apps.plans.commands import PlanInstall
 from nodeau.domain.cloud import (
     Association,
     OperationKind,

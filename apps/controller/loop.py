@@ -21,7 +21,7 @@ from nodeau.apps.controller.reading import FleetInputs, FleetReading, proved_rea
 from nodeau.apps.controller.reconcile import KIND_NAMES, Reconciler
 from nodeau.apps.controller.recover import Recoverer
 from nodeau.apps.controller.turns import Turn, Turns
-from nodeau.apps.planes.plan import kept_terms
+from nodeau.apps.plans.entitlement import kept_terms
 from nodeau.domain.health import Health, MachineHealth, assess_fleet, changes, next_quiet
 from nodeau.domain.memory import MeasuredTable
 from nodeau.domain.organisation import Spending

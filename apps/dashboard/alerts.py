@@ -11,9 +11,9 @@ from attrs import frozen
 
 from nodeau.apps.copies.commands import CopyListing
 from nodeau.apps.machines.commands import FleetListing
-from nodeau.apps.planes.plane import PlanView
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.apps.planes.workload_view import WorkloadView
+from nodeau.apps.plans.commands import PlanView
 from nodeau.domain.cache import CopyState
 
 SEVERITIES = ("error", "warning")

@@ -26,9 +26,10 @@ from nodeau.apps.dashboard.cards import CardReadings, card_memory, card_readings
 from nodeau.apps.dashboard.qualification import ModelQualification
 from nodeau.apps.dashboard.traffic import Traffic, read_traffic
 from nodeau.apps.machines.commands import FleetListing, MachineView
-from nodeau.apps.planes.plane import Plane, PlanView
+from nodeau.apps.planes.plane import Plane
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.apps.planes.workload_view import WorkloadView
+from nodeau.apps.plans.commands import PlanView
 from nodeau.apps.recovery.commands import RecoveryListing
 from nodeau.domain.hardware import MachineReading
 from nodeau.ports.errors import NodeauError

@@ -16,8 +16,8 @@ from attrs import frozen
 from nodeau.apps.batches.fleet import FleetBatchJobs
 from nodeau.apps.copies.fleet import FleetCopies
 from nodeau.apps.machines.fleet import FleetMachines
-from nodeau.apps.planes.organisation import Organisations
-from nodeau.apps.planes.plan import Plans
+from nodeau.apps.organisation.policy import Organisations
+from nodeau.apps.plans.entitlement import Plans
 from nodeau.apps.qualification.commands import QualificationUnavailable
 from nodeau.apps.qualification.fleet import FleetProbes, FleetQualification
 from nodeau.apps.recovery.fleet import FleetRecovery
@@ -165,7 +165,7 @@ class KubernetesPlane:
     def _permit(self, action: str) -> None:
         """Nothing when the person asking may take ``action`` under the organisation's policy
         (RBAC is the API server's own check, on every request); ``NotAllowed`` otherwise."""
-        from nodeau.apps.planes.organisation import permit
+        from nodeau.apps.organisation.policy import permit
         from nodeau.domain.limits import Action
 
         requester = self._requester()
@@ -190,7 +190,7 @@ class KubernetesPlane:
 
     @cached_property
     def organisation(self) -> Organisations:
-        from nodeau.apps.planes.plan import status_in_force
+        from nodeau.apps.plans.entitlement import status_in_force
 
         return Organisations(
             plane=self.description,

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Protocol
 
 from nodeau.apps.copies.machine import NoCopies
 from nodeau.apps.machines.machine import ThisMachineMarks
+from nodeau.apps.organisation.policy import Organisations, permit
 from nodeau.apps.planes.machine_workloads import MachineWorkloads, WorkloadParts
-from nodeau.apps.planes.organisation import Organisations, permit
-from nodeau.apps.planes.plan import Plans, status_in_force
+from nodeau.apps.plans.entitlement import Plans, status_in_force
 from nodeau.apps.recovery.machine import ThisMachineRecovery
 from nodeau.apps.serving.machine import ThisMachineServing
 from nodeau.apps.serving.model_servers import Rules, RunRequest, admit_on_this_machine

@@ -24,7 +24,7 @@ from nodeau.adapters.entitlement_document import (
     Ed25519EntitlementVerifier,
     envelope_bytes,
 )
-from nodeau.apps.planes.plan import plan_in_force
+from nodeau.apps.plans.entitlement import plan_in_force
 from nodeau.domain.entitlements import EntitlementReason, SignatureVerdict, verified_terms
 from nodeau.domain.plans import HOME
 from nodeau.ports.entitlements import StoredEntitlement

@@ -18,7 +18,7 @@ from kubernetes import client
 from nodeau.adapters.entitlement_document import Ed25519EntitlementVerifier
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.entitlement import KubeEntitlementStore
-from nodeau.apps.planes.plan import install, plan_in_force, remove
+from nodeau.apps.plans.entitlement import install, plan_in_force, remove
 from tests.support.builders.entitlements import document, trusted
 from tests.support.real.cli import Cli
 from tests.support.real.kube_cluster import Cluster

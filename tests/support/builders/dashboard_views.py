@@ -12,8 +12,8 @@ from typing import Any, cast
 
 from nodeau.apps.dashboard import playground
 from nodeau.apps.machines.commands import FleetListing, GpuView, MachineView
-from nodeau.apps.planes.plane import PlanView
 from nodeau.apps.planes.workload_view import WorkloadView
+from nodeau.apps.plans.commands import PlanView
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 GIB = 1024**3

@@ -1,6 +1,6 @@
 """``nodeau plan``: the plan in force, installing an entitlement, removing it; both planes.
 
-Why it is so: docs/adr/decisions/apps-planes.md (plan.py).
+Why it is so: docs/adr/decisions/apps-planes.md (plans/entitlement.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import datetime
 
 from attrs import frozen
 
-from nodeau.apps.planes.plane import PlanInstall, PlanView
+from nodeau.apps.plans.commands import PlanInstall, PlanView
 from nodeau.domain.entitlements import (
     TIMING,
     EntitlementStatus,

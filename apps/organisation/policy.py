@@ -1,6 +1,6 @@
 """``nodeau organisation`` and ``nodeau plan explain``: the organisation's policy, on either plane.
 
-Why it is so: docs/adr/decisions/apps-planes.md (organisation.py).
+Why it is so: docs/adr/decisions/apps-planes.md (organisation/policy.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from attrs import frozen
 from returns.result import Failure
 
-from nodeau.apps.planes.plane import OrganisationView, QuotaView
+from nodeau.apps.organisation.commands import OrganisationView, QuotaView
 from nodeau.domain.limits import Action, QuotaUsage, Role
 from nodeau.domain.organisation import (
     Organisation,

@@ -1,0 +1,1 @@
+"""``nodeau organisation``: the organisation's policy and who asks (ADR 0030)."""
