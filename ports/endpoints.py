@@ -3,7 +3,11 @@ run as a user service on this machine, for a workload here or on a fleet."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Protocol
+
+# each endpoint's own /metrics text, in the order asked; None where it did not answer
+MetricsTexts = Callable[[Sequence[str]], Sequence[str | None]]
 
 
 class LoopbackEndpoints(Protocol):

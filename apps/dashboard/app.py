@@ -33,6 +33,7 @@ from nodeau.apps.dashboard.session import Token, csrf_value
 from nodeau.apps.planes.plane import Plane
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.domain.hardware import MachineReading
+from nodeau.ports.endpoints import MetricsTexts
 from nodeau.ports.errors import NodeauError
 
 REFRESH_S = 2.0
@@ -74,11 +75,13 @@ class Dashboard:
         transport: httpx.AsyncBaseTransport | None,
         qualifications: Callable[[], Sequence[ModelQualification]],
         cards: Callable[[], MachineReading | None],
+        metrics: MetricsTexts | None,
     ) -> None:
         self.plane = plane
         self.model_rows = model_rows
         self.qualifications = qualifications
         self.cards = cards
+        self.metrics = metrics
         self.token = token
         self.clock = clock
         self.transport = transport
@@ -91,7 +94,12 @@ class Dashboard:
         # the plane's reads hold the lock; encoding the document needs only the views
         views = await self.on_plane(
             lambda: read_views(
-                self.plane, self.model_rows, self.clock(), self.qualifications, self.cards
+                self.plane,
+                self.model_rows,
+                self.clock(),
+                self.qualifications,
+                self.cards,
+                self.metrics,
             )
         )
         return await run_in_threadpool(EncodedBoard, views)
@@ -222,11 +230,15 @@ def create_app(
     transport: httpx.AsyncBaseTransport | None = None,
     qualifications: Callable[[], Sequence[ModelQualification]] = tuple,
     cards: Callable[[], MachineReading | None] = no_reading,
+    metrics: MetricsTexts | None = None,
 ) -> Starlette:
     """The dashboard app over ``plane``; ``transport`` reaches the workloads' endpoints
     (None: httpx's own); ``qualifications``: each model's, as ``nodeau model info`` says
-    them (none by default); ``cards``: this machine's cards as read now (none by default)."""
-    dashboard = Dashboard(plane, model_rows, token, clock, transport, qualifications, cards)
+    them (none by default); ``cards``: this machine's cards as read now (none by default);
+    ``metrics``: the endpoints' counters (None: no Traffic table)."""
+    dashboard = Dashboard(
+        plane, model_rows, token, clock, transport, qualifications, cards, metrics
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -32,6 +32,7 @@ from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.apps.plans.commands import PlanView
 from nodeau.apps.recovery.commands import RecoveryListing
 from nodeau.domain.hardware import MachineReading
+from nodeau.ports.endpoints import MetricsTexts
 from nodeau.ports.errors import NodeauError
 
 log = logging.getLogger("nodeau.dashboard")
@@ -185,9 +186,11 @@ def read_views(
     now: datetime,
     qualifications: Callable[[], Sequence[ModelQualification]] = tuple,
     cards: Callable[[], MachineReading | None] = no_reading,
+    metrics: MetricsTexts | None = None,
 ) -> Views:
     """Every view the page shows, each read once; the alerts derived from them; ``cards``
-    reads this machine's cards (what each reports in use)."""
+    reads this machine's cards (what each reports in use), ``metrics`` the endpoints'
+    counters (None: the Traffic table is not read)."""
     r = Reading()
     # a reading that fails is said on each card it leaves without a figure, not as a section
     cards_read = Reading()
@@ -200,7 +203,11 @@ def read_views(
     recovering: RecoveryListing | None = r.read("recovery", plane.recovery.status)
     qualified: Sequence[ModelQualification] | None = r.read("qualification", qualifications)
     plan: PlanView | None = r.read("plan", lambda: plane.plans.in_force(advance=False))
-    served: tuple[Traffic, ...] | None = r.read("traffic", lambda: read_traffic(workloads or ()))
+    served: tuple[Traffic, ...] | None = (
+        None
+        if metrics is None
+        else r.read("traffic", lambda: read_traffic(workloads or (), metrics))
+    )
     found = alerts(
         machines=machines, workloads=workloads, copies=copy_listing, files=files, plan=plan
     )

@@ -1,5 +1,5 @@
-"""What each serving workload's endpoint says it served, for the dashboard: read from its
-own ``GET /metrics`` (``nodeau.apps.endpoint.metrics``) on loopback at each refresh.
+"""What each serving workload's endpoint says it served, for the dashboard: totals of its
+own ``GET /metrics`` (``nodeau.apps.endpoint.metrics``), read at each refresh.
 
 Why it is so: docs/adr/decisions/apps-dashboard.md (traffic.py).
 """
@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import httpx
 from attrs import frozen
 from prometheus_client.parser import text_string_to_metric_families
 
 from nodeau.apps.planes.workload_view import WorkloadView
+from nodeau.ports.endpoints import MetricsTexts
 
-TIMEOUT_S = 1.0
 HEADERS = ("NAME", "REQUESTS", "FAILED", "MEAN TIME", "COMPLETION TOKENS", "TOKENS/S")
 
 
@@ -29,22 +28,20 @@ class Traffic:
     completion_tokens: int | None
 
 
-def read_traffic(workloads: Sequence[WorkloadView]) -> tuple[Traffic, ...]:
+def read_traffic(workloads: Sequence[WorkloadView], texts: MetricsTexts) -> tuple[Traffic, ...]:
     """The totals of every serving service whose endpoint is on this machine."""
     served = [w for w in workloads if w.kind == "service" and w.endpoint and w.state == "serving"]
-    with httpx.Client(trust_env=False, timeout=TIMEOUT_S) as client:
-        return tuple(_read(client, w.name, str(w.endpoint)) for w in served)
+    said = texts([str(w.endpoint) for w in served])
+    return tuple(_traffic(w.name, text) for w, text in zip(served, said, strict=True))
 
 
-def _read(client: httpx.Client, name: str, endpoint: str) -> Traffic:
+def _traffic(name: str, text: str | None) -> Traffic:
     try:
-        answer = client.get(endpoint.removesuffix("/v1") + "/metrics")
-        answer.raise_for_status()
-        return totals(name, answer.text)
-    except (httpx.HTTPError, ValueError):
-        return Traffic(
-            name=name, requests=None, failed=None, answering_s=None, completion_tokens=None
-        )
+        if text is not None:
+            return totals(name, text)
+    except ValueError:
+        pass  # not a metrics text: said as no answer, as a silent endpoint is
+    return Traffic(name=name, requests=None, failed=None, answering_s=None, completion_tokens=None)
 
 
 def totals(name: str, exposition: str) -> Traffic:
