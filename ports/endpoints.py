@@ -3,8 +3,11 @@ run as a user service on this machine, for a workload here or on a fleet."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
+
+from nodeau.ports.errors import NodeauError
 
 # each endpoint's own /metrics text, in the order asked; None where it did not answer
 MetricsTexts = Callable[[Sequence[str]], Sequence[str | None]]
@@ -52,4 +55,38 @@ class FleetLoopbackEndpoints(Protocol):
 
     def running_origins(self, name: str) -> tuple[str, ...] | None:
         """The web origins ``name``'s endpoint answers while it listens; None if it does not."""
+        ...
+
+
+class NotAnswered(NodeauError):
+    """An endpoint did not answer a request (refused, reset, timed out); one line."""
+
+
+class EndpointAnswer(Protocol):
+    """An endpoint's answer, its body not yet read; read it whole or as it comes, once."""
+
+    @property
+    def status(self) -> int: ...
+
+    async def whole(self) -> bytes:
+        """The whole body; the answer is closed after."""
+        ...
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it comes, undecoded; the answer is closed at its end."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class EndpointClient(Protocol):
+    """One HTTP client to this machine's loopback endpoints, open while a server runs."""
+
+    def opened(self) -> AbstractAsyncContextManager[None]:
+        """The client, open within the block (a server's lifespan)."""
+        ...
+
+    async def post(self, url: str, body: object) -> EndpointAnswer:
+        """POST ``body`` as JSON to ``url``; its answer as soon as its head arrives;
+        ``NotAnswered`` when no answer came."""
         ...

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from nodeau.adapters.dashboard_service import CARRIED, CARRIED_PREFIXES, folder, read_service
 from nodeau.adapters.dashboard_token import TOKEN_FILE, TokenFile
+from nodeau.adapters.endpoint_client import HttpxEndpointClient
 from nodeau.adapters.endpoint_metrics import metrics_texts
 from nodeau.adapters.private_files import keep_private
 from nodeau.apps.dashboard.app import create_app
@@ -64,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     app = create_app(
         plane(),
+        client=HttpxEndpointClient(),
         model_rows=model_rows,
         qualifications=qualifications,
         cards=cards,

@@ -14,7 +14,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -33,12 +32,11 @@ from nodeau.apps.dashboard.session import Token, csrf_value
 from nodeau.apps.planes.plane import Plane
 from nodeau.apps.planes.status_rows import StatusRow
 from nodeau.domain.hardware import MachineReading
-from nodeau.ports.endpoints import MetricsTexts
+from nodeau.ports.endpoints import EndpointAnswer, EndpointClient, MetricsTexts, NotAnswered
 from nodeau.ports.errors import NodeauError
 
 REFRESH_S = 2.0
 MAX_AGE_S = 30.0  # a kept board older than this is read again before a poll is answered
-TIMEOUTS = httpx.Timeout(connect=5.0, read=300.0, write=60.0, pool=60.0)
 STATIC = "static"
 WITH_CLI = "cli"
 
@@ -55,10 +53,6 @@ def error(status: int, message: str, kind: str) -> JSONResponse:
     )
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def _sse(event: str, data: object) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
@@ -72,7 +66,7 @@ class Dashboard:
         model_rows: Callable[[], Sequence[StatusRow]],
         token: Token,
         clock: Callable[[], datetime],
-        transport: httpx.AsyncBaseTransport | None,
+        client: EndpointClient,
         qualifications: Callable[[], Sequence[ModelQualification]],
         cards: Callable[[], MachineReading | None],
         metrics: MetricsTexts | None,
@@ -84,8 +78,7 @@ class Dashboard:
         self.metrics = metrics
         self.token = token
         self.clock = clock
-        self.transport = transport
-        self.client: httpx.AsyncClient | None = None
+        self.client = client
         self.description: str | None = None
         self._lock = threading.Lock()
         self.kept = KeptBoard(self.read_board, refresh_s=REFRESH_S, max_age_s=MAX_AGE_S)
@@ -189,36 +182,31 @@ class Dashboard:
             "request": body,
             "snippets": playground.snippets(found, body),
         }
-        assert self.client is not None, "the lifespan makes the client"
         url = found.endpoint + playground.ROUTE_OF[task]
         try:
-            upstream = await self.client.send(
-                self.client.build_request("POST", url, json=body), stream=True
-            )
-        except httpx.HTTPError as exc:
-            return error(502, f"{url} did not answer: {_one_line(exc)}", "bad_gateway")
-        if upstream.status_code != 200 or task != "chat":
+            upstream = await self.client.post(url, body)
+        except NotAnswered as exc:
+            return error(502, f"{url} did not answer: {exc.one_line()}", "bad_gateway")
+        if upstream.status != 200 or task != "chat":
             try:
-                answer = json.loads(await upstream.aread())
+                answer = json.loads(await upstream.whole())
             except ValueError:
                 answer = None
-            finally:
-                await upstream.aclose()
             return JSONResponse(
-                {**said, "status": upstream.status_code, "response": answer},
-                status_code=200 if upstream.status_code == 200 else 502,
+                {**said, "status": upstream.status, "response": answer},
+                status_code=200 if upstream.status == 200 else 502,
             )
         return StreamingResponse(_relay(said, upstream), media_type="text/event-stream")
 
 
-async def _relay(said: dict[str, Any], upstream: httpx.Response) -> AsyncIterator[bytes]:
+async def _relay(said: dict[str, Any], upstream: EndpointAnswer) -> AsyncIterator[bytes]:
     """Who answers first (event ``nodeau``), then the endpoint's own stream as it comes."""
     try:
         yield _sse("nodeau", said)
-        async for chunk in upstream.aiter_raw():
+        async for chunk in upstream.chunks():
             yield chunk
     finally:
-        await upstream.aclose()
+        await upstream.close()
 
 
 def create_app(
@@ -227,26 +215,20 @@ def create_app(
     model_rows: Callable[[], Sequence[StatusRow]],
     token: Token,
     clock: Callable[[], datetime],
-    transport: httpx.AsyncBaseTransport | None = None,
+    client: EndpointClient,
     qualifications: Callable[[], Sequence[ModelQualification]] = tuple,
     cards: Callable[[], MachineReading | None] = no_reading,
     metrics: MetricsTexts | None = None,
 ) -> Starlette:
-    """The dashboard app over ``plane``; ``transport`` reaches the workloads' endpoints
-    (None: httpx's own); ``qualifications``: each model's, as ``nodeau model info`` says
+    """The dashboard app over ``plane``; ``client`` reaches the workloads' endpoints
+    (the Playground's calls); ``qualifications``: each model's, as ``nodeau model info`` says
     them (none by default); ``cards``: this machine's cards as read now (none by default);
     ``metrics``: the endpoints' counters (None: no Traffic table)."""
-    dashboard = Dashboard(
-        plane, model_rows, token, clock, transport, qualifications, cards, metrics
-    )
+    dashboard = Dashboard(plane, model_rows, token, clock, client, qualifications, cards, metrics)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        # trust_env off: a loopback endpoint is never reached through the environment's proxy
-        async with httpx.AsyncClient(
-            timeout=TIMEOUTS, transport=transport, trust_env=False
-        ) as client:
-            dashboard.client = client
+        async with client.opened():
             await dashboard.start()
             yield
 

@@ -18,6 +18,7 @@ import pytest
 import uvicorn
 
 from nodeau.adapters.dashboard_token import TokenFile, write_owner_only
+from nodeau.adapters.endpoint_client import HttpxEndpointClient
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.server import dashboard_config
 from nodeau.apps.endpoint.limits import Limits
@@ -49,7 +50,11 @@ def dashboard(tmp_path: Path, limits: Limits) -> Iterator[tuple[uvicorn.Server, 
         plan=plan(),
     )
     app = create_app(
-        cast(Plane, plane), model_rows=lambda: (), token=TokenFile(token), clock=lambda: NOW
+        cast(Plane, plane),
+        client=HttpxEndpointClient(),
+        model_rows=lambda: (),
+        token=TokenFile(token),
+        clock=lambda: NOW,
     )
     server = uvicorn.Server(dashboard_config(app, 0, log_level="error", limits=limits))
     with serving(server):

@@ -19,6 +19,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from nodeau.adapters.dashboard_token import TokenFile
+from nodeau.adapters.endpoint_client import HttpxEndpointClient
 from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.models import import_, verify
 from nodeau.apps.dashboard.app import create_app
@@ -72,7 +73,13 @@ def outcomes(home: Path, plan: PlanName, monkeypatch: pytest.MonkeyPatch) -> dic
     # authentication: the dashboard answers nothing without its token, nor a foreign Host
     token_path = home / "dashboard-token"
     token_path.write_text("t" * 43)
-    app = create_app(plane, model_rows=lambda: (), token=TokenFile(token_path), clock=lambda: now)
+    app = create_app(
+        plane,
+        client=HttpxEndpointClient(),
+        model_rows=lambda: (),
+        token=TokenFile(token_path),
+        clock=lambda: now,
+    )
     with TestClient(app, base_url="http://127.0.0.1:8999") as http:
         found["no token"] = http.get("/api/board").status_code
         found["wrong token"] = http.get(

@@ -22,6 +22,7 @@ from typing import cast
 import uvicorn
 
 from nodeau.adapters.dashboard_token import TokenFile, write_owner_only
+from nodeau.adapters.endpoint_client import HttpxEndpointClient
 from nodeau.adapters.endpoint_metrics import metrics_texts
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.board import no_reading
@@ -84,7 +85,8 @@ def served(
     token = tmp_path / "token"
     write_owner_only(token, b"t0ken")
     app = create_app(
-        cast(Plane, plane), model_rows=lambda: (), token=TokenFile(token), clock=lambda: now,
+        cast(Plane, plane), client=HttpxEndpointClient(),
+        model_rows=lambda: (), token=TokenFile(token), clock=lambda: now,
         cards=cards, metrics=metrics_texts,
     )  # fmt: skip
     port = free_port()

@@ -17,6 +17,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from nodeau.adapters.dashboard_token import TokenFile, new_token, write_owner_only
+from nodeau.adapters.endpoint_client import HttpxEndpointClient
 from nodeau.apps.dashboard import playground
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.callers import DashboardCallers
@@ -79,7 +80,11 @@ def plane() -> StoppingPlane:
 @pytest.fixture
 def client(token_file: Path, plane: StoppingPlane) -> Iterator[TestClient]:
     app = create_app(
-        cast(Plane, plane), model_rows=lambda: (), token=TokenFile(token_file), clock=lambda: NOW
+        cast(Plane, plane),
+        client=HttpxEndpointClient(),
+        model_rows=lambda: (),
+        token=TokenFile(token_file),
+        clock=lambda: NOW,
     )
     with TestClient(app, base_url=BASE, follow_redirects=False) as c:
         yield c
