@@ -199,3 +199,37 @@ def test_every_card_held_is_refused_naming_each_card_its_machine_and_holder() ->
         "qwen-race needs 9.00 GiB (estimated); every card large enough is held: "
         "GPU-0000-race on m1 by a, GPU-0001-race on m1 by b"
     )
+
+
+@pytest.mark.parametrize(
+    ("machines", "named"),
+    [
+        (8, "m0, m1, m2, m3, m4, m5, m6, m7"),
+        (9, "m0, m1, m2, m3, m4, m5, m6, m7 and 1 more"),
+    ],
+)
+def test_a_refusal_for_copies_counts_only_the_machines_it_does_not_name(
+    machines: int, named: str
+) -> None:
+    f = fleet(*(machine(f"m{i}", gpu(f"GPU-{i}", 24)) for i in range(machines)))
+    refusal = admit(request(), f, Ledger(), frozenset(), flat(12 * GIB)).failure()
+    assert refusal.sentence == (
+        f"qwen fits a free card on {named}, but no such machine holds a verified copy of "
+        "its files; fetch or import it there, then verify it"
+    )
+
+
+def test_a_refusal_naming_holders_counts_the_one_it_does_not_name() -> None:
+    f = fleet(machine("m", *(gpu(f"GPU-{j}", 24) for j in range(9))))
+    ledger = Ledger(
+        reservations=tuple(
+            Reservation(workload=f"w{j}", machine="m", gpu_uuid=f"GPU-{j}", bytes=GIB)
+            for j in range(9)
+        )
+    )
+    refusal = admit(request(), f, ledger, frozenset({"m"}), flat(12 * GIB)).failure()
+    assert refusal.sentence == (
+        "qwen needs 12.00 GiB (estimated); every card large enough is held: "
+        + ", ".join(f"GPU-{j} on m by w{j}" for j in range(8))
+        + ", and 1 more"
+    )

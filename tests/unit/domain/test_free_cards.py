@@ -149,6 +149,8 @@ def same_decision(
     assert placement.ranked == chosen.ranked[:SHOWN]
     assert placement.candidates == len(chosen.ranked)
     assert admitted.predictions == every.predictions
+    assert admitted.request == every.request
+    assert placement.workload == chosen.workload
     assert admitted.counts == CardCounts.of(every.cards)
     by_uuid = {c.gpu_uuid: c for c in every.cards}
     assert admitted.cards == tuple(by_uuid[r.gpu_uuid] for r in placement.ranked)
@@ -355,3 +357,138 @@ def test_an_index_following_its_ledger_with_one_more_reservation_equals_one_made
         assert followed.ledger is later
         answers_as_made_afresh(followed, drawn)
         ledger = later
+
+
+def test_a_card_exactly_the_size_needed_is_chosen_and_counted_large_enough() -> None:
+    f = fleet(machine("m00", gpu("GPU-00-0", 24), gpu("GPU-00-1", 16)))
+    index = FreeCards.of(f, Ledger(), SchedulingSettings(), ENTERPRISE)
+    got = index.decide(
+        request(), verified_on=frozenset({"m00"}), excluded=(), predict=flat(24 * GIB)
+    )
+    assert isinstance(got, tuple)
+    admitted, placement = got
+    assert placement.gpu_uuid == "GPU-00-0"
+    assert admitted.counts == CardCounts(
+        cards=2, too_small=1, held=0, no_verified_copy=0, accepted=1
+    )
+    same_decision(
+        got,
+        weighed(
+            f, Ledger(), SchedulingSettings(), ENTERPRISE, frozenset({"m00"}), (), flat(24 * GIB)
+        ),
+    )
+
+
+def test_a_held_card_exactly_the_size_needed_is_named_as_its_holders() -> None:
+    f = fleet(machine("m00", gpu("GPU-00-0", 24), gpu("GPU-00-1", 16)))
+    held = Reservation(workload="w", machine="m00", gpu_uuid="GPU-00-0", bytes=GIB)
+    ledger = reserve(Ledger(), held, f.gpus[0][1]).unwrap()
+    index = FreeCards.of(f, ledger, SchedulingSettings(), ENTERPRISE)
+    said = index.decide(
+        request(), verified_on=frozenset({"m00"}), excluded=(), predict=flat(24 * GIB)
+    )
+    assert isinstance(said, Refusal)
+    assert said.code is ReasonCode.NO_FREE_CARD
+    assert said.sentence == (
+        "qwen needs 24.00 GiB (estimated); every card large enough is held: GPU-00-0 on m00 by w"
+    )
+
+
+def test_a_full_fleets_refusal_counts_the_held_cards_of_every_size_large_enough() -> None:
+    f = fleet(
+        machine("m00", *(gpu(f"GPU-00-{j}", 80) for j in range(8))),
+        machine("m01", gpu("GPU-01-0", 48), gpu("GPU-01-1", 48)),
+    )
+    ledger = Ledger()
+    for k, (m, g) in enumerate(f.gpus):
+        ledger = reserve(
+            ledger, Reservation(workload=f"w{k}", machine=m.name, gpu_uuid=g.uuid, bytes=GIB), g
+        ).unwrap()
+    index = FreeCards.of(f, ledger, SchedulingSettings(), ENTERPRISE)
+    said = index.decide(
+        request(), verified_on=frozenset({"m00"}), excluded=(), predict=flat(30 * GIB)
+    )
+    assert isinstance(said, Refusal)
+    assert said.sentence.endswith("GPU-00-7 on m00 by w7, and 2 more")
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        PlanTerms(name=PlanName.PRO, max_machines=1),
+        PlanTerms(name=PlanName.PRO, max_gpus=1),
+    ],
+    ids=["machines bounded", "cards bounded"],
+)
+def test_a_plan_with_one_bound_counts_a_drained_machine_after_those_taking_work(
+    plan: PlanTerms,
+) -> None:
+    f = fleet(machine("m00", gpu("GPU-00-0", 80)), machine("m01", gpu("GPU-01-0", 80)))
+    verified = frozenset({"m00", "m01"})
+    excluded = (("m00", "drained"),)
+    index = FreeCards.of(f, Ledger(), SchedulingSettings(), plan)
+    got = index.decide(request(), verified_on=verified, excluded=excluded, predict=flat(30 * GIB))
+    assert isinstance(got, tuple)
+    assert got[1].gpu_uuid == "GPU-01-0"
+    same_decision(
+        got, weighed(f, Ledger(), SchedulingSettings(), plan, verified, excluded, flat(30 * GIB))
+    )
+
+
+def two_machines() -> Fleet:
+    return fleet(
+        machine("m00", gpu("GPU-00-0", 80), gpu("GPU-00-1", 80)),
+        machine("m01", gpu("GPU-01-0", 80), gpu("GPU-01-1", 80)),
+    )
+
+
+def made_afresh(followed: FreeCards, f: Fleet) -> None:
+    fresh = FreeCards.of(f, followed.ledger, SchedulingSettings(), ENTERPRISE)
+    assert (followed.order, followed.held_on, followed.groups) == (
+        fresh.order,
+        fresh.held_on,
+        fresh.groups,
+    )
+
+
+def test_an_index_following_several_new_reservations_records_them_without_being_made_again() -> (
+    None
+):
+    f = two_machines()
+    index = FreeCards.of(f, Ledger(), SchedulingSettings(), ENTERPRISE)
+    later = Ledger(
+        reservations=(
+            Reservation(workload="a", machine="m00", gpu_uuid="GPU-00-0", bytes=GIB),
+            Reservation(workload="b", machine="m01", gpu_uuid="GPU-01-1", bytes=GIB),
+        )
+    )
+    followed = index.follow(later)
+    assert followed is index
+    assert followed.ledger is later
+    made_afresh(followed, f)
+
+
+@pytest.mark.parametrize("others", [0, 1], ids=["alone", "with another"])
+@pytest.mark.parametrize(
+    "odd",
+    [
+        Reservation(workload="gone", machine="m09", gpu_uuid="GPU-09-0", bytes=GIB),
+        Reservation(workload="moved", machine="m01", gpu_uuid="GPU-00-1", bytes=GIB),
+    ],
+    ids=["a card not in the fleet", "a card named on another machine"],
+)
+def test_an_index_following_a_reservation_it_cannot_record_is_made_afresh(
+    odd: Reservation, others: int
+) -> None:
+    f = two_machines()
+    index = FreeCards.of(f, Ledger(), SchedulingSettings(), ENTERPRISE)
+    first = (Reservation(workload="a", machine="m00", gpu_uuid="GPU-00-0", bytes=GIB),)
+    later = index.ledger
+    for r in (*first[:others], odd):
+        later = later.added(r)
+    assert (later.added_to(index.ledger) == odd) is (others == 0)
+    followed = index.follow(later)
+    assert isinstance(followed, FreeCards)
+    assert followed is not index
+    assert followed.ledger is later
+    made_afresh(followed, f)

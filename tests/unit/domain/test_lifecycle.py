@@ -543,3 +543,11 @@ def test_a_next_attempt_belongs_to_restarting_alone() -> None:
     restarting = record(state=S.RESTARTING, since=ENDED, last_exit=OOM, next_attempt=due)
     assert with_state(restarting, S.RESTARTING, NOW).workload.next_attempt == due
     assert with_state(restarting, S.SERVING, NOW).workload.next_attempt is None
+
+
+def test_a_servers_phase_moves_nothing_while_its_machine_is_unreachable() -> None:
+    admitted = record(state=S.ADMITTED)
+    assert server_moved(admitted, ServerPhase.ABSENT, LATER, Health.UNREACHABLE) is admitted
+    assert server_moved(admitted, ServerPhase.ABSENT, LATER, Health.REPORTING) == with_state(
+        admitted, S.STARTING, LATER
+    )

@@ -46,3 +46,14 @@ def test_a_name_or_bytes_listed_already_cannot_be_listed_again() -> None:
     assert isinstance(same_name, CatalogEntry) and isinstance(same_bytes, CatalogEntry)
     assert "mine is in the catalog already (me/me/x@" in str(with_entry(catalog, same_name))
     assert with_entry(catalog, same_bytes) == "those bytes are in the catalog already, as mine"
+
+
+def test_an_entry_keeps_its_summary_and_an_entry_proving_nothing_says_what_to_do() -> None:
+    entry = curated("mine", b"a")
+    assert own_entry(entry, SUMMARY, frozenset({Capability.CHAT})) == CatalogEntry(
+        entry=entry, summary=SUMMARY, tasks=(Task.CHAT,), capabilities=(Capability.CHAT,)
+    )
+    assert own_entry(entry, SUMMARY, frozenset()) == (
+        "mine: its bytes have proved no task here, and an entry claims only what was proved: "
+        "import the file, then nodeau model qualify it, and add it again"
+    )

@@ -6,13 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeau.domain.hardware import Gpu
+from nodeau.domain.hardware import Gpu, Machine
 from nodeau.domain.model_server import (
     CUDA,
+    SERVER_CANNOT,
     ServerAbilities,
     ServerDevice,
     abilities_text,
     card_refusal,
+    server_exclusions,
 )
 from nodeau.domain.refusals import ReasonCode, RefusalKind
 
@@ -157,3 +159,65 @@ def test_a_real_card_never_goes_to_a_server_that_cannot_use_it(
         assert uses_cuda or all(c.simulated for c in cards)
     if on_cpu or all(c.simulated for c in cards):
         assert given_cards
+
+
+REAL_2 = Gpu(uuid="GPU-6a2b3c4d-0001", model="NVIDIA H200", total_bytes=141 * GIB)
+CUDA_BLIND_SILENT = ServerAbilities(
+    server="llama-server",
+    program="/b/cuda-90/llama-server",
+    version="0.5.0",
+    backends=(CUDA,),
+)
+
+
+def test_a_cuda_server_that_sees_no_card_and_said_nothing_names_every_card() -> None:
+    refusal = card_refusal(CUDA_BLIND_SILENT, (REAL, REAL_2), on_cpu=False)
+    assert refusal is not None
+    assert refusal.sentence == (
+        "the model server llama-server 0.5.0 (/b/cuda-90/llama-server) has CUDA but sees no "
+        "CUDA device here, so it cannot use GPU-6a2b3c4d-0000 (NVIDIA H200), "
+        "GPU-6a2b3c4d-0001 (NVIDIA H200); check the NVIDIA driver (nvidia-smi), or run it "
+        "on the CPU with --cpu"
+    )
+
+
+def test_the_lines_of_servers_with_several_devices_backends_or_none_seen() -> None:
+    two = ServerAbilities(
+        server="llama-server",
+        program="/b",
+        version="1",
+        backends=(CUDA, "Vulkan"),
+        devices=(H200, ServerDevice(name="CUDA1", description="NVIDIA H200", total_bytes=GIB)),
+    )
+    assert abilities_text(two) == (
+        "llama-server 1: CUDA (CUDA0 NVIDIA H200, 140.4 GiB, CUDA1 NVIDIA H200, 1.0 GiB); "
+        "Vulkan (no Vulkan device seen)"
+    )
+    assert abilities_text(CUDA_BLIND_SILENT) == "llama-server 0.5.0: CUDA (no CUDA device seen)"
+
+
+def on(name: str, *cards: Gpu) -> Machine:
+    return Machine(name=name, gpus=cards)
+
+
+def test_every_machine_whose_server_cannot_use_its_real_cards_is_left_out() -> None:
+    simulated_only = on("m0", SIMULATED)
+    served = on("m1", REAL)
+    blind = on("m2", REAL_2)
+    silent = on("m3", Gpu(uuid="GPU-x", model="NVIDIA L4", total_bytes=24 * GIB))
+    servers = {"m1": CUDA_SEES_CARD, "m2": CUDA_BLIND}
+    assert server_exclusions((silent, blind, served, simulated_only), servers, cuda_image=True) == (
+        (
+            "m2",
+            f"{SERVER_CANNOT}: llama-server 0.5.0: CUDA (no CUDA device seen: "
+            "no CUDA-capable device is detected)",
+        ),
+        ("m3", f"{SERVER_CANNOT}: its agent has not said what its model server can use"),
+    )
+    assert server_exclusions((simulated_only, served), servers, cuda_image=False) == (
+        (
+            "m1",
+            f"{SERVER_CANNOT}: no CUDA model-server image is configured "
+            "(the controller's --cuda-server-image)",
+        ),
+    )

@@ -11,13 +11,17 @@ from datetime import timedelta
 import pytest
 from attrs import evolve
 
+from nodeau.domain.free_cards import FreeCards
 from nodeau.domain.memory import GIB, RuntimeConfig
+from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.recovery import (
     RecoveryAction,
     RecoveryDecision,
     answering,
     copy_target,
+    leaving,
     moved_admission,
     nowhere_to_go,
     recovered,
@@ -38,7 +42,9 @@ from tests.support.builders.fleets import fleet, gpu, machine, request
 from tests.support.builders.recovery_inputs import (
     DEGRADED,
     FIVE_MINUTES,
+    FLEET,
     GONE,
+    LEDGER,
     MOVED,
     REPORTING,
     T0,
@@ -205,3 +211,24 @@ def test_a_copy_is_kept_where_the_workload_would_go_even_when_that_card_is_full_
     )
     v = view(fleet=two, ledger=full, excluded=(), verified_on=frozenset({"garage"}))
     assert copy_target(service(), request("svc"), v) == "attic"
+
+
+def test_a_copy_is_kept_where_the_workload_would_go_on_a_view_that_keeps_its_index() -> None:
+    kept = view(cards=FreeCards.of(FLEET, LEDGER, SchedulingSettings(), ENTERPRISE))
+    assert copy_target(service(), request("svc"), kept) == "attic"
+
+
+def test_a_recovery_decides_without_the_machine_its_workload_alone_held() -> None:
+    v = view(cards=FreeCards.of(FLEET, LEDGER, SchedulingSettings(), ENTERPRISE))
+    left = leaving(v, "svc")
+    assert [m.name for m in left.fleet.machines] == ["attic", "cp"]
+    assert left.ledger.reservations == ()
+    assert left.cards is None
+
+
+def test_a_recovery_decides_on_the_fleet_as_it_is_where_its_machine_holds_more() -> None:
+    shared = fleet(machine("garage", gpu("G1", 24), gpu("G2", 24)), machine("attic", gpu("A1", 24)))
+    both = LEDGER.added(Reservation(workload="other", machine="garage", gpu_uuid="G2", bytes=GIB))
+    v = view(fleet=shared, ledger=both)
+    assert leaving(v, "svc") is v
+    assert leaving(v, "unknown") is v

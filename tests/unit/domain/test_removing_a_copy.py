@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from nodeau.domain.artifacts import Artifact, ArtifactFile, Sha256
 from nodeau.domain.removal import (
+    KeptFile,
     KnownArtifact,
     Reliance,
     RelianceKind,
@@ -105,3 +106,47 @@ def test_nothing_relied_on_is_ever_deleted_and_every_held_file_is_accounted_for(
     assert not deleted & kept and not deleted & {f.sha256.hex for f in decided.absent}
     if "other" in relied:
         assert SHARED.sha256.hex not in deleted
+
+
+def test_a_refusal_names_the_model_and_says_every_reliance_in_full() -> None:
+    copy_asked = Reliance(
+        kind=RelianceKind.COPY_REQUEST,
+        artifact_id=MINE.artifact.id.hex,
+        name="garage",
+        state="ready",
+    )
+    decided = plan_removal(
+        MINE, known=[MINE], held=held(A, SHARED), reliances=[serving(MINE), copy_asked]
+    )
+    assert decided == RemovalRefused(
+        artifact_id=MINE.artifact.id.hex,
+        names=("mine",),
+        reliances=(serving(MINE), copy_asked),
+        sentence=f"{MINE.words}: nothing deleted: service chat (serving) uses it; "
+        "`nodeau stop chat --workload` frees it; a copy request asks garage to keep it "
+        "(ready); `nodeau models copy MODEL --to garage --remove` takes it back",
+    )
+
+
+def test_a_shared_file_stays_for_the_model_that_shares_it_whatever_the_models_before() -> None:
+    unrelated = KnownArtifact(artifact=Artifact.imported([file("c.gguf", "c")]), names=("c",))
+    both = [serving(OTHER, "other-chat"), serving(OTHER, "other-too")]
+    decided = plan_removal(
+        MINE, known=[MINE, unrelated, OTHER], held=held(A, SHARED), reliances=both
+    )
+    assert decided == Removal(
+        artifact_id=MINE.artifact.id.hex,
+        names=("mine",),
+        delete=(A,),
+        kept=(
+            KeptFile(
+                path="shared.gguf",
+                sha256=SHARED.sha256.hex,
+                size_bytes=100,
+                why=f"also a file of {OTHER.words}, which service other-chat (serving) uses "
+                "it; `nodeau stop other-chat --workload` frees it; service other-too (serving) "
+                "uses it; `nodeau stop other-too --workload` frees it",
+            ),
+        ),
+        absent=(),
+    )

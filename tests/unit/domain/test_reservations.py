@@ -170,3 +170,16 @@ def test_a_ledger_made_one_reservation_at_a_time_answers_as_one_made_at_once(
         assert made.of_workload(f"w{workload}") == at_once.of_workload(f"w{workload}")
     for on in range(4):
         assert made.on_machine(f"m{on}") == at_once.on_machine(f"m{on}")
+
+
+def test_a_ledger_holding_a_workload_twice_answers_its_first_reservation() -> None:
+    first = Reservation(workload="w", machine="m1", gpu_uuid="GPU-1", bytes=GIB)
+    second = Reservation(workload="w", machine="m2", gpu_uuid="GPU-2", bytes=GIB)
+    read = Ledger(reservations=(first, second))
+    assert read.of_workload("w") == first
+    assert (
+        read.added(
+            Reservation(workload="x", machine="m1", gpu_uuid="GPU-3", bytes=GIB)
+        ).of_workload("w")
+        == first
+    )

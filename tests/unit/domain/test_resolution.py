@@ -139,3 +139,11 @@ def test_the_gateway_chooses_the_workload_a_model_names(asked: str, chosen: set[
 def test_a_workload_named_exactly_is_always_the_only_choice(asked: str) -> None:
     candidates = [*GATEWAY, Candidate(workload=asked, names=("tiny",), artifact_id=A)]
     assert chosen_workloads(asked, candidates) == {asked}
+
+
+def test_a_workload_named_as_asked_is_chosen_over_one_whose_model_goes_by_that_name() -> None:
+    candidates = [
+        Candidate(workload="tiny", names=("smol",), artifact_id=C),
+        Candidate(workload="chat", names=("tiny",), artifact_id=A),
+    ]
+    assert chosen_workloads("tiny", candidates) == {"tiny"}

@@ -7,8 +7,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from attrs import evolve
 
-from nodeau.domain.runs import Asked, EndpointBack, NotAsAsked, RunsWith, run_step
+from nodeau.domain.memory import RuntimeConfig
+from nodeau.domain.records import WorkloadRecord
+from nodeau.domain.runs import Asked, EndpointBack, NotAsAsked, RunsWith, run_step, runs_with
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, Workload, WorkloadKind, WorkloadState
 
@@ -151,3 +154,54 @@ def test_a_context_not_known_yet_is_not_compared() -> None:
 def test_without_what_it_runs_with_nothing_is_compared() -> None:
     found = run_step(serving(), artifact_id=ARTIFACT, asked=Asked(context_tokens=2048))
     assert found == EndpointBack(workload=serving())
+
+
+def test_what_a_recorded_workload_runs_with_is_read_from_its_record() -> None:
+    recorded = evolve(
+        serving(),
+        recovery_mode=RecoveryMode.AUTOMATIC,
+        recovery_after=timedelta(minutes=7),
+        on_cpu=True,
+    )
+    record = WorkloadRecord(
+        workload=recorded,
+        config=RuntimeConfig(context_tokens=8192, task=Task.EMBED),
+        model_path="/m/tiny.gguf",
+    )
+    assert runs_with(record, ("https://app.example",)) == RunsWith(
+        context_tokens=8192,
+        task=Task.EMBED,
+        recovery=RecoveryMode.AUTOMATIC,
+        recovery_after=timedelta(minutes=7),
+        on_cpu=True,
+        allowed_origins=("https://app.example",),
+    )
+    assert runs_with(record, None).allowed_origins is None
+
+
+def test_three_flags_that_differ_are_named_in_one_list() -> None:
+    on_cpu = evolve(NOW, on_cpu=True)
+    assert step(Asked(context_tokens=2048, task=Task.EMBED, on_cpu=False), now=on_cpu) == (
+        NotAsAsked(
+            sentence="tiny already serves with --context 100, --task chat and --cpu, not "
+            "--context 2048, --task embed and no --cpu as asked, and nothing was changed; "
+            f"{STOP_AND_RUN}"
+        )
+    )
+
+
+def test_flags_changed_in_two_ways_say_both_ways() -> None:
+    answering = evolve(NOW, allowed_origins=("https://a.example", "https://b.example"))
+    assert step(
+        Asked(context_tokens=2048, recovery=RecoveryMode.AUTOMATIC),
+        origins=("https://c.example",),
+        now=answering,
+    ) == NotAsAsked(
+        sentence="tiny already serves with --context 100, --recovery never and "
+        "--allow-origin https://a.example --allow-origin https://b.example, not --context "
+        "2048, --recovery automatic --after 3m and --allow-origin https://c.example as "
+        f"asked, and nothing was changed; {STOP_AND_RUN}; nodeau recovery set tiny automatic "
+        "--after 3m changes its recovery, with no restart; its endpoint answers the same "
+        "pages while it runs: nodeau stop tiny stops it (the model stays loaded) and nodeau "
+        "run tiny with those starts it again"
+    )

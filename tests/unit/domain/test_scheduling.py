@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from attrs import evolve
 from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
+from nodeau.domain.free_cards import SHOWN, FreeCards
 from nodeau.domain.health import Health
 from nodeau.domain.limits import OrgLimits
 from nodeau.domain.memory import GIB
 from nodeau.domain.placement import Policy, SchedulingSettings
-from nodeau.domain.plans import ENTERPRISE
+from nodeau.domain.plans import ENTERPRISE, PlanName, PlanTerms
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.scheduling import (
@@ -23,6 +28,7 @@ from nodeau.domain.scheduling import (
     set_machine_policy,
     undrain,
 )
+from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from tests.support.builders.fleets import flat, fleet, gpu, machine, request
 
 FLEET = fleet(
@@ -174,3 +180,56 @@ def test_schedule_keeps_both_decisions() -> None:
     assert schedule(request(), view(predict=flat(60 * GIB))).failure().code is (
         ReasonCode.NO_CARD_LARGE_ENOUGH
     )
+
+
+def test_a_plan_bound_counts_the_machines_holding_work_first() -> None:
+    from nodeau.domain.scheduling import schedule
+
+    one_machine = PlanTerms(name=PlanName.PRO, max_machines=1)
+    # attic comes first by name; garage holds G1, so garage is the machine the plan covers
+    scheduled = schedule(request(), view(plan=one_machine)).unwrap()
+    assert scheduled.placement.gpu_uuid == "G2"
+    assert dict(scheduled.placement.excluded) == {
+        "attic": "beyond the Pro plan's 1 machines",
+        "shed": "beyond the Pro plan's 1 machines",
+    }
+
+
+def test_a_fleet_of_as_many_cards_as_are_shown_weighs_every_card() -> None:
+    from nodeau.domain.scheduling import schedule
+
+    eight = fleet(machine("m", *(gpu(f"M{j}", 24 if j else 8) for j in range(SHOWN))))
+    assert eight.card_count == SHOWN
+    scheduled = schedule(
+        request(), view(fleet=eight, ledger=Ledger(), verified_on=frozenset({"m"}))
+    )
+    admitted = scheduled.unwrap().admitted
+    assert len(admitted.cards) == SHOWN
+    assert [c.rejection for c in admitted.cards if c.gpu_uuid == "M0"] == [
+        ReasonCode.CARD_TOO_SMALL
+    ]
+
+
+def test_the_admitted_workload_keeps_every_name_it_was_asked_by() -> None:
+    from nodeau.domain.scheduling import scheduled_admission
+
+    asked = evolve(request(), names=("qwen", "qwen2.5-7b"))
+    at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    admission = scheduled_admission(
+        asked,
+        view(),
+        kind=WorkloadKind.SERVICE,
+        recovery=RecoveryMode.NEVER,
+        recovery_after=timedelta(minutes=3),
+        model_path=lambda m: f"/models/{m}/qwen.gguf",
+        now=at,
+    ).unwrap()
+    assert admission.record.workload.names == ("qwen", "qwen2.5-7b")
+    assert admission.record.model_path == "/models/garage/qwen.gguf"
+
+
+def test_a_view_with_another_ledgers_index_is_refused_saying_so() -> None:
+    index = FreeCards.of(FLEET, Ledger(), SchedulingSettings(), ENTERPRISE)
+    with pytest.raises(ValueError) as refused:
+        view(cards=index)
+    assert str(refused.value) == "the free cards' index is not of this view's fleet and ledger"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodeau.domain.platforms import how_served, join_refusal
+from nodeau.domain.platforms import Serving, how_served, join_refusal
 from nodeau.domain.scheduling import clear_upgrading, mark_upgrading
 
 names = st.frozensets(st.sampled_from(["m1", "m2", "m3", "garage"]), max_size=4)
@@ -47,3 +47,36 @@ def test_only_a_mac_is_never_a_fleet_node(platform: str, fleet_node: bool) -> No
     assert (join_refusal(platform) is None) is fleet_node
     if not fleet_node:
         assert "standalone, on its own execution plane" in how_served(platform).sentence
+
+
+def test_how_each_platform_is_served_is_said_in_full() -> None:
+    assert how_served("darwin") == Serving(
+        platform="darwin",
+        fleet_node=False,
+        sentence="standalone, on its own execution plane: a Mac is never a node of a fleet "
+        "(nodeau join refuses)",
+    )
+    assert how_served("linux") == Serving(
+        platform="linux",
+        fleet_node=True,
+        sentence="on its own (a fleet of one), or as a node of a fleet on Kubernetes once it "
+        "joins one (nodeau join)",
+    )
+
+
+def test_a_mac_joining_a_fleet_is_refused_in_full() -> None:
+    assert join_refusal("darwin") == (
+        "a Mac is never a node of a fleet: it runs standalone, on its own execution plane "
+        "(nodeau run serves models here as it is); nothing was run or written"
+    )
+
+
+def test_taking_off_a_mark_says_in_full_what_changes() -> None:
+    marked = frozenset({"m1"})
+    assert clear_upgrading(marked, "m1", alone=True).sentence == (
+        "m1 is no longer marked upgrading; on one machine nothing moves anyway"
+    )
+    assert clear_upgrading(marked, "m1", alone=False).sentence == (
+        "m1 is no longer marked upgrading: it takes new placements again, and its "
+        "workloads' recovery choices apply again if it stops answering; nothing moves now"
+    )

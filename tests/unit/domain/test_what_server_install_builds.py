@@ -65,3 +65,72 @@ def test_a_build_ask_is_consistent() -> None:
         BuildAsk(backend="cpu", cuda_archs=("90",))
     with pytest.raises(ValueError, match="cpu or cuda"):
         BuildAsk(backend="rocm")
+
+
+@pytest.mark.parametrize(
+    ("cpu", "cuda", "archs", "cards", "choice"),
+    [
+        (
+            True,
+            False,
+            None,
+            H200,
+            InstallChoice(ask=BuildAsk(backend="cpu"), why="the CPU (asked with --cpu)"),
+        ),
+        (
+            False,
+            False,
+            "90,80",
+            {},
+            InstallChoice(
+                ask=BuildAsk(backend="cuda", cuda_archs=("80", "90")),
+                why="CUDA for compute capability 80, 90 (asked with --cuda-arch)",
+            ),
+        ),
+        (
+            False,
+            True,
+            None,
+            {"GPU-a": "100", "GPU-b": "90"},
+            InstallChoice(
+                ask=BuildAsk(backend="cuda", cuda_archs=("90", "100")),
+                why="CUDA for compute capability 90, 100 (asked with --cuda; read from this "
+                "machine's 2 NVIDIA card(s) by NVML)",
+            ),
+        ),
+    ],
+    ids=["cpu", "named architectures", "cards here, in number order"],
+)
+def test_each_choice_says_why_in_full(
+    cpu: bool, cuda: bool, archs: str | None, cards: dict[str, str], choice: InstallChoice
+) -> None:
+    assert install_choice(cpu=cpu, cuda=cuda, archs=archs, cards=cards) == choice
+
+
+@pytest.mark.parametrize(
+    ("cuda", "archs", "sentence"),
+    [
+        (
+            False,
+            "sm_90",
+            "--cuda-arch 'sm_90': name compute capabilities as CMake does, comma separated "
+            "(80 for A100, 86 for RTX 30, 89 for RTX 40 and L4, 90 for H100/H200)",
+        ),
+        (
+            True,
+            None,
+            "--cuda: no NVIDIA card here to read a compute capability from; name the "
+            "architectures with --cuda-arch (e.g. --cuda-arch 90 for H100/H200)",
+        ),
+    ],
+)
+def test_options_that_cannot_be_met_say_what_to_do_instead(
+    cuda: bool, archs: str | None, sentence: str
+) -> None:
+    assert install_choice(cpu=False, cuda=cuda, archs=archs, cards={}) == sentence
+
+
+def test_a_build_ask_says_what_is_inconsistent() -> None:
+    with pytest.raises(ValueError) as raised:
+        BuildAsk(backend="cuda")
+    assert str(raised.value) == "a CUDA build names its architectures, a CPU build none"

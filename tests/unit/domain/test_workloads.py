@@ -27,9 +27,10 @@ from nodeau.domain.workloads import (
     ps_sentence,
     short_age,
     short_gpu,
+    start_interrupted,
     workload_invariants,
 )
-from tests.support.builders.lifecycle import OOM, serving
+from tests.support.builders.lifecycle import OOM, UP_AT, serving
 
 S = WorkloadState
 R = HeldReason
@@ -811,3 +812,26 @@ def test_a_workload_not_up_again_says_nothing_of_its_restarts() -> None:
     w = serving(state=WorkloadState.STARTING, since=SINCE, restarts=2, last_exit=OOM)
     said = ps_sentence(w, SINCE + timedelta(seconds=5))
     assert said == "starting on m1 (GPU-1) since 12:00:00 (5s); it serves once its model has loaded"
+
+
+def test_a_workload_run_on_the_cpu_says_its_model_is_on_the_cpu() -> None:
+    on_cpu = serving(on_cpu=True)
+    now = UP_AT + timedelta(minutes=4)
+    assert ps_sentence(on_cpu, now) == (
+        "serving on m1 (GPU-1, the model on the CPU) since 11:00:00 (4m); nothing to do"
+    )
+    assert ps_sentence(serving(), now) == "serving on m1 (GPU-1) since 11:00:00 (4m); nothing to do"
+
+
+def test_an_interrupted_start_says_what_may_be_left_and_how_to_end_it() -> None:
+    starting = serving(state=WorkloadState.STARTING)
+    assert start_interrupted(starting, 4242) == evolve(
+        starting,
+        next_step="its start was interrupted (the nodeau run starting it ended); its model "
+        "server (pid 4242) may still run: nodeau stop chat --workload ends it and frees the card",
+    )
+    assert start_interrupted(starting, None) == evolve(
+        starting,
+        next_step="its start was interrupted (the nodeau run starting it ended); no model "
+        "server was recorded for it: nodeau stop chat --workload ends it and frees the card",
+    )
