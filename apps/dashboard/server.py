@@ -15,7 +15,7 @@ from nodeau.apps.endpoint.serve import fit_descriptors
 
 HOST = "127.0.0.1"  # loopback only: not a setting (concepts: "that is not a setting")
 LIMITS = Limits(max_connections=128)  # one person's page and Playground
-HTTP_CLIENT_IN_FLIGHT, HTTP_CLIENT_IDLE = 100, 20  # httpx's pool, to the workloads' endpoints
+HTTP_CLIENT_IN_FLIGHT, HTTP_CLIENT_IDLE = 100, 20  # the Playground client's pool, to the endpoints
 
 
 def dashboard_config(
