@@ -32,8 +32,8 @@ from nodeau.adapters.kube.report_form import MachineArtifact
 from nodeau.adapters.llama_server import find_llama_server
 from nodeau.domain.health import Health
 from nodeau.domain.memory import GIB
+from tests.support.builders.summaries import SUMMARY
 from tests.support.builders.tiny_gguf import write_tiny_llama
-from tests.support.fakes.fake_cluster import SUMMARY
 from tests.support.real.cli import Cli
 from tests.support.real.kube_cluster import Cluster
 from tests.support.real.kube_controller import status

@@ -24,7 +24,7 @@ from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading, merge_reports
 from nodeau.domain.health import Health, HealthPolicy, Signal, assess
 from nodeau.domain.memory import GIB, Architecture
-from nodeau.domain.model_info import ModelSummary
+from tests.support.builders.summaries import tiny_summary
 from tests.support.real.kube_nodes import create_kwok_nodes, kwok_node, node_lease_renewed, wait_for
 
 AT = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
@@ -34,16 +34,7 @@ TINY = Architecture(
     name="llama", n_layers=2, n_embd=64, n_head=4, n_head_kv=2, key_length=16,
     value_length=16, n_vocab=355, n_ff=128, context_length=256,
 )  # fmt: skip
-SUMMARY = ModelSummary(
-    architecture=TINY,
-    name="tiny",
-    file_type="F32",
-    quantisation="F32",
-    tensor_count=21,
-    tensor_bytes=4096,
-    has_tokenizer=True,
-    has_chat_template=True,
-)
+SUMMARY = tiny_summary(name="tiny", file_type="F32", quantisation="F32", tensor_bytes=4096)
 
 
 def real_reading(machine: str, *uuids: str) -> MachineReading:

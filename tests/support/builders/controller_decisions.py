@@ -24,7 +24,7 @@ from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from nodeau.ports.cluster import MarkedFleet, WorkloadAsk
 from nodeau.ports.state import Admission, Snapshot
-from tests.support.fakes.fake_cluster import SUMMARY
+from tests.support.builders.summaries import SUMMARY
 from tests.support.real.kube_controller import HUGE_ID, SMALL_ID
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -41,7 +41,8 @@ from nodeau.ports.cluster import (
 )
 from nodeau.ports.state import Admission, StateStore, UnknownWorkload
 from tests.support.builders.admissions import ARTIFACT, decider, fleet_of
-from tests.support.fakes.fake_cluster import SUMMARY, machine_report, verified
+from tests.support.builders.summaries import SUMMARY
+from tests.support.fakes.fake_cluster import machine_report, verified
 
 START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 NOW = datetime(2026, 3, 1, 12, 0, 0, 250, tzinfo=UTC)

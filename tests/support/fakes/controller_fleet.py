@@ -24,9 +24,9 @@ from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import HeldReason, ServerExit, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import WorkloadAsk, WorkloadObject
 from nodeau.ports.state import WorkloadRecord
+from tests.support.builders.summaries import SUMMARY
 from tests.support.clock import Clock, ticking
 from tests.support.fakes.fake_cluster import (
-    SUMMARY,
     FakeCluster,
     FakeServerPods,
     FakeWorkloadObjects,

@@ -54,7 +54,6 @@ from nodeau.ports.cluster import (
 )
 from nodeau.ports.entitlements import StoredEntitlement
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload, WorkloadRecord
-from tests.support.builders.architectures import TINY
 from tests.support.builders.entitlements import document, trusted
 from tests.support.fakes.fake_state import FakeStateStore
 
@@ -781,17 +780,6 @@ def machine_report(
     )  # fmt: skip
     reading = MachineReading(machine=machine, gpus=gpus, simulated=True, note="simulated")
     return MachineReport(reading=reading, at=at, artifacts=artifacts)
-
-
-# The tiny test architecture's summary, as the fleet tests' verified copies report it.
-SUMMARY = ModelSummary(
-    architecture=TINY,
-    quantisation="Q8_0",
-    tensor_count=21,
-    tensor_bytes=100,
-    has_tokenizer=True,
-    has_chat_template=True,
-)
 
 
 def verified(

@@ -27,7 +27,7 @@ from nodeau.domain.memory import GIB
 from nodeau.domain.plans import PlanName
 from nodeau.domain.reservations import Reservation
 from tests.support.builders.entitlements import document, trusted
-from tests.support.fakes.fake_cluster import SUMMARY
+from tests.support.builders.summaries import SUMMARY
 from tests.support.real.kube_nodes import kwok_node, wait_for
 from tests.support.real.kube_store import reservations
 

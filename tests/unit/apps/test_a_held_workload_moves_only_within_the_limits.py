@@ -20,7 +20,7 @@ from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from nodeau.ports.cluster import MarkedFleet, WorkloadAsk
-from tests.support.fakes.fake_cluster import SUMMARY
+from tests.support.builders.summaries import SUMMARY
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 QWEN = "ab" * 32

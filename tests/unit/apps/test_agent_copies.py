@@ -26,18 +26,15 @@ from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import imported_sentence
 from nodeau.domain.model_info import ModelSummary
 from nodeau.ports.cluster import ClusterError, MachineArtifact
-from tests.support.builders.architectures import TINY
 from tests.support.builders.copy_models import KIB, MIB, Model, catalog_of, model, some_bytes
+from tests.support.builders.summaries import tiny_summary
 from tests.support.fakes.fake_cluster import FakeCluster, FakeModelCopies, machine_report
 from tests.support.fakes.fake_registry import FakeRegistry
 from tests.support.fakes.fakes import FakeDisk, FakeModelStore
 from tests.support.real.publisher import LocalPublisher, local_publisher
 
 MACHINE = "garage"
-SUMMARY = ModelSummary(
-    architecture=TINY, quantisation="F32", tensor_count=1, tensor_bytes=1,
-    has_tokenizer=True, has_chat_template=True,
-)  # fmt: skip
+SUMMARY = tiny_summary(quantisation="F32", tensor_count=1, tensor_bytes=1)
 QWEN = model("qwen", ("model.gguf", 2 * MIB), ("tokenizer.json", 300 * KIB), seed=1)
 LLAMA = model("llama", ("model.gguf", 1 * MIB), seed=7)
 

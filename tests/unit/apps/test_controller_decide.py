@@ -51,7 +51,7 @@ from tests.support.builders.controller_decisions import (
     marks,
     report,
 )
-from tests.support.fakes.fake_cluster import SUMMARY
+from tests.support.builders.summaries import SUMMARY
 from tests.support.real.kube_controller import SMALL_ID
 
 FLEET = (

@@ -23,8 +23,9 @@ from tests.support.builders.recovery_inputs import (
     service,
     unreachable_since,
 )
+from tests.support.builders.summaries import SUMMARY
 from tests.support.fakes.controller_fleet import HUGE, SMALL, Measured, UnreadableObjects, record
-from tests.support.fakes.fake_cluster import SUMMARY, machine_report, verified
+from tests.support.fakes.fake_cluster import machine_report, verified
 from tests.support.fakes.fleet_stories import DELAY, Story
 
 S = WorkloadState

@@ -23,8 +23,9 @@ from nodeau.domain.workloads import (
     ps_sentence,
 )
 from nodeau.ports.cluster import WorkloadAsk
+from tests.support.builders.summaries import SUMMARY
 from tests.support.fakes.controller_fleet import SMALL, START, held_cards, record, state
-from tests.support.fakes.fake_cluster import SUMMARY, gpu_uuid, machine_report, verified
+from tests.support.fakes.fake_cluster import gpu_uuid, machine_report, verified
 from tests.support.fakes.fleet_stories import DELAY, STEP, Story, seconds_until_moved
 
 S = WorkloadState

@@ -30,8 +30,8 @@ from nodeau.domain.qualification import (
     record,
 )
 from tests.support.builders.controller_decisions import artifact, report
+from tests.support.builders.summaries import SUMMARY
 from tests.support.builders.tiny_gguf import write_tiny_llama
-from tests.support.fakes.fake_cluster import SUMMARY
 from tests.support.fakes.fake_registry import FakeRegistry
 from tests.support.real.kube_controller import HUGE_ID, SMALL_ID
 

@@ -11,8 +11,9 @@ from attrs import evolve
 from nodeau.apps.planes.status_rows import fleet_status_rows
 from nodeau.domain.cache import CopyState
 from nodeau.domain.copies import CopyPhase, CopyProgress
+from tests.support.builders.summaries import SUMMARY
 from tests.support.fakes.controller_fleet import HUGE, SMALL, START, fleet, fleet_plane
-from tests.support.fakes.fake_cluster import GIB, SUMMARY, machine_report, verified
+from tests.support.fakes.fake_cluster import GIB, machine_report, verified
 
 
 def test_every_machine_says_what_it_holds_verified() -> None:

@@ -30,8 +30,9 @@ from nodeau.domain.workloads import (
 from nodeau.ports.cluster import WorkloadAsk
 from nodeau.ports.state import UnknownWorkload
 from tests.support.builders.admissions import decider, fleet_of
+from tests.support.builders.summaries import SUMMARY
 from tests.support.fakes.controller_fleet import HUGE, START, record
-from tests.support.fakes.fake_cluster import SUMMARY, machine_report, verified
+from tests.support.fakes.fake_cluster import machine_report, verified
 from tests.support.fakes.fleet_stories import Fleet
 from tests.support.fakes.machine_plane import ask, plane_with
 

@@ -54,8 +54,9 @@ from nodeau.domain.workloads import (
 )
 from nodeau.ports.cluster import MachineArtifact, ServerPod
 from nodeau.ports.state import WorkloadRecord
+from tests.support.builders.summaries import SUMMARY
 from tests.support.fakes.controller_fleet import SMALL
-from tests.support.fakes.fake_cluster import SUMMARY, FakeCluster, verified
+from tests.support.fakes.fake_cluster import FakeCluster, verified
 from tests.support.fakes.recovery_world import SERVICE, Shape, Spell, Tally, Weather, World
 
 START = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
