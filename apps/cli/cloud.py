@@ -18,8 +18,11 @@ from attrs import frozen
 from cyclopts import App
 from returns.result import Failure, Success
 
+from nodeau.apps.cli import bootstrap
 from nodeau.apps.cli.bootstrap import utc_now
 from nodeau.apps.cli.render import size, table, to_json
+from nodeau.apps.cloud import bootstrap as cloud_root
+from nodeau.apps.cloud import reporter, signin
 from nodeau.apps.cloud.settings import base_url, cloud_settings
 from nodeau.apps.cloud.status import cloud_status
 from nodeau.apps.plans.commands import PlanInstall
@@ -63,8 +66,6 @@ def connect(
     json
         Print the outcome as JSON.
     """
-    from nodeau.apps.cli import bootstrap
-
     choice = bootstrap.plane_choice()
     return connect_on(
         bootstrap.plane(),
@@ -91,8 +92,6 @@ def connect_on(
     """``nodeau cloud connect`` on ``on``; 0 connected, 2 connected with the entitlement
     refused, 1 not connected."""
 
-    from nodeau.apps.cloud import bootstrap, signin
-
     settings = cloud_settings(s.environ)
     target = settings.url if url is None else base_url(url, "--url")
     match parse_allowed(allow):
@@ -102,13 +101,13 @@ def connect_on(
             raise SettingsError(problem)
     if allowed and not fleet:
         raise SettingsError("--allow needs --fleet: only a connected fleet polls for operations")
-    state = bootstrap.cloud_state(s.home)
-    cloud = bootstrap.nodeau_cloud(target, settings.timeout_s, state, utc_now)
+    state = cloud_root.cloud_state(s.home)
+    cloud = cloud_root.nodeau_cloud(target, settings.timeout_s, state, utc_now)
     installation = Installation(
         installation_id=on.plans.in_force().installation_id,
         machine=s.machine,
         plane="kubernetes" if kubernetes else "machine",
-        version=bootstrap.version(),
+        version=cloud_root.version(),
     )
     try:
         connected = signin.connect(
@@ -129,9 +128,9 @@ def connect_on(
         return 1
     finally:
         cloud.close()
-    pid = bootstrap.reporter().start(s.home, state.folder) if fleet else None
+    pid = cloud_root.reporter().start(s.home, state.folder) if fleet else None
     if not fleet:
-        bootstrap.reporter().stop(state.folder)
+        cloud_root.reporter().stop(state.folder)
     if json:
         print(to_json(connected_view(connected, pid)))
     else:
@@ -216,20 +215,16 @@ def status(*, json: bool = False, all: bool = False) -> int:
     all
         List every call, not only the last 20.
     """
-    from nodeau.apps.cli import bootstrap
-
     print(status_text(bootstrap.settings(), json=json, every=all))
     return 0
 
 
 def status_text(s: Settings, *, json: bool = False, every: bool = False) -> str:
-    from nodeau.apps.cloud import bootstrap
-
     settings = cloud_settings(s.environ)
-    state = bootstrap.cloud_state(s.home)
+    state = cloud_root.cloud_state(s.home)
     view = cloud_status(
         state,
-        bootstrap.reporter().running(state.folder),
+        cloud_root.reporter().running(state.folder),
         settings.report_interval,
         settings.poll_interval,
     )
@@ -298,23 +293,19 @@ def status_lines(view: CloudStatus, *, every: bool = False) -> list[str]:
 @cloud_app.command(name="disconnect")
 def disconnect() -> int:
     """Forget the association and stop reaching out; the plan is left as it is."""
-    from nodeau.apps.cli import bootstrap
-
     print("\n".join(disconnect_lines(bootstrap.settings())))
     return 0
 
 
 def disconnect_lines(s: Settings) -> list[str]:
-    from nodeau.apps.cloud import bootstrap, signin
-
     settings = cloud_settings(s.environ)
-    state = bootstrap.cloud_state(s.home)
-    stopped = bootstrap.reporter().stop(state.folder)
+    state = cloud_root.cloud_state(s.home)
+    stopped = cloud_root.reporter().stop(state.folder)
     association = state.association()
     if association is None:
         lines = ["Not connected to Nodeau Cloud: nothing to forget."]
         return [*lines, "Stopped the reporter that was still running."] if stopped else lines
-    cloud = bootstrap.nodeau_cloud(association.base_url, settings.timeout_s, state, utc_now)
+    cloud = cloud_root.nodeau_cloud(association.base_url, settings.timeout_s, state, utc_now)
     try:
         _, failure = signin.disconnect(cloud, state)
     finally:
@@ -341,17 +332,13 @@ def run(*, once: bool = False) -> int:
     once
         One report and one poll for operations, then the end.
     """
-    from nodeau.apps.cli import bootstrap
-
     return run_on(bootstrap.plane(), bootstrap.settings(), once=once)
 
 
 def run_on(on: Plane, s: Settings, *, once: bool = False) -> int:
 
-    from nodeau.apps.cloud import bootstrap, reporter
-
     settings = cloud_settings(s.environ)
-    state = bootstrap.cloud_state(s.home)
+    state = cloud_root.cloud_state(s.home)
     association = state.association()
     if association is None or not association.fleet:
         raise SettingsError("not connected as a fleet: run nodeau cloud connect --fleet first")
@@ -359,7 +346,7 @@ def run_on(on: Plane, s: Settings, *, once: bool = False) -> int:
     main = threading.current_thread() is threading.main_thread()
     before = signal.signal(signal.SIGTERM, lambda *_: stop.set()) if main else None
 
-    clients = bootstrap.CloudClients(settings.timeout_s, state, utc_now)
+    clients = cloud_root.CloudClients(settings.timeout_s, state, utc_now)
 
     def cloud_for(a: Association) -> NodeauCloud:
         return clients.at(a.base_url)

@@ -16,15 +16,18 @@ from attrs import frozen
 from nodeau.apps.batches.fleet import FleetBatchJobs
 from nodeau.apps.copies.fleet import FleetCopies
 from nodeau.apps.machines.fleet import FleetMachines
-from nodeau.apps.organisation.policy import Organisations
-from nodeau.apps.plans.entitlement import Plans
+from nodeau.apps.organisation.policy import Organisations, permit
+from nodeau.apps.planes.status_rows import fleet_status_rows, status_rows
+from nodeau.apps.plans.entitlement import Plans, status_in_force
 from nodeau.apps.qualification.commands import QualificationUnavailable
 from nodeau.apps.qualification.fleet import FleetProbes, FleetQualification
 from nodeau.apps.recovery.fleet import FleetRecovery
 from nodeau.apps.serving.commands import Refused, RunAsk, Undecided
 from nodeau.apps.serving.fleet import FleetServing, NotOnTheFleetYet
+from nodeau.apps.serving.fleet_explain import fleet_checks
 from nodeau.domain.catalog import Catalog
-from nodeau.domain.organisation import Requester, Spending
+from nodeau.domain.limits import Action
+from nodeau.domain.organisation import Organisation, Requester, Spending
 from nodeau.domain.workloads import (
     WorkloadKind,
     holds_gpu,
@@ -135,9 +138,6 @@ class KubernetesPlane:
         """The domain's checks before placement, over what the cluster says now (a
         connection built for other commands cannot read qualifications: the controller
         checks them)."""
-        from nodeau.apps.serving.fleet_explain import fleet_checks
-        from nodeau.domain.organisation import Organisation
-
         evidence = self._cluster.qualifications
         policy = self._cluster.organisation
         org = Organisation.none() if policy is None else policy.read()
@@ -165,9 +165,6 @@ class KubernetesPlane:
     def _permit(self, action: str) -> None:
         """Nothing when the person asking may take ``action`` under the organisation's policy
         (RBAC is the API server's own check, on every request); ``NotAllowed`` otherwise."""
-        from nodeau.apps.organisation.policy import permit
-        from nodeau.domain.limits import Action
-
         requester = self._requester()
         if requester is None or self._cluster.organisation is None:
             return
@@ -190,8 +187,6 @@ class KubernetesPlane:
 
     @cached_property
     def organisation(self) -> Organisations:
-        from nodeau.apps.plans.entitlement import status_in_force
-
         return Organisations(
             plane=self.description,
             policy=self._policy,
@@ -313,8 +308,6 @@ class KubernetesPlane:
     def model_status(self) -> tuple[StatusRow, ...]:
         """Every machine's copies as its agent reports them; this machine's own cache too
         when it is no machine of the fleet (a laptop that reaches the cluster)."""
-        from nodeau.apps.planes.status_rows import fleet_status_rows, status_rows
-
         reports = self._cluster.reports.read().reports
         rows = fleet_status_rows(reports)
         if self._models is None:

@@ -10,10 +10,14 @@ from typing import TYPE_CHECKING
 
 from attrs import frozen
 
+from nodeau.apps.models.actions import describe_model, resolve_model
 from nodeau.apps.qualification.commands import QualificationView, qualification_view
 from nodeau.apps.qualification.info_view import THIS_MACHINE, ModelInfoView, info_view
+from nodeau.apps.qualification.machine_qualify import QualifyParts
+from nodeau.apps.qualification.machine_qualify import qualify as qualify_here
 from nodeau.apps.serving.commands import Refused
 from nodeau.apps.settings import Settings
+from nodeau.domain.catalog import catalog_claims
 from nodeau.domain.refusals import Refusal
 
 if TYPE_CHECKING:
@@ -30,10 +34,6 @@ def qualify(
     context_tokens: int | None,
     seed: int | None,
 ) -> QualificationView | Refused:
-    from nodeau.apps.models.actions import resolve_model
-    from nodeau.apps.qualification.machine_qualify import QualifyParts
-    from nodeau.apps.qualification.machine_qualify import qualify as qualify_here
-
     models = parts.models
     resolved = resolve_model(model, models.registry.book(), models.catalog())
     qualify_parts = QualifyParts(
@@ -77,9 +77,6 @@ class ThisMachineQualification:
 
     def info(self, model: str) -> ModelInfoView:
         """From this machine's registry, catalog and verified copy (none: a one-line error)."""
-        from nodeau.apps.models.actions import describe_model, resolve_model
-        from nodeau.domain.catalog import catalog_claims
-
         models = self._parts.models
         catalog = models.catalog()
         resolved = resolve_model(model, models.registry.book(), catalog, models.store.files())

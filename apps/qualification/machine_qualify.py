@@ -26,6 +26,7 @@ from nodeau.apps.serving.model_servers import (
     stop_workload,
 )
 from nodeau.domain.model_server import ServerAbilities
+from nodeau.domain.probes import probes_for
 from nodeau.domain.qualification import (
     MemoryReading,
     MemorySource,
@@ -233,8 +234,6 @@ def _probe_one(
 
 def not_started(task: Task, why: str) -> tuple[ProbeResult, ...]:
     """Every probe a server for ``task`` would have answered, failed: it never served."""
-    from nodeau.domain.probes import probes_for
-
     return tuple(
         ProbeResult(
             capability=c,

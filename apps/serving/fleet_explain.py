@@ -10,6 +10,8 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
+from nodeau.apps.models.actions import UnknownModel
+from nodeau.apps.qualification.fleet_qualify import fleet_model
 from nodeau.apps.serving.commands import CheckView, Explanation, RunAsk
 from nodeau.apps.serving.machine_explain import check_view
 from nodeau.domain.artifacts import Sha256
@@ -53,9 +55,6 @@ def fleet_checks(
     """The checks made before placement, in the domain's one order (``proved``: the catalog
     and the evidence kept in the cluster; None when this connection cannot read them, and
     the controller checks qualification alone)."""
-    from nodeau.apps.models.actions import UnknownModel
-    from nodeau.apps.qualification.fleet_qualify import fleet_model
-
     try:
         found = fleet_model(ask.model, reports)
     except UnknownModel as exc:

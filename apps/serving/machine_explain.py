@@ -10,7 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from nodeau.apps.models.actions import resolve_model
 from nodeau.apps.serving.commands import CheckView, Explanation, RunAsk, workload_name
+from nodeau.apps.serving.model_servers import RunRequest, run_decision
 from nodeau.domain.decision import Checked, first_refusal
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import WorkloadKind
@@ -35,9 +37,6 @@ def check_view(checked: Checked) -> CheckView:
 
 def explain_run(parts: MachineParts, ask: RunAsk, rules: Rules, now: datetime) -> Explanation:
     """Whether ``ask`` would be admitted on this machine now, and each check's answer."""
-    from nodeau.apps.models.actions import resolve_model
-    from nodeau.apps.serving.model_servers import RunRequest, run_decision
-
     models = parts.models
     resolved = resolve_model(ask.model, models.registry.book(), models.catalog())
     request = RunRequest.of(ask, workload_name(ask.name, resolved.display_name))
