@@ -150,7 +150,7 @@ class KubernetesPlane:
             proved=None if evidence is None else (self._catalog(), evidence.evidence()),
         )
 
-    # -- who asks and the organisation's policy (apps.planes.organisation)
+    # -- who asks and the organisation's policy (apps.organisation)
 
     def _requester(self) -> Requester | None:
         """Who the credentials are, as the API server says; None on a connection made
@@ -318,7 +318,7 @@ class KubernetesPlane:
         here = status_rows(m.store.files(), m.registry.book(), m.catalog(), m.settings.machine)
         return rows + here
 
-    # -- plan (apps.planes.plan): the entitlement is kept in ConfigMap nodeau-entitlement
+    # -- plan (apps.plans): the entitlement is kept in ConfigMap nodeau-entitlement
 
     def _entitlements(self) -> tuple[EntitlementStore, EntitlementVerifier]:
         if self._cluster.entitlements is None or self._verifier is None:

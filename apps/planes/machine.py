@@ -165,7 +165,7 @@ class MachinePlane:
     def _listing(self) -> MachineWorkloads:
         return MachineWorkloads(self._settings, self._parts, self._clock)
 
-    # -- who asks, the organisation's policy, the plan's terms (apps.planes.organisation)
+    # -- who asks, the organisation's policy, the plan's terms (apps.organisation)
 
     def _requester(self) -> Requester:
         return self._parts.identity.requester()
@@ -232,7 +232,7 @@ class MachinePlane:
         m = self._parts.models
         return status_rows(m.store.files(), m.registry.book(), m.catalog(), self._settings.machine)
 
-    # -- plan (apps.planes.plan): the entitlement is kept under NODEAU_HOME
+    # -- plan (apps.plans): the entitlement is kept under NODEAU_HOME
 
     def _entitlements(self) -> tuple[EntitlementStore, EntitlementVerifier]:
         return self._parts.entitlements, self._parts.verifier
