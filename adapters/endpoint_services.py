@@ -72,6 +72,32 @@ def keep_origins(home: ServiceHome, service: str, origins: tuple[str, ...]) -> N
     write_atomically(path, json.dumps(kept, sort_keys=True).encode())
 
 
+def install_endpoint(
+    manager: UserService,
+    home: ServiceHome,
+    name: str,
+    port: int,
+    allowed_origins: tuple[str, ...],
+    fleet: FleetSource | None = None,
+) -> Path:
+    """Install ``name``'s endpoint service (``fleet``: one that routes to that fleet's
+    workload); the log it writes."""
+    prefix = "" if fleet is None else "fleet."
+    log = (home.log_dir / f"{prefix}{name}.endpoint.log").resolve()
+    manager.install(
+        EndpointServiceSpec(
+            workload=name,
+            port=port,
+            state_path=home.state_path.resolve(),
+            log_path=log,
+            python=Path(sys.executable),
+            allowed_origins=allowed_origins,
+            fleet=fleet,
+        )
+    )
+    return log
+
+
 @frozen(kw_only=True)
 class EndpointServices:
     """This home's workloads' loopback endpoints, each a user service."""
@@ -86,17 +112,7 @@ class EndpointServices:
     def start(self, name: str, port: int, allowed_origins: tuple[str, ...] = ()) -> str:
         """Install and start the endpoint of ``name`` on 127.0.0.1:``port`` (also answering
         pages from ``allowed_origins``) and wait until it listens; say how it runs."""
-        log = (self.home.log_dir / f"{name}.endpoint.log").resolve()
-        self.manager.install(
-            EndpointServiceSpec(
-                workload=name,
-                port=port,
-                state_path=self.home.state_path.resolve(),
-                log_path=log,
-                python=Path(sys.executable),
-                allowed_origins=allowed_origins,
-            )
-        )
+        log = install_endpoint(self.manager, self.home, name, port, allowed_origins)
         keep_origins(self.home, name, allowed_origins)
         self.manager.start(name)
         how = self.manager.describe()
@@ -145,18 +161,7 @@ class FleetEndpointServices:
         port = ports.get(name) or any_free_port()
         ports[name] = port
         write_atomically(self._ports_path(), json.dumps(ports, sort_keys=True).encode())
-        log = (self.home.log_dir / f"fleet.{name}.endpoint.log").resolve()
-        self.manager.install(
-            EndpointServiceSpec(
-                workload=name,
-                port=port,
-                state_path=self.home.state_path.resolve(),
-                log_path=log,
-                python=Path(sys.executable),
-                allowed_origins=allowed_origins,
-                fleet=self.source,
-            )
-        )
+        log = install_endpoint(self.manager, self.home, name, port, allowed_origins, self.source)
         keep_origins(self.home, fleet_service(name), allowed_origins)
         self.manager.start(fleet_service(name))
         how = self.manager.describe()

@@ -32,9 +32,10 @@ from nodeau.domain.memory import (
     row_bytes,
     swa_cells,
 )
-from nodeau.domain.model_info import ModelSummary, runtime_config
+from nodeau.domain.model_info import runtime_config
 from nodeau.domain.tasks import Task
 from tests.support.builders.architectures import TINY
+from tests.support.builders.summaries import SUMMARY
 
 # An 8B-class llama: 32 layers, 4096 wide, 32 heads, 8 KV heads, head size 128.
 LLAMA_8B = Architecture(
@@ -592,13 +593,5 @@ def test_a_sliding_window_keeps_window_plus_micro_batch_rounded_up_to_256_cells(
 
 
 def test_a_model_server_runs_one_sequence() -> None:
-    summary = ModelSummary(
-        architecture=TINY,
-        quantisation="Q8_0",
-        tensor_count=21,
-        tensor_bytes=100,
-        has_tokenizer=True,
-        has_chat_template=True,
-    )
-    config = runtime_config(summary, Task.CHAT, 2048)
+    config = runtime_config(SUMMARY, Task.CHAT, 2048)
     assert (config.context_tokens, config.parallel, config.task) == (2048, 1, Task.CHAT)

@@ -38,18 +38,22 @@ def serving(target: KnownArtifact, name: str = "chat") -> Reliance:
     )
 
 
+COPY_ASKED = Reliance(
+    kind=RelianceKind.COPY_REQUEST, artifact_id=MINE.artifact.id.hex, name="garage", state="ready"
+)
+
+
+def refused_for_a_service_and_a_copy() -> Removal | RemovalRefused:
+    """``mine`` asked to go while a service uses it and a copy of it is asked for."""
+    return plan_removal(
+        MINE, known=[MINE], held=held(A, SHARED), reliances=[serving(MINE), COPY_ASKED]
+    )
+
+
 def test_a_workload_using_the_model_refuses_everything_and_says_how_to_free_it() -> None:
-    copy_asked = Reliance(
-        kind=RelianceKind.COPY_REQUEST,
-        artifact_id=MINE.artifact.id.hex,
-        name="garage",
-        state="ready",
-    )
-    decided = plan_removal(
-        MINE, known=[MINE], held=held(A, SHARED), reliances=[serving(MINE), copy_asked]
-    )
+    decided = refused_for_a_service_and_a_copy()
     assert isinstance(decided, RemovalRefused)
-    assert decided.reliances == (serving(MINE), copy_asked)
+    assert decided.reliances == (serving(MINE), COPY_ASKED)
     assert decided.sentence.startswith("mine (")
     assert "nothing deleted" in decided.sentence
     assert "`nodeau stop chat --workload` frees it" in decided.sentence
@@ -109,19 +113,11 @@ def test_nothing_relied_on_is_ever_deleted_and_every_held_file_is_accounted_for(
 
 
 def test_a_refusal_names_the_model_and_says_every_reliance_in_full() -> None:
-    copy_asked = Reliance(
-        kind=RelianceKind.COPY_REQUEST,
-        artifact_id=MINE.artifact.id.hex,
-        name="garage",
-        state="ready",
-    )
-    decided = plan_removal(
-        MINE, known=[MINE], held=held(A, SHARED), reliances=[serving(MINE), copy_asked]
-    )
+    decided = refused_for_a_service_and_a_copy()
     assert decided == RemovalRefused(
         artifact_id=MINE.artifact.id.hex,
         names=("mine",),
-        reliances=(serving(MINE), copy_asked),
+        reliances=(serving(MINE), COPY_ASKED),
         sentence=f"{MINE.words}: nothing deleted: service chat (serving) uses it; "
         "`nodeau stop chat --workload` frees it; a copy request asks garage to keep it "
         "(ready); `nodeau models copy MODEL --to garage --remove` takes it back",
