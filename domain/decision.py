@@ -52,7 +52,7 @@ class Checked:
 
 
 @frozen(kw_only=True)
-class Asked:
+class AskFacts:
     """What the checks read of one ask, besides what is held and spent now."""
 
     shape: RequestShape  # the model's name as shown, its artifact, context and bytes
@@ -67,7 +67,7 @@ class Asked:
     requester: Requester | None  # None: nobody was named, which only no policy lets pass
 
 
-def _organisation_passed(asked: Asked, index: int) -> str:
+def _organisation_passed(asked: AskFacts, index: int) -> str:
     """What each organisation check says when it passes, in ``run_checks``' order."""
     who, ask = asked.requester, asked.shape
     if index == 0:
@@ -86,7 +86,7 @@ def _organisation_passed(asked: Asked, index: int) -> str:
     return f"{who.user}'s quotas and their teams' have room"
 
 
-def checks(asked: Asked, spent: Iterable[Spending], place: Place | None) -> Iterator[Checked]:
+def checks(asked: AskFacts, spent: Iterable[Spending], place: Place | None) -> Iterator[Checked]:
     """Each check in the one order, stopping after the first refusal; ``place`` None: the
     placement is made elsewhere (a fleet's controller), and is not a check here."""
     if not asked.unproved:
@@ -116,7 +116,7 @@ def checks(asked: Asked, spent: Iterable[Spending], place: Place | None) -> Iter
             yield Checked.refused(refusal.kind.value, refusal)
 
 
-def decide(asked: Asked, spent: Iterable[Spending], place: Place) -> Result[Admission, Refusal]:
+def decide(asked: AskFacts, spent: Iterable[Spending], place: Place) -> Result[Admission, Refusal]:
     """The first refusal of ``checks``, or the admission its placement made."""
     for checked in checks(asked, spent, place):
         if checked.refusal is not None:

@@ -15,7 +15,7 @@ from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog, catalog_claims
-from nodeau.domain.decision import Asked
+from nodeau.domain.decision import AskFacts
 from nodeau.domain.decision import decide as domain_decide
 from nodeau.domain.free_cards import FreeCards
 from nodeau.domain.hardware import Fleet, merge_reports
@@ -330,7 +330,7 @@ def decider(
             org = organisation or Organisation.none()
             counted = None if spent is None else tuple(spent)
 
-            asked = Asked(
+            asked = AskFacts(
                 shape=planned.shape,
                 task=ask.task,
                 qualification=planned.qualification,

@@ -23,8 +23,7 @@ from nodeau.apps.qualification.commands import QualificationUnavailable
 from nodeau.apps.qualification.fleet import FleetProbes, FleetQualification
 from nodeau.apps.recovery.fleet import FleetRecovery
 from nodeau.apps.serving.commands import Refused, RunAsk, Undecided
-from nodeau.apps.serving.fleet import FleetServing, NotOnTheFleetYet
-from nodeau.apps.serving.fleet_explain import fleet_checks
+from nodeau.apps.serving.fleet import FleetServing, NotOnTheFleetYet, fleet_checks
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.limits import Action
 from nodeau.domain.organisation import Organisation, Requester, Spending
@@ -53,7 +52,7 @@ from nodeau.ports.state import StateError
 if TYPE_CHECKING:
     from nodeau.apps.models.services import ModelServices
     from nodeau.apps.planes.status_rows import StatusRow
-    from nodeau.apps.serving.fleet_explain import FleetChecks
+    from nodeau.apps.serving.fleet import FleetChecks
 
 POLL_S = 0.2
 NAMESPACE = "nodeau-system"

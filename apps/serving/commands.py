@@ -15,6 +15,7 @@ from nodeau.domain.runs import name_from_model, name_problem
 from nodeau.ports.errors import NodeauError, SettingsError
 
 if TYPE_CHECKING:
+    from nodeau.domain.decision import Checked
     from nodeau.domain.records import Admission
     from nodeau.domain.refusals import Refusal
     from nodeau.domain.runs import Asked
@@ -152,3 +153,14 @@ def workload_name(asked: str | None, model: str) -> str:
     if made is None:
         raise SettingsError(f"cannot make a workload name from {model!r}; give --name")
     return made
+
+
+def check_view(checked: Checked) -> CheckView:
+    """One domain check as ``plan explain`` shows it."""
+    refusal = checked.refusal
+    return CheckView(
+        check=checked.check,
+        passed=refusal is None,
+        sentence=checked.sentence,
+        code=None if refusal is None else refusal.code.value,
+    )

@@ -26,11 +26,18 @@ from nodeau.apps.serving.commands import (
     RunAsk,
     RunOutcome,
     Started,
+    check_view,
     workload_name,
 )
-from nodeau.apps.serving.machine_explain import explain_run
-from nodeau.apps.serving.model_servers import Rules, RunRequest, start_server, stop_workload
+from nodeau.apps.serving.model_servers import (
+    Rules,
+    RunRequest,
+    run_decision,
+    start_server,
+    stop_workload,
+)
 from nodeau.apps.settings import Settings
+from nodeau.domain.decision import Checked, first_refusal
 from nodeau.domain.origins import parse_origin
 from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import Refusal
@@ -55,6 +62,9 @@ MIB = 1024 * 1024
 if TYPE_CHECKING:
     from nodeau.apps.planes.machine import MachineParts
     from nodeau.apps.planes.workload_view import WorkloadView
+    from nodeau.apps.serving.model_servers import Rules
+
+PLANE = "this machine"
 
 AdmitRun = Callable[[Resolved, RunRequest, WorkloadKind], "tuple[Admission, bool] | Refusal"]
 
@@ -265,3 +275,35 @@ class ThisMachineServing:
             f"runtime's own estimate: {said.bytes // MIB} MiB of {said.where} memory "
             f"({Path(said.tool).name}, whole MiB, asked now; the admission figure is above)"
         )
+
+
+def explain_run(parts: MachineParts, ask: RunAsk, rules: Rules, now: datetime) -> Explanation:
+    """Whether ``ask`` would be admitted on this machine now, and each check's answer."""
+    models = parts.models
+    resolved = resolve_model(ask.model, models.registry.book(), models.catalog())
+    request = RunRequest.of(ask, workload_name(ask.name, resolved.display_name))
+    decision = run_decision(
+        resolved,
+        request,
+        kind=WorkloadKind.SERVICE,
+        models=models,
+        inventory=parts.inventory,
+        marks=parts.marks.read(),
+        rules=rules,
+        server=parts.server,
+        now=now,
+    )
+    if isinstance(decision, Refusal):  # no verified copy here: nothing else can be read
+        found: tuple[Checked, ...] = (Checked.refused(decision.kind.value, decision),)
+    else:
+        found = tuple(decision.checks(parts.state.snapshot()))
+    refusal = first_refusal(found)
+    return Explanation(
+        plane=PLANE,
+        user=rules.requester.user,
+        model=resolved.display_name,
+        context_tokens=ask.context_tokens,
+        admitted=refusal is None,
+        refusal=refusal,
+        checks=tuple(check_view(c) for c in found),
+    )

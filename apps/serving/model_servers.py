@@ -19,7 +19,7 @@ from nodeau.apps.serving.commands import RunAsk
 from nodeau.domain import restarts
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.catalog import catalog_claims
-from nodeau.domain.decision import Asked, Checked, checks, decide
+from nodeau.domain.decision import AskFacts, Checked, checks, decide
 from nodeau.domain.hardware import Fleet, Machine, MachineReading
 from nodeau.domain.lifecycle import ServerPhase, server_moved, with_state
 from nodeau.domain.limits import RequestShape
@@ -104,7 +104,7 @@ class RunDecision:
     """What a run of one model asks of this machine, decided over a snapshot by the domain's
     one order of checks (``domain.decision``), inside the state's transaction."""
 
-    asked: Asked
+    asked: AskFacts
     place: Callable[[Snapshot], Result[Admission, Refusal]]
     simulated: bool  # the machine's cards are simulated
 
@@ -142,7 +142,7 @@ def run_decision(
     config = runtime_config(summary, request.task, request.context_tokens)
     reading = inventory.read()
     artifact = resolved.artifact.id
-    asked = Asked(
+    asked = AskFacts(
         shape=RequestShape(
             model=resolved.display_name,
             artifact_id=artifact.hex,

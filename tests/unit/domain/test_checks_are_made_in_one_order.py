@@ -16,7 +16,7 @@ from nodeau.domain.decision import (
     MODEL_SERVER,
     PLACEMENT,
     QUALIFICATION,
-    Asked,
+    AskFacts,
     Checked,
     checks,
     decide,
@@ -74,7 +74,7 @@ def policy(role: Role, permitted: bool, max_context: int | None, quota: int | No
 
 
 asks = st.builds(
-    lambda proved, unproved, server, role, permitted, max_context, quota, requester: Asked(
+    lambda proved, unproved, server, role, permitted, max_context, quota, requester: AskFacts(
         shape=SHAPE,
         task=Task.CHAT,
         qualification=None if proved else UNPROVED,
@@ -97,7 +97,7 @@ asks = st.builds(
 
 @given(asks, st.booleans(), st.integers(min_value=0, max_value=3))
 def test_the_decision_is_the_first_refusal_of_the_checks_or_the_placement(
-    asked: Asked, fits: bool, held: int
+    asked: AskFacts, fits: bool, held: int
 ) -> None:
     spent = [Spending(requester=ALICE)] * held
     place = Placement(Success(ADMITTED) if fits else Failure(FULL))
@@ -128,7 +128,7 @@ def test_the_decision_is_the_first_refusal_of_the_checks_or_the_placement(
 
 
 def test_each_check_refuses_in_its_turn() -> None:
-    everything_wrong = Asked(
+    everything_wrong = AskFacts(
         shape=SHAPE,
         task=Task.CHAT,
         qualification=UNPROVED,
@@ -163,7 +163,7 @@ def test_each_check_refuses_in_its_turn() -> None:
 
 
 def test_a_request_nobody_is_named_for_passes_only_where_no_policy_is_configured() -> None:
-    unnamed = Asked(
+    unnamed = AskFacts(
         shape=SHAPE,
         task=Task.CHAT,
         qualification=None,
@@ -185,7 +185,7 @@ def test_a_request_nobody_is_named_for_passes_only_where_no_policy_is_configured
 
 
 def test_explain_reads_each_check_in_words_and_the_placement_last() -> None:
-    asked = Asked(
+    asked = AskFacts(
         shape=SHAPE,
         task=Task.CHAT,
         qualification=None,
