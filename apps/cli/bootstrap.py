@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from nodeau.apps.planes.kubernetes import FleetCluster
     from nodeau.apps.planes.plane import Plane
     from nodeau.apps.planes.workload_view import WorkloadView
-    from nodeau.apps.qualification.machine_qualify import QualifyTools
+    from nodeau.apps.qualification.machine import QualifyTools
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.hardware import MachineReading
     from nodeau.domain.model_server import ServerAbilities
@@ -106,7 +106,7 @@ class LazyMachineParts:
         from nodeau.adapters.probe_client import run_probes
         from nodeau.adapters.runtime_buffers import reported_total
         from nodeau.adapters.runtime_version import runtime_name
-        from nodeau.apps.qualification.machine_qualify import QualifyTools
+        from nodeau.apps.qualification.machine import QualifyTools
 
         return QualifyTools(
             probe=run_probes, reported_bytes=reported_total, runtime_name=runtime_name

@@ -4,7 +4,7 @@ the same words on both planes."""
 from __future__ import annotations
 
 from nodeau.apps.cli.render import size
-from nodeau.apps.qualification.info_view import ModelInfoView
+from nodeau.apps.qualification.commands import ModelInfoView
 
 
 def info_lines(info: ModelInfoView) -> list[str]:

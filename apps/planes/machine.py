@@ -29,8 +29,7 @@ if TYPE_CHECKING:  # annotations only: each command imports what it uses
     from nodeau.apps.models.actions import Resolved
     from nodeau.apps.models.services import ModelServices
     from nodeau.apps.planes.status_rows import StatusRow
-    from nodeau.apps.qualification.machine import ThisMachineQualification
-    from nodeau.apps.qualification.machine_qualify import QualifyTools
+    from nodeau.apps.qualification.machine import QualifyTools, ThisMachineQualification
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
     from nodeau.domain.plans import PlanTerms

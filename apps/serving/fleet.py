@@ -15,7 +15,7 @@ from attrs import evolve, frozen
 from nodeau.apps.models.actions import UnknownModel
 from nodeau.apps.planes.fleet_workloads import PENDING, endpoint_off, find_workload, workload_view
 from nodeau.apps.planes.workload_view import WorkloadView
-from nodeau.apps.qualification.fleet_qualify import fleet_model
+from nodeau.apps.qualification.fleet import fleet_model
 from nodeau.apps.recovery.fleet import choice_of
 from nodeau.apps.serving.commands import (
     CheckView,

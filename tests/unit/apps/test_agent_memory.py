@@ -22,7 +22,7 @@ from nodeau.adapters.pod_cgroup import ProcCgroupPods
 from nodeau.adapters.record_json import RecordError
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.apps.agent.memory import PodMemoryWatch
-from nodeau.apps.qualification.fleet_qualify import PeakAnswer, pod_peak_in
+from nodeau.apps.qualification.fleet import PeakAnswer, pod_peak_in
 from nodeau.domain.hardware import PodMemory
 from nodeau.domain.memory import GIB, MIB
 from tests.support.clock import ticking

@@ -15,9 +15,8 @@ from nodeau.apps.cli.info_text import info_lines
 from nodeau.apps.models.actions import UnknownModel, import_model
 from nodeau.apps.models.bootstrap import build as build_models
 from nodeau.apps.models.services import ModelServices
-from nodeau.apps.qualification.fleet_info import fleet_model_info
-from nodeau.apps.qualification.fleet_qualify import AmbiguousModel
-from nodeau.apps.qualification.info_view import THIS_MACHINE
+from nodeau.apps.qualification.commands import THIS_MACHINE
+from nodeau.apps.qualification.fleet import AmbiguousModel, fleet_model_info
 from nodeau.apps.settings import settings_from, shipped_catalog
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.memory import GIB, MeasuredKey, MeasuredTable, Measurement

@@ -25,7 +25,7 @@ from nodeau.adapters.sqlite_registry import SqliteRegistry
 from nodeau.apps.models.actions import Resolved, import_model, resolve_model
 from nodeau.apps.models.bootstrap import build as build_models
 from nodeau.apps.planes.machine import MachinePlane
-from nodeau.apps.qualification.machine_qualify import QualifyParts, qualify
+from nodeau.apps.qualification.machine import QualifyParts, qualify
 from nodeau.apps.serving.commands import RunAsk, Started
 from nodeau.apps.serving.model_servers import Rules
 from nodeau.apps.settings import settings_from
