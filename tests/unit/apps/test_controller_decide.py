@@ -13,6 +13,7 @@ from returns.result import Result
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.objects import ask_of
 from nodeau.adapters.kube.pods import PodImages, pod_manifest
+from nodeau.adapters.kube.report_form import MachineReport
 from nodeau.apps.controller.decide import (
     Decide,
     Planning,
@@ -25,7 +26,7 @@ from nodeau.apps.controller.decide import (
 from nodeau.apps.controller.decide import decider as controller_decider
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.catalog import Catalog
-from nodeau.domain.hardware import Fleet, Gpu, Machine
+from nodeau.domain.hardware import Fleet, Gpu, GpuReading, Machine, MachineReading
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.memory import GIB, MIB, MeasuredKey, MeasuredTable, Measurement
 from nodeau.domain.model_info import runtime_config
@@ -52,6 +53,7 @@ from tests.support.builders.controller_decisions import (
     report,
 )
 from tests.support.builders.summaries import SUMMARY
+from tests.support.fakes.fake_runtime import SEES_A_CARD
 from tests.support.real.kube_controller import SMALL_ID
 
 FLEET = (
@@ -445,3 +447,50 @@ def test_planning_refuses_what_no_machine_holds_before_anything_else() -> None:
     outcome = planned_for("nothing-here")
     assert not is_successful(outcome)
     assert outcome.failure().code is ReasonCode.NO_VERIFIED_COPY
+
+
+def real_card_report(machine: str) -> MachineReport:
+    """``machine`` with one real card its model server says it can use, and qwen on it."""
+    card = Gpu(uuid=f"GPU-{machine}-real", model="NVIDIA H200", total_bytes=141 * GIB)
+    reading = MachineReading(
+        machine=machine,
+        gpus=(GpuReading(gpu=card, free_bytes=card.total_bytes, driver_version="580"),),
+        simulated=False,
+        note="",
+    )
+    return MachineReport(
+        reading=reading, at=NOW, artifacts=(artifact(SMALL, "qwen"),), server=SEES_A_CARD
+    )
+
+
+def test_a_decision_not_told_of_a_cuda_image_places_on_no_real_card() -> None:
+    real = (real_card_report("m1"),)
+    unsaid = decider(ask(), reports=real, marks=marks("m1"), health={}, now=NOW)
+    refusal = unsaid(EMPTY).failure()
+    assert refusal.code is ReasonCode.SERVER_CANNOT_USE_CARD
+    assert "--cuda-server-image" in refusal.sentence
+    said = decider(ask(), reports=real, marks=marks("m1"), health={}, now=NOW, cuda_image=True)
+    assert admitted(said(EMPTY)).record.workload.gpu_uuid == "GPU-m1-real"
+    planned = planning(ask(), reports=real, marks=marks("m1"), health={}, plan=ENTERPRISE)
+    [(machine, why)] = planned.unwrap().excluded
+    assert machine == "m1" and "--cuda-server-image" in why
+
+
+def test_the_admitted_record_keeps_every_name_of_its_artifact() -> None:
+    decide = decider(ask(model="qwen-alias"), reports=FLEET, marks=marks("m1", "m2"),
+                     health={}, now=NOW)  # fmt: skip
+    w = admitted(decide(EMPTY)).record.workload
+    assert (w.model, w.names) == ("qwen-alias", ("qwen", "qwen-alias"))
+
+
+def test_a_machine_that_lists_one_artifact_twice_holds_one_copy_of_it() -> None:
+    twice = report(
+        "m1",
+        1,
+        artifact(SMALL, "qwen", path="/models/m1/a/qwen.gguf"),
+        artifact(SMALL, "qwen", path="/models/m1/b/qwen.gguf"),
+    )
+    found = resolve("qwen", (twice, FLEET[1])).unwrap()
+    assert found.artifact_id == SMALL
+    assert found.on == frozenset({"m1", "m2"})
+    assert found.path_on("m2") == "/models/m2/q.gguf"

@@ -8,26 +8,41 @@ the cluster holds afterwards: records, ledger, objects, servers, events.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 from attrs import evolve
 
+from nodeau.adapters.kube.report_form import MachineReport
 from nodeau.apps.controller.loop import Controller
 from nodeau.apps.controller.reading import FleetReading, proved_reader
+from nodeau.apps.controller.turns import Turns
 from nodeau.apps.serving.commands import LogsUnavailable
+from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
+from nodeau.domain.memory import GIB
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import ServerExit, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import ClusterError, Condition, NoAnswer, ServerPod, WorkloadAsk
-from nodeau.ports.state import UnknownWorkload
-from tests.support.clock import Clock
+from nodeau.ports.cluster import (
+    ClusterError,
+    Condition,
+    NoAnswer,
+    ServerPod,
+    WorkloadAsk,
+    WorkloadObject,
+)
+from nodeau.ports.state import UnknownWorkload, WorkloadRecord
+from tests.support.builders.summaries import SUMMARY
+from tests.support.clock import Clock, ticking
 from tests.support.fakes.controller_fleet import (
     AGAIN,
     ENDED,
     ENDPOINT,
+    SMALL,
     START,
+    UnreadableObjects,
     controller,
     crash_loop,
     fleet,
@@ -40,7 +55,8 @@ from tests.support.fakes.controller_fleet import (
     status_of,
     tick,
 )
-from tests.support.fakes.fake_cluster import FakeCluster, FakeServerPods, gpu_uuid
+from tests.support.fakes.fake_cluster import FakeCluster, FakeServerPods, gpu_uuid, verified
+from tests.support.fakes.fake_runtime import SEES_A_CARD
 
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 S = WorkloadState
@@ -521,3 +537,199 @@ def test_nodeau_logs_on_the_fleet_is_the_last_lines_of_the_pods_server_log() -> 
         "chat has no model server on the fleet now (serving): no log to show; "
         "nodeau ps says what happens next"
     )
+
+
+# -- what decide answers, the batch's turns, and the objects that change under a pass
+
+
+def test_decide_answers_false_for_an_object_gone_being_deleted_or_refused() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="big", model="giant"))
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl = controller(cluster)
+    reading = reading_of(ctl)
+    assert ctl.reconciler.decide(SERVICE, "gone", reading) is False  # no object: nothing next
+    assert ctl.reconciler.decide(SERVICE, "big", reading) is False  # refused
+    assert ctl.reconciler.decide(SERVICE, "big", reading) is False  # refused: stays so
+    assert ctl.reconciler.decide(SERVICE, "chat", reading) is True  # admitted: its server next
+    ctl.reconciler.carry_out(SERVICE, "chat", reading)
+    cluster.objects.delete(SERVICE, "chat")
+    assert ctl.reconciler.decide(SERVICE, "chat", reading) is False  # its deletion finished
+    assert cluster.objects.get(SERVICE, "chat") is None
+
+
+def test_decide_answers_false_for_an_object_whose_spec_does_not_read() -> None:
+    cluster = fleet("m1")
+    objects = cluster.objects = UnreadableObjects(cluster)
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    objects.unreadable.add("chat")
+    lines: list[str] = []
+    ctl = controller(cluster, lines)
+    assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl)) is False
+    assert lines == ["GPUService chat: its spec does not read; nothing is decided"]
+    assert cluster.store.snapshot().workloads == ()
+
+
+class SeenTurns(Turns):
+    """A batch's turns that note each wait (and whether chat was admitted by then) and
+    each done (called inside the store's admission: the store is not read then)."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        super().__init__(1)
+        self.cluster = cluster
+        self.seen: list[tuple[str, bool | None]] = []
+
+    def wait(self, place: int) -> None:
+        self.seen.append(("wait", self.cluster.store.snapshot().named("chat") is not None))
+        super().wait(place)
+
+    def done(self, place: int) -> None:
+        self.seen.append(("done", None))
+        super().done(place)
+
+
+def test_an_object_decides_in_its_turn_and_then_lets_the_next_decide() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl = controller(cluster)
+    turns = SeenTurns(cluster)
+    ctl.reconciler.reconcile(SERVICE, "chat", reading_of(ctl), turns.turn(0))
+    # its turn came before it decided; once it had, the next one's came
+    assert turns.seen == [("wait", False), ("done", None)]
+    assert state(cluster, "chat") is S.STARTING
+    assert held_cards(cluster) == [("chat", gpu_uuid("m1", 0))]
+
+
+def test_a_server_on_a_simulated_card_runs_on_the_cpu() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    controller(cluster).resync()
+    assert cluster.pods.on_card == {(SERVICE, "chat"): False}
+
+
+def real_card_fleet(cuda_image: bool = True) -> FakeCluster:
+    """One machine, m1, with one real card its model server says it can use, and qwen."""
+    cluster = FakeCluster(ticking(START))
+    cluster.pods = FakeServerPods(serves_real_cards=cuda_image)
+    cluster.add_node("m1")
+    card = Gpu(uuid="GPU-m1-real", model="NVIDIA H200", total_bytes=141 * GIB)
+    reading = MachineReading(
+        machine="m1",
+        gpus=(GpuReading(gpu=card, free_bytes=card.total_bytes, driver_version="580"),),
+        simulated=False,
+        note="",
+    )
+    qwen = verified("m1", SUMMARY, sha=SMALL, name="qwen", gib=4)
+    cluster.reports.publish(
+        MachineReport(reading=reading, at=START, artifacts=(qwen,), server=SEES_A_CARD)
+    )
+    return cluster
+
+
+def test_a_real_card_is_served_on_the_card_when_a_cuda_image_is_configured() -> None:
+    cluster = real_card_fleet()
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    controller(cluster).resync()
+    assert held_cards(cluster) == [("chat", "GPU-m1-real")]
+    assert cluster.pods.on_card == {(SERVICE, "chat"): True}
+    without = real_card_fleet(cuda_image=False)
+    without.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    controller(without).resync()
+    refused = without.objects.get(SERVICE, "chat")
+    assert refused is not None and refused.refused
+    assert refused.status["refusal"]["code"] == "capacity.server-cannot-use-card"
+
+
+def test_a_card_no_report_names_now_is_taken_by_its_uuid() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl = controller(cluster)
+    assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl))
+    unreported = FleetReading(lambda: evolve(ctl.read_fleet(), reports=()), dict)
+    ctl.reconciler.carry_out(SERVICE, "chat", unreported)
+    # m1's report is gone: its card's UUID is no simulated card's ("SIM-..."), so a real one
+    assert cluster.pods.on_card == {(SERVICE, "chat"): True}
+
+
+def test_an_object_deleted_as_it_is_guarded_gets_no_server() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl = controller(cluster)
+    assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl))
+    guard = cluster.objects.guard
+
+    def guarded_then_deleted(obj: WorkloadObject) -> bool:
+        ok = guard(obj)
+        cluster.objects.delete(SERVICE, "chat")  # a person's delete lands right after
+        return ok
+
+    cluster.objects.guard = guarded_then_deleted  # type: ignore[method-assign]
+    ctl.reconciler.carry_out(SERVICE, "chat", reading_of(ctl))
+    assert cluster.pods.pods == {}
+    obj = cluster.objects.get(SERVICE, "chat")
+    assert obj is not None and obj.deleting  # the next pass finishes its deletion
+
+
+def test_an_object_removed_by_hand_as_it_is_guarded_gets_no_server() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl = controller(cluster)
+    assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl))
+    guard = cluster.objects.guard
+
+    def guarded_then_removed(obj: WorkloadObject) -> bool:
+        ok = guard(obj)
+        del cluster.objects.stored[SERVICE, "chat"]  # its finalizer taken off by hand, deleted
+        return ok
+
+    cluster.objects.guard = guarded_then_removed  # type: ignore[method-assign]
+    ctl.reconciler.carry_out(SERVICE, "chat", reading_of(ctl))
+    assert cluster.pods.pods == {}
+
+
+def test_a_deleted_object_another_finalizer_keeps_with_no_record_is_left_alone() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    cluster.objects.stored[SERVICE, "chat"].deleting = True  # another's finalizer keeps it
+    ctl = controller(cluster)
+    assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl)) is False
+    obj = cluster.objects.get(SERVICE, "chat")
+    assert obj is not None and obj.deleting and obj.record is None
+    assert cluster.store.snapshot().workloads == () and cluster.pods.pods == {}
+
+
+def test_a_release_another_controller_made_first_still_finishes_the_deletion(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
+    ctl = controller(cluster)
+    ctl.resync()
+    cluster.objects.delete(SERVICE, "chat")
+    release = cluster.store.release
+
+    def released_first(name: str, change: Callable[[WorkloadRecord], WorkloadRecord]) -> None:
+        release(name, change)  # the other controller's release lands first
+        raise UnknownWorkload(f"no workload called {name} holds a card")
+
+    monkeypatch.setattr(cluster.store, "release", released_first)
+    ctl.reconcile_all([(SERVICE, "chat")])
+    assert cluster.ledger.read() == Ledger()
+    assert cluster.objects.get(SERVICE, "chat") is None
+
+
+def test_a_finished_workloads_object_another_finalizer_keeps_is_left_to_it() -> None:
+    cluster = fleet("m1")
+    cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
+    ctl = controller(cluster)
+    ctl.resync()
+    cluster.pods.end(BATCH, "nightly", ok=False)
+    ctl.resync()
+    assert state(cluster, "nightly") is S.FAILED and cluster.ledger.read() == Ledger()
+    obj = cluster.objects.get(BATCH, "nightly")
+    assert obj is not None and cluster.objects.unguard(obj)  # our finalizer taken off by hand
+    cluster.objects.stored[BATCH, "nightly"].deleting = True  # another's finalizer keeps it
+    ctl.reconcile_all([(BATCH, "nightly")])
+    assert list(cluster.pods.pods) == [(BATCH, "nightly")]  # its Pod goes with its owner
+    kept = cluster.objects.get(BATCH, "nightly")
+    assert kept is not None and kept.deleting

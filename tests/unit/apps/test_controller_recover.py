@@ -26,6 +26,7 @@ from tests.support.builders.recovery_inputs import (
 from tests.support.builders.summaries import SUMMARY
 from tests.support.fakes.controller_fleet import HUGE, SMALL, Measured, UnreadableObjects, record
 from tests.support.fakes.fake_cluster import machine_report, verified
+from tests.support.fakes.fake_runtime import SEES_A_CARD
 from tests.support.fakes.fleet_stories import DELAY, Story
 
 S = WorkloadState
@@ -125,3 +126,33 @@ def test_a_service_whose_object_is_gone_is_not_recovered() -> None:
     story.off_the_network("m1")
     story.run_for(180)
     assert story.machine_of() == "m1"
+
+
+def on_real_cards(story: Story) -> None:
+    """Every machine of the story reports its cards as real ones its model server can use."""
+    for name in story.cluster.nodes:
+        rep = story.cluster.reports.reports[name]
+        real = tuple(evolve(g, gpu=evolve(g.gpu, simulated=False)) for g in rep.reading.gpus)
+        reading = evolve(rep.reading, gpus=real, simulated=False)
+        story.cluster.reports.publish(evolve(rep, reading=reading, server=SEES_A_CARD))
+
+
+def test_a_recovery_onto_a_real_card_is_made_when_a_cuda_image_is_configured() -> None:
+    story = Story("m1", "m2")
+    on_real_cards(story)
+    story.serve()
+    story.off_the_network("m1")
+    story.run_for(180)
+    assert story.machine_of() == "m2"
+    assert story.cluster.pods.on_card[WorkloadKind.SERVICE, "chat"] is True
+
+
+def test_a_service_whose_model_the_policy_no_longer_permits_is_held_not_moved() -> None:
+    story = Story("m1", "m2")
+    story.serve()
+    story.cluster.organisation.document = b'{"limits": {"allowed_models": ["llama"]}}'
+    story.off_the_network("m1")
+    story.run_for(180)
+    w = record(story.cluster, "chat").workload
+    assert (w.machine, w.state) == ("m1", S.HELD)
+    assert any("does not permit model qwen" in line for line in story.lines)

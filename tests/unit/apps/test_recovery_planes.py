@@ -16,10 +16,13 @@ import pytest
 from attrs import evolve
 from returns.result import Result
 
+from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.apps.cli.render import to_json
+from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
 from nodeau.apps.recovery.commands import NotAService
+from nodeau.domain.organisation import Requester
 from nodeau.domain.records import Admission, Snapshot
-from nodeau.domain.refusals import Refusal
+from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.workloads import (
     RecoveryMode,
     WorkloadKind,
@@ -28,6 +31,7 @@ from nodeau.domain.workloads import (
     recovery_words,
 )
 from nodeau.ports.cluster import WorkloadAsk
+from nodeau.ports.organisation import NotAllowed
 from nodeau.ports.state import UnknownWorkload
 from tests.support.builders.admissions import decider, fleet_of
 from tests.support.builders.summaries import SUMMARY
@@ -80,6 +84,40 @@ def test_choosing_the_same_again_writes_nothing() -> None:
     said = f.plane.recovery.set_choice("chat", AUTO, TEN_MINUTES)
     assert said == f"chat: recovery is already {recovery_words(AUTO, TEN_MINUTES)}; nothing changed"
     assert f.cluster.objects.stored[SERVICE, "chat"].version == version
+
+
+class Alice:
+    """``Identity``: the Kubernetes user the API server would say the credentials are."""
+
+    def requester(self) -> Requester:
+        return Requester(user="alice", groups=frozenset())
+
+
+def plane_as_alice(f: Fleet, policy: bytes) -> KubernetesPlane:
+    """The plane the CLI uses on ``f``, for alice, under the organisation's ``policy``."""
+    c = f.cluster
+    c.organisation.document = policy
+    ports = FleetCluster(
+        server="https://fake", context="fake", objects=c.objects, marks=c.marks,
+        reports=c.reports, health=c.health, ledger=c.ledger, tokens=c.tokens, pods=c.pods,
+        control_plane_label=CONTROL_PLANE_LABEL, server_image=SERVER_IMAGE,
+        organisation=c.organisation, identity=Alice(),
+    )  # fmt: skip
+    return KubernetesPlane(ports, clock=c.clock)
+
+
+def test_on_the_fleet_only_a_role_that_may_set_recovery_sets_it() -> None:
+    f = Fleet("m1")
+    f.serve()
+    viewer = plane_as_alice(f, b'{"everyone": "viewer"}')
+    with pytest.raises(NotAllowed) as refused:
+        viewer.recovery.set_choice("chat", AUTO, TEN_MINUTES)
+    assert refused.value.refusal.code is ReasonCode.ROLE_MAY_NOT
+    assert "may not set-recovery" in refused.value.refusal.sentence
+    assert f.row().mode == "never"
+    operator = plane_as_alice(f, b'{"everyone": "operator"}')
+    operator.recovery.set_choice("chat", AUTO, TEN_MINUTES)
+    assert f.row().mode == "automatic"
 
 
 def test_on_the_fleet_a_batch_job_has_no_recovery_and_an_unknown_name_is_unknown() -> None:
