@@ -160,6 +160,9 @@ def test_each_check_refuses_in_its_turn() -> None:
     assert place.asked == 0
     room = evolve(on_cpu, organisation=policy(Role.OPERATOR, True, None, 2))
     assert decide(room, spent, place) == Failure(FULL) and place.asked == 1
+    # the placement's refusal is the last check, named by its kind
+    last = list(checks(room, spent, Placement(Failure(FULL))))[-1]
+    assert (last.check, last.refusal) == (FULL.kind.value, FULL)
 
 
 def test_a_request_nobody_is_named_for_passes_only_where_no_policy_is_configured() -> None:
