@@ -126,10 +126,15 @@ def before_placing(
     return None
 
 
+BY_LIMITS = frozenset({RefusalKind.LIMIT, RefusalKind.QUOTA, RefusalKind.PERMISSION})
+
+
 def no_plan(w: Workload, refusal: Refusal) -> RecoveryDecision:
-    """Held when nothing in the fleet can even be considered for it (its model resolves
-    to no verified copy anywhere, not even the machine it left)."""
-    return held(w, HeldReason.MODEL_FILES, refusal.sentence, refusal=refusal)
+    """Held when nothing in the fleet can even be considered for it: the organisation's
+    limits or the plan refuse it as it is (a limit, a quota or a permission), or its model
+    resolves to no verified copy anywhere, not even the machine it left."""
+    reason = HeldReason.LIMITS if refusal.kind in BY_LIMITS else HeldReason.MODEL_FILES
+    return held(w, reason, refusal.sentence, refusal=refusal)
 
 
 def decide_recovery(

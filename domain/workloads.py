@@ -396,8 +396,8 @@ def _held_next(w: Workload, reason: HeldReason) -> str:
         ),
         HeldReason.CAPACITY: "it starts when one frees (no retries)",
         HeldReason.LIMITS: (
-            "it moves once the organisation's limits or the plan cover a machine that can"
-            " take it (nodeau plan explain says which; no retries until then)"
+            "it moves once the organisation's limits or the plan let it run on a machine that"
+            " can take it (nodeau plan explain says which; no retries until then)"
         ),
         HeldReason.FLEET_QUIET: (
             "nothing moves while more than half of the fleet is quiet at once"
@@ -409,7 +409,7 @@ def _held_next(w: Workload, reason: HeldReason) -> str:
 HELD_CAUSE_DETAIL = {
     HeldReason.MODEL_FILES: " and no other machine has a verified copy",
     HeldReason.CAPACITY: " and no other machine has a free card that fits",
-    HeldReason.LIMITS: " and the machines that could take it are outside the limits or the plan",
+    HeldReason.LIMITS: " and the organisation's limits or the plan stand in the way",
     HeldReason.FLEET_QUIET: ", with most of the fleet",
 }
 

@@ -14,7 +14,13 @@ from nodeau.domain.health import Health
 from nodeau.domain.organisation import Organisation
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE
-from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
+from nodeau.domain.workloads import (
+    HeldReason,
+    RecoveryMode,
+    WorkloadKind,
+    WorkloadState,
+    ps_sentence,
+)
 from nodeau.ports.cluster import MarkedFleet
 from tests.support.builders.recovery_inputs import (
     GONE,
@@ -154,5 +160,7 @@ def test_a_service_whose_model_the_policy_no_longer_permits_is_held_not_moved() 
     story.off_the_network("m1")
     story.run_for(180)
     w = record(story.cluster, "chat").workload
-    assert (w.machine, w.state) == ("m1", S.HELD)
+    assert (w.machine, w.state, w.held_reason) == ("m1", S.HELD, HeldReason.LIMITS)
     assert any("does not permit model qwen" in line for line in story.lines)
+    # held for the limits, not said to wait for model files it has
+    assert "verified copy" not in ps_sentence(w, story.clock.now)

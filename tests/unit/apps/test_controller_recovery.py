@@ -181,8 +181,8 @@ def test_nothing_moves_where_only_the_organisations_limits_would_allow_it() -> N
     w = record(story.cluster, "chat").workload
     assert (w.machine, w.state, w.held_reason) == ("m1", WorkloadState.HELD, HeldReason.LIMITS)
     said = ps_sentence(w, story.clock.now)
-    assert "m1 stopped answering and the machines that could take it are outside the limits" in said
-    assert "it moves once the organisation's limits or the plan cover a machine" in said
+    assert "m1 stopped answering and the organisation's limits or the plan stand in the way" in said
+    assert "it moves once the organisation's limits or the plan let it run on a machine" in said
 
 
 def test_nowhere_to_go_for_capacity_holds_without_writes_then_moves_when_a_card_frees() -> None:

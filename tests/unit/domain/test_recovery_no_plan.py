@@ -1,4 +1,5 @@
-"""A recovery with nothing to plan on: the service is held for its model's files, and says why."""
+"""A recovery with nothing to plan on: the service is held for its model's files, or for
+the limits that refuse it as it is, and says why."""
 
 from __future__ import annotations
 
@@ -23,3 +24,12 @@ def test_a_service_whose_model_is_nowhere_is_held_for_its_files() -> None:
     )
     assert decided.refusal == GONE
     assert (decided.placement, decided.fetch_copy_to, decided.fires_at) == (None, None, None)
+
+
+def test_a_service_the_limits_now_refuse_is_held_for_the_limits_not_its_files() -> None:
+    not_permitted = Refusal.of(
+        ReasonCode.MODEL_NOT_PERMITTED, "qwen is not among the models the organisation permits"
+    )
+    decided = no_plan(service(name="chat"), not_permitted)
+    assert decided.held_reason is HeldReason.LIMITS
+    assert decided.sentence == not_permitted.sentence and decided.refusal == not_permitted

@@ -207,10 +207,10 @@ SENTENCES: list[tuple[Workload, datetime, str]] = [
     (
         held(R.LIMITS),
         HELD_AT,
-        "held since 12:03:40 (1m): garage stopped answering and the machines that could take it"
-        " are outside the limits or the plan; it moves once the organisation's limits or the"
-        " plan cover a machine that can take it (nodeau plan explain says which; no retries"
-        " until then)",
+        "held since 12:03:40 (1m): garage stopped answering and the organisation's limits or"
+        " the plan stand in the way; it moves once the organisation's limits or the plan let it"
+        " run on a machine that can take it (nodeau plan explain says which; no retries until"
+        " then)",
     ),
     (
         workload(
