@@ -3,6 +3,8 @@ the limits that refuse it as it is, and says why."""
 
 from __future__ import annotations
 
+import pytest
+
 from nodeau.domain.recovery import RecoveryAction, no_plan
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.workloads import HeldReason
@@ -26,10 +28,18 @@ def test_a_service_whose_model_is_nowhere_is_held_for_its_files() -> None:
     assert (decided.placement, decided.fetch_copy_to, decided.fires_at) == (None, None, None)
 
 
-def test_a_service_the_limits_now_refuse_is_held_for_the_limits_not_its_files() -> None:
-    not_permitted = Refusal.of(
-        ReasonCode.MODEL_NOT_PERMITTED, "qwen is not among the models the organisation permits"
-    )
-    decided = no_plan(service(name="chat"), not_permitted)
+@pytest.mark.parametrize(
+    "code",
+    [
+        ReasonCode.MODEL_NOT_PERMITTED,
+        ReasonCode.CONTEXT_OVER_LIMIT,
+        ReasonCode.WORKLOAD_QUOTA_EXHAUSTED,
+    ],
+)
+def test_a_service_the_limits_now_refuse_is_held_for_the_limits_not_its_files(
+    code: ReasonCode,
+) -> None:
+    refused = Refusal.of(code, "the organisation's policy refuses qwen as it is")
+    decided = no_plan(service(name="chat"), refused)
     assert decided.held_reason is HeldReason.LIMITS
-    assert decided.sentence == not_permitted.sentence and decided.refusal == not_permitted
+    assert decided.sentence == refused.sentence and decided.refusal == refused
