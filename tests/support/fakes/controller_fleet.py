@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from attrs import evolve
 
@@ -115,8 +116,10 @@ def status_of(cluster: FakeCluster, name: str = "chat") -> tuple[str, str, str]:
     return obj.status["state"], obj.status["sentence"], obj.endpoint
 
 
-def fleet_plane(cluster: FakeCluster) -> KubernetesPlane:
-    ports = FleetCluster(
+def fake_fleet_cluster(cluster: FakeCluster, **more: Any) -> FleetCluster:
+    """The cluster's ports as the CLI's plane reads them, over ``cluster``'s fakes; ``more``:
+    the optional ports a test gives too (``copies``, ``organisation``, ``identity``...)."""
+    return FleetCluster(
         server="https://fake",
         context="fake",
         objects=cluster.objects,
@@ -128,8 +131,14 @@ def fleet_plane(cluster: FakeCluster) -> KubernetesPlane:
         pods=cluster.pods,
         control_plane_label=CONTROL_PLANE_LABEL,
         server_image=SERVER_IMAGE,
+        **more,
     )
-    return KubernetesPlane(ports, clock=cluster.clock, verifier=compiled_in_verifier)
+
+
+def fleet_plane(cluster: FakeCluster) -> KubernetesPlane:
+    return KubernetesPlane(
+        fake_fleet_cluster(cluster), clock=cluster.clock, verifier=compiled_in_verifier
+    )
 
 
 def crash_loop(cluster: FakeCluster, clock: Clock[datetime], ctl: Controller) -> ServerExit:

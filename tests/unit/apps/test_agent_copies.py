@@ -15,12 +15,11 @@ import httpx
 import pytest
 
 from nodeau.adapters.http_publisher import HttpPublisher, fetch_url
-from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.apps.agent.agent import Agent, Link
 from nodeau.apps.agent.copies import CopyWorker
 from nodeau.apps.copies.commands import CopyView
-from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
+from nodeau.apps.planes.kubernetes import KubernetesPlane
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import imported_sentence
@@ -28,6 +27,7 @@ from nodeau.domain.model_info import ModelSummary
 from nodeau.ports.cluster import ClusterError, MachineArtifact
 from tests.support.builders.copy_models import KIB, MIB, Model, catalog_of, model, some_bytes
 from tests.support.builders.summaries import tiny_summary
+from tests.support.fakes.controller_fleet import fake_fleet_cluster
 from tests.support.fakes.fake_cluster import FakeCluster, FakeModelCopies, machine_report
 from tests.support.fakes.fake_registry import FakeRegistry
 from tests.support.fakes.fakes import FakeDisk, FakeModelStore
@@ -100,12 +100,7 @@ class World:
         )
         c = self.cluster
         self.plane = KubernetesPlane(
-            FleetCluster(
-                server="https://fake", context="fake", objects=c.objects, marks=c.marks,
-                reports=c.reports, health=c.health, ledger=c.ledger, tokens=c.tokens,
-                pods=c.pods,
-                control_plane_label=CONTROL_PLANE_LABEL, server_image=SERVER_IMAGE, copies=c.copies,
-            ),
+            fake_fleet_cluster(c, copies=c.copies),
             clock=now,
         )  # fmt: skip
         self.catalog = catalog_of(*models)

@@ -169,9 +169,7 @@ def test_an_admitted_object_is_guarded_before_its_server_is_made() -> None:
 
 def test_an_admitted_object_deleted_before_its_guard_frees_its_card_and_gets_no_server() -> None:
     cluster = fleet("m1")
-    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
-    ctl = controller(cluster)
-    assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl))
+    ctl = decided_chat(cluster)
     assert held_cards(cluster) == [("chat", gpu_uuid("m1", 0))]
     cluster.objects.stored[SERVICE, "chat"].deleting = True  # another's finalizer keeps it
     ctl.reconcile_all([(SERVICE, "chat")])
@@ -640,11 +638,17 @@ def test_a_real_card_is_served_on_the_card_when_a_cuda_image_is_configured() -> 
     assert refused.status["refusal"]["code"] == "capacity.server-cannot-use-card"
 
 
-def test_a_card_no_report_names_now_is_taken_by_its_uuid() -> None:
-    cluster = fleet("m1")
+def decided_chat(cluster: FakeCluster) -> Controller:
+    """``chat`` asked for qwen and decided (admitted) by a controller of ``cluster``."""
     cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
     ctl = controller(cluster)
     assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl))
+    return ctl
+
+
+def test_a_card_no_report_names_now_is_taken_by_its_uuid() -> None:
+    cluster = fleet("m1")
+    ctl = decided_chat(cluster)
     unreported = FleetReading(lambda: evolve(ctl.read_fleet(), reports=()), dict)
     ctl.reconciler.carry_out(SERVICE, "chat", unreported)
     # m1's report is gone: its card's UUID is no simulated card's ("SIM-..."), so a real one
@@ -653,9 +657,7 @@ def test_a_card_no_report_names_now_is_taken_by_its_uuid() -> None:
 
 def test_an_object_deleted_as_it_is_guarded_gets_no_server() -> None:
     cluster = fleet("m1")
-    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
-    ctl = controller(cluster)
-    assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl))
+    ctl = decided_chat(cluster)
     guard = cluster.objects.guard
 
     def guarded_then_deleted(obj: WorkloadObject) -> bool:
@@ -672,9 +674,7 @@ def test_an_object_deleted_as_it_is_guarded_gets_no_server() -> None:
 
 def test_an_object_removed_by_hand_as_it_is_guarded_gets_no_server() -> None:
     cluster = fleet("m1")
-    cluster.objects.create(WorkloadAsk(kind=SERVICE, name="chat", model="qwen"))
-    ctl = controller(cluster)
-    assert ctl.reconciler.decide(SERVICE, "chat", reading_of(ctl))
+    ctl = decided_chat(cluster)
     guard = cluster.objects.guard
 
     def guarded_then_removed(obj: WorkloadObject) -> bool:

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.adapters.sqlite_marks import SqliteMarks, marks_from_json
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.cli.serving import fleet_lines
 from nodeau.apps.machines.commands import UpgradeMark
-from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
+from nodeau.apps.planes.kubernetes import KubernetesPlane
 from nodeau.apps.serving.commands import Started
 from nodeau.domain.health import Health
 from nodeau.domain.organisation import Requester
@@ -27,7 +26,7 @@ from nodeau.domain.workloads import WorkloadKind, WorkloadState
 from nodeau.ports.cluster import UnknownMachine
 from nodeau.ports.organisation import NotAllowed
 from nodeau.ports.state import StateError
-from tests.support.fakes.controller_fleet import fleet_plane, record
+from tests.support.fakes.controller_fleet import fake_fleet_cluster, fleet_plane, record
 from tests.support.fakes.fleet_stories import Story, seconds_until_moved
 from tests.support.fakes.machine_plane import ask, plane_with
 from tests.support.real.cli import Cli
@@ -144,12 +143,7 @@ def test_a_person_whose_role_may_not_mark_is_refused_and_nothing_is_marked() -> 
     story = Story("m1")
     story.cluster.organisation.document = b'{"everyone": "operator"}'
     c = story.cluster
-    ports = FleetCluster(
-        server="https://fake", context="fake", objects=c.objects, marks=c.marks,
-        reports=c.reports, health=c.health, ledger=c.ledger, tokens=c.tokens, pods=c.pods,
-        control_plane_label=CONTROL_PLANE_LABEL, server_image=SERVER_IMAGE,
-        organisation=c.organisation, identity=Alice(),
-    )  # fmt: skip
+    ports = fake_fleet_cluster(c, organisation=c.organisation, identity=Alice())
     plane = KubernetesPlane(ports, clock=c.clock)
     with pytest.raises(NotAllowed) as refused:
         plane.machines.mark_upgrading("m1", upgrading=True)

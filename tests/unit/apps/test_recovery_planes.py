@@ -16,9 +16,8 @@ import pytest
 from attrs import evolve
 from returns.result import Result
 
-from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.apps.cli.render import to_json
-from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
+from nodeau.apps.planes.kubernetes import KubernetesPlane
 from nodeau.apps.recovery.commands import NotAService
 from nodeau.domain.organisation import Requester
 from nodeau.domain.records import Admission, Snapshot
@@ -35,7 +34,7 @@ from nodeau.ports.organisation import NotAllowed
 from nodeau.ports.state import UnknownWorkload
 from tests.support.builders.admissions import decider, fleet_of
 from tests.support.builders.summaries import SUMMARY
-from tests.support.fakes.controller_fleet import HUGE, START, record
+from tests.support.fakes.controller_fleet import HUGE, START, fake_fleet_cluster, record
 from tests.support.fakes.fake_cluster import machine_report, verified
 from tests.support.fakes.fleet_stories import Fleet
 from tests.support.fakes.machine_plane import ask, plane_with
@@ -97,12 +96,7 @@ def plane_as_alice(f: Fleet, policy: bytes) -> KubernetesPlane:
     """The plane the CLI uses on ``f``, for alice, under the organisation's ``policy``."""
     c = f.cluster
     c.organisation.document = policy
-    ports = FleetCluster(
-        server="https://fake", context="fake", objects=c.objects, marks=c.marks,
-        reports=c.reports, health=c.health, ledger=c.ledger, tokens=c.tokens, pods=c.pods,
-        control_plane_label=CONTROL_PLANE_LABEL, server_image=SERVER_IMAGE,
-        organisation=c.organisation, identity=Alice(),
-    )  # fmt: skip
+    ports = fake_fleet_cluster(c, organisation=c.organisation, identity=Alice())
     return KubernetesPlane(ports, clock=c.clock)
 
 
