@@ -205,11 +205,17 @@ def test_a_deleted_service_loses_its_server_then_its_card_then_its_object() -> N
     assert cluster.objects.get(SERVICE, "chat") is None
 
 
-def test_a_batch_jobs_server_that_ended_frees_its_card() -> None:
-    cluster = fleet("m1")
+def started_nightly(cluster: FakeCluster) -> Controller:
+    """The batch job ``nightly`` asked for qwen, and one pass of a controller of ``cluster``."""
     cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
     ctl = controller(cluster)
     ctl.resync()
+    return ctl
+
+
+def test_a_batch_jobs_server_that_ended_frees_its_card() -> None:
+    cluster = fleet("m1")
+    ctl = started_nightly(cluster)
     assert state(cluster, "nightly") is S.STARTING
     cluster.pods.run()
     ctl.resync()
@@ -227,9 +233,7 @@ def test_a_batch_jobs_server_that_ended_frees_its_card() -> None:
 
 def test_a_batch_job_whose_server_failed_is_failed_and_frees_its_card() -> None:
     cluster = fleet("m1")
-    cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
-    ctl = controller(cluster)
-    ctl.resync()
+    ctl = started_nightly(cluster)
     cluster.pods.end(BATCH, "nightly", ok=False)
     ctl.resync()
     assert state(cluster, "nightly") is S.FAILED
@@ -474,9 +478,7 @@ def test_a_server_that_fails_at_start_is_restarting_and_its_log_is_pointed_at() 
 def test_a_batch_jobs_server_restarts_in_place_and_the_job_runs_again() -> None:
     clock = Clock(START)
     cluster = fleet("m1", clock=clock)
-    cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
-    ctl = controller(cluster)
-    ctl.resync()
+    ctl = started_nightly(cluster)
     cluster.pods.run()
     ctl.resync()
     assert state(cluster, "nightly") is S.RUNNING
@@ -720,9 +722,7 @@ def test_a_release_another_controller_made_first_still_finishes_the_deletion(
 
 def test_a_finished_workloads_object_another_finalizer_keeps_is_left_to_it() -> None:
     cluster = fleet("m1")
-    cluster.objects.create(WorkloadAsk(kind=BATCH, name="nightly", model="qwen"))
-    ctl = controller(cluster)
-    ctl.resync()
+    ctl = started_nightly(cluster)
     cluster.pods.end(BATCH, "nightly", ok=False)
     ctl.resync()
     assert state(cluster, "nightly") is S.FAILED and cluster.ledger.read() == Ledger()
