@@ -1,0 +1,81 @@
+"""A model's layers shared out between cards of one machine for llama.cpp's layer split: each
+card takes whole slots in order (the output layer is the last slot), passed as
+``--tensor-split`` counts, and the fewest cards whose every share fits are chosen.
+
+Why it is so: docs/adr/0031-one-workload-across-cards.md.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import accumulate
+
+from attrs import frozen
+
+
+@frozen(kw_only=True)
+class Split:
+    """Which cards (indices into the cards asked about, in the order the slots run) take how
+    many slots, and each card's share in bytes."""
+
+    cards: tuple[int, ...]
+    counts: tuple[int, ...]
+    shares: tuple[int, ...]
+
+    @property
+    def tensor_split(self) -> str:
+        """llama-server's ``--tensor-split`` for these cards, in ``CUDA_VISIBLE_DEVICES``'s
+        order: whole slot counts place exactly these slots on each card."""
+        return ",".join(str(c) for c in self.counts)
+
+
+def slot_cards(counts: Sequence[int]) -> tuple[int, ...]:
+    """The position of the card each slot goes to, for whole slot counts in order."""
+    return tuple(i for i, c in enumerate(counts) for _ in range(c))
+
+
+def fewest_cards(
+    slot_bytes: Sequence[int], per_card_bytes: int, free: Sequence[int]
+) -> Split | None:
+    """The fewest of the cards with ``free`` bytes that hold every slot in order, each card's
+    share (``per_card_bytes`` plus its slots') within its free bytes; None when no set does.
+    Among as few cards, the order that comes first in the order given (a caller orders the
+    cards by its placement policy), so one card that holds it all is the first such card."""
+    if not slot_bytes:
+        raise ValueError("a model has at least one slot (its output layer)")
+    ends = [0, *accumulate(slot_bytes)]
+    slots = len(slot_bytes)
+
+    def reach(start: int, card: int) -> int:
+        """How far the card's free bytes carry the slots from ``start`` (itself: none)."""
+        room = free[card] - per_card_bytes
+        return start if room < 0 else bisect_right(ends, ends[start] + room) - 1
+
+    best: dict[int, tuple[int, tuple[int, ...]]] = {0: (0, ())}  # cards used -> reach, order
+    for _ in range(len(free)):
+        grown: dict[int, tuple[int, tuple[int, ...]]] = {}
+        for used, (start, order) in best.items():
+            for card in range(len(free)):
+                farther = reach(start, card)
+                if used >> card & 1 or farther == start:
+                    continue
+                mask = used | 1 << card
+                if mask not in grown or farther > grown[mask][0]:
+                    grown[mask] = (farther, (*order, card))
+        done = [order for farther, order in grown.values() if farther == slots]
+        if done:
+            return _split(min(done), ends, per_card_bytes, free)
+        best = grown
+    return None
+
+
+def _split(order: tuple[int, ...], ends: list[int], per_card: int, free: Sequence[int]) -> Split:
+    counts, shares, start = [], [], 0
+    for card in order:
+        end = bisect_right(ends, ends[start] + free[card] - per_card) - 1
+        end = len(ends) - 1 if card == order[-1] else end
+        counts.append(end - start)
+        shares.append(per_card + ends[end] - ends[start])
+        start = end
+    return Split(cards=order, counts=tuple(counts), shares=tuple(shares))
