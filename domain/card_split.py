@@ -44,6 +44,8 @@ def fewest_cards(
     cards by its placement policy), so one card that holds it all is the first such card."""
     if not slot_bytes:
         raise ValueError("a model has at least one slot (its output layer)")
+    if min(slot_bytes) <= 0:
+        raise ValueError(f"every slot holds bytes, got {min(slot_bytes)}")
     ends = [0, *accumulate(slot_bytes)]
     slots = len(slot_bytes)
 
@@ -74,7 +76,6 @@ def _split(order: tuple[int, ...], ends: list[int], per_card: int, free: Sequenc
     counts, shares, start = [], [], 0
     for card in order:
         end = bisect_right(ends, ends[start] + free[card] - per_card) - 1
-        end = len(ends) - 1 if card == order[-1] else end
         counts.append(end - start)
         shares.append(per_card + ends[end] - ends[start])
         start = end

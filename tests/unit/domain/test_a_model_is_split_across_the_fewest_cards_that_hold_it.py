@@ -7,6 +7,7 @@ from __future__ import annotations
 from itertools import permutations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -87,3 +88,13 @@ def test_a_model_two_cards_hold_takes_both_and_says_its_split() -> None:
 @given(st.lists(st.integers(min_value=1, max_value=120), min_size=1, max_size=8))
 def test_llama_cpp_places_whole_slot_counts_exactly_as_given(counts: list[int]) -> None:
     assert llama_cpp_cards(counts, sum(counts)) == list(slot_cards(counts))
+
+
+def test_a_model_with_no_slot_is_refused_as_a_mistake() -> None:
+    with pytest.raises(ValueError, match=r"^a model has at least one slot \(its output layer\)$"):
+        fewest_cards([], 0, [10])
+
+
+def test_a_slot_of_no_bytes_is_refused_as_a_mistake() -> None:
+    with pytest.raises(ValueError, match=r"^every slot holds bytes, got 0$"):
+        fewest_cards([5, 0, 5], 0, [10])
