@@ -10,8 +10,9 @@ from collections import Counter
 from pathlib import Path
 
 from gguf import GGUFReader, GGUFValueType, Keys, LlamaFileType
-from gguf.gguf_reader import ReaderField
+from gguf.gguf_reader import ReaderField, ReaderTensor
 
+from nodeau.domain.card_split import LayerWeights
 from nodeau.domain.memory import Architecture
 from nodeau.domain.model_info import ModelSummary
 from nodeau.ports.models import ModelFileCause as Cause
@@ -250,7 +251,31 @@ def summary(path: Path, reader: GGUFReader) -> ModelSummary:
         tensor_bytes=sum(int(t.n_bytes) for t in tensors),
         has_tokenizer=has_tokenizer,
         has_chat_template=has_chat_template,
+        layers=_layer_weights(tensors, n_layers, tied=arch not in _ENCODERS),
     )
+
+
+_LAYER = re.compile(r"blk\.(\d+)\.")
+_INPUT = ("token_embd.", "token_types.", "position_embd.", "token_embd_norm.")
+
+
+def _layer_weights(tensors: list[ReaderTensor], n_layers: int, *, tied: bool) -> LayerWeights:
+    """Each tensor's bytes by where llama.cpp's layer split puts it: ``blk.N.`` in layer N,
+    the embeddings in the input layer, the rest (output, its norm) in the output layer, which
+    also takes a copy of the token embeddings when the file has no ``output.weight``."""
+    layers = [0] * n_layers
+    into = output = 0
+    for tensor in tensors:
+        size = int(tensor.n_bytes)
+        if (block := _LAYER.match(tensor.name)) and int(block[1]) < n_layers:
+            layers[int(block[1])] += size
+        elif tensor.name.startswith(_INPUT):
+            into += size
+        else:
+            output += size
+    if tied and all(t.name != "output.weight" for t in tensors):
+        output += sum(int(t.n_bytes) for t in tensors if t.name == "token_embd.weight")
+    return LayerWeights(input_bytes=into, layer_bytes=tuple(layers), output_bytes=output)
 
 
 def _swa_layers(kv: _Fields, arch: str, n_layers: int) -> int:

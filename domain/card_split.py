@@ -11,7 +11,25 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import accumulate
 
-from attrs import frozen
+from attrs import field, frozen
+
+from nodeau.domain.checks import not_negative
+
+
+@frozen(kw_only=True)
+class LayerWeights:
+    """Where a file's weight bytes lie for the layer split: the input layer (the token
+    embeddings, kept in host memory), each repeating layer in order, and the output layer
+    (with a copy of the embeddings where the file ties the two)."""
+
+    input_bytes: int = field(validator=not_negative)
+    layer_bytes: tuple[int, ...]
+    output_bytes: int = field(validator=not_negative)
+
+    @property
+    def slot_bytes(self) -> tuple[int, ...]:
+        """The split's slots in order: every repeating layer, then the output layer."""
+        return (*self.layer_bytes, self.output_bytes)
 
 
 @frozen(kw_only=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from attrs import field, frozen
 
 from nodeau.domain.allowances import Allowances
+from nodeau.domain.card_split import LayerWeights
 from nodeau.domain.checks import not_negative
 from nodeau.domain.memory import (
     Architecture,
@@ -35,6 +36,8 @@ class ModelSummary:
     tensor_bytes: int = field(validator=not_negative)
     has_tokenizer: bool
     has_chat_template: bool
+    # the weights by layer, for a split across cards (None: summarised before it was read)
+    layers: LayerWeights | None = None
 
 
 @frozen(kw_only=True)

@@ -185,6 +185,7 @@ def write_tiny_llama(
     name: str = "tiny-llama",
     omit_keys: Collection[str] = (),
     override_keys: Mapping[str, KeyValue] | None = None,
+    tied: bool = False,
 ) -> Path:
     """Write a tiny llama GGUF at ``path`` and return the path.
 
@@ -197,7 +198,8 @@ def write_tiny_llama(
     malformed values; ``general.architecture`` may be among them.
     ``vocab_size`` pads the vocabulary with unused pieces; ``n_expert`` (with
     ``n_expert_used`` of them routed per token) makes the feed-forward a
-    mixture of experts.
+    mixture of experts. ``tied=True`` leaves out ``output.weight``: the output layer is the
+    token embeddings, as in files that tie them.
     """
     if n_embd % n_head:
         raise ValueError(f"n_embd {n_embd} is not a multiple of n_head {n_head}")
@@ -238,6 +240,8 @@ def write_tiny_llama(
         vocab_size=vocab_size,
         n_expert=n_expert,
     )
+    if tied:
+        del tensors["output.weight"]
     for tensor_name, data in tensors.items():
         if data.ndim == 1 or qtype == GGMLQuantizationType.F32 or "ffn_gate_inp" in tensor_name:
             writer.add_tensor(tensor_name, data)
