@@ -1,0 +1,141 @@
+"""Each card's predicted share of a model split across cards: its layers' weights and KV
+cache, a compute buffer, the output layer and logits on the last card, the runtime allowance
+and the margin on every card; and the fewest cards whose every share fits.
+
+Why it is so: docs/adr/0031-one-workload-across-cards.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from nodeau.domain.allowances import Allowances
+from nodeau.domain.card_split import LayerWeights, Split, fewest_cards
+from nodeau.domain.memory import (
+    Architecture,
+    Prediction,
+    RuntimeConfig,
+    Source,
+    Term,
+    compute_buffer_bytes,
+    kv_cache_bytes,
+    margin_bytes,
+    output_buffer_bytes,
+)
+
+
+def layer_kv_bytes(arch: Architecture, config: RuntimeConfig) -> int:
+    """One layer's KV cache, as a layer that keeps the whole context: which layers keep only
+    a window is not known by position, so every layer is counted as the larger kind."""
+    return kv_cache_bytes(attrs.evolve(arch, n_layers=1, swa_layers=0), config)
+
+
+def slot_costs(arch: Architecture, weights: LayerWeights, config: RuntimeConfig) -> tuple[int, ...]:
+    """What each slot brings to the card it goes to: a layer its weights and its KV cache,
+    the output layer its weights and the output buffer."""
+    if len(weights.layer_bytes) != arch.n_layers:
+        raise ValueError(f"{len(weights.layer_bytes)} layers weighed, {arch.n_layers} declared")
+    kv = layer_kv_bytes(arch, config)
+    output = weights.output_bytes + output_buffer_bytes(arch, config)
+    return (*(layer + kv for layer in weights.layer_bytes), output)
+
+
+def card_bytes(arch: Architecture, config: RuntimeConfig, allowances: Allowances) -> int:
+    """What every card holds whatever its layers: a compute buffer and the runtime."""
+    return compute_buffer_bytes(arch, config) + allowances.runtime_footprint_bytes
+
+
+def room(free: int, allowances: Allowances) -> int:
+    """The most a card with ``free`` bytes takes before its margin (-1: not even the margin
+    fits): the margin grows with what it covers, so the largest subtotal that fits with it."""
+    subtotal = free - allowances.margin_floor_bytes
+    if subtotal < 0:
+        return -1
+    if subtotal + margin_bytes(subtotal, allowances) <= free:
+        return subtotal
+    subtotal = free * 100 // (100 + allowances.margin_percent)
+    while subtotal + margin_bytes(subtotal, allowances) > free:
+        subtotal -= 1
+    return subtotal
+
+
+def split_for(
+    arch: Architecture,
+    weights: LayerWeights,
+    config: RuntimeConfig,
+    allowances: Allowances,
+    free: Sequence[int],
+) -> Split | None:
+    """The fewest of the cards with ``free`` bytes (in the placement policy's order) whose
+    every share fits with its margin; None when no set of them does."""
+    return fewest_cards(
+        slot_costs(arch, weights, config),
+        card_bytes(arch, config, allowances),
+        [room(f, allowances) for f in free],
+    )
+
+
+def card_shares(
+    arch: Architecture,
+    weights: LayerWeights,
+    config: RuntimeConfig,
+    allowances: Allowances,
+    counts: Sequence[int],
+) -> tuple[Prediction, ...]:
+    """Each card's predicted share for whole slot counts in order, every term estimated."""
+    if sum(counts) != arch.n_layers + 1 or min(counts, default=0) <= 0:
+        raise ValueError(f"slot counts {list(counts)} do not share {arch.n_layers + 1} slots")
+    est = Source.ESTIMATED
+    kv = layer_kv_bytes(arch, config)
+    shares, start = [], 0
+    for at, count in enumerate(counts):
+        end = start + count
+        layers = min(end, arch.n_layers) - start
+        last = at == len(counts) - 1
+        terms = [
+            Term(
+                name="weights",
+                bytes=sum(weights.slot_bytes[start:end]),
+                source=est,
+                basis=_slots(start, end, arch.n_layers),
+            ),
+            Term(name="kv cache", bytes=layers * kv, source=est, basis=f"{layers} layers"),
+            Term(
+                name="compute buffer",
+                bytes=compute_buffer_bytes(arch, config),
+                source=est,
+                basis="one on every card",
+            ),
+            Term(
+                name="output buffer",
+                bytes=output_buffer_bytes(arch, config) if last else 0,
+                source=est,
+                basis="on the last card" if last else "on the last card, not this one",
+            ),
+            Term(
+                name="runtime footprint",
+                bytes=allowances.runtime_footprint_bytes,
+                source=est,
+                basis="runtime allowance, every card",
+            ),
+        ]
+        subtotal = sum(t.bytes for t in terms)
+        terms.append(
+            Term(
+                name="margin",
+                bytes=margin_bytes(subtotal, allowances),
+                source=est,
+                basis=f"{allowances.margin_percent}% of this card's rest",
+            )
+        )
+        shares.append(Prediction(terms=tuple(terms), source=est))
+        start = end
+    return tuple(shares)
+
+
+def _slots(start: int, end: int, n_layers: int) -> str:
+    layers = min(end, n_layers) - start
+    said = f"layers {start}-{start + layers - 1}" if layers else "no layer"
+    return said + (" and the output layer" if end > n_layers else "")
