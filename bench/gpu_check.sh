@@ -19,7 +19,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 pack="$here/.gpucheck"
 WHEELS="attrs cattrs returns cyclopts docstring-parser rich-rst gguf starlette uvicorn
 httptools openai pydantic pydantic-core jiter distro typing-inspection
-annotated-types cryptography jsonschema jsonschema-specifications referencing rpds-py"
+annotated-types cryptography cffi pycparser jsonschema jsonschema-specifications referencing
+rpds-py sniffio httpx2 httpcore2 truststore"
 
 if [ "${1:-}" = --prepare ]; then
   set -e
@@ -28,7 +29,10 @@ if [ "${1:-}" = --prepare ]; then
   . "$here/scripts/_venv"
   built=$(nodeau server install --cuda-arch 90 --json)
   bin=$(printf '%s' "$built" | python -c 'import json, sys; print(json.load(sys.stdin)["binary"])')
-  tar -C "$(dirname "$bin")" -cJf "$pack/cuda-bin.tar.xz" .
+  tar -C "$(dirname "$(dirname "$bin")")" -cJf "$pack/cuda-bin.tar.xz" bin nodeau-build.json
+  # the CPU build, to show that a real card is never given to a server that cannot use it
+  cpu=$(nodeau server install --cpu --json | python -c 'import json, sys; print(json.load(sys.stdin)["binary"])')
+  tar -C "$(dirname "$cpu")" -cJf "$pack/cpu-bin.tar.xz" .
   src="$(dirname "$(dirname "$(dirname "$bin")")")/src/vendor/llama.cpp"
   # (only what a CUDA build reads: no models, docs, web UI or other backends' sources)
   skip=(./models ./docs ./media ./tests ./.git ./tools/ui)
@@ -58,14 +62,21 @@ export PYTHONPATH="/tmp/site:$here/.typecheck:$here" PYTHONUNBUFFERED=1
 export XDG_CACHE_HOME=/tmp/cache NODEAU_HOME=/tmp/nodeau-home NODEAU_MACHINE=h200
 nodeau() { python3 -c 'from nodeau.apps.cli.main import run; run()' "$@"; }
 # the CUDA runtime libraries: the image's own (PyTorch's nvidia-* packages)
-cuda_libs=$(python3 -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13", "lib"))')
+cuda_libs=$(python3 -c 'import nvidia, os; print(":".join(os.path.join(p, "cu13", "lib") for p in nvidia.__path__))' 2>/dev/null)
+for lib in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$lib" ] && cuda_libs="$cuda_libs:$lib"
+done
 export LD_LIBRARY_PATH="$cuda_libs:${LD_LIBRARY_PATH:-}"
+echo "CUDA libraries from: $cuda_libs"; command -v nvcc && nvcc --version | tail -2
 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv
 
 echo "== 1. the carried CUDA build, or one made here"
 home=$XDG_CACHE_HOME/nodeau/llama-server/0.3.36
-mkdir -p "$home/cuda-90/bin" && tar -C "$home/cuda-90/bin" -xJf "$pack/cuda-bin.tar.xz"
+mkdir -p "$home/cuda-90" && tar -C "$home/cuda-90" -xJf "$pack/cuda-bin.tar.xz"
 server="$home/cuda-90/bin/llama-server"
+# the build's record, moved with it: `nodeau server install` finds and reuses this build
+sed -i "s|\"binary\": \"[^\"]*\"|\"binary\": \"$server\"|" "$home/cuda-90/nodeau-build.json"
+ldd "$server" | grep -E "cuda|cublas|not found"
 if ! "$server" --list-devices | grep -q CUDA0; then
   echo "the carried binary does not see the card here: building with this machine's nvcc"
   mkdir -p "$home/src/vendor/llama.cpp" && tar -C "$home/src/vendor/llama.cpp" -xJf "$pack/llama-src.tar.xz"
@@ -74,10 +85,13 @@ if ! "$server" --list-devices | grep -q CUDA0; then
   nodeau server install --cuda-arch 90 --jobs "$(nproc)" || exit 1
 fi
 "$server" --list-devices | tee "$out/list-devices.txt"
+nodeau server install --cuda-arch 90
+nodeau environment --json > "$out/environment.json"
 export NODEAU_LLAMA_SERVER="$server"
 
 echo "== 2. the NVML adapter's contract on the real card"
-python3 -m pytest -q -p no:cacheprovider tests/contract/test_gpu_inventory.py 2>&1 | tail -5
+python3 -m pytest -v -p no:cacheprovider tests/contract/test_gpu_inventory.py 2>&1 |
+  grep -E "real|driver|passed|failed|rror"
 
 echo "== 3. run on the card, and the openai client's answer"
 python3 - <<'PY'
@@ -90,7 +104,7 @@ nodeau environment
 nodeau models import /tmp/tiny.gguf --alias tiny
 nodeau run tiny --unproved --context 4096 --json > "$out/run.json"
 nodeau ps
-nodeau service explain tiny
+nodeau service explain tiny | tee "$out/explain.txt"
 python3 - "$out/run.json" <<'PY'
 import json, sys
 import openai
@@ -101,6 +115,12 @@ print("answered from the card:", repr(reply.choices[0].message.content), reply.u
 PY
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv
 nodeau stop tiny --workload
+
+echo "== 3b. a CPU-only server is never given the real card"
+mkdir -p /tmp/cpu-server && tar -C /tmp/cpu-server -xJf "$pack/cpu-bin.tar.xz"
+NODEAU_LLAMA_SERVER=/tmp/cpu-server/llama-server nodeau run tiny --name on-cpu --unproved \
+  --context 4096 --json; echo "exit $? (a refusal is what is wanted)"
+nodeau ps
 
 echo "== 4. predicted vs NVML peak ($(left) s left)"
 quick=""; [ "$(left)" -lt 300 ] && quick=--quick

@@ -16,6 +16,8 @@ at most +5%, worst at most +15%.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import sys
 import tempfile
@@ -27,11 +29,14 @@ from gguf import GGUFValueType, Keys
 
 from nodeau.adapters.gguf_inspector import GgufModelInspector
 from nodeau.adapters.llama_server import LlamaServerRuntime
+from nodeau.adapters.model_server_process import SOURCE_NVML
 from nodeau.adapters.nvml_inventory import NvmlGpuInventory
+from nodeau.adapters.runtime_buffers import reported_buffers
+from nodeau.adapters.runtime_estimate import FitTool
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.memory import MIB, CacheType, RuntimeConfig, estimate_peak
 from nodeau.domain.tasks import Task
-from nodeau.ports.runtime import ServerSpec
+from nodeau.ports.runtime import FitEstimate, ServerSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -76,66 +81,143 @@ def main() -> int:
     nvml = NvmlGpuInventory("gpu-check")
     [card, *_] = nvml.read().gpus
     runtime = LlamaServerRuntime(args.server, inventory_memory=nvml.process_memory)
-    rows, ratios = [], []
+    fit = FitTool(os.environ)
+    title = (
+        f"# Predicted vs NVML peak on {card.gpu.model} ({datetime.now(UTC):%Y-%m-%d}, "
+        f"driver {card.driver_version}, {args.server.parent.parent.name})"
+    )
+    lines = [title, "", HEADER, SEPARATOR]
+    _write(args.out, lines)
+    ratios: list[float] = []
     with tempfile.TemporaryDirectory() as folder:
         for shape, context, kv, flash, task in CASES:
             if args.quick and (shape, context) not in QUICK:
                 continue
-            model = Path(folder) / f"{shape}-{context}.gguf"
-            if not model.exists():
-                write_tiny_llama(model, context=context, **SHAPES[shape])  # type: ignore[arg-type]
-            config = RuntimeConfig(
-                context_tokens=context, task=task, flash_attention=flash,
-                cache_type_k=kv, cache_type_v=kv,
-            )  # fmt: skip
-            spec = ServerSpec(
-                name=shape, model_path=model, config=config, gpu_uuid=card.gpu.uuid,
-                log_path=Path(folder) / f"{shape}-{context}.log",
-            )  # fmt: skip
-            server = runtime.start(spec, 120.0)
             try:
-                _one_request(server.base_url, task, config.ubatch)
-                used = runtime.memory(server)
-            finally:
-                runtime.stop(server, 10.0)
-            arch = GgufModelInspector().inspect(model).architecture
-            prediction = estimate_peak(arch, model.stat().st_size, config, Allowances())
-            predicted = sum(t.bytes for t in prediction.terms if t.name in MODEL_TERMS)
-            peak = used.bytes if used is not None else 0
-            ratio = predicted / peak if peak else float("nan")
-            ratios.append(ratio)
-            rows.append(
-                f"| {shape} | {context} | {kv.value} | {'on' if flash else 'off'} | {task.value} "
-                f"| {peak / MIB:.0f} | {predicted / MIB:.0f} | {ratio:.3f} "
-                f"| {prediction.total_bytes / MIB:.0f} |"
-            )
-            print(rows[-1], flush=True)
+                row, ratio, raw = _case(
+                    runtime, nvml, fit, args.server, card.gpu.uuid, Path(folder),
+                    shape, context, kv, flash, task,
+                )  # fmt: skip
+            except Exception as exc:  # one case's failure is a row; the others still run
+                row, ratio = f"| {shape} | {context} | {kv.value} | {flash} | failed: {exc} |", None
+                raw = {"shape": shape, "context": context, "failed": str(exc)}
+            if args.out is not None:  # every figure, to recompute the predictions without a card
+                with args.out.with_suffix(".jsonl").open("a") as kept:
+                    kept.write(json.dumps(raw) + "\n")
+            print(row, flush=True)
+            lines.append(row)
+            _write(args.out, lines)
+            if ratio is not None:
+                ratios.append(ratio)
     under = sum(r < 1 for r in ratios)
-    lines = [
-        f"# Predicted vs NVML peak on {card.gpu.model} ({datetime.now(UTC):%Y-%m-%d}, "
-        f"driver {card.driver_version}, {args.server})",
-        "",
-        "| shape | context | KV | fa | task | NVML peak MiB | predicted MiB | ratio "
-        "| admission MiB (with margin) |",
-        "|---|---|---|---|---|---|---|---|---|",
-        *rows,
-        "",
+    summary = (
         f"never under: {'met' if under == 0 else f'NOT met ({under} under)'}; "
         f"median {statistics.median(ratios):.3f} (goal <= 1.05); "
-        f"worst {max(ratios):.3f} (goal <= 1.15)",
-    ]
-    print("\n".join(lines[-1:]))
-    if args.out is not None:
-        args.out.write_text("\n".join(lines) + "\n")
+        f"worst {max(ratios):.3f} (goal <= 1.15); {len(ratios)} cases"
+        if ratios
+        else "no case gave a reading"
+    )
+    lines += ["", summary]
+    print(summary)
+    _write(args.out, lines)
     return 0
 
 
-def _one_request(base_url: str, task: Task, tokens: int) -> None:
-    """One request whose prompt fills a micro-batch, so the compute buffers are used."""
+HEADER = (
+    "| shape | context | KV | fa | task | NVML process MiB | card used MiB | reported MiB "
+    "| predicted MiB | ratio | llama-fit MiB | admission MiB (with margin) |"
+)
+SEPARATOR = "|---" * 12 + "|"
+
+
+def _case(
+    runtime: LlamaServerRuntime,
+    nvml: NvmlGpuInventory,
+    fit: FitTool,
+    server_path: Path,
+    uuid: str,
+    folder: Path,
+    shape: str,
+    context: int,
+    kv: CacheType,
+    flash: bool,
+    task: Task,
+) -> tuple[str, float | None, dict[str, object]]:
+    """One case: serve it on the card, fill a micro-batch, read every figure there is.
+
+    The ratio is predicted over NVML's figure for the process, or over the card's used
+    memory (free before the start less free after the request) where NVML lists no
+    process (inside some sandboxes it lists none).
+    """
+    model = folder / f"{shape}-{context}.gguf"
+    if not model.exists():
+        write_tiny_llama(model, context=context, **SHAPES[shape])  # type: ignore[arg-type]
+    config = RuntimeConfig(
+        context_tokens=context, task=task, flash_attention=flash, cache_type_k=kv, cache_type_v=kv
+    )
+    log = folder / f"{shape}-{context}-{kv.value}-{flash}.log"
+    spec = ServerSpec(
+        name=shape, model_path=model, config=config, gpu_uuid=uuid, log_path=log,
+        log_buffers=True,
+    )  # fmt: skip
+    free_before = _free(nvml, uuid)
+    server = runtime.start(spec, 120.0)
+    try:
+        _one_request(server.base_url, server.api_key, task, config.ubatch)
+        used = runtime.memory(server)
+        card_used = free_before - _free(nvml, uuid)
+    finally:
+        runtime.stop(server, 10.0)
+    process = used.bytes if used is not None and used.source == SOURCE_NVML else None
+    reported = reported_buffers(log.read_text(errors="replace"))
+    estimate = fit.estimate(server_path, spec)
+    arch = GgufModelInspector().inspect(model).architecture
+    prediction = estimate_peak(arch, model.stat().st_size, config, Allowances())
+    predicted = sum(t.bytes for t in prediction.terms if t.name in MODEL_TERMS)
+    reading = process if process is not None else card_used
+    ratio = predicted / reading if reading > 0 else None
+    row = (
+        f"| {shape} | {context} | {kv.value} | {'on' if flash else 'off'} | {task.value} "
+        f"| {_mib(process)} | {_mib(card_used)}{'' if process is not None else ' (used)'} "
+        f"| {_mib(reported.total_bytes if reported else None)} | {_mib(predicted)} "
+        f"| {'-' if ratio is None else f'{ratio:.3f}'} "
+        f"| {_mib(estimate.bytes) if isinstance(estimate, FitEstimate) else estimate} "
+        f"| {_mib(prediction.total_bytes)} |"
+    )
+    raw = {
+        "shape": shape, "context": context, "kv": kv.value, "flash": flash, "task": task.value,
+        "nvml_process": process, "card_used": card_used, "predicted": predicted,
+        "terms": {t.name: t.bytes for t in prediction.terms},
+        "fit": estimate.bytes if isinstance(estimate, FitEstimate) else estimate,
+        "buffers": [line for line in log.read_text(errors="replace").splitlines()
+                    if "buffer size" in line or "CUDA" in line],
+    }  # fmt: skip
+    return row, ratio, raw
+
+
+def _free(nvml: NvmlGpuInventory, uuid: str) -> int:
+    return next(r.free_bytes for r in nvml.read().gpus if r.gpu.uuid == uuid)
+
+
+def _mib(size: int | None) -> str:
+    return "-" if size is None else f"{size / MIB:.0f}"
+
+
+def _write(out: Path | None, lines: list[str]) -> None:
+    """The table so far, so that a run cut short by its limit still leaves its rows."""
+    if out is not None:
+        out.write_text("\n".join(lines) + "\n")
+
+
+def _one_request(base_url: str, key: str | None, task: Task, tokens: int) -> None:
+    """One request whose prompt fills a micro-batch, so the compute buffers are used (with
+    the key the model server asks for: only the endpoint is meant to reach it)."""
     text = "word " * max(8, tokens - 16)
-    with httpx.Client(base_url=base_url, timeout=120, trust_env=False) as http:
-        if task is Task.EMBED:
-            http.post("/v1/embeddings", json={"input": text}).raise_for_status()
+    headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base_url, timeout=120, trust_env=False, headers=headers) as http:
+        if task is Task.EMBED:  # an embedding's input is one micro-batch at most
+            short = "a" * max(8, tokens // 4)
+            http.post("/v1/embeddings", json={"input": short}).raise_for_status()
         else:
             http.post(
                 "/v1/chat/completions",
