@@ -65,6 +65,7 @@ _BLOCKS: dict[CacheType, tuple[int, int]] = {
     CacheType.Q4_0: (32, 18),
     CacheType.IQ4_NL: (32, 18),
 }
+QUANTISED_CACHE = frozenset(t for t, (per_block, _) in _BLOCKS.items() if per_block > 1)
 
 
 @frozen(kw_only=True)
@@ -231,9 +232,28 @@ def graph_outputs(config: RuntimeConfig) -> int:
     return config.parallel
 
 
+def converted_cache_bytes(arch: Architecture, config: RuntimeConfig) -> int:
+    """Flash attention over a quantised cache on a card first converts the attended keys
+    and values to f16 (llama.cpp's CUDA kernels): those copies, for the widest attention;
+    none without flash attention or with an unquantised cache."""
+    if not config.flash_attention or not arch.kv_cache:
+        return 0
+    cells = max(attended_cells(arch, config))
+    widths = (
+        (config.cache_type_k, arch.key_length),
+        (config.cache_type_v, arch.value_length),
+    )
+    return sum(
+        cells * arch.n_head_kv * width * F16_BYTES
+        for cache_type, width in widths
+        if cache_type in QUANTISED_CACHE
+    )
+
+
 def compute_buffer_bytes(arch: Architecture, config: RuntimeConfig) -> int:
     """The largest phase of the graph per micro-batch token (attention, with its scores
-    unless flash attention is on; or the feed-forward), plus the masks and the logits."""
+    unless flash attention is on; or the feed-forward), plus the masks, the logits and a
+    quantised cache's f16 copies for flash attention."""
     ubatch = effective_ubatch(config)
     q_width = arch.n_head * arch.key_length
     kv_width = arch.n_head_kv * (arch.key_length + arch.value_length)
@@ -243,7 +263,8 @@ def compute_buffer_bytes(arch: Architecture, config: RuntimeConfig) -> int:
     feed_forward = FFN_ROWS * ff_width + FFN_EMBD_ROWS * arch.n_embd
     per_token = max(attention, feed_forward) + SLACK_FLOATS
     logits = graph_outputs(config) * arch.n_vocab * F32_BYTES if arch.lm_head else 0
-    return ubatch * per_token * F32_BYTES + mask_bytes(arch, config) + logits
+    converted = converted_cache_bytes(arch, config)
+    return ubatch * per_token * F32_BYTES + mask_bytes(arch, config) + logits + converted
 
 
 def output_buffer_bytes(arch: Architecture, config: RuntimeConfig) -> int:

@@ -12,6 +12,7 @@ from gguf import GGUFEndian, GGUFReader, GGUFValueType, GGUFWriter
 
 from nodeau.adapters import gguf_inspector
 from nodeau.adapters.gguf_inspector import GgufModelInspector
+from nodeau.domain.card_split import LayerWeights
 from nodeau.domain.memory import Architecture
 from nodeau.domain.model_info import ModelSummary
 from nodeau.ports.models import ModelFileError, ModelInspector
@@ -65,6 +66,22 @@ def expected_tensor_bytes(
     return int(weights * per_element) + norms
 
 
+def expected_layers(
+    *, quant: str, n_layers: int, n_embd: int, n_head: int, n_head_kv: int, n_ff: int
+) -> LayerWeights:
+    """The same tensors by where a layer split puts them: the embeddings, each layer (its
+    weights and two norms), the output weights and norm."""
+    per_element = {"f32": 4.0, "f16": 2.0, "q8_0": 34 / 32}[quant]
+    kv_rows = n_head_kv * (n_embd // n_head)
+    per_layer = 2 * n_embd * n_embd + 2 * kv_rows * n_embd + 3 * n_ff * n_embd
+    embeddings = int(VOCAB_SIZE * n_embd * per_element)
+    return LayerWeights(
+        input_bytes=embeddings,
+        layer_bytes=(int(per_layer * per_element) + 2 * n_embd * 4,) * n_layers,
+        output_bytes=embeddings + n_embd * 4,
+    )
+
+
 SHAPES = [
     pytest.param("f32", 2, 64, 4, 4, 128, 256, "ALL_F32", "F32", id="f32-notes-model"),
     pytest.param("f16", 4, 256, 8, 2, 512, 1024, "MOSTLY_F16", "F16", id="f16-gqa"),
@@ -112,6 +129,7 @@ def test_a_tiny_model_is_summarised_exactly(
         tensor_bytes=expected_tensor_bytes(quant=quant, **shape),
         has_tokenizer=True,
         has_chat_template=True,
+        layers=expected_layers(quant=quant, **shape),
     )
 
 

@@ -44,7 +44,7 @@ from tests.support.fakes.fleet_stories import Story
 SERVICE, BATCH = WorkloadKind.SERVICE, WorkloadKind.BATCH
 S = WorkloadState
 CARD = "GPU-m1-00-0000-sim"
-RESERVED = 6 * GIB  # the measured peak, not the 4.95 GiB estimate
+RESERVED = 6 * GIB  # the measured peak, not the 5.50 GiB estimate
 
 
 def said(cluster: FakeCluster, name: str) -> list[tuple[str, str]]:
@@ -64,11 +64,11 @@ def test_a_services_placement_start_and_endpoint_are_said_in_these_words_at_that
     why = (
         "pack: m1 already holds 0 of its 1 cards, the fullest machine with a card that "
         "fits; GPU-m1-00-0000-sim (24.00 GiB) is the smallest free card there that takes "
-        "4.95 GiB; 0 other candidate(s) ranked below"
+        "5.50 GiB; 0 other candidate(s) ranked below"
     )
     # the decision's one Event is the store's, with where it reserved and why that card
     [admitted] = cluster.store.events("chat")
-    assert admitted.text == f"admitted onto {CARD} on m1, reserving 4.95 GiB; placed by {why}"
+    assert admitted.text == f"admitted onto {CARD} on m1, reserving 5.50 GiB; placed by {why}"
     assert f"GPUService chat: placed: {why}" in lines
     assert said(cluster, "chat") == [
         ("Started", "model server created on m1 (GPU-m1-0…)"),

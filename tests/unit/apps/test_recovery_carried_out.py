@@ -62,7 +62,7 @@ def test_the_server_a_move_leaves_behind_is_ended_with_an_event_that_says_so() -
     assert moved == [
         "chat: recovering on m2 (pack: m2 already holds 0 of its 1 cards, the fullest machine "
         "with a card that fits; GPU-m2-00-0000-sim (24.00 GiB) is the smallest free card "
-        "there that takes 4.95 GiB; 0 other candidate(s) ranked below)"
+        "there that takes 5.50 GiB; 0 other candidate(s) ranked below)"
     ]
 
 
