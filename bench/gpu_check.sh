@@ -2,18 +2,18 @@
 # The check that needs a real NVIDIA card (docs/adr/0019), as one prepared command for a lent
 # device machine (16 cores, an H200, CUDA 13.0's nvcc, no network). Never part of the tests.
 #
-#   bench/gpu_check.sh --prepare   # here: writes .gpucheck/ (git-ignored; about 40 MiB)
+#   bench/gpu_check.sh --prepare   # here: writes .gpucheck/ (git-ignored; about 57 MiB)
 #   bench/gpu_check.sh             # there, with .gpucheck carried: results under $OUT
 #
-# --prepare packs what the device lacks: the CUDA llama-server built here (bin/ of
-# `nodeau server install --cuda-arch 90`), the llama.cpp sources without models and docs
-# (to build there if the carried binary does not run on its system), and the wheels of the
-# Python packages its image does not hold. On the device it runs, in about 8 minutes:
-#   1. the NVML adapter's contract against the real card (tests/contract/test_gpu_inventory.py);
-#   2. `nodeau server install` finding that build, `environment`, `models import`, `run`, and
-#      the openai client answering from the card; `ps` and `service explain`;
-#   3. bench/gpu_memory.py: predicted vs NVML peak for the admission matrix (--quick when
-#      less than 5 minutes are left), its table into $OUT/memory-h200.md.
+# --prepare packs what the device lacks: the CUDA llama-server built here (bin/ and record of
+# `nodeau server install --cuda-arch 90`), the CPU build, and the wheels of the Python
+# packages its image does not hold. On the device it runs, in about 8 minutes:
+#   1. `nodeau server install` finding the carried build, `--list-devices`, `environment`;
+#   2. the NVML adapter's contract against the real card (tests/contract/test_gpu_inventory.py);
+#   3. `models import`, `run`, the openai client answering from the card, `ps` and `service
+#      explain`; then the CPU build refused the real card;
+#   4. bench/gpu_memory.py: predicted vs NVML peak for the admission matrix (--quick when
+#      less than 5 minutes are left), its table into $OUT/memory-h200.md (and .jsonl).
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 pack="$here/.gpucheck"
@@ -29,17 +29,17 @@ if [ "${1:-}" = --prepare ]; then
   . "$here/scripts/_venv"
   built=$(nodeau server install --cuda-arch 90 --json)
   bin=$(printf '%s' "$built" | python -c 'import json, sys; print(json.load(sys.stdin)["binary"])')
-  tar -C "$(dirname "$(dirname "$bin")")" -cJf "$pack/cuda-bin.tar.xz" bin nodeau-build.json
+  # stripped and packed hard: the working tree, the wheels and both builds must fit the
+  # device tool's 64 MiB
+  rm -rf "$pack/cuda" && mkdir -p "$pack/cuda" && cp -a "$(dirname "$bin")" "$pack/cuda/bin"
+  cp "$(dirname "$(dirname "$bin")")/nodeau-build.json" "$pack/cuda/"
   # the CPU build, to show that a real card is never given to a server that cannot use it
   cpu=$(nodeau server install --cpu --json | python -c 'import json, sys; print(json.load(sys.stdin)["binary"])')
-  tar -C "$(dirname "$cpu")" -cJf "$pack/cpu-bin.tar.xz" .
-  src="$(dirname "$(dirname "$(dirname "$bin")")")/src/vendor/llama.cpp"
-  # (only what a CUDA build reads: no models, docs, web UI or other backends' sources)
-  skip=(./models ./docs ./media ./tests ./.git ./tools/ui)
-  for backend in cann et hexagon metal opencl openvino sycl virtgpu vulkan webgpu zdnn musa; do
-    skip+=("./ggml/src/ggml-$backend")
-  done
-  tar -C "$src" "${skip[@]/#/--exclude=}" -cJf "$pack/llama-src.tar.xz" .
+  cp -a "$(dirname "$cpu")" "$pack/cpu"
+  find "$pack/cuda" "$pack/cpu" -type f ! -name '*.json' -exec strip --strip-unneeded {} +
+  tar -C "$pack/cuda" -cf - . | xz -9e -T2 >"$pack/cuda-bin.tar.xz"
+  tar -C "$pack/cpu" -cf - . | xz -9e -T2 >"$pack/cpu-bin.tar.xz"
+  rm -rf "$pack/cuda" "$pack/cpu"
   for name in $WHEELS; do
     version=$(python -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
@@ -76,14 +76,11 @@ mkdir -p "$home/cuda-90" && tar -C "$home/cuda-90" -xJf "$pack/cuda-bin.tar.xz"
 server="$home/cuda-90/bin/llama-server"
 # the build's record, moved with it: `nodeau server install` finds and reuses this build
 sed -i "s|\"binary\": \"[^\"]*\"|\"binary\": \"$server\"|" "$home/cuda-90/nodeau-build.json"
+# a build's RUNPATH names the folder it was built in: moved, it finds its libraries here
+export LD_LIBRARY_PATH="$home/cuda-90/bin:$LD_LIBRARY_PATH"
 ldd "$server" | grep -E "cuda|cublas|not found"
-if ! "$server" --list-devices | grep -q CUDA0; then
-  echo "the carried binary does not see the card here: building with this machine's nvcc"
-  mkdir -p "$home/src/vendor/llama.cpp" && tar -C "$home/src/vendor/llama.cpp" -xJf "$pack/llama-src.tar.xz"
-  touch "$home/src.unpacked"
-  rm -rf "$home/cuda-90"
-  nodeau server install --cuda-arch 90 --jobs "$(nproc)" || exit 1
-fi
+"$server" --list-devices | grep -q CUDA0 ||
+  echo "THE CARRIED BUILD DOES NOT SEE THE CARD (its libraries above; its answer below)"
 "$server" --list-devices | tee "$out/list-devices.txt"
 nodeau server install --cuda-arch 90
 nodeau environment --json > "$out/environment.json"
@@ -118,7 +115,7 @@ nodeau stop tiny --workload
 
 echo "== 3b. a CPU-only server is never given the real card"
 mkdir -p /tmp/cpu-server && tar -C /tmp/cpu-server -xJf "$pack/cpu-bin.tar.xz"
-NODEAU_LLAMA_SERVER=/tmp/cpu-server/llama-server nodeau run tiny --name on-cpu --unproved \
+LD_LIBRARY_PATH="/tmp/cpu-server:$LD_LIBRARY_PATH" NODEAU_LLAMA_SERVER=/tmp/cpu-server/llama-server nodeau run tiny --name on-cpu --unproved \
   --context 4096 --json; echo "exit $? (a refusal is what is wanted)"
 nodeau ps
 

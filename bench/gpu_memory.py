@@ -47,6 +47,9 @@ SHAPES = {
                   "quant": "f16"},
     "gqa-q8": {"n_layers": 8, "n_embd": 1024, "n_head": 16, "n_head_kv": 4, "n_ff": 2816,
                "quant": "q8_0"},
+    # large enough that the runtime's fixed allowance is not most of the figure
+    "gqa-1b": {"n_layers": 16, "n_embd": 2048, "n_head": 16, "n_head_kv": 4, "n_ff": 5632,
+               "quant": "f16"},
     "moe-8x2": {"n_layers": 4, "n_embd": 512, "n_head": 8, "n_head_kv": 2, "n_ff": 1024,
                 "n_expert": 8, "n_expert_used": 2, "quant": "f16"},
     "vocab-152k": {"n_layers": 4, "n_embd": 512, "n_head": 8, "n_head_kv": 8, "n_ff": 1024,
@@ -57,18 +60,37 @@ SHAPES = {
                    "override_keys": {Keys.LLM.POOLING_TYPE.format(arch="llama"):
                                      (1, GGUFValueType.UINT32)}},
 }  # fmt: skip
-CASES = [
-    (shape, context, kv, flash, Task.CHAT)
-    for shape in ("dense-f16", "gqa-q8", "moe-8x2")
-    for context in (4096, 32768, 131072)
-    for kv in (CacheType.F16, CacheType.Q8_0)
-    for flash in (False, True)
-    if not (kv is CacheType.Q8_0 and not flash)  # a quantised V cache needs flash attention
-] + [
-    ("vocab-152k", 4096, CacheType.F16, True, Task.CHAT),
-    ("embed-mean", 4096, CacheType.F16, False, Task.EMBED),
-]
-QUICK = {("dense-f16", 4096), ("gqa-q8", 32768), ("moe-8x2", 4096), ("embed-mean", 4096)}
+CASES = (
+    [
+        (shape, context, kv, flash, Task.CHAT)
+        for shape in ("dense-f16", "gqa-q8", "moe-8x2")
+        for context in (4096, 32768, 131072)
+        for kv in (CacheType.F16, CacheType.Q8_0)
+        for flash in (False, True)
+        if not (kv is CacheType.Q8_0 and not flash)  # a quantised V cache needs flash attention
+    ]
+    + [
+        ("gqa-1b", context, kv, flash, Task.CHAT)
+        for context, kv, flash in (
+            (4096, CacheType.F16, False),
+            (4096, CacheType.F16, True),
+            (32768, CacheType.F16, True),
+            (32768, CacheType.Q8_0, True),
+            (131072, CacheType.Q8_0, True),
+        )
+    ]
+    + [
+        ("vocab-152k", 4096, CacheType.F16, True, Task.CHAT),
+        ("embed-mean", 4096, CacheType.F16, False, Task.EMBED),
+    ]
+)
+QUICK = {
+    ("dense-f16", 4096),
+    ("gqa-q8", 32768),
+    ("moe-8x2", 4096),
+    ("gqa-1b", 4096),
+    ("embed-mean", 4096),
+}
 MODEL_TERMS = ("weights", "kv cache", "compute buffer", "output buffer", "runtime footprint")
 
 
@@ -149,9 +171,9 @@ def _case(
     memory (free before the start less free after the request) where NVML lists no
     process (inside some sandboxes it lists none).
     """
-    model = folder / f"{shape}-{context}.gguf"
+    model = folder / f"{shape}.gguf"  # one file a shape: the context is asked of the server
     if not model.exists():
-        write_tiny_llama(model, context=context, **SHAPES[shape])  # type: ignore[arg-type]
+        write_tiny_llama(model, context=131072, **SHAPES[shape])  # type: ignore[arg-type]
     config = RuntimeConfig(
         context_tokens=context, task=task, flash_attention=flash, cache_type_k=kv, cache_type_v=kv
     )
