@@ -3,14 +3,14 @@
     python bench/gpu_memory.py --server PATH [--out table.md] [--quick]
 
 Run by bench/gpu_check.sh on a machine with an NVIDIA card (never by the test suite). For
-each case of the admission matrix (generated dense, GQA, MoE and large-vocabulary llamas, a
-mean-pooled embedding model; f16 and q8_0 KV; flash attention on and off; contexts 4k to
-128k) the real llama-server is started on the first card with the product's own command
-line, sent one request of a full micro-batch, and read by NVML per process (its pools keep
-their high-water mark, so the reading after the request is the peak). The prediction is
-the admission's: weights + KV + compute + output + the runtime footprint, the margin
-apart. Prints and writes a Markdown table, with the goals on a card: never under, median
-at most +5%, worst at most +15%.
+each case of the admission matrix (generated dense, GQA, MoE, 1.4 GB and large-vocabulary
+llamas, a sliding-window Gemma 3, a mean-pooled embedding model; f16 and q8_0 KV; flash
+attention on and off; contexts 4k to 128k) the real llama-server is started on the first
+card with the product's own command line, sent one request of a full micro-batch, and read
+by NVML per process (its pools keep their high-water mark, so the reading after the request
+is the peak). The prediction is the admission's: weights + KV + compute + output + the
+runtime footprint, the margin apart. Prints and writes a Markdown table, with the goals on
+a card: never under, median at most +5%, worst at most +15%.
 """
 
 from __future__ import annotations
@@ -40,13 +40,19 @@ from nodeau.ports.runtime import FitEstimate, ServerSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.support.builders.tiny_gguf import write_tiny_llama  # noqa: E402
+from tests.support.builders.tiny_gguf import (  # noqa: E402
+    write_tiny_gemma3,
+    write_tiny_llama,
+)
 
 SHAPES = {
     "dense-f16": {"n_layers": 8, "n_embd": 1024, "n_head": 16, "n_head_kv": 16, "n_ff": 2816,
                   "quant": "f16"},
     "gqa-q8": {"n_layers": 8, "n_embd": 1024, "n_head": 16, "n_head_kv": 4, "n_ff": 2816,
                "quant": "q8_0"},
+    # sliding-window attention on 5 of every 6 layers (a generated Gemma 3)
+    "swa-gemma3": {"n_layers": 12, "n_embd": 1024, "n_head": 8, "n_head_kv": 4,
+                   "head_dim": 128, "n_ff": 4096, "sliding_window": 1024, "quant": "f16"},
     # large enough that the runtime's fixed allowance is not most of the figure
     "gqa-1b": {"n_layers": 16, "n_embd": 2048, "n_head": 16, "n_head_kv": 4, "n_ff": 5632,
                "quant": "f16"},
@@ -63,7 +69,7 @@ SHAPES = {
 CASES = (
     [
         (shape, context, kv, flash, Task.CHAT)
-        for shape in ("dense-f16", "gqa-q8", "moe-8x2")
+        for shape in ("dense-f16", "gqa-q8", "moe-8x2", "swa-gemma3")
         for context in (4096, 32768, 131072)
         for kv in (CacheType.F16, CacheType.Q8_0)
         for flash in (False, True)
@@ -173,7 +179,8 @@ def _case(
     """
     model = folder / f"{shape}.gguf"  # one file a shape: the context is asked of the server
     if not model.exists():
-        write_tiny_llama(model, context=131072, **SHAPES[shape])  # type: ignore[arg-type]
+        write = write_tiny_gemma3 if shape.startswith("swa-") else write_tiny_llama
+        write(model, context=131072, **SHAPES[shape])  # type: ignore[operator]
     config = RuntimeConfig(
         context_tokens=context, task=task, flash_attention=flash, cache_type_k=kv, cache_type_v=kv
     )

@@ -284,3 +284,90 @@ def part_offsets(path: Path | str) -> dict[str, tuple[int, ...]]:
             at += int(part.nbytes)
         offsets[field.name] = tuple(starts)
     return offsets
+
+
+def write_tiny_gemma3(
+    path: Path | str,
+    *,
+    n_layers: int = 6,
+    n_embd: int = 256,
+    n_head: int = 4,
+    n_head_kv: int = 1,
+    head_dim: int = 64,
+    n_ff: int = 1024,
+    sliding_window: int = 512,
+    context: int = 32768,
+    quant: Quant = "f16",
+    seed: int = 0,
+) -> Path:
+    """Write a tiny Gemma 3 GGUF (``gemma3``: sliding-window attention on 5 of every 6
+    layers, the last of each 6 global; q/k norms, post-norms, output tied to the token
+    embeddings) with the tiny byte vocabulary, and return the path."""
+    qtype, file_type = _QUANT_TYPES[quant]
+    rng = np.random.default_rng(seed)
+
+    def weight(rows: int, cols: int) -> np.ndarray[Any, Any]:
+        return (rng.standard_normal((rows, cols)) * 0.02).astype(np.float32)
+
+    def ones(n: int) -> np.ndarray[Any, Any]:
+        return np.ones(n, dtype=np.float32)
+
+    arch = "gemma3"
+    u32, f32 = GGUFValueType.UINT32, GGUFValueType.FLOAT32
+    out = Path(path)
+    writer = gguf.GGUFWriter(out, arch)
+    tokens, scores, types = tiny_vocab()
+    for key, (value, vtype) in {
+        Keys.General.NAME: ("tiny-gemma3", GGUFValueType.STRING),
+        Keys.General.FILE_TYPE: (int(file_type), u32),
+        Keys.LLM.CONTEXT_LENGTH.format(arch=arch): (context, u32),
+        Keys.LLM.EMBEDDING_LENGTH.format(arch=arch): (n_embd, u32),
+        Keys.LLM.BLOCK_COUNT.format(arch=arch): (n_layers, u32),
+        Keys.LLM.FEED_FORWARD_LENGTH.format(arch=arch): (n_ff, u32),
+        Keys.Attention.HEAD_COUNT.format(arch=arch): (n_head, u32),
+        Keys.Attention.HEAD_COUNT_KV.format(arch=arch): (n_head_kv, u32),
+        Keys.Attention.KEY_LENGTH.format(arch=arch): (head_dim, u32),
+        Keys.Attention.VALUE_LENGTH.format(arch=arch): (head_dim, u32),
+        Keys.Attention.LAYERNORM_RMS_EPS.format(arch=arch): (1e-6, f32),
+        Keys.Attention.SLIDING_WINDOW.format(arch=arch): (sliding_window, u32),
+        Keys.Tokenizer.MODEL: ("llama", GGUFValueType.STRING),
+        Keys.Tokenizer.LIST: (tokens, GGUFValueType.ARRAY),
+        Keys.Tokenizer.SCORES: (scores, GGUFValueType.ARRAY),
+        Keys.Tokenizer.TOKEN_TYPE: (types, GGUFValueType.ARRAY),
+        Keys.Tokenizer.UNK_ID: (0, u32),
+        Keys.Tokenizer.BOS_ID: (1, u32),
+        Keys.Tokenizer.EOS_ID: (2, u32),
+        Keys.Tokenizer.CHAT_TEMPLATE: (CHATML_TEMPLATE, GGUFValueType.STRING),
+    }.items():
+        writer.add_key_value(key, value, vtype)
+    tensors = {"token_embd.weight": weight(VOCAB_SIZE, n_embd)}
+    for i in range(n_layers):
+        blk = f"blk.{i}"
+        tensors |= {
+            f"{blk}.attn_norm.weight": ones(n_embd),
+            f"{blk}.attn_q.weight": weight(n_head * head_dim, n_embd),
+            f"{blk}.attn_k.weight": weight(n_head_kv * head_dim, n_embd),
+            f"{blk}.attn_v.weight": weight(n_head_kv * head_dim, n_embd),
+            f"{blk}.attn_output.weight": weight(n_embd, n_head * head_dim),
+            f"{blk}.post_attention_norm.weight": ones(n_embd),
+            f"{blk}.attn_q_norm.weight": ones(head_dim),
+            f"{blk}.attn_k_norm.weight": ones(head_dim),
+            f"{blk}.ffn_norm.weight": ones(n_embd),
+            f"{blk}.ffn_gate.weight": weight(n_ff, n_embd),
+            f"{blk}.ffn_up.weight": weight(n_ff, n_embd),
+            f"{blk}.ffn_down.weight": weight(n_embd, n_ff),
+            f"{blk}.post_ffw_norm.weight": ones(n_embd),
+        }
+    tensors["output_norm.weight"] = ones(n_embd)
+    for tensor_name, data in tensors.items():
+        if data.ndim == 1 or qtype == GGMLQuantizationType.F32:
+            writer.add_tensor(tensor_name, data)
+        elif qtype == GGMLQuantizationType.F16:
+            writer.add_tensor(tensor_name, data.astype(np.float16))
+        else:
+            writer.add_tensor(tensor_name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
