@@ -1,9 +1,9 @@
 """Memory prediction against what the real llama-server reports at load.
 
-For each shape (generated llama shapes: causal MHA, GQA, a 152k-token vocabulary, a
-mixture of experts; real models: SmolLM2-135M, Gemma 3 270M with interleaved
-sliding-window attention, all-MiniLM-L6-v2 as an encoder-only embedding model) and a
-few contexts, the real llama-server is started with the product's own command line
+For each shape (generated shapes: causal MHA, GQA, a 152k-token vocabulary, a mixture of
+experts, a Gemma 3 with sliding-window attention; real models: SmolLM2-135M, Gemma 3 270M
+with interleaved sliding-window attention, all-MiniLM-L6-v2 as an encoder-only embedding
+model) and a few contexts, the real llama-server is started with the product's own command line
 (``server_command``, the task's flags) plus ``-lv 4`` (below verbosity 4 it does not
 print its buffers) and ``--no-repack`` (on CPU llama.cpp otherwise keeps a second,
 repacked copy of some quantised weights: a CPU-only duplicate, like the AMX one in
@@ -37,7 +37,7 @@ from nodeau.domain.allowances import Allowances
 from nodeau.domain.memory import MIB, RuntimeConfig, estimate_peak
 from nodeau.domain.tasks import Task
 from nodeau.ports.runtime import FitEstimate, ServerSpec
-from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_gemma3, write_tiny_llama
 from tests.support.real.llama import llama_server_binary
 from tests.support.real.real_models import GEMMA3_270M, SMOLLM2, fetch, fetch_minilm
 
@@ -84,6 +84,15 @@ SHAPES = {
     "moe-8x2": Shape(
         name="moe-8x2", make=_generated("moe.gguf", n_expert=8, n_expert_used=2), generated=True
     ),
+    "swa-gemma3": Shape(
+        name="swa-gemma3",
+        make=lambda folder: (
+            folder / "swa.gguf"
+            if (folder / "swa.gguf").exists()
+            else write_tiny_gemma3(folder / "swa.gguf", context=16384)
+        ),
+        generated=True,
+    ),
     "smollm2-135m": Shape(name="smollm2-135m", make=lambda _: fetch(SMOLLM2), generated=False),
     "gemma3-270m": Shape(name="gemma3-270m", make=lambda _: fetch(GEMMA3_270M), generated=False),
     "minilm-l6": Shape(name="minilm-l6", make=lambda _: fetch_minilm(), generated=False),
@@ -96,6 +105,8 @@ CASES = [
     ("vocab-152k", 4096, Task.CHAT, False),
     ("vocab-152k", 512, Task.EMBED, False),
     ("gqa", 4096, Task.CHAT, True),
+    ("swa-gemma3", 4096, Task.CHAT, False),
+    ("swa-gemma3", 16384, Task.CHAT, True),
     *(("smollm2-135m", c, Task.CHAT, False) for c in (512, 4096, 16384)),
     ("smollm2-135m", 4096, Task.CHAT, True),
     *(("gemma3-270m", c, Task.CHAT, False) for c in (512, 4096, 16384)),

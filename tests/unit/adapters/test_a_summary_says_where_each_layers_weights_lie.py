@@ -10,7 +10,7 @@ import pytest
 from gguf import GGUFReader
 
 from nodeau.adapters.gguf_inspector import GgufModelInspector
-from tests.support.builders.tiny_gguf import write_tiny_llama
+from tests.support.builders.tiny_gguf import write_tiny_gemma3, write_tiny_llama
 
 
 def _sizes(path: Path) -> dict[str, int]:
@@ -57,3 +57,16 @@ def test_experts_weigh_on_their_own_layer(tmp_path: Path) -> None:
     experts = sum(v for k, v in _sizes(moe).items() if k.startswith("blk.0.ffn_") and "exps" in k)
     assert moe_layers.layer_bytes[0] > experts > dense_layers.layer_bytes[0]
     assert moe_layers.output_bytes == dense_layers.output_bytes
+
+
+def test_a_sliding_window_gemma3_ties_its_output_and_windows_five_layers_of_six(
+    tmp_path: Path,
+) -> None:
+    path = write_tiny_gemma3(tmp_path / "g3.gguf", n_layers=12, sliding_window=256)
+    sizes = _sizes(path)
+    summary = GgufModelInspector().inspect(path)
+    assert (summary.architecture.name, summary.architecture.sliding_window) == ("gemma3", 256)
+    assert summary.architecture.swa_layers == 10
+    layers = summary.layers
+    assert layers is not None and len(layers.layer_bytes) == 12
+    assert layers.output_bytes == sizes["output_norm.weight"] + sizes["token_embd.weight"]
