@@ -23,6 +23,7 @@ from nodeau.domain.memory import (
     kv_cache_bytes,
     margin_bytes,
     output_buffer_bytes,
+    with_allowances,
 )
 
 
@@ -114,23 +115,8 @@ def card_shares(
                 source=est,
                 basis="on the last card" if last else "on the last card, not this one",
             ),
-            Term(
-                name="runtime footprint",
-                bytes=allowances.runtime_footprint_bytes,
-                source=est,
-                basis="runtime allowance, every card",
-            ),
         ]
-        subtotal = sum(t.bytes for t in terms)
-        terms.append(
-            Term(
-                name="margin",
-                bytes=margin_bytes(subtotal, allowances),
-                source=est,
-                basis=f"{allowances.margin_percent}% of this card's rest",
-            )
-        )
-        shares.append(Prediction(terms=tuple(terms), source=est))
+        shares.append(with_allowances(terms, allowances, "runtime allowance, every card"))
         start = end
     return tuple(shares)
 

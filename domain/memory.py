@@ -316,13 +316,15 @@ def estimate_peak(
             source=est,
             basis=f"task {config.task.value}, vocabulary {arch.n_vocab}",
         ),
-        Term(
-            name="runtime footprint",
-            bytes=allowances.runtime_footprint_bytes,
-            source=est,
-            basis="runtime allowance",
-        ),
     ]
+    return with_allowances(terms, allowances, "runtime allowance")
+
+
+def with_allowances(terms: list[Term], allowances: Allowances, runtime_basis: str) -> Prediction:
+    """An estimate of ``terms`` with the runtime allowance and, last, the margin on them all."""
+    est = Source.ESTIMATED
+    runtime = allowances.runtime_footprint_bytes
+    terms = [*terms, Term(name="runtime footprint", bytes=runtime, source=est, basis=runtime_basis)]
     subtotal = sum(t.bytes for t in terms)
     terms.append(
         Term(

@@ -242,15 +242,23 @@ def write_tiny_llama(
     )
     if tied:
         del tensors["output.weight"]
+    return _finish(writer, tensors, qtype, out)
+
+
+def _finish(
+    writer: gguf.GGUFWriter,
+    tensors: Mapping[str, np.ndarray[Any, Any]],
+    qtype: GGMLQuantizationType,
+    out: Path,
+) -> Path:
+    """Add the tensors in ``qtype`` (norms and the expert router stay f32) and write the file."""
     for tensor_name, data in tensors.items():
         if data.ndim == 1 or qtype == GGMLQuantizationType.F32 or "ffn_gate_inp" in tensor_name:
             writer.add_tensor(tensor_name, data)
         elif qtype == GGMLQuantizationType.F16:
             writer.add_tensor(tensor_name, data.astype(np.float16))
         else:
-            packed = gguf.quants.quantize(data, qtype)
-            writer.add_tensor(tensor_name, packed, raw_dtype=qtype)
-
+            writer.add_tensor(tensor_name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -359,15 +367,4 @@ def write_tiny_gemma3(
             f"{blk}.post_ffw_norm.weight": ones(n_embd),
         }
     tensors["output_norm.weight"] = ones(n_embd)
-    for tensor_name, data in tensors.items():
-        if data.ndim == 1 or qtype == GGMLQuantizationType.F32:
-            writer.add_tensor(tensor_name, data)
-        elif qtype == GGMLQuantizationType.F16:
-            writer.add_tensor(tensor_name, data.astype(np.float16))
-        else:
-            writer.add_tensor(tensor_name, gguf.quants.quantize(data, qtype), raw_dtype=qtype)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return out
+    return _finish(writer, tensors, qtype, out)
