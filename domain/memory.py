@@ -308,6 +308,11 @@ def estimate_peak(
             basis=(
                 f"micro-batch {effective_ubatch(config)}, flash attention "
                 f"{'on' if config.flash_attention else 'off'}"
+                + (
+                    ", the quantised cache's f16 copies"
+                    if converted_cache_bytes(arch, config)
+                    else ""
+                )
             ),
         ),
         Term(

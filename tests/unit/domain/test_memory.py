@@ -343,6 +343,12 @@ def test_estimate_lists_every_term_labelled_estimated() -> None:
     assert fa.terms[2].basis == "micro-batch 512, flash attention on"
     assert fa.terms[3].basis == "task embed, vocabulary 128256"
     assert fa.terms[5].basis == "10% of the rest, at least 300 MiB"
+    q8 = config(
+        context_tokens=8192, flash_attention=True, cache_type_k=CacheType.Q8_0,
+        cache_type_v=CacheType.Q8_0,
+    )  # fmt: skip
+    said = estimate_peak(LLAMA_8B, 4_920_000_000, q8, Allowances()).terms[2].basis
+    assert said == "micro-batch 512, flash attention on, the quantised cache's f16 copies"
 
 
 def test_estimate_refuses_empty_artifact() -> None:
