@@ -99,7 +99,7 @@ def test_a_batch_runs_its_good_lines_reports_its_bad_one_and_frees_the_card(
     assert done.returncode == 0, done.stderr
     assert "line 3: method must be POST" in done.stderr
     assert "running 4 requests (1 bad lines skipped)" in done.stdout
-    assert re.search(r", reserving [\d.]+ MiB \(estimated\)$", done.stdout.splitlines()[0])
+    assert re.search(r", reserving [\d.]+ [MG]iB \(estimated\)$", done.stdout.splitlines()[0])
     status = cli.wait_for("job1", lambda s: s["state"] == "succeeded")
     assert (status["total"], status["done"], status["failed"], status["bad_lines"]) == (4, 4, 0, 1)
     assert status["left"] == 0
