@@ -7,13 +7,15 @@
 #
 # --prepare packs what the device lacks: the CUDA llama-server built here (bin/ and record of
 # `nodeau server install --cuda-arch 90`), the CPU build, and the wheels of the Python
-# packages its image does not hold. On the device it runs, in about 8 minutes:
+# packages its image does not hold. On the device it runs, in about 2 minutes:
 #   1. `nodeau server install` finding the carried build, `--list-devices`, `environment`;
 #   2. the NVML adapter's contract against the real card (tests/contract/test_gpu_inventory.py);
 #   3. `models import`, `run`, the openai client answering from the card, `ps` and `service
-#      explain`; then the CPU build refused the real card;
+#      explain`; `model qualify` on the card, then `run` admitted by NVML's measured peak;
+#      then the CPU build refused the real card;
 #   4. bench/gpu_memory.py: predicted vs NVML peak for the admission matrix (--quick when
-#      less than 5 minutes are left), its table into $OUT/memory-h200.md (and .jsonl).
+#      less than 5 minutes are left), its table into $OUT/memory-h200.md (and .jsonl);
+#      GPU_CHECK_MEMORY=0 leaves it out.
 set -uo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 pack="$here/.gpucheck"
@@ -113,12 +115,20 @@ PY
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv
 nodeau stop tiny --workload
 
+echo "== 3c. qualified on the card: NVML's peak is the admission figure"
+nodeau model qualify tiny --context 4096 | grep -A4 "memory at its peak"
+nodeau model info tiny | grep -A3 "measured configurations"
+nodeau run tiny --unproved --context 4096 > /dev/null
+nodeau service explain tiny | tee "$out/explain-measured.txt"
+nodeau stop tiny --workload
+
 echo "== 3b. a CPU-only server is never given the real card"
 mkdir -p /tmp/cpu-server && tar -C /tmp/cpu-server -xJf "$pack/cpu-bin.tar.xz"
 LD_LIBRARY_PATH="/tmp/cpu-server:$LD_LIBRARY_PATH" NODEAU_LLAMA_SERVER=/tmp/cpu-server/llama-server nodeau run tiny --name on-cpu --unproved \
   --context 4096 --json; echo "exit $? (a refusal is what is wanted)"
 nodeau ps
 
+[ "${GPU_CHECK_MEMORY:-1}" = 0 ] && { echo "done in $(( $(date +%s) - started )) s"; exit 0; }
 echo "== 4. predicted vs NVML peak ($(left) s left)"
 quick=""; [ "$(left)" -lt 300 ] && quick=--quick
 timeout "$(( $(left) > 30 ? $(left) - 20 : 10 ))" python3 bench/gpu_memory.py --server "$server" \
