@@ -72,7 +72,7 @@ export LD_LIBRARY_PATH="$cuda_libs:${LD_LIBRARY_PATH:-}"
 echo "CUDA libraries from: $cuda_libs"; command -v nvcc && nvcc --version | tail -2
 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv
 
-echo "== 1. the carried CUDA build, or one made here"
+echo "== 1. the CUDA build carried from where it was made"
 home=$XDG_CACHE_HOME/nodeau/llama-server/0.3.36
 mkdir -p "$home/cuda-90" && tar -C "$home/cuda-90" -xJf "$pack/cuda-bin.tar.xz"
 server="$home/cuda-90/bin/llama-server"
