@@ -6,7 +6,7 @@ Why it is so: docs/adr/decisions/domain.md (reservations.py).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from attrs import field, frozen
@@ -167,24 +167,59 @@ def reserve(ledger: Ledger, reservation: Reservation, gpu: Gpu) -> Result[Ledger
         raise ValueError(
             f"{reservation.workload} already holds {existing.gpu_uuid}; release it first"
         )
+    refused = card_refusal(ledger, reservation, gpu)
+    return Success(ledger.added(reservation)) if refused is None else Failure(refused)
+
+
+def reserve_cards(
+    ledger: Ledger, reservations: Sequence[Reservation], gpus: Sequence[Gpu]
+) -> Result[Ledger, Refusal]:
+    """Record a reservation on each card of one workload split across cards of one machine,
+    all or none: a refusal (the first card held or too small) leaves the ledger as it was.
+
+    Reserving again exactly the cards a workload holds changes nothing.
+    """
+    if not reservations or len(reservations) != len(gpus):
+        raise ValueError(f"{len(reservations)} reservations for {len(gpus)} cards")
+    if len({(r.workload, r.machine) for r in reservations}) > 1:
+        raise ValueError("a split is one workload's, on one machine")
+    workload = reservations[0].workload
+    if len({r.gpu_uuid for r in reservations}) < len(reservations):
+        raise ValueError(f"{workload} names a card twice")
+    held = {r for r in ledger.reservations if r.workload == workload}
+    if held == set(reservations):
+        return Success(ledger)
+    if held:
+        raise ValueError(
+            f"{workload} already holds {min(held, key=str).gpu_uuid}; release it first"
+        )
+    made = ledger
+    for reservation, gpu in zip(reservations, gpus, strict=True):
+        refused = card_refusal(made, reservation, gpu)
+        if refused is not None:
+            return Failure(refused)
+        made = made.added(reservation)
+    return Success(made)
+
+
+def card_refusal(ledger: Ledger, reservation: Reservation, gpu: Gpu) -> Refusal | None:
+    """Why this card cannot take this reservation (held, or too small), or None."""
+    if reservation.gpu_uuid != gpu.uuid:
+        raise ValueError(f"reservation for {reservation.gpu_uuid} checked against {gpu.uuid}")
     holder = ledger.holder(gpu.uuid)
     if holder is not None:
-        return Failure(
-            Refusal.of(
-                ReasonCode.CARD_HELD,
-                f"{gpu.uuid} on {reservation.machine} is held by {holder.workload}; "
-                "a card is held by one workload at a time",
-            )
+        return Refusal.of(
+            ReasonCode.CARD_HELD,
+            f"{gpu.uuid} on {reservation.machine} is held by {holder.workload}; "
+            "a card is held by one workload at a time",
         )
     if reservation.bytes > gpu.total_bytes:
-        return Failure(
-            Refusal.of(
-                ReasonCode.CARD_TOO_SMALL,
-                f"{reservation.workload} needs {reservation.bytes / GIB:.2f} GiB but "
-                f"{gpu.uuid} has {gpu.total_bytes / GIB:.2f} GiB",
-            )
+        return Refusal.of(
+            ReasonCode.CARD_TOO_SMALL,
+            f"{reservation.workload} needs {reservation.bytes / GIB:.2f} GiB but "
+            f"{gpu.uuid} has {gpu.total_bytes / GIB:.2f} GiB",
         )
-    return Success(ledger.added(reservation))
+    return None
 
 
 def release(ledger: Ledger, workload: str) -> Ledger:
