@@ -14,14 +14,17 @@ import attrs
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.card_split import LayerWeights, Split, fewest_cards
 from nodeau.domain.memory import (
+    F32_BYTES,
     Architecture,
     Prediction,
     RuntimeConfig,
     Source,
     Term,
     compute_buffer_bytes,
+    effective_ubatch,
     kv_cache_bytes,
     margin_bytes,
+    mask_bytes,
     output_buffer_bytes,
     with_allowances,
 )
@@ -43,9 +46,29 @@ def slot_costs(arch: Architecture, weights: LayerWeights, config: RuntimeConfig)
     return (*(layer + kv for layer in weights.layer_bytes), output)
 
 
-def card_bytes(arch: Architecture, config: RuntimeConfig, allowances: Allowances) -> int:
+# llama.cpp's GGML_SCHED_MAX_COPIES: split across devices, its pipeline keeps this many
+# copies of each device's inputs (the attention masks, the incoming activations)
+PIPELINE_COPIES = 4
+
+
+def pipeline_bytes(arch: Architecture, config: RuntimeConfig) -> int:
+    """What a card's compute buffer gains when the model is split (pipeline parallelism):
+    the further copies of the masks, and a copy of the micro-batch's activations each."""
+    activations = effective_ubatch(config) * arch.n_embd * F32_BYTES
+    return (PIPELINE_COPIES - 1) * mask_bytes(arch, config) + PIPELINE_COPIES * activations
+
+
+def split_compute_bytes(arch: Architecture, config: RuntimeConfig, cards: int) -> int:
+    """A card's compute buffer when the model takes ``cards`` cards."""
+    extra = pipeline_bytes(arch, config) if cards > 1 else 0
+    return compute_buffer_bytes(arch, config) + extra
+
+
+def card_bytes(
+    arch: Architecture, config: RuntimeConfig, allowances: Allowances, cards: int
+) -> int:
     """What every card holds whatever its layers: a compute buffer and the runtime."""
-    return compute_buffer_bytes(arch, config) + allowances.runtime_footprint_bytes
+    return split_compute_bytes(arch, config, cards) + allowances.runtime_footprint_bytes
 
 
 def room(free: int, allowances: Allowances) -> int:
@@ -70,12 +93,14 @@ def split_for(
     free: Sequence[int],
 ) -> Split | None:
     """The fewest of the cards with ``free`` bytes (in the placement policy's order) whose
-    every share fits with its margin; None when no set of them does."""
-    return fewest_cards(
-        slot_costs(arch, weights, config),
-        card_bytes(arch, config, allowances),
-        [room(f, allowances) for f in free],
-    )
+    every share fits with its margin; None when no set of them does. One card is asked
+    first, without the pipeline's copies a split adds to every card."""
+    costs = slot_costs(arch, weights, config)
+    rooms = [room(f, allowances) for f in free]
+    alone = fewest_cards(costs, card_bytes(arch, config, allowances, 1), rooms)
+    if alone is not None and len(alone.cards) == 1:
+        return alone
+    return fewest_cards(costs, card_bytes(arch, config, allowances, 2), rooms)
 
 
 def card_shares(
@@ -105,9 +130,10 @@ def card_shares(
             Term(name="kv cache", bytes=layers * kv, source=est, basis=f"{layers} layers"),
             Term(
                 name="compute buffer",
-                bytes=compute_buffer_bytes(arch, config),
+                bytes=split_compute_bytes(arch, config, len(counts)),
                 source=est,
-                basis="one on every card",
+                basis="one on every card"
+                + (", with the pipeline's copies" if len(counts) > 1 else ""),
             ),
             Term(
                 name="output buffer",

@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodeau.domain.allowances import Allowances
-from nodeau.domain.card_shares import card_shares, layer_kv_bytes, room, split_for
+from nodeau.domain.card_shares import (
+    card_shares,
+    layer_kv_bytes,
+    pipeline_bytes,
+    room,
+    split_compute_bytes,
+    split_for,
+)
 from nodeau.domain.card_split import LayerWeights
 from nodeau.domain.memory import Architecture, RuntimeConfig, margin_bytes
 from nodeau.domain.units import GIB, MIB
@@ -118,3 +125,22 @@ def test_slot_counts_that_do_not_share_every_slot_are_a_mistake() -> None:
     with pytest.raises(ValueError, match="3 layers weighed, 4 declared"):
         split_for(llama(4), LayerWeights(input_bytes=0, layer_bytes=(MIB,) * 3,
                   output_bytes=MIB), CONFIG, Allowances(), [GIB])  # fmt: skip
+
+
+def test_a_split_cards_compute_buffer_counts_the_pipelines_copies() -> None:
+    """Measured with llama.cpp's RPC backend (bench/split_memory.py): the bench's model at
+    4,096 tokens made a 145.01 MiB compute buffer on one device and 180.02 on each of two;
+    at 32,768 with flash attention, 54.51 and 158.54."""
+    arch = Architecture(
+        name="llama", n_layers=8, n_embd=1024, n_head=16, n_head_kv=4, key_length=64,
+        value_length=64, n_vocab=355, n_ff=2816, context_length=32_768,
+    )  # fmt: skip
+    for config, one, each in (
+        (RuntimeConfig(context_tokens=4096), 145.01, 180.02),
+        (RuntimeConfig(context_tokens=32_768, flash_attention=True), 54.51, 158.54),
+    ):
+        alone = split_compute_bytes(arch, config, 1)
+        split = split_compute_bytes(arch, config, 2)
+        assert one * MIB <= alone <= 1.1 * one * MIB
+        assert each * MIB <= split <= 1.1 * each * MIB
+        assert split - alone == pipeline_bytes(arch, config)
