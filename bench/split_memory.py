@@ -43,6 +43,7 @@ from nodeau.ports.runtime import ServerSpec
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tests.support.builders.tiny_gguf import write_tiny_llama  # noqa: E402
+from tests.support.real.kubelet import ended  # noqa: E402
 
 MODEL = {"n_layers": 8, "n_embd": 1024, "n_head": 16, "n_head_kv": 4, "n_ff": 2816,
          "quant": "f16"}  # fmt: skip
@@ -117,7 +118,7 @@ def _served(
                 [str(args.rpc_server), "-H", "127.0.0.1", "-p", str(port)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
-            stack.callback(_end, rpc)
+            stack.callback(ended, rpc, 10.0)
         time.sleep(1.0)
         spec = ServerSpec(
             name="split", model_path=model, config=config, gpu_uuid="rpc", log_path=log,
@@ -132,7 +133,7 @@ def _served(
         ]  # fmt: skip
         with log.open("wb") as out:
             server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        stack.callback(_end, server)
+        stack.callback(ended, server, 10.0)
         _ready(server, port, log)
     by_device: dict[str, int] = {}
     for found in _DEVICE.finditer(log.read_text(errors="replace")):
@@ -158,15 +159,6 @@ def _ready(server: subprocess.Popen[bytes], port: int, log: Path) -> None:
                 pass
             time.sleep(0.2)
     raise SystemExit(f"llama-server was not ready in 120 s: {log}")
-
-
-def _end(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 if __name__ == "__main__":
