@@ -18,6 +18,10 @@ from nodeau.ports.runtime import RuntimeFailure, ServerSpec
 
 MODULE = "llama_cpp.server"
 NO_RERANK = "llama-cpp-python's server has no /v1/rerank: set NODEAU_LLAMA_SERVER to a llama-server"
+NO_SPLIT = (
+    "llama-cpp-python's server is not given a model split across cards: set "
+    "NODEAU_LLAMA_SERVER to a llama-server"
+)
 
 # llama-cpp-python 0.3.36's server settings: each is also read from the environment variable
 # of that name, in any case (pydantic-settings). tests/integration pins the list to ``--help``.
@@ -106,9 +110,11 @@ class LlamaCppPythonRuntime(ServerProcessRuntime):
     def check(self, spec: ServerSpec) -> None:
         if spec.config.task is Task.RERANK:
             raise RuntimeFailure(NO_RERANK)
+        if spec.split:
+            raise RuntimeFailure(NO_SPLIT)
 
     def command(self, spec: ServerSpec, port: int) -> tuple[str, ...]:
         return server_command(self._python, spec, port)
 
     def environment(self, base: Mapping[str, str], spec: ServerSpec) -> dict[str, str]:
-        return child_environment(base, spec.gpu_uuid, self._library)
+        return child_environment(base, spec.visible_cards, self._library)

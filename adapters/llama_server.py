@@ -237,6 +237,9 @@ def server_command(binary: Path, spec: ServerSpec, port: int) -> tuple[str, ...]
         "--offline",
         "--log-colors", "off",
     ]  # fmt: skip
+    if spec.split:  # whole slot counts place exactly those layers on each card, in order
+        counts = ",".join(str(count) for _, count in spec.split)
+        command += ["--split-mode", "layer", "--tensor-split", counts]
     if spec.log_buffers:
         command += ["--log-verbosity", "4"]  # below 4 the buffer sizes are not logged
     if c.task is Task.EMBED:
@@ -247,7 +250,8 @@ def server_command(binary: Path, spec: ServerSpec, port: int) -> tuple[str, ...]
 
 
 def server_environment(base: Mapping[str, str], gpu_uuid: str | None) -> dict[str, str]:
-    """The server's environment: ``base`` without ``LLAMA_ARG_*``, seeing only its card."""
+    """The server's environment: ``base`` without ``LLAMA_ARG_*``, seeing only its card (or
+    its cards, comma-separated in slot order)."""
     env = {k: v for k, v in base.items() if not k.startswith("LLAMA_ARG_")}
     if gpu_uuid is None:
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -285,7 +289,7 @@ class LlamaServerRuntime(ServerProcessRuntime):
         return server_command(self._binary, spec, port)
 
     def environment(self, base: Mapping[str, str], spec: ServerSpec) -> dict[str, str]:
-        return server_environment(base, spec.gpu_uuid)
+        return server_environment(base, spec.visible_cards)
 
 
 @frozen(kw_only=True)

@@ -79,5 +79,5 @@ class FitTool:
     environ: Mapping[str, str]
 
     def estimate(self, server: Path, spec: ServerSpec) -> FitEstimate | str:
-        shown = {**self.environ, "CUDA_VISIBLE_DEVICES": spec.gpu_uuid or ""}
+        shown = {**self.environ, "CUDA_VISIBLE_DEVICES": spec.visible_cards or ""}
         return runtime_estimate(server, spec, shown)

@@ -40,6 +40,22 @@ class ServerSpec:
     gpu_uuid: str | None  # None: no card (simulated hardware), the model runs on the CPU
     log_path: Path
     log_buffers: bool = False  # its log also reports every buffer it allocates (qualification)
+    # a model split across cards: each card in slot order with its whole slot count, the
+    # first being ``gpu_uuid``; empty: one card, or none
+    split: tuple[tuple[str, int], ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if not self.split:
+            return
+        if len(self.split) < 2 or self.split[0][0] != self.gpu_uuid:
+            raise ValueError(f"a split of {self.name} is two cards or more, from {self.gpu_uuid}")
+        if min(count for _, count in self.split) <= 0:
+            raise ValueError(f"every card of {self.name}'s split takes a slot")
+
+    @property
+    def visible_cards(self) -> str | None:
+        """The cards the server may see, in slot order, comma-separated (None: none)."""
+        return ",".join(uuid for uuid, _ in self.split) if self.split else self.gpu_uuid
 
 
 @frozen(kw_only=True)

@@ -26,6 +26,7 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import attrs
 import httpx
 import pytest
 from gguf import GGUFValueType, Keys
@@ -263,6 +264,28 @@ def test_a_chat_server_starts_answers_reports_memory_and_stops(
     assert live_servers_of(model) == []
     runtime.stop(server, grace_s=10.0)  # stopping a gone server is fine
     assert not runtime.alive(server)
+
+
+def test_the_real_server_takes_a_split_and_answers(
+    tmp_path: Path, llama_runtime: LlamaServerRuntime, servers: list[RunningServer]
+) -> None:
+    """The split's flags are ones the real llama-server takes: with no card visible (this
+    CPU build has none) it serves the whole model itself."""
+    model = tiny_model(tmp_path, context=512, n_layers=4)
+    spec = attrs.evolve(
+        spec_for(tmp_path, model), gpu_uuid="GPU-b", split=(("GPU-b", 3), ("GPU-a", 2))
+    )
+    server = llama_runtime.start(spec, READY_S)
+    servers.append(server)
+    assert server.command[-4:] == ("--split-mode", "layer", "--tensor-split", "3,2")
+    with client(server) as http:
+        answer = http.post(
+            "/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "Hi."}], "max_tokens": 2},
+        )
+        assert answer.status_code == 200
+    llama_runtime.stop(server, grace_s=10.0)
+    assert live_servers_of(model) == []
 
 
 @pytest.mark.parametrize(
