@@ -115,14 +115,14 @@ PY
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv
 nodeau stop tiny --workload
 
-echo "== 3c. qualified on the card: NVML's peak is the admission figure"
+echo "== 3b. qualified on the card: NVML's peak is the admission figure"
 nodeau model qualify tiny --context 4096 | grep -A4 "memory at its peak"
 nodeau model info tiny | grep -A3 "measured configurations"
 nodeau run tiny --unproved --context 4096 > /dev/null
 nodeau service explain tiny | tee "$out/explain-measured.txt"
 nodeau stop tiny --workload
 
-echo "== 3b. a CPU-only server is never given the real card"
+echo "== 3c. a CPU-only server is never given the real card"
 mkdir -p /tmp/cpu-server && tar -C /tmp/cpu-server -xJf "$pack/cpu-bin.tar.xz"
 LD_LIBRARY_PATH="/tmp/cpu-server:$LD_LIBRARY_PATH" NODEAU_LLAMA_SERVER=/tmp/cpu-server/llama-server nodeau run tiny --name on-cpu --unproved \
   --context 4096 --json; echo "exit $? (a refusal is what is wanted)"

@@ -36,7 +36,7 @@ from nodeau.adapters.runtime_estimate import FitTool
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.memory import MIB, CacheType, RuntimeConfig, estimate_peak
 from nodeau.domain.tasks import Task
-from nodeau.ports.runtime import FitEstimate, ServerSpec
+from nodeau.ports.runtime import FitEstimate, RunningServer, ServerSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -192,13 +192,14 @@ def _case(
     free_before = _free(nvml, uuid)
     server = runtime.start(spec, 120.0)
     try:
-        _one_request(server.base_url, server.api_key, task, config.ubatch)
+        _one_request(server, task, config.ubatch)
         used = runtime.memory(server)
         card_used = free_before - _free(nvml, uuid)
     finally:
         runtime.stop(server, 10.0)
     process = used.bytes if used is not None and used.source == SOURCE_NVML else None
-    reported = reported_buffers(log.read_text(errors="replace"))
+    said = log.read_text(errors="replace")
+    reported = reported_buffers(said)
     estimate = fit.estimate(server_path, spec)
     arch = GgufModelInspector().inspect(model).architecture
     prediction = estimate_peak(arch, model.stat().st_size, config, Allowances())
@@ -218,8 +219,7 @@ def _case(
         "nvml_process": process, "card_used": card_used, "predicted": predicted,
         "terms": {t.name: t.bytes for t in prediction.terms},
         "fit": estimate.bytes if isinstance(estimate, FitEstimate) else estimate,
-        "buffers": [line for line in log.read_text(errors="replace").splitlines()
-                    if "buffer size" in line or "CUDA" in line],
+        "buffers": [line for line in said.splitlines() if "buffer size" in line or "CUDA" in line],
     }  # fmt: skip
     return row, ratio, raw
 
@@ -238,12 +238,13 @@ def _write(out: Path | None, lines: list[str]) -> None:
         out.write_text("\n".join(lines) + "\n")
 
 
-def _one_request(base_url: str, key: str | None, task: Task, tokens: int) -> None:
+def _one_request(server: RunningServer, task: Task, tokens: int) -> None:
     """One request whose prompt fills a micro-batch, so the compute buffers are used (with
     the key the model server asks for: only the endpoint is meant to reach it)."""
     text = "word " * max(8, tokens - 16)
-    headers = {} if key is None else {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=base_url, timeout=120, trust_env=False, headers=headers) as http:
+    with httpx.Client(
+        base_url=server.base_url, timeout=120, trust_env=False, headers=server.auth_headers
+    ) as http:
         if task is Task.EMBED:  # an embedding's input is one micro-batch at most
             short = "a" * max(8, tokens // 4)
             http.post("/v1/embeddings", json={"input": short}).raise_for_status()
