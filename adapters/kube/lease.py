@@ -6,6 +6,7 @@ Why it is so: docs/adr/decisions/adapters-kube.md (lease.py).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -101,24 +102,54 @@ class KubeLeaderLease:
 
 
 class FencedApiClient(client.ApiClient):
-    """An API client that calls ``fence`` before every write it sends."""
+    """An API client that calls ``fence`` before every write it sends, and says when a write
+    answered later than the leadership ``fence`` had left: it may have landed after it."""
 
-    def __init__(self, configuration: Any, fence: Callable[[], None], manager: str) -> None:
+    def __init__(
+        self,
+        configuration: Any,
+        fence: Callable[[], float],
+        manager: str,
+        log: Callable[[str], None],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(configuration=configuration)
         self._fence = fence
+        self._log = log
+        self._monotonic = monotonic
         self.user_agent = f"{manager}/nodeau"
 
     def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        if method.upper() in WRITES:
-            self._fence()
-        return super().call_api(method, url, *args, **kwargs)
+        if method.upper() not in WRITES:
+            return super().call_api(method, url, *args, **kwargs)
+        left = self._fence()
+        sent = self._monotonic()
+        try:
+            return super().call_api(method, url, *args, **kwargs)
+        finally:
+            took = self._monotonic() - sent
+            if took >= left:
+                self._log(late_write(method.upper(), url, left, took))
 
 
-def fenced_client(api: Any, fence: Callable[[], None], identity: str) -> Any:
+def late_write(method: str, url: str, left: float, took: float) -> str:
+    """The line said of a write that answered after the leadership it was fenced with."""
+    path = url.split("://", 1)[-1].partition("/")[2].partition("?")[0]
+    return (
+        f"a write sent while leading, {method} /{path}, answered {took:.1f} s later with"
+        f" {left:.1f} s of leadership left when sent: it may have landed after the Lease"
+        " changed hands (the process was paused or the request was slow)"
+    )
+
+
+def fenced_client(
+    api: Any, fence: Callable[[], float], identity: str, log: Callable[[str], None]
+) -> Any:
     """A client on ``api``'s configuration whose writes first call ``fence`` (it raises to
-    stop one), recorded by the API server as field manager ``nodeau-controller-<identity>``."""
+    stop one, else returns the seconds of leadership left), recorded by the API server as
+    field manager ``nodeau-controller-<identity>``; ``log`` hears of a late answer."""
     manager = field_manager(identity)
-    return FencedApiClient(api.configuration, fence, manager)
+    return FencedApiClient(api.configuration, fence, manager, log)
 
 
 def field_manager(identity: str) -> str:

@@ -87,7 +87,7 @@ def kube_controller(
     identity: str,
     log: Callable[[str], None],
     verifier: EntitlementVerifier | None = None,
-    fence: Callable[[], None] | None = None,
+    fence: Callable[[], float] | None = None,
     images: PodImages | None = None,
     workers: int = DEFAULT_WORKERS,
     sole_writer_for: timedelta = timedelta(0),
@@ -101,7 +101,7 @@ def kube_controller(
     renew deadline: a deposed leader writes nothing after it); zero: a refusal is decided
     on claims listed during its own admission, as several unelected controllers need."""
     if fence is not None:
-        api = fenced_client(api, fence, identity)
+        api = fenced_client(api, fence, identity, log)
     ports = kube_ports(
         api,
         clock=clock,

@@ -63,10 +63,13 @@ class Leadership:
         with self._lock:
             return lead_left(self._renewed_at, self._monotonic(), self.terms)
 
-    def fence(self) -> None:
-        """Nothing when this controller leads; NotLeading otherwise (the write is not sent)."""
-        if not self.leads():
+    def fence(self) -> float:
+        """Seconds of leadership left when this controller leads; NotLeading otherwise (the
+        write is not sent)."""
+        left = self.lead_left()
+        if left <= 0:
             raise NotLeading(f"controller {self.identity} does not lead: it writes nothing")
+        return left
 
     def holder(self) -> str | None:
         """Who the Lease named when this controller last read it."""

@@ -3,7 +3,8 @@
 Two ``python -m nodeau.apps.controller`` processes: exactly one leads and only it writes;
 a killed leader's standby takes over and decides (the failover time is printed; the
 figure against the goal is bench/failover.py's); a paused leader that resumes after
-its standby took over writes nothing at all.
+its standby took over begins no write (one sent just before the pause may land after it,
+and the controller says so).
 
 Who wrote what is read from what the API server itself records: every write a
 controller sends carries its identity as field manager (``metadata.managedFields``,
@@ -80,10 +81,21 @@ def writes_by(cluster: Cluster, identity: str) -> dict[str, set[str]]:
     return found
 
 
-def last_write(cluster: Cluster, identity: str) -> datetime | None:
-    """The server's time of ``identity``'s latest recorded write (to the second)."""
-    times = [w.rsplit("@", 1)[1] for w in writes_by(cluster, identity)["managed"]]
-    return max((datetime.fromisoformat(t) for t in times), default=None)
+def written_after(writes: set[str], moment: datetime) -> set[str]:
+    """The field-manager entries whose server time (to the second) is after ``moment``."""
+    since = moment.replace(microsecond=0)
+    return {w for w in writes if datetime.fromisoformat(w.rsplit("@", 1)[1]) > since}
+
+
+def said_late(log: str, write: str) -> bool:
+    """Whether the controller's ``log`` said that ``write`` (an entry of ``writes_by``) was
+    sent while it led and may have landed after: the PUT or PATCH names the object, the
+    POST that made it names its collection."""
+    resource, name, sub = write.rsplit("@", 1)[0].split("/")
+    lines = [line for line in log.splitlines() if "may have landed after" in line]
+    own = f"/{resource}/{name}" + (f"/{sub}" if sub else "")
+    made = f"/{resource},"
+    return any(f"{own}," in line or ("POST " in line and made in line) for line in lines)
 
 
 def decided(api: Any, name: str) -> bool:
@@ -204,10 +216,16 @@ def test_a_paused_leader_writes_nothing_after_it_lost_the_lease(
     for name in names:  # a few resyncs of the resumed one have passed meanwhile
         assert status(fleet, name)["decidedBy"] == standby
     after = writes_by(cluster, leader)
-    assert after["events"] == before["events"]
     assert after["decided"] == before["decided"]
-    newest = last_write(cluster, leader)
-    assert newest is not None and newest <= stopped_at, after["managed"] - before["managed"]
+    late = written_after(after["managed"], stopped_at)
+    log = log_of(pair, leader)
+    # a write that passed the fence just before the pause may land after it (ADR 0015,
+    # "The remaining window"); the controller says so of each, and begins none
+    assert all(said_late(log, write) for write in late), (late, log)
+    new_events = after["events"] - before["events"]
+    assert not new_events or any(
+        "/events," in line for line in log.splitlines() if "may have landed after" in line
+    ), (new_events, log)
     assert any(w.startswith("gpuservices/late-0/status@") for w in
                writes_by(cluster, standby)["managed"])  # fmt: skip
     assert old.poll() is None  # still running, as a standby
