@@ -91,16 +91,19 @@ def split_for(
     config: RuntimeConfig,
     allowances: Allowances,
     free: Sequence[int],
+    min_cards: int = 1,
 ) -> Split | None:
     """The fewest of the cards with ``free`` bytes (in the placement policy's order) whose
-    every share fits with its margin; None when no set of them does. One card is asked
-    first, without the pipeline's copies a split adds to every card."""
+    every share fits with its margin, at least ``min_cards``; None when no set of them does.
+    One card is asked first (when one may do), without the pipeline's copies a split adds
+    to every card."""
     costs = slot_costs(arch, weights, config)
     rooms = [room(f, allowances) for f in free]
-    alone = fewest_cards(costs, card_bytes(arch, config, allowances, 1), rooms)
-    if alone is not None and len(alone.cards) == 1:
-        return alone
-    return fewest_cards(costs, card_bytes(arch, config, allowances, 2), rooms)
+    if min_cards <= 1:
+        alone = fewest_cards(costs, card_bytes(arch, config, allowances, 1), rooms)
+        if alone is not None and len(alone.cards) == 1:
+            return alone
+    return fewest_cards(costs, card_bytes(arch, config, allowances, 2), rooms, max(min_cards, 1))
 
 
 def card_shares(

@@ -54,12 +54,14 @@ def slot_cards(counts: Sequence[int]) -> tuple[int, ...]:
 
 
 def fewest_cards(
-    slot_bytes: Sequence[int], per_card_bytes: int, free: Sequence[int]
+    slot_bytes: Sequence[int], per_card_bytes: int, free: Sequence[int], min_cards: int = 1
 ) -> Split | None:
     """The fewest of the cards with ``free`` bytes that hold every slot in order, each card's
     share (``per_card_bytes`` plus its slots') within its free bytes; None when no set does.
     Among as few cards, the order that comes first in the order given (a caller orders the
-    cards by its placement policy), so one card that holds it all is the first such card."""
+    cards by its placement policy), so one card that holds it all is the first such card.
+    ``min_cards``: at least that many (each card before the last leaves a slot for each
+    card after it)."""
     if not slot_bytes:
         raise ValueError("a model has at least one slot (its output layer)")
     if min(slot_bytes) <= 0:
@@ -67,34 +69,40 @@ def fewest_cards(
     ends = [0, *accumulate(slot_bytes)]
     slots = len(slot_bytes)
 
-    def reach(start: int, card: int) -> int:
-        """How far the card's free bytes carry the slots from ``start`` (itself: none)."""
+    def reach(start: int, card: int, cap: int) -> int:
+        """How far the card's free bytes carry the slots from ``start`` (itself: none), at
+        most to ``cap``."""
         room = free[card] - per_card_bytes
-        return start if room < 0 else bisect_right(ends, ends[start] + room) - 1
+        return start if room < 0 else min(cap, bisect_right(ends, ends[start] + room) - 1)
 
-    best: dict[int, tuple[int, tuple[int, ...]]] = {0: (0, ())}  # cards used -> reach, order
-    for _ in range(len(free)):
-        grown: dict[int, tuple[int, tuple[int, ...]]] = {}
-        for used, (start, order) in best.items():
+    # cards used -> how far they reach, the cards in order and where each one's slots end
+    best: dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]] = {0: (0, (), ())}
+    for taken in range(len(free)):
+        cap = slots - max(0, min_cards - 1 - taken)
+        grown: dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
+        for used, (start, order, stops) in best.items():
             for card in range(len(free)):
-                farther = reach(start, card)
+                farther = reach(start, card, cap)
                 if used >> card & 1 or farther == start:
                     continue
                 mask = used | 1 << card
                 if mask not in grown or farther > grown[mask][0]:
-                    grown[mask] = (farther, (*order, card))
-        done = [order for farther, order in grown.values() if farther == slots]
+                    grown[mask] = (farther, (*order, card), (*stops, farther))
+        done = sorted(
+            (order, stops) for farther, order, stops in grown.values() if farther == slots
+        )
         if done:
-            return _split(min(done), ends, per_card_bytes, free)
+            return _split(*done[0], ends, per_card_bytes)
         best = grown
     return None
 
 
-def _split(order: tuple[int, ...], ends: list[int], per_card: int, free: Sequence[int]) -> Split:
-    counts, shares, start = [], [], 0
-    for card in order:
-        end = bisect_right(ends, ends[start] + free[card] - per_card) - 1
-        counts.append(end - start)
-        shares.append(per_card + ends[end] - ends[start])
-        start = end
-    return Split(cards=order, counts=tuple(counts), shares=tuple(shares))
+def _split(order: tuple[int, ...], stops: tuple[int, ...], ends: list[int], per_card: int) -> Split:
+    starts = (0, *stops[:-1])
+    return Split(
+        cards=order,
+        counts=tuple(end - start for start, end in zip(starts, stops, strict=True)),
+        shares=tuple(
+            per_card + ends[end] - ends[start] for start, end in zip(starts, stops, strict=True)
+        ),
+    )

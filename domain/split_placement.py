@@ -18,6 +18,17 @@ from nodeau.domain.reservations import Ledger
 
 
 @frozen(kw_only=True)
+class SplitAsk:
+    """What a split of one model is worked out from: its shape, where its weights lie, the
+    configuration asked and the allowances every card keeps."""
+
+    arch: Architecture
+    weights: LayerWeights
+    config: RuntimeConfig
+    allowances: Allowances
+
+
+@frozen(kw_only=True)
 class SplitPlacement:
     """The machine, its cards in slot order, each card's slot count and predicted share."""
 
@@ -40,22 +51,20 @@ def free_cards(machine_gpus: tuple[Gpu, ...], ledger: Ledger) -> tuple[Gpu, ...]
 
 
 def place_split(
-    fleet: Fleet,
-    ledger: Ledger,
-    verified_on: frozenset[str],
-    arch: Architecture,
-    weights: LayerWeights,
-    config: RuntimeConfig,
-    allowances: Allowances,
+    fleet: Fleet, ledger: Ledger, verified_on: frozenset[str], ask: SplitAsk
 ) -> SplitPlacement | None:
-    """The fewest free cards of one machine with a verified copy that hold every share with
-    its margin; among machines needing as few, the first by name. None: no machine can."""
+    """The fewest free cards, two or more, of one machine with a verified copy that hold
+    every share with its margin; among machines needing as few, the first by name. None: no
+    machine can. (Whether one card takes the model is the whole model's prediction's to
+    say, which also counts the input layer that a split keeps in host memory.)"""
+    arch, weights, config, allowances = ask.arch, ask.weights, ask.config, ask.allowances
     best: tuple[int, str, tuple[Gpu, ...], tuple[int, ...]] | None = None
     for machine in fleet.machines:
         if machine.name not in verified_on:
             continue
         cards = free_cards(machine.gpus, ledger)
-        split = split_for(arch, weights, config, allowances, [g.total_bytes for g in cards])
+        free = [g.total_bytes for g in cards]
+        split = split_for(arch, weights, config, allowances, free, min_cards=2)
         if split is None:
             continue
         found = (len(split.cards), machine.name, tuple(cards[i] for i in split.cards), split.counts)

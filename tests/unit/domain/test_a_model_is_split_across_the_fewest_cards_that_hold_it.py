@@ -4,7 +4,7 @@ every set and order of a few cards), and counts llama.cpp places exactly as give
 
 from __future__ import annotations
 
-from itertools import permutations
+from itertools import combinations, permutations
 
 import numpy as np
 import pytest
@@ -59,6 +59,40 @@ def test_the_fewest_cards_hold_every_slot_and_no_share_is_over_its_card(
         return
     assert len(split.cards) == fewest
     assert len(set(split.cards)) == len(split.cards)  # never a card twice
+    assert sum(split.counts) == len(slot_bytes) and all(c > 0 for c in split.counts)
+    owners = slot_cards(split.counts)
+    for position, card in enumerate(split.cards):
+        mine = sum(b for b, owner in zip(slot_bytes, owners, strict=True) if owner == position)
+        assert split.shares[position] == per + mine <= free[card]
+
+
+def fewest_of_at_least(
+    slot_bytes: list[int], per: int, free: list[int], least: int
+) -> int | None:
+    """The fewest cards, ``least`` or more, that hold every slot, each taking at least one:
+    every order of every set of cards and every way to cut the slots among them."""
+    n = len(slot_bytes)
+    for k in range(least, min(len(free), n) + 1):
+        for order in permutations(range(len(free)), k):
+            for cuts in combinations(range(1, n), k - 1):
+                bounds = (0, *cuts, n)
+                spans = zip(order, bounds, bounds[1:], strict=False)
+                if all(per + sum(slot_bytes[a:b]) <= free[c] for c, a, b in spans):
+                    return k
+    return None
+
+
+@given(slot_sizes, per_card, frees)
+def test_at_least_two_cards_when_asked_the_fewest_of_two_or_more(
+    slot_bytes: list[int], per: int, free: list[int]
+) -> None:
+    split = fewest_cards(slot_bytes, per, free, min_cards=2)
+    fewest = fewest_of_at_least(slot_bytes, per, free, 2)
+    if split is None:
+        assert fewest is None
+        return
+    assert len(split.cards) == fewest and fewest >= 2
+    assert len(set(split.cards)) == len(split.cards)
     assert sum(split.counts) == len(slot_bytes) and all(c > 0 for c in split.counts)
     owners = slot_cards(split.counts)
     for position, card in enumerate(split.cards):

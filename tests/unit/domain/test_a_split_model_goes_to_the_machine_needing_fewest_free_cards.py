@@ -13,7 +13,7 @@ from nodeau.domain.card_split import LayerWeights
 from nodeau.domain.hardware import Fleet, Gpu, Machine
 from nodeau.domain.memory import Architecture, RuntimeConfig
 from nodeau.domain.reservations import Ledger, Reservation
-from nodeau.domain.split_placement import free_cards, place_split
+from nodeau.domain.split_placement import SplitAsk, free_cards, place_split
 from nodeau.domain.units import GIB, MIB
 
 ARCH = Architecture(
@@ -21,6 +21,10 @@ ARCH = Architecture(
     value_length=128, n_vocab=32_000, n_ff=14_336, context_length=32_768,
 )  # fmt: skip
 CONFIG = RuntimeConfig(context_tokens=4096)
+
+
+def ask(weights: LayerWeights) -> SplitAsk:
+    return SplitAsk(arch=ARCH, weights=weights, config=CONFIG, allowances=Allowances())
 
 
 @st.composite
@@ -53,11 +57,12 @@ def test_a_split_takes_free_cards_of_one_verified_machine_and_the_fewest_there_a
 ) -> None:
     fleet, ledger, verified = fleet_ledger
     weights = LayerWeights(input_bytes=GIB, layer_bytes=(layer,) * 8, output_bytes=output)
-    placed = place_split(fleet, ledger, verified, ARCH, weights, CONFIG, Allowances())
+    placed = place_split(fleet, ledger, verified, ask(weights))
     needs = {}
     for machine in fleet.machines:
         cards = free_cards(machine.gpus, ledger)
-        split = split_for(ARCH, weights, CONFIG, Allowances(), [g.total_bytes for g in cards])
+        free = [g.total_bytes for g in cards]
+        split = split_for(ARCH, weights, CONFIG, Allowances(), free, min_cards=2)
         if machine.name in verified and split is not None:
             needs[machine.name] = len(split.cards)
     if placed is None:
@@ -88,11 +93,9 @@ def test_two_80_gib_cards_are_chosen_over_several_of_24() -> None:
         input_bytes=500 * MIB, layer_bytes=(10 * GIB,) * 8, output_bytes=500 * MIB
     )  # fmt: skip
     fleet = Fleet(machines=(small, large))
-    placed = place_split(fleet, Ledger(), frozenset({"a-small", "b-large"}), ARCH, weights,
-                         CONFIG, Allowances())  # fmt: skip
+    placed = place_split(fleet, Ledger(), frozenset({"a-small", "b-large"}), ask(weights))
     assert placed is not None
     assert (placed.machine, placed.gpu_uuids) == ("b-large", ("GPU-l0", "GPU-l1"))
     # without a verified copy there, the small cards take it
-    placed = place_split(fleet, Ledger(), frozenset({"a-small"}), ARCH, weights, CONFIG,
-                         Allowances())  # fmt: skip
+    placed = place_split(fleet, Ledger(), frozenset({"a-small"}), ask(weights))
     assert placed is not None and placed.machine == "a-small" and len(placed.gpu_uuids) > 2
