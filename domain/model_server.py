@@ -55,6 +55,12 @@ class ServerAbilities:
     def cpu_only(self) -> bool:
         return not self.backends
 
+    @property
+    def splits_layers(self) -> bool:
+        """Whether it takes a model split by layers across cards (llama-server's
+        ``--tensor-split``; llama-cpp-python's server is not given one)."""
+        return self.server == "llama-server"
+
     def devices_of(self, backend: str) -> tuple[ServerDevice, ...]:
         return tuple(d for d in self.devices if d.backend == backend)
 

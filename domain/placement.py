@@ -14,6 +14,7 @@ from returns.result import Failure, Result, Success
 
 from nodeau.domain.admission import Admitted, CardAssessment, gib
 from nodeau.domain.hardware import Fleet
+from nodeau.domain.memory import Prediction
 from nodeau.domain.model_server import SERVER_CANNOT
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger, Reservation
@@ -61,6 +62,16 @@ class Placement:
     excluded: tuple[tuple[str, str], ...]
     why: str
     candidates: int = field(default=Factory(lambda p: len(p.ranked), takes_self=True))
+    # split across cards of one machine: the further cards' reservations in slot order,
+    # every card's slot count and predicted share (empty: the one card above)
+    more: tuple[Reservation, ...] = ()
+    counts: tuple[int, ...] = ()
+    shares: tuple[Prediction, ...] = ()
+
+    @property
+    def reservations(self) -> tuple[Reservation, ...]:
+        """Every card's reservation, in slot order."""
+        return (self.reservation, *self.more)
 
 
 def machine_score(policy: Policy, held: int, cards: int) -> Fraction:

@@ -15,7 +15,7 @@ from nodeau.domain.admission import gib
 from nodeau.domain.hardware import Gpu
 from nodeau.domain.records import Admission, Snapshot, WorkloadRecord
 from nodeau.domain.refusals import Refusal
-from nodeau.domain.reservations import Ledger, Reservation, reserve
+from nodeau.domain.reservations import Ledger, Reservation, reserve_cards
 from nodeau.domain.workloads import holds_gpu
 
 CLAIM_GRACE = timedelta(minutes=2)  # an admission in flight longer than this is a leftover
@@ -29,44 +29,52 @@ class Conflict:
 
 
 def admitted_ledger(snapshot: Snapshot, admission: Admission) -> Ledger | Conflict:
-    """The ledger once this admission is recorded, or why it must not be recorded."""
+    """The ledger once this admission is recorded (every card of a split, or none), or why
+    it must not be recorded."""
     workload = admission.record.workload
-    reservation = admission.placement.reservation
+    reservations = admission.placement.reservations
     name = workload.name
     names = {
         admission.admitted.request.workload,
         admission.placement.workload,
-        reservation.workload,
+        *(r.workload for r in reservations),
     }
     if names != {name}:
         raise ValueError(f"an admission names more than one workload: {sorted(names | {name})}")
-    if (workload.machine, workload.gpu_uuid) != (reservation.machine, reservation.gpu_uuid):
+    if workload.cards != tuple(r.gpu_uuid for r in reservations) or any(
+        r.machine != workload.machine for r in reservations
+    ):
         raise ValueError(
-            f"workload {name} is on {workload.gpu_uuid} ({workload.machine}) but its "
-            f"reservation is for {reservation.gpu_uuid} ({reservation.machine})"
+            f"workload {name} is on {', '.join(workload.cards)} ({workload.machine}) but its "
+            + ("reservation is for " if len(reservations) == 1 else "reservations are for ")
+            + ", ".join(f"{r.gpu_uuid} ({r.machine})" for r in reservations)
         )
     if not holds_gpu(workload.state):
         raise ValueError(f"an admitted workload holds its card; {name} is {workload.state.value}")
-    card = next((c for c in admission.admitted.cards if c.gpu_uuid == reservation.gpu_uuid), None)
-    if card is None or card.machine != reservation.machine:
-        raise ValueError(
-            f"{name} reserves {reservation.gpu_uuid}, a card its admission never assessed"
-        )
+    assessed = {c.gpu_uuid: c for c in admission.admitted.cards}
+    gpus = []
+    for reservation in reservations:
+        card = assessed.get(reservation.gpu_uuid)
+        if card is None or card.machine != reservation.machine:
+            raise ValueError(
+                f"{name} reserves {reservation.gpu_uuid}, a card its admission never assessed"
+            )
+        gpus.append(Gpu(uuid=card.gpu_uuid, model=card.gpu_model, total_bytes=card.total_bytes))
     existing = snapshot.named(name)
     if existing is not None and holds_gpu(existing.workload.state):
         return Conflict(sentence=f"a workload called {name} already exists")
     if snapshot.ledger.of_workload(name) is not None:
         return Conflict(sentence=f"{name} already holds a reservation; nothing was recorded")
-    gpu = Gpu(uuid=card.gpu_uuid, model=card.gpu_model, total_bytes=card.total_bytes)
-    match reserve(snapshot.ledger, reservation, gpu):
+    match reserve_cards(snapshot.ledger, reservations, gpus):
         case Success(Ledger() as after):
             return after
         case Failure(Refusal() as refusal):
+            cards = ", ".join(r.gpu_uuid for r in reservations)
             return Conflict(
-                sentence=f"admitting {name} would over-commit {reservation.gpu_uuid}; "
+                sentence=f"admitting {name} would over-commit {cards}; "
                 f"nothing was recorded ({refusal.sentence})"
             )
-    raise AssertionError("reserve returns a Result")  # pragma: no cover
+    raise AssertionError("reserve_cards returns a Result")  # pragma: no cover
 
 
 def moved_ledger(
@@ -114,17 +122,22 @@ def check_release(before: WorkloadRecord, after: WorkloadRecord) -> None:
 
 def _check_same_workload(before: WorkloadRecord, after: WorkloadRecord) -> None:
     b, a = before.workload, after.workload
-    if (a.name, a.machine, a.gpu_uuid) != (b.name, b.machine, b.gpu_uuid):
+    if (a.name, a.machine, a.cards) != (b.name, b.machine, b.cards):
         raise ValueError(
-            f"a change to {b.name} on {b.gpu_uuid} ({b.machine}) may not make it "
-            f"{a.name} on {a.gpu_uuid} ({a.machine})"
+            f"a change to {b.name} on {', '.join(b.cards)} ({b.machine}) may not make it "
+            f"{a.name} on {', '.join(a.cards)} ({a.machine})"
         )
 
 
 def admitted_text(admission: Admission) -> str:
     """Where an admission reserved, and how much (its Admitted condition; its Event says more)."""
-    r = admission.placement.reservation
-    return f"admitted onto {r.gpu_uuid} on {r.machine}, reserving {gib(r.bytes)}"
+    r, more = admission.placement.reservation, admission.placement.more
+    if not more:
+        return f"admitted onto {r.gpu_uuid} on {r.machine}, reserving {gib(r.bytes)}"
+    every = (r, *more)
+    return f"admitted across {len(every)} cards on {r.machine}, reserving " + ", ".join(
+        f"{gib(x.bytes)} of {x.gpu_uuid}" for x in every
+    )
 
 
 def admitted_event(admission: Admission) -> str:
@@ -143,11 +156,19 @@ def moved_text(admission: Admission) -> str:
     )
 
 
-def released_text(record: WorkloadRecord, reservation: Reservation) -> str:
-    """The event a release writes."""
+def released_text(record: WorkloadRecord, *reservations: Reservation) -> str:
+    """The event a release writes (every card of a split, in one sentence)."""
+    if len(reservations) == 1:
+        (r,) = reservations
+        return (
+            f"{record.workload.state.value}; {r.gpu_uuid} on {r.machine} "
+            f"is free again ({gib(r.bytes)} released)"
+        )
+    cards = ", ".join(r.gpu_uuid for r in reservations)
+    freed = sum(r.bytes for r in reservations)
     return (
-        f"{record.workload.state.value}; {reservation.gpu_uuid} on {reservation.machine} "
-        f"is free again ({gib(reservation.bytes)} released)"
+        f"{record.workload.state.value}; {cards} on {reservations[0].machine} are free again "
+        f"({gib(freed)} released)"
     )
 
 

@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from attrs import evolve, field, frozen
 from returns.result import Failure, Result, Success
 
-from nodeau.domain.admission import AdmissionRequest, Admitted, admit
+from nodeau.domain.admission import AdmissionRequest, Admitted, admit, assess_cards, gib
 from nodeau.domain.free_cards import SHOWN, FreeCards
-from nodeau.domain.hardware import Fleet
+from nodeau.domain.hardware import Fleet, Machine
 from nodeau.domain.health import Health
 from nodeau.domain.limits import OrgLimits, machine_allowed
 from nodeau.domain.memory import Prediction
@@ -21,7 +21,8 @@ from nodeau.domain.placement import Placement, Policy, SchedulingSettings, place
 from nodeau.domain.plans import PlanScope, PlanTerms, plan_scope, plan_title
 from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import ReasonCode, Refusal
-from nodeau.domain.reservations import Ledger
+from nodeau.domain.reservations import Ledger, Reservation
+from nodeau.domain.split_placement import SplitAsk, SplitPlacement, place_split
 from nodeau.domain.workloads import RecoveryMode, Workload, WorkloadKind, WorkloadState
 
 DRAINED = "drained"
@@ -44,6 +45,9 @@ class FleetView:
     # the free cards' index of this fleet, ledger, settings and plan, kept by a caller that
     # decides many times over one fleet (None: made when a decision needs it)
     cards: FreeCards | None = None
+    # what splitting the model across cards of one machine is worked out from, when no one
+    # card holds it (None: it is not split, and such a model is refused)
+    split: SplitAsk | None = None
 
     def __attrs_post_init__(self) -> None:
         cards = self.cards
@@ -112,13 +116,13 @@ def schedule(request: AdmissionRequest, view: FleetView) -> Result[Scheduled, Re
             request, verified_on=view.verified_on, excluded=view.excluded, predict=view.predict
         )
         if isinstance(decided, Refusal):
-            return Failure(decided)
+            return split_schedule(request, view, decided)
         if decided is not None:
             return Success(Scheduled(admitted=decided[0], placement=decided[1]))
     admitted = admit(request, view.fleet, view.ledger, view.verified_on, view.predict)
     match admitted:
         case Failure(Refusal() as refusal):
-            return Failure(refusal)
+            return split_schedule(request, view, refusal)
         case Success(Admitted() as accepted):
             pass
     scope = scope_of(view)
@@ -134,6 +138,95 @@ def schedule(request: AdmissionRequest, view: FleetView) -> Result[Scheduled, Re
         case Success(Placement() as placement):
             return Success(Scheduled(admitted=accepted, placement=placement))
     raise AssertionError("place answers a Result")
+
+
+# the refusals of one card after which a split is tried: none large enough, or every card
+# large enough held (free cards that hold it together serve it rather than a refusal)
+SPLIT_AFTER = (ReasonCode.NO_CARD_LARGE_ENOUGH, ReasonCode.NO_FREE_CARD)
+
+
+def split_schedule(
+    request: AdmissionRequest, view: FleetView, refusal: Refusal
+) -> Result[Scheduled, Refusal]:
+    """When no one free card holds the model and the view can split it: the fewest free
+    cards of one machine that hold every share (machines excluded from new work and cards
+    beyond the plan left out); else ``refusal``, saying that no split holds it either."""
+    if view.split is None or refusal.code not in SPLIT_AFTER:
+        return Failure(refusal)
+    if view.fleet.card_count == 0:
+        return Failure(refusal)
+    scope = scope_of(view)
+    excluded = {**dict(scope.left_out), **dict(view.excluded)}
+    fleet = Fleet(
+        machines=tuple(
+            Machine(name=m.name, gpus=tuple(g for g in m.gpus if g.uuid in scope.covered_gpus))
+            for m in view.fleet.machines
+            if m.name not in excluded
+        )
+    )
+    found = place_split(fleet, view.ledger, view.verified_on, view.split)
+    if found is None:
+        return Failure(
+            Refusal.of(
+                refusal.code,
+                f"{refusal.sentence}; nor do the free cards of any one machine hold it "
+                "split by layers",
+            )
+        )
+    predictions, cards = assess_cards(
+        request, view.fleet, view.ledger, view.verified_on, view.predict
+    )
+    admitted = Admitted(request=request, predictions=predictions, cards=cards)
+    return Success(
+        Scheduled(
+            admitted=admitted,
+            placement=split_placement(admitted, found, view, excluded, refusal.code),
+        )
+    )
+
+
+def split_placement(
+    admitted: Admitted,
+    found: SplitPlacement,
+    view: FleetView,
+    excluded: Mapping[str, str],
+    alone: ReasonCode,
+) -> Placement:
+    """The placement of a split: a reservation of each card's predicted share, in slot
+    order, and why that many cards (``alone``: why one card does not take it)."""
+    name = admitted.request.workload
+    reservations = tuple(
+        Reservation(workload=name, machine=found.machine, gpu_uuid=uuid, bytes=share.total_bytes)
+        for uuid, share in zip(found.gpu_uuids, found.shares, strict=True)
+    )
+    largest = max(admitted.cards, key=lambda c: (c.total_bytes, c.machine, c.gpu_uuid))
+    machine = view.fleet.machine(found.machine)
+    cards = 0 if machine is None else len(machine.gpus)
+    model, needed = admitted.request.model, gib(largest.needed_bytes)
+    one = (
+        f"every card that holds {model} alone ({needed}, {largest.source.value}) is held"
+        if alone is ReasonCode.NO_FREE_CARD
+        else f"no one card holds {model} (it needs {needed}, {largest.source.value}; the "
+        f"largest card has {gib(largest.total_bytes)})"
+    )
+    why = (
+        f"{one}, so it is split by layers across {len(reservations)} of {found.machine}'s "
+        f"{cards} cards, the fewest free cards of one machine whose every share fits (slots "
+        f"{found.tensor_split}; shares " + ", ".join(gib(r.bytes) for r in reservations) + ")"
+    )
+    return Placement(
+        workload=name,
+        machine=found.machine,
+        gpu_uuid=reservations[0].gpu_uuid,
+        reservation=reservations[0],
+        policy=view.settings.policy_for(found.machine),
+        ranked=(),
+        excluded=tuple(sorted(excluded.items())),
+        why=why,
+        more=reservations[1:],
+        counts=found.counts,
+        shares=found.shares,
+    )
 
 
 def scope_of(view: FleetView) -> PlanScope:
@@ -352,6 +445,8 @@ def scheduled_admission(
         names=request.names,
         machine=both.placement.machine,
         gpu_uuid=both.placement.gpu_uuid,
+        more_cards=tuple(r.gpu_uuid for r in both.placement.more),
+        tensor_split=both.placement.counts if both.placement.more else (),
         state=WorkloadState.ADMITTED,
         since=now,
         recovery_mode=recovery,

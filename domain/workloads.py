@@ -230,9 +230,23 @@ class Workload:
     # every name its artifact went by when it was admitted (aliases, catalog names): what
     # its endpoint answers a request's "model" to besides the workload's name and model
     names: tuple[str, ...] = ()
+    # split across cards of its machine: the cards after ``gpu_uuid`` in slot order, and
+    # every card's whole slot count (``--tensor-split``); empty: it holds one card
+    more_cards: tuple[str, ...] = ()
+    tensor_split: tuple[int, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         workload_invariants(self)
+
+    @property
+    def cards(self) -> tuple[str, ...]:
+        """Every card it holds, in slot order (one unless it is split)."""
+        return (self.gpu_uuid, *self.more_cards)
+
+    @property
+    def split(self) -> tuple[tuple[str, int], ...]:
+        """Each card of a split with its slot count, in slot order; empty: one card."""
+        return tuple(zip(self.cards, self.tensor_split, strict=True)) if self.more_cards else ()
 
 
 def workload_invariants(w: Workload) -> None:
@@ -241,6 +255,12 @@ def workload_invariants(w: Workload) -> None:
         if not text.strip():
             raise ValueError(f"a workload needs a {what}")
     require_aware(w.since, "since")
+    if len(set(w.cards)) < len(w.cards):
+        raise ValueError(f"workload {w.name} names a card twice")
+    if w.more_cards and (len(w.tensor_split) != len(w.cards) or min(w.tensor_split) <= 0):
+        raise ValueError(f"workload {w.name}'s split gives every one of its cards slots")
+    if w.tensor_split and not w.more_cards:
+        raise ValueError(f"workload {w.name} holds one card and has no split")
     if w.recovery_after <= timedelta(0):
         raise ValueError(f"recovery_after must be positive, got {w.recovery_after}")
     if w.next_step is not None and not w.next_step.strip():
@@ -421,7 +441,8 @@ def ps_sentence(w: Workload, now: datetime) -> str:
     if w.held_reason is not None:
         cause = f"{w.machine} stopped answering{HELD_CAUSE_DETAIL.get(w.held_reason, '')}"
         return f"held since {when}: {cause}; {next_clause(w)}"
-    where = f"{w.machine} ({short_gpu(w.gpu_uuid)}{', the model on the CPU' if w.on_cpu else ''})"
+    cards = ", ".join(short_gpu(c) for c in w.cards)
+    where = f"{w.machine} ({cards}{', the model on the CPU' if w.on_cpu else ''})"
     if w.state is WorkloadState.RECOVERING:
         assert w.last_recovery is not None  # workload_invariants
         return (

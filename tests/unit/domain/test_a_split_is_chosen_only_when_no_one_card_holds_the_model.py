@@ -1,0 +1,114 @@
+"""Scheduling with a split allowed: one card whenever one free card holds the model; else the
+fewest free cards of one machine, every share within its card; the ledger after the
+admission holds no card twice and over-commits none; a refusal says no split holds it.
+
+Checked against the pure arithmetic the decision is made of (``predict_peak`` for one
+card, ``split_for`` for several) on generated fleets and ledgers.
+"""
+
+from __future__ import annotations
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from returns.result import Failure, Success
+
+from nodeau.domain.admission import AdmissionRequest
+from nodeau.domain.allowances import Allowances
+from nodeau.domain.card_shares import split_for
+from nodeau.domain.card_split import LayerWeights
+from nodeau.domain.hardware import Fleet, Gpu, Machine
+from nodeau.domain.memory import MeasuredTable, RuntimeConfig, predictor
+from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.plans import ENTERPRISE
+from nodeau.domain.refusals import ReasonCode
+from nodeau.domain.reservations import Ledger, Reservation, over_committed, reserve_cards
+from nodeau.domain.scheduling import FleetView, schedule
+from nodeau.domain.split_placement import SplitAsk, free_cards
+from nodeau.domain.units import GIB
+from tests.unit.domain.test_a_split_model_goes_to_the_machine_needing_fewest_free_cards import (
+    ARCH,
+)
+
+CONFIG = RuntimeConfig(context_tokens=4096)
+REQUEST = AdmissionRequest(workload="big", model="big", artifact_id="ab" * 32, config=CONFIG)
+
+
+@st.composite
+def views(draw: st.DrawFn) -> FleetView:
+    machines, held = [], []
+    for m in range(draw(st.integers(1, 3))):
+        sizes = draw(st.lists(st.sampled_from([16, 24, 48, 80]), min_size=1, max_size=4))
+        gpus = tuple(
+            Gpu(uuid=f"GPU-{m}-{i}", model=f"{s} GiB card", total_bytes=s * GIB)
+            for i, s in enumerate(sizes)
+        )
+        machines.append(Machine(name=f"m{m}", gpus=gpus))
+        held += [(f"m{m}", g) for g in gpus if draw(st.booleans())]
+    ledger = Ledger(
+        reservations=tuple(
+            Reservation(workload=f"w-{g.uuid}", machine=machine, gpu_uuid=g.uuid, bytes=GIB)
+            for machine, g in held
+        )
+    )
+    layer = draw(st.integers(1, 10)) * GIB
+    weights = LayerWeights(input_bytes=GIB, layer_bytes=(layer,) * ARCH.n_layers,
+                           output_bytes=draw(st.integers(1, 8)) * GIB)  # fmt: skip
+    predict = predictor(
+        arch=ARCH, artifact_id=REQUEST.artifact_id,
+        artifact_bytes=weights.input_bytes + sum(weights.slot_bytes), config=CONFIG,
+        table=MeasuredTable(), allowances=Allowances(),
+    )  # fmt: skip
+    return FleetView(
+        fleet=Fleet(machines=tuple(machines)),
+        ledger=ledger,
+        settings=SchedulingSettings(),
+        excluded=(),
+        verified_on=frozenset(m.name for m in machines),
+        predict=predict,
+        plan=ENTERPRISE,
+        split=SplitAsk(arch=ARCH, weights=weights, config=CONFIG, allowances=Allowances()),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(views())
+def test_one_card_when_one_holds_it_else_the_fewest_of_one_machine(view: FleetView) -> None:
+    assert view.split is not None
+    one_fits = any(
+        view.ledger.holder(g.uuid) is None and view.predict(g.model).total_bytes <= g.total_bytes
+        for _machine, g in view.fleet.gpus
+    )
+    fewest = []
+    for m in view.fleet.machines:
+        free = [g.total_bytes for g in free_cards(m.gpus, view.ledger)]
+        found = split_for(ARCH, view.split.weights, CONFIG, Allowances(), free, min_cards=2)
+        if found is not None:
+            fewest.append(len(found.cards))
+    match schedule(REQUEST, view):
+        case Failure(refusal):
+            event(f"refused: {refusal.code.value}")
+            assert not one_fits and not fewest
+            assert refusal.code in (ReasonCode.NO_CARD_LARGE_ENOUGH, ReasonCode.NO_FREE_CARD)
+            if refusal.code is ReasonCode.NO_CARD_LARGE_ENOUGH:
+                assert refusal.sentence.endswith("nor do the free cards of any one machine "
+                                                 "hold it split by layers")  # fmt: skip
+        case Success(scheduled):
+            placement = scheduled.placement
+            event(f"{len(placement.reservations)} card(s)")
+            if one_fits:
+                assert placement.more == () and placement.counts == ()
+                return
+            assert len(placement.reservations) == min(fewest) >= 2
+            machine = view.fleet.machine(placement.machine)
+            assert machine is not None
+            gpus = [machine.gpu(r.gpu_uuid) for r in placement.reservations]
+            assert all(g is not None for g in gpus)
+            for reservation, share, gpu in zip(
+                placement.reservations, placement.shares, gpus, strict=True
+            ):
+                assert gpu is not None and view.ledger.holder(gpu.uuid) is None
+                assert reservation.bytes == share.total_bytes <= gpu.total_bytes
+            assert sum(placement.counts) == ARCH.n_layers + 1
+            after = reserve_cards(view.ledger, placement.reservations, [g for g in gpus if g])
+            assert isinstance(after, Success)
+            assert over_committed(after.unwrap(), view.fleet) == ()
