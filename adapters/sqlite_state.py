@@ -41,8 +41,9 @@ T = TypeVar("T")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS workloads (name TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS reservations (
-    workload TEXT PRIMARY KEY REFERENCES workloads(name), machine TEXT NOT NULL,
-    gpu_uuid TEXT NOT NULL UNIQUE, bytes INTEGER NOT NULL CHECK (bytes > 0)
+    workload TEXT NOT NULL REFERENCES workloads(name), slot INTEGER NOT NULL DEFAULT 0,
+    machine TEXT NOT NULL, gpu_uuid TEXT NOT NULL UNIQUE,
+    bytes INTEGER NOT NULL CHECK (bytes > 0), PRIMARY KEY (workload, slot)
 );
 CREATE TABLE IF NOT EXISTS admissions (
     workload TEXT PRIMARY KEY REFERENCES workloads(name), decided_at TEXT NOT NULL,
@@ -52,6 +53,21 @@ CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, workload TEXT NOT NULL,
     text TEXT NOT NULL
 );
+"""
+
+# a home made before a workload could hold several cards keyed reservations by workload:
+# its rows become the first card of each (one transaction, before anything else is read)
+_ONE_CARD_TABLE = "workload TEXT PRIMARY KEY REFERENCES workloads(name)"
+_SEVERAL_CARDS = """
+ALTER TABLE reservations RENAME TO reservations_of_one_card;
+CREATE TABLE reservations (
+    workload TEXT NOT NULL REFERENCES workloads(name), slot INTEGER NOT NULL DEFAULT 0,
+    machine TEXT NOT NULL, gpu_uuid TEXT NOT NULL UNIQUE,
+    bytes INTEGER NOT NULL CHECK (bytes > 0), PRIMARY KEY (workload, slot)
+);
+INSERT INTO reservations (workload, slot, machine, gpu_uuid, bytes)
+    SELECT workload, 0, machine, gpu_uuid, bytes FROM reservations_of_one_card ORDER BY rowid;
+DROP TABLE reservations_of_one_card;
 """
 
 BUSY_TIMEOUT_S = 60  # racing `nodeau run` processes wait their turn rather than fail
@@ -76,6 +92,13 @@ class SqliteStateStore:
             raise StateError(f"{path}: cannot create its folder ({exc.strerror})") from exc
         with self._guard("create the tables"), self._connect() as db:
             db.executescript(_SCHEMA)
+        with self._guard("let a workload hold several cards"), self._write() as db:
+            row = db.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'reservations'"
+            ).fetchone()
+            if row is not None and _ONE_CARD_TABLE in row[0]:
+                for statement in filter(str.strip, _SEVERAL_CARDS.split(";")):
+                    db.execute(statement)
 
     def snapshot(self) -> Snapshot:
         with self._guard("read"), self._connect() as db:
@@ -99,15 +122,19 @@ class SqliteStateStore:
                 )
             if isinstance(conflict := admitted_ledger(snapshot, admission), Conflict):
                 raise StateError(conflict.sentence)
-            record, reservation = admission.record, admission.placement.reservation
+            record = admission.record
             name = record.workload.name
             db.execute(
                 "INSERT OR REPLACE INTO workloads (name, record) VALUES (?, ?)",
                 (name, _dumps(record, WorkloadRecord)),
             )
-            db.execute(
-                "INSERT INTO reservations (workload, machine, gpu_uuid, bytes) VALUES (?, ?, ?, ?)",
-                (name, reservation.machine, reservation.gpu_uuid, reservation.bytes),
+            db.executemany(  # every card of a split, in this one transaction
+                "INSERT INTO reservations (workload, slot, machine, gpu_uuid, bytes) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (name, slot, r.machine, r.gpu_uuid, r.bytes)
+                    for slot, r in enumerate(admission.placement.reservations)
+                ],
             )
             db.execute(
                 "INSERT OR REPLACE INTO admissions (workload, decided_at, decision) "
@@ -137,15 +164,18 @@ class SqliteStateStore:
             after = change(before)
             check_release(before, after)
             self._store_record(db, after)
-            held = db.execute(
-                "SELECT machine, gpu_uuid, bytes FROM reservations WHERE workload = ?", (name,)
-            ).fetchone()
-            if held is not None:
-                machine, gpu_uuid, size = held
+            freed = tuple(
+                Reservation(workload=name, machine=machine, gpu_uuid=gpu_uuid, bytes=size)
+                for machine, gpu_uuid, size in db.execute(
+                    "SELECT machine, gpu_uuid, bytes FROM reservations WHERE workload = ? "
+                    "ORDER BY slot",
+                    (name,),
+                )
+            )
+            if freed:
                 db.execute("DELETE FROM reservations WHERE workload = ?", (name,))
-                freed = Reservation(workload=name, machine=machine, gpu_uuid=gpu_uuid, bytes=size)
                 self._insert_event(
-                    db, Event(at=self._clock(), workload=name, text=released_text(after, freed))
+                    db, Event(at=self._clock(), workload=name, text=released_text(after, *freed))
                 )
             return after
 
@@ -220,7 +250,7 @@ class SqliteStateStore:
         reservations = tuple(
             Reservation(workload=w, machine=m, gpu_uuid=g, bytes=b)
             for w, m, g, b in db.execute(
-                "SELECT workload, machine, gpu_uuid, bytes FROM reservations ORDER BY rowid"
+                "SELECT workload, machine, gpu_uuid, bytes FROM reservations ORDER BY rowid, slot"
             )
         )
         return Snapshot(ledger=Ledger(reservations=reservations), workloads=records)

@@ -46,9 +46,10 @@ class StateStore(Protocol):
         self, workload: str, decide: Callable[[Snapshot], Result[Admission, Refusal]]
     ) -> Result[Admission, Refusal]:
         """Run ``decide`` on a snapshot inside one write transaction and, on success,
-        record the workload, its reservation and the decision before anyone else
-        can decide. A refusal records nothing. ``decide`` is about ``workload`` (the
-        name the admission records); one that admits another is a bug (ValueError)."""
+        record the workload, its reservations (every card of a split) and the decision
+        before anyone else can decide. A refusal records nothing. ``decide`` is about
+        ``workload`` (the name the admission records); one that admits another is a bug
+        (ValueError)."""
         ...
 
     def update(

@@ -42,7 +42,7 @@ class FakeStateStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._records: dict[str, WorkloadRecord] = {}
-        self._reservations: dict[str, Reservation] = {}
+        self._reservations: dict[str, tuple[Reservation, ...]] = {}  # every card, in order
         self._admissions: dict[str, Admission] = {}
         self._events: list[Event] = []
 
@@ -68,7 +68,7 @@ class FakeStateStore:
                 raise StateError(conflict.sentence)
             name = admission.record.workload.name
             self._records[name] = admission.record
-            self._reservations[name] = admission.placement.reservation
+            self._reservations[name] = admission.placement.reservations
             self._admissions[name] = admission
             self._events.append(
                 Event(at=self._clock(), workload=name, text=admitted_event(admission))
@@ -92,7 +92,7 @@ class FakeStateStore:
             if isinstance(conflict := moved_ledger(snapshot, before, admission), Conflict):
                 raise StateError(conflict.sentence)
             self._records[name] = admission.record
-            self._reservations[name] = admission.placement.reservation
+            self._reservations[name] = admission.placement.reservations
             self._admissions[name] = admission
             self._events.append(Event(at=self._clock(), workload=name, text=moved_text(admission)))
             return outcome
@@ -115,10 +115,10 @@ class FakeStateStore:
             after = change(before)
             check_release(before, after)
             self._records[name] = after
-            freed = self._reservations.pop(name, None)
-            if freed is not None:
+            freed = self._reservations.pop(name, ())
+            if freed:
                 self._events.append(
-                    Event(at=self._clock(), workload=name, text=released_text(after, freed))
+                    Event(at=self._clock(), workload=name, text=released_text(after, *freed))
                 )
             return after
 
@@ -138,7 +138,9 @@ class FakeStateStore:
 
     def _snapshot(self) -> Snapshot:
         return Snapshot(
-            ledger=Ledger(reservations=tuple(self._reservations.values())),
+            ledger=Ledger(
+                reservations=tuple(r for held in self._reservations.values() for r in held)
+            ),
             workloads=tuple(self._records.values()),
         )
 
