@@ -83,7 +83,7 @@ def started_outcome(
     """What ``run`` reports for a workload it admitted and started."""
     return Started(
         workload=workload_view(record, now, simulated),
-        reserved_bytes=admission.placement.reservation.bytes,
+        reserved_bytes=sum(r.bytes for r in admission.placement.reservations),
         source=reservation_source(admission),
         endpoint_service=how,
     )
@@ -227,7 +227,9 @@ class ThisMachineServing:
         released = stop_workload(
             name, state=self._parts.state, runtime=self._parts.processes, now=self._clock
         )
-        return f"{name}: endpoint and model stopped; {released.workload.gpu_uuid} is free"
+        cards = released.workload.cards
+        free = f"{cards[0]} is free" if len(cards) == 1 else f"{', '.join(cards)} are free"
+        return f"{name}: endpoint and model stopped; {free}"
 
     def _stop_unknown(self, name: str, *, workload: bool) -> str:
         """Stop the model servers of this home serving ``name`` that no record names."""
@@ -267,6 +269,7 @@ class ThisMachineServing:
             config=record.config,
             gpu_uuid=w.gpu_uuid if on_card else None,
             log_path=Path("/dev/null"),
+            split=w.split if on_card else (),
         )
         said = self._parts.fit_estimates.estimate(program, spec)
         if not isinstance(said, FitEstimate):

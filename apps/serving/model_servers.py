@@ -33,6 +33,7 @@ from nodeau.domain.records import Starter, spending
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.restarts import KUBELET, RestartPolicy
 from nodeau.domain.scheduling import FleetView, Marks, exclusions, scheduled_admission
+from nodeau.domain.split_placement import SplitAsk
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import (
     RecoveryMode,
@@ -180,6 +181,16 @@ def run_decision(
         allowances=models.settings.allowances,
     )
     fleet = fleet_of_one(reading)
+    split = (
+        None
+        if summary.layers is None or request.on_cpu or not server.splits_layers
+        else SplitAsk(
+            arch=summary.architecture,
+            weights=summary.layers,
+            config=config,
+            allowances=models.settings.allowances,
+        )
+    )
     excluded = exclusions(
         machines=(reading.machine,),
         drained=marks.drained,
@@ -196,6 +207,7 @@ def run_decision(
             verified_on=frozenset({reading.machine}),
             predict=predict,
             plan=rules.plan,
+            split=split,
         )
         return scheduled_admission(
             admission_request,
@@ -295,13 +307,15 @@ def launch_server(
     """
     record = admission.record
     name = record.workload.name
+    on_cpu = simulated or record.workload.on_cpu
     spec = ServerSpec(
         name=name,
         model_path=Path(record.model_path),
         config=record.config,
-        gpu_uuid=None if simulated or record.workload.on_cpu else record.workload.gpu_uuid,
+        gpu_uuid=None if on_cpu else record.workload.gpu_uuid,
         log_path=log_dir / f"{name}.log",
         log_buffers=log_buffers,
+        split=() if on_cpu else record.workload.split,
     )
     log_dir.mkdir(parents=True, exist_ok=True)
 
@@ -469,6 +483,7 @@ class Supervisor:
             config=record.config,
             gpu_uuid=record.workload.gpu_uuid if relaunch.on_card else None,
             log_path=self.log_path,
+            split=record.workload.split if relaunch.on_card else (),
         )
         self._log_dir.mkdir(parents=True, exist_ok=True)
         self._attempt = None
