@@ -7,6 +7,7 @@ estimated or measured; a simulated card says it is simulated.
 from __future__ import annotations
 
 from nodeau.apps.cli.render import size, table
+from nodeau.domain.memory import Prediction
 from nodeau.ports.state import Admission
 
 
@@ -25,23 +26,16 @@ def admission_lines(admission: Admission, simulated: bool) -> list[str]:
         )
     for gpu_model, prediction in admitted.predictions:
         lines.append(f"predicted peak on {gpu_model} ({prediction.source.value}):")
-        rows = [
-            (t.name, f"{t.bytes:,}", size(t.bytes), t.source.value, t.basis)
-            for t in prediction.terms
-        ]
-        rows.append(
-            (
-                "total",
-                f"{prediction.total_bytes:,}",
-                size(prediction.total_bytes),
-                prediction.source.value,
-                "",
-            )
+        lines.extend(terms_lines(prediction))
+    p = admission.placement
+    if p.more:
+        lines.append(
+            f"no one card holds it: split by layers across {len(p.reservations)} cards "
+            f"(--tensor-split {','.join(map(str, p.counts))}), each card's predicted share:"
         )
-        lines.extend(
-            "  " + line
-            for line in table(("TERM", "BYTES", "", "SOURCE", "BASIS"), rows).splitlines()
-        )
+        for reservation, count, share in zip(p.reservations, p.counts, p.shares, strict=True):
+            lines.append(f"  {reservation.gpu_uuid}, {count} slot(s) ({share.source.value}):")
+            lines.extend("  " + line for line in terms_lines(share))
     counts = admitted.counts
     if len(admitted.cards) < counts.cards:  # a large fleet: the best candidates were kept
         lines.append(
@@ -72,6 +66,18 @@ def admission_lines(admission: Admission, simulated: bool) -> list[str]:
     return lines
 
 
+def terms_lines(prediction: Prediction) -> list[str]:
+    """A prediction's terms and total, one table indented under its heading."""
+    rows = [
+        (t.name, f"{t.bytes:,}", size(t.bytes), t.source.value, t.basis) for t in prediction.terms
+    ]
+    total = prediction.total_bytes
+    rows.append(("total", f"{total:,}", size(total), prediction.source.value, ""))
+    return [
+        "  " + line for line in table(("TERM", "BYTES", "", "SOURCE", "BASIS"), rows).splitlines()
+    ]
+
+
 def placement_lines(admission: Admission) -> list[str]:
     p = admission.placement
     shown = (
@@ -79,17 +85,22 @@ def placement_lines(admission: Admission) -> list[str]:
         if len(p.ranked) == p.candidates
         else f"candidates, best first (the first {len(p.ranked)} of {p.candidates:,}):"
     )
+    cards = ", ".join(r.gpu_uuid for r in p.reservations)
     lines = [
-        f"{p.workload}: placed on {p.machine}, {p.gpu_uuid} (policy {p.policy.value})",
+        f"{p.workload}: placed on {p.machine}, {cards} (policy {p.policy.value})",
         f"why: {p.why}",
-        f"reservation: {p.reservation.bytes:,} bytes ({size(p.reservation.bytes)}) on {p.gpu_uuid}",
-        shown,
+        *(
+            f"reservation: {r.bytes:,} bytes ({size(r.bytes)}) on {r.gpu_uuid}"
+            for r in p.reservations
+        ),
     ]
-    lines.extend(
-        f"  {r.machine} {r.gpu_uuid}: {r.policy.value}, machine holds {r.machine_held} of "
-        f"{r.machine_cards} cards, score {float(r.score):.2f}, card {size(r.total_bytes)}"
-        for r in p.ranked
-    )
+    if not p.more:  # a split ranks no candidates: the fewest cards that hold it are chosen
+        lines.append(shown)
+        lines.extend(
+            f"  {r.machine} {r.gpu_uuid}: {r.policy.value}, machine holds {r.machine_held} of "
+            f"{r.machine_cards} cards, score {float(r.score):.2f}, card {size(r.total_bytes)}"
+            for r in p.ranked
+        )
     if p.excluded:
         lines.append("not candidates:")
         lines.extend(f"  {m}: {why}" for m, why in p.excluded)

@@ -65,7 +65,7 @@ def short_row(view: WorkloadView) -> tuple[str, ...]:
     words."""
     from nodeau.domain.model_server import SIMULATED_UUID_PREFIX
 
-    gpu = "-" if not view.gpu else short_gpu(view.gpu)
+    gpu = ",".join(short_gpu(c) for c in view.every_card) or "-"
     if view.simulated and view.gpu and not view.gpu.startswith(SIMULATED_UUID_PREFIX):
         gpu += " (simulated)"
     if view.on_cpu and not view.simulated and view.gpu:
@@ -82,7 +82,7 @@ def short_row(view: WorkloadView) -> tuple[str, ...]:
 
 def row(view: WorkloadView) -> tuple[str, ...]:
     """One line of the ``ps`` table; a simulated card says so after its UUID."""
-    gpu = view.gpu or "-"
+    gpu = ",".join(view.every_card) or "-"
     return (
         view.name,
         view.kind,

@@ -205,7 +205,12 @@ def started_lines(started: Started) -> list[str]:
         if started.reserved_bytes is not None
         else ""
     )
-    lines = [f"{w.name}: admitted on {w.machine}, {w.gpu}{hardware}{reserving}"]
+    cards = ", ".join(w.every_card)
+    if len(w.every_card) > 1:
+        hardware = hardware.replace("card:", "cards:")
+        cards = f"split across {len(w.every_card)} cards, {cards}"
+        reserving = reserving.replace(" (", " in all (", 1)
+    lines = [f"{w.name}: admitted on {w.machine}, {cards}{hardware}{reserving}"]
     lines.append(f"state {w.state}: {w.sentence}")
     if w.endpoint is None:
         lines.append(
@@ -235,8 +240,9 @@ def stop(
     json
         Print what was done as JSON, keys: name; workload (whether --workload was given);
         kind (service or batch, null when no record named it); gpu (the card it held
-        before); holds_gpu, state and endpoint (what nodeau ps says of it afterwards:
-        false, null and null once it is gone); sentence (what is printed without --json).
+        before); cards (every card it held before, gpu first: several when it was split);
+        holds_gpu, state and endpoint (what nodeau ps says of it afterwards: false, null
+        and null once it is gone); sentence (what is printed without --json).
     """
 
     on = bootstrap.plane()
@@ -251,6 +257,7 @@ def stop(
         workload=workload,
         kind=None if before is None else before.kind,
         gpu=None if before is None else before.gpu,
+        cards=() if before is None else before.every_card,
         holds_gpu=after is not None,
         state=None if after is None else after.state,
         endpoint=None if after is None else after.endpoint,
@@ -268,6 +275,7 @@ class Stopped:
     workload: bool
     kind: str | None
     gpu: str | None
+    cards: tuple[str, ...]
     holds_gpu: bool
     state: str | None
     endpoint: str | None

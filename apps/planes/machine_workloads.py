@@ -91,6 +91,7 @@ def workload_view(
         model=w.model,
         machine=w.machine,
         gpu=w.gpu_uuid,
+        cards=w.cards,
         simulated=simulated,
         state=w.state.value,
         since=w.since,

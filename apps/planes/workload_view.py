@@ -26,3 +26,10 @@ class WorkloadView:
     endpoint: str | None  # the OpenAI-compatible base URL a client uses
     sentence: str
     on_cpu: bool = False  # asked with --cpu: its card is held, its model runs on the CPU
+    # every card it holds, ``gpu`` first, in slot order: more than one when it is split
+    cards: tuple[str, ...] = ()
+
+    @property
+    def every_card(self) -> tuple[str, ...]:
+        """Every card it holds (``gpu`` alone when ``cards`` is not given)."""
+        return self.cards or ((self.gpu,) if self.gpu else ())

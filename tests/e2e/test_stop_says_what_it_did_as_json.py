@@ -12,7 +12,7 @@ import pytest
 from tests.support.builders.tiny_gguf import write_tiny_llama
 from tests.support.real.cli import Cli
 
-KEYS = ["name", "workload", "kind", "gpu", "holds_gpu", "state", "endpoint", "sentence"]
+KEYS = ["name", "workload", "kind", "gpu", "cards", "holds_gpu", "state", "endpoint", "sentence"]
 
 
 @pytest.fixture
@@ -34,6 +34,7 @@ def test_stop_as_json_says_what_was_asked_and_what_ps_says_now(cli: Cli, tmp_pat
         assert list(endpoint) == KEYS
         assert endpoint["name"] == "tiny" and endpoint["workload"] is False
         assert (endpoint["kind"], endpoint["gpu"]) == ("service", row["gpu"])
+        assert endpoint["cards"] == row["cards"] == [row["gpu"]]
         assert (endpoint["holds_gpu"], endpoint["endpoint"]) == (True, None)
         assert endpoint["state"] == json.loads(cli("ps", "--json").stdout)[0]["state"]
         assert endpoint["sentence"].startswith("tiny: endpoint stopped; the model stays loaded")
