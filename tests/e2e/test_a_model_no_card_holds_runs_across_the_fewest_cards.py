@@ -1,6 +1,6 @@
 """A model no one card of this machine holds runs split by layers across the fewest free
-cards that hold every share; a model one card holds still takes one card; stopping frees
-every card of the split at once.
+cards that hold every share; a model one card holds still takes one card; `ps`, `fleet
+list` and both explains show every card; stopping frees every card of the split at once.
 
 Real parts: the installed ``nodeau``, a real llama-server on a generated GGUF model whose
 KV cache at 65,536 tokens (2 GiB) no 4 GiB card holds with its runtime and margin, the
@@ -69,6 +69,10 @@ def test_a_model_larger_than_any_card_is_split_across_two_and_answers(
     for card in cards:
         assert any(x.startswith("reservation: ") and x.endswith(f" on {card}")
                    for x in text.splitlines()), text  # fmt: skip
+
+    listed = cli("fleet", "list").stdout
+    for card in cards:
+        assert f"{card} (4.00 GiB, held by big)" in listed
 
     endpoint = row["endpoint"]
     assert isinstance(endpoint, str)
