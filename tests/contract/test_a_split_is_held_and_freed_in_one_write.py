@@ -29,11 +29,9 @@ from nodeau.domain.split_placement import SplitAsk
 from nodeau.domain.units import GIB
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.state import Admission, Snapshot, StateError, StateStore
+from tests.support.builders.split_fleets import ARCH
 from tests.support.fakes.fake_state import FakeStateStore
 from tests.support.real.sqlite_store import NOW, admitted, store_at
-from tests.unit.domain.test_a_split_model_goes_to_the_machine_needing_fewest_free_cards import (
-    ARCH,
-)
 
 CONFIG = RuntimeConfig(context_tokens=4096)
 CARDS = tuple(Gpu(uuid=f"GPU-{i}", model="16 GiB card", total_bytes=16 * GIB) for i in range(3))

@@ -66,9 +66,7 @@ def test_the_fewest_cards_hold_every_slot_and_no_share_is_over_its_card(
         assert split.shares[position] == per + mine <= free[card]
 
 
-def fewest_of_at_least(
-    slot_bytes: list[int], per: int, free: list[int], least: int
-) -> int | None:
+def fewest_of_at_least(slot_bytes: list[int], per: int, free: list[int], least: int) -> int | None:
     """The fewest cards, ``least`` or more, that hold every slot, each taking at least one:
     every order of every set of cards and every way to cut the slots among them."""
     n = len(slot_bytes)

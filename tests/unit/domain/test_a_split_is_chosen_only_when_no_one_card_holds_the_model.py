@@ -16,18 +16,15 @@ from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.card_shares import split_for
 from nodeau.domain.card_split import LayerWeights
-from nodeau.domain.hardware import Fleet, Gpu, Machine
 from nodeau.domain.memory import MeasuredTable, RuntimeConfig, predictor
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.refusals import ReasonCode
-from nodeau.domain.reservations import Ledger, Reservation, over_committed, reserve_cards
+from nodeau.domain.reservations import over_committed, reserve_cards
 from nodeau.domain.scheduling import FleetView, schedule
 from nodeau.domain.split_placement import SplitAsk, free_cards
 from nodeau.domain.units import GIB
-from tests.unit.domain.test_a_split_model_goes_to_the_machine_needing_fewest_free_cards import (
-    ARCH,
-)
+from tests.support.builders.split_fleets import ARCH, fleets
 
 CONFIG = RuntimeConfig(context_tokens=4096)
 REQUEST = AdmissionRequest(workload="big", model="big", artifact_id="ab" * 32, config=CONFIG)
@@ -35,22 +32,8 @@ REQUEST = AdmissionRequest(workload="big", model="big", artifact_id="ab" * 32, c
 
 @st.composite
 def views(draw: st.DrawFn) -> FleetView:
-    machines, held = [], []
-    for m in range(draw(st.integers(1, 3))):
-        sizes = draw(st.lists(st.sampled_from([16, 24, 48, 80]), min_size=1, max_size=4))
-        gpus = tuple(
-            Gpu(uuid=f"GPU-{m}-{i}", model=f"{s} GiB card", total_bytes=s * GIB)
-            for i, s in enumerate(sizes)
-        )
-        machines.append(Machine(name=f"m{m}", gpus=gpus))
-        held += [(f"m{m}", g) for g in gpus if draw(st.booleans())]
-    ledger = Ledger(
-        reservations=tuple(
-            Reservation(workload=f"w-{g.uuid}", machine=machine, gpu_uuid=g.uuid, bytes=GIB)
-            for machine, g in held
-        )
-    )
-    layer = draw(st.integers(1, 10)) * GIB
+    fleet, ledger, _verified = draw(fleets(sizes=(16, 24, 48, 80), min_cards=1))
+    layer = draw(st.integers(3, 14)) * GIB
     weights = LayerWeights(input_bytes=GIB, layer_bytes=(layer,) * ARCH.n_layers,
                            output_bytes=draw(st.integers(1, 8)) * GIB)  # fmt: skip
     predict = predictor(
@@ -59,18 +42,18 @@ def views(draw: st.DrawFn) -> FleetView:
         table=MeasuredTable(), allowances=Allowances(),
     )  # fmt: skip
     return FleetView(
-        fleet=Fleet(machines=tuple(machines)),
+        fleet=fleet,
         ledger=ledger,
         settings=SchedulingSettings(),
         excluded=(),
-        verified_on=frozenset(m.name for m in machines),
+        verified_on=frozenset(m.name for m in fleet.machines),
         predict=predict,
         plan=ENTERPRISE,
         split=SplitAsk(arch=ARCH, weights=weights, config=CONFIG, allowances=Allowances()),
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(views())
 def test_one_card_when_one_holds_it_else_the_fewest_of_one_machine(view: FleetView) -> None:
     assert view.split is not None
