@@ -183,15 +183,22 @@ class Claim:
 @frozen(kw_only=True)
 class Backing:
     """What a workload's own record says it holds: its admitted reservation, if it still
-    holds a card (None when nothing is recorded, or the workload has finished)."""
+    holds a card (None when nothing is recorded, or the workload has finished), and the
+    further cards' of a split."""
 
     workload: str
     holds: Reservation | None
+    more: tuple[Reservation, ...] = ()
+
+    @property
+    def every(self) -> tuple[Reservation, ...]:
+        """Every reservation it backs (none when it holds no card)."""
+        return () if self.holds is None else (self.holds, *self.more)
 
 
 def leftovers(reservations: Iterable[Reservation], backings: Iterable[Backing]) -> frozenset[str]:
     """The workloads whose reservation no record backs."""
-    held = {(b.workload, b.holds) for b in backings if b.holds is not None}
+    held = {(b.workload, r) for b in backings for r in b.every}
     return frozenset(x.workload for x in reservations if (x.workload, x) not in held)
 
 
@@ -202,5 +209,5 @@ def in_flight(claim: Claim | None, identity: str, now: datetime) -> bool:
 
 
 def holds_other_card(recorded: Backing, admission: Admission) -> bool:
-    """Whether the record holds a live admission of a different reservation."""
-    return recorded.holds is not None and recorded.holds != admission.placement.reservation
+    """Whether the record holds a live admission of different reservations."""
+    return recorded.holds is not None and recorded.every != admission.placement.reservations

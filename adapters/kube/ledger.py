@@ -118,9 +118,13 @@ def backing_of(found: KubeObject) -> Backing:
         return Backing(workload=found.name, holds=None)
     try:
         held = from_plain(status.get("reservation"), Reservation, f"{found.title}'s reservation")
+        more = tuple(
+            from_plain(x, Reservation, f"{found.title}'s reservation of a further card")
+            for x in status.get("moreReservations") or ()
+        )
     except RecordError as exc:
         raise StateError(" ".join(str(exc).split())) from exc
-    return Backing(workload=found.name, holds=held)
+    return Backing(workload=found.name, holds=held, more=more)
 
 
 def leftovers(
@@ -133,7 +137,7 @@ def leftovers(
 def unbacked(held: Iterable[Held], objects: Iterable[KubeObject]) -> tuple[Held, ...]:
     """The claims whose reservation no object's recorded admission backs, one by one (a
     workload may hold a backed claim and a leftover at once)."""
-    backed = {(b.workload, b.holds) for b in map(backing_of, objects) if b.holds is not None}
+    backed = {(b.workload, x) for b in map(backing_of, objects) for x in b.every}
     return tuple(h for h in held if (h.reservation.workload, h.reservation) not in backed)
 
 

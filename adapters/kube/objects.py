@@ -309,12 +309,15 @@ def admitted_status(
     """The status of an admitted workload: the decision, where, how much, on what figures."""
     reservation = admission.placement.reservation
     card = next(c for c in admission.admitted.cards if c.gpu_uuid == reservation.gpu_uuid)
-    status = {k: v for k, v in current.status.items() if k != "refusal"}
+    more = admission.placement.more
+    status = {k: v for k, v in current.status.items() if k not in ("refusal", "moreReservations")}
+    if more:  # a split: every further card's reservation, in the split's order
+        status["moreReservations"] = [to_plain(x, Reservation) for x in more]
     status.update(
         record_fields(admission.record, now),
         admission=pack(admission, Admission),
         reservation=to_plain(reservation, Reservation),
-        reservedBytes=reservation.bytes,
+        reservedBytes=sum(x.bytes for x in admission.placement.reservations),
         source=admission.admitted.prediction_for(card.gpu_model).source.value,
         decidedBy=identity,
         decidedAt=admission.decided_at.isoformat(),

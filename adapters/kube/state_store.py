@@ -97,9 +97,9 @@ class _Assumed:
 
     admission: Admission
     own: KubeObject | None  # the workload's object, if a person applied it already
-    left: tuple[Held, ...]  # its own leftovers, freed before its claim
+    left: tuple[Held, ...]  # its own leftovers, freed before its claims
     claim: Claim
-    held: Held  # the claim it is about to make
+    held: tuple[Held, ...]  # the claims it is about to make: one per card, in slot order
 
 
 class KubeStateStore:
@@ -178,13 +178,13 @@ class KubeStateStore:
             try:
                 for gone in assumed.left:
                     free(self._api, gone)
-                held = claim(self._api, assumed.admission.placement.reservation, assumed.claim)
+                held = self._claim_every(assumed.admission, assumed.claim)
             except CardTaken:
-                self._settle(assumed.held, None, taken=True)
+                self._settle(assumed.held, (), taken=True)
                 relist = True  # someone decided first: decide again on a fresh list
                 continue
             except BaseException:
-                self._settle(assumed.held, None)
+                self._settle(assumed.held, ())
                 raise
             self._settle(assumed.held, held, done=False)
             record = functools.partial(
@@ -193,7 +193,7 @@ class KubeStateStore:
             try:
                 self._recording(held, record)
             finally:
-                self._settle(None, None)
+                self._settle((), ())
             return Success(assumed.admission)
         raise StateError(
             f"cannot record an admission of {workload}: the card it chose was claimed by "
@@ -234,9 +234,11 @@ class KubeStateStore:
         ):
             raise StateError(after.sentence)
         by = self._claim(now)
-        held = assumed_claim(admission.placement.reservation, by)
-        self._assumed[held.name] = held
-        self._known = kept.with_(held)  # held for every decision from now on
+        held = tuple(assumed_claim(x, by) for x in admission.placement.reservations)
+        for one in held:  # held for every decision from now on
+            self._assumed[one.name] = one
+            kept = kept.with_(one)
+        self._known = kept
         self._in_flight += 1
         return _Assumed(admission=admission, own=own, left=left, claim=by, held=held)
 
@@ -274,15 +276,18 @@ class KubeStateStore:
                 raise StateError(after.sentence)
             now = self._clock()
             try:
-                held = claim(self._api, admission.placement.reservation, self._claim(now))
+                held = self._claim_every(admission, self._claim(now))
             except CardTaken:
                 fresh = True
                 continue
-            self._known = known.with_(held)
+            for one in held:
+                known = known.with_(one)
+            self._known = known
             self._recording(
                 held, functools.partial(self._record_move, admission, before, found, now)
             )
-            self._free_card(before.workload.gpu_uuid, name)
+            for card in before.workload.cards:
+                self._free_card(card, name)
             return outcome
         raise StateError(
             f"cannot record the move of {name}: the card it chose was claimed by another "
@@ -316,7 +321,9 @@ class KubeStateStore:
         found = self._holder(name)
         before = self._record_in(found)
         check_release(before, change(before))  # refused before anything is written
-        freed = self._free_card(before.workload.gpu_uuid, name)
+        freed = tuple(
+            x for x in (self._free_card(c, name) for c in before.workload.cards) if x is not None
+        )
         now = self._clock()
         changed: list[WorkloadRecord] = []
 
@@ -325,12 +332,12 @@ class KubeStateStore:
             after = change(before)
             check_release(before, after)
             changed[:] = [after]
-            message = released_text(after, freed) if freed else None
+            message = released_text(after, *freed) if freed else None
             return released_status(current, after, now, message)
 
         written = write_status(self._api, found.kind, name, apply, first=found, known=self._objects)
-        if freed is not None:
-            self._event(name, written, "Released", released_text(changed[0], freed), now)
+        if freed:
+            self._event(name, written, "Released", released_text(changed[0], *freed), now)
         return changed[0]
 
     @_as_state_errors
@@ -391,18 +398,25 @@ class KubeStateStore:
         return self._in_flight == 0 and not self._taken and (self._lists > since or recent)
 
     def _settle(
-        self, assumed: Held | None, held: Held | None, *, taken: bool = False, done: bool = True
+        self,
+        assumed: tuple[Held, ...],
+        held: tuple[Held, ...],
+        *,
+        taken: bool = False,
+        done: bool = True,
     ) -> None:
-        """An admission in flight moves on: its assumed claim replaced by the claim made
-        (``held``) or dropped; ``done``: it is no longer in flight; ``taken``: its card was
-        claimed by another decision first (the claims known are then unfit to refuse on)."""
+        """An admission in flight moves on: its assumed claims replaced by the claims made
+        (``held``) or dropped (none made); ``done``: it is no longer in flight; ``taken``: a
+        card was claimed by another decision first (the claims known are then unfit to
+        refuse on)."""
         with self._turn:
-            if assumed is not None and self._known is not None:
-                self._assumed.pop(assumed.name, None)
-                if held is None:
-                    self._known = self._known.without((assumed,))
-                else:
-                    self._known = self._known.with_(held)  # in place of the assumed claim
+            if assumed and self._known is not None:
+                for one in assumed:
+                    self._assumed.pop(one.name, None)
+                if not held:
+                    self._known = self._known.without(assumed)
+                for one in held:
+                    self._known = self._known.with_(one)  # in place of the assumed claim
             self._taken = self._taken or taken
             if done:
                 self._in_flight -= 1
@@ -411,20 +425,35 @@ class KubeStateStore:
     def _claim(self, now: datetime) -> Claim:
         return Claim(by=self._identity, at=now)
 
-    def _recording(self, held: Held, record: Callable[[], None]) -> None:
-        """``record()`` the decision whose card ``held`` claims; the claim is given back when
-        another decision is recorded there already."""
+    def _recording(self, held: tuple[Held, ...], record: Callable[[], None]) -> None:
+        """``record()`` the decision whose cards ``held`` claims; the claims are given back
+        when another decision is recorded there already."""
         try:
             record()
         except AdmissionInFlight:
             self._give_back(held)
             raise
 
-    def _give_back(self, held: Held) -> None:
-        free(self._api, held)
+    def _give_back(self, held: tuple[Held, ...]) -> None:
+        for one in held:
+            free(self._api, one)
         with self._turn:
             if self._known is not None:
-                self._known = self._known.without((held,))
+                self._known = self._known.without(held)
+
+    def _claim_every(self, admission: Admission, by: Claim) -> tuple[Held, ...]:
+        """Claim every card of the admission in slot order; CardTaken, with the cards
+        claimed before it given back, when one is claimed already: a split is held whole
+        or not at all, and never recorded half held."""
+        made: list[Held] = []
+        try:
+            for reservation in admission.placement.reservations:
+                made.append(claim(self._api, reservation, by))
+        except CardTaken:
+            for one in made:
+                free(self._api, one)
+            raise
+        return tuple(made)
 
     def _free_card(self, gpu_uuid: str | None, name: str) -> Reservation | None:
         """Free the card's Reservation if ``name`` holds it; the reservation freed, if any."""

@@ -1,64 +1,28 @@
-"""The one-machine stores (SQLite and the in-memory fake) hold every card of a split in the
-one write that admits it, free them together in the one write that releases it, and refuse
-a split one of whose cards is held (recording nothing); a SQLite home made when a workload
-held one card keeps its rows. (The fleet's store does not split yet: ADR 0031.)
+"""The split contract (tests/support/contracts/split_state_contract.py) on SQLite and the
+in-memory fake; and SQLite's own: a home made when a workload held one card keeps its rows.
 """
 
 from __future__ import annotations
 
+import inspect
 import sqlite3
 from collections.abc import Callable, Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from returns.result import Failure, Result
 
-from nodeau.domain.admission import AdmissionRequest
-from nodeau.domain.allowances import Allowances
-from nodeau.domain.card_split import LayerWeights
-from nodeau.domain.hardware import Fleet, Gpu, Machine
-from nodeau.domain.lifecycle import with_state
-from nodeau.domain.memory import MeasuredTable, RuntimeConfig, predictor
-from nodeau.domain.placement import SchedulingSettings
-from nodeau.domain.plans import ENTERPRISE
-from nodeau.domain.refusals import Refusal
-from nodeau.domain.reservations import Ledger
-from nodeau.domain.scheduling import FleetView, scheduled_admission
-from nodeau.domain.split_placement import SplitAsk
-from nodeau.domain.units import GIB
-from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
-from nodeau.ports.state import Admission, Snapshot, StateError, StateStore
-from tests.support.builders.split_fleets import ARCH
+from nodeau.ports.state import StateStore
+from tests.support.contracts import split_state_contract as contract
+from tests.support.contracts.split_state_contract import NOW, decide_big
 from tests.support.fakes.fake_state import FakeStateStore
-from tests.support.real.sqlite_store import NOW, admitted, store_at
+from tests.support.real.sqlite_store import admitted, store_at
 
-CONFIG = RuntimeConfig(context_tokens=4096)
-CARDS = tuple(Gpu(uuid=f"GPU-{i}", model="16 GiB card", total_bytes=16 * GIB) for i in range(3))
-FLEET = Fleet(machines=(Machine(name="m1", gpus=CARDS),))
-WEIGHTS = LayerWeights(input_bytes=GIB, layer_bytes=(2 * GIB,) * 8, output_bytes=GIB)
-
-
-def decide_big(name: str) -> Callable[[Snapshot], Result[Admission, Refusal]]:
-    request = AdmissionRequest(workload=name, model="big", artifact_id="ab" * 32, config=CONFIG)
-    predict = predictor(
-        arch=ARCH, artifact_id=request.artifact_id, artifact_bytes=18 * GIB, config=CONFIG,
-        table=MeasuredTable(), allowances=Allowances(),
-    )  # fmt: skip
-
-    def decide(snapshot: Snapshot) -> Result[Admission, Refusal]:
-        view = FleetView(
-            fleet=FLEET, ledger=snapshot.ledger, settings=SchedulingSettings(), excluded=(),
-            verified_on=frozenset({"m1"}), predict=predict, plan=ENTERPRISE,
-            split=SplitAsk(arch=ARCH, weights=WEIGHTS, config=CONFIG, allowances=Allowances()),
-        )  # fmt: skip
-        return scheduled_admission(
-            request, view, kind=WorkloadKind.SERVICE, recovery=RecoveryMode.NEVER,
-            recovery_after=timedelta(minutes=3), model_path=lambda _m: "/models/big.gguf",
-            now=NOW,
-        )  # fmt: skip
-
-    return decide
+CONTRACT: dict[str, Callable[..., None]] = {
+    name: test
+    for name, test in vars(contract).items()
+    if name.startswith("test_") and "store" in inspect.signature(test).parameters
+}
+globals().update(CONTRACT)
 
 
 @pytest.fixture(params=["sqlite", "fake"])
@@ -68,38 +32,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore
         if request.param == "sqlite"
         else FakeStateStore(clock=lambda: NOW)
     )
-
-
-def test_every_card_of_a_split_is_held_at_once_and_freed_at_once(store: StateStore) -> None:
-    admission = store.admit("big", decide_big("big")).unwrap()
-    cards = admission.record.workload.cards
-    assert len(cards) == 2 and admission.record.workload.tensor_split == admission.placement.counts
-    held = store.snapshot().ledger.reservations
-    assert held == admission.placement.reservations
-    assert [r.gpu_uuid for r in held] == list(cards)
-    assert store.admission("big") == admission  # the shares and counts read back
-
-    store.release("big", lambda r: with_state(r, WorkloadState.STOPPED, NOW))
-    assert store.snapshot().ledger == Ledger()
-    *_, freed = store.events("big")
-    assert freed.text.startswith(f"stopped; {cards[0]}, {cards[1]} on m1 are free again (")
-
-
-def test_a_split_one_of_whose_cards_is_taken_meanwhile_records_nothing(store: StateStore) -> None:
-    store.admit("big", decide_big("big")).unwrap()
-    before = (store.snapshot(), store.events())
-
-    def blind(_snapshot: Snapshot) -> Result[Admission, Refusal]:
-        return decide_big("other")(Snapshot(ledger=Ledger(), workloads=()))
-
-    with pytest.raises(StateError, match=r"^admitting other would over-commit GPU-"):
-        store.admit("other", blind)
-    assert (store.snapshot(), store.events()) == before
-    # decided on the ledger as it is, the one card left cannot take it
-    refused = store.admit("other", decide_big("other"))
-    assert isinstance(refused, Failure)
-    assert refused.failure().sentence.endswith("split by layers")
-    assert (store.snapshot(), store.events()) == before
 
 
 def test_a_home_from_before_splits_keeps_its_reservations(tmp_path: Path) -> None:
