@@ -109,6 +109,7 @@ def server_args(record: WorkloadRecord, *, on_card: bool = True) -> list[str]:
         config=record.config,
         gpu_uuid=record.workload.gpu_uuid if on_card else None,
         log_path=Path("/dev/stderr"),  # unused: the container's output is its log
+        split=record.workload.split if on_card else (),
     )
     args = list(server_command(Path("llama-server"), spec, r.SERVER_PORT)[1:])
     host = args.index("--host") + 1
@@ -116,6 +117,12 @@ def server_args(record: WorkloadRecord, *, on_card: bool = True) -> list[str]:
         raise ValueError(f"llama_server listens on {args[host]}, expected {HOST}")
     args[host] = LISTEN_HOST
     return args
+
+
+def split_env(cards: tuple[str, ...]) -> list[dict[str, str]]:
+    """A split's cards in slot order for CUDA (``--tensor-split`` counts them in the order
+    CUDA numbers them); nothing for one card."""
+    return [{"name": "CUDA_VISIBLE_DEVICES", "value": ",".join(cards)}] if cards else []
 
 
 def worker_container(job: str, image: str = NODEAU_IMAGE) -> dict[str, Any]:
@@ -206,7 +213,8 @@ def _server_pod(
                     "image": image,
                     "args": server_args(record, on_card=on_card),
                     "env": [
-                        {"name": "NVIDIA_VISIBLE_DEVICES", "value": w.gpu_uuid},
+                        {"name": "NVIDIA_VISIBLE_DEVICES", "value": ",".join(w.cards)},
+                        *split_env(w.cards if w.split and on_card else ()),
                         server_keys.key_env(server_keys.SERVER_VARIABLE, kind_label, w.name),
                     ],
                     "ports": [{"name": "http", "containerPort": r.SERVER_PORT}],
@@ -315,7 +323,7 @@ def view_of(pod: Mapping[str, Any]) -> PodView:
         ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
         pod_ip=status.get("podIP") or None,
         deleting=meta.get("deletionTimestamp") is not None,
-        gpu_uuid=env.get("NVIDIA_VISIBLE_DEVICES"),
+        gpu_uuid=(env.get("NVIDIA_VISIBLE_DEVICES") or "").split(",")[0] or None,
         restarts=restarts_of(server),
         previous_log=server is not None and _waits_after_an_end(server),
         uid=meta.get("uid"),

@@ -41,6 +41,7 @@ from nodeau.domain.resolution import (
     resolve_name,
 )
 from nodeau.domain.scheduling import FleetView, exclusions, scheduled_admission
+from nodeau.domain.split_placement import SplitAsk
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import MachineReport, MarkedFleet, WorkloadAsk
 from nodeau.ports.state import Admission, Snapshot
@@ -157,6 +158,8 @@ class Planning:
     qualification: Refusal | None = None  # the task's refusal (None: proved, or unchecked)
     # the batch's free cards' index of this fleet brought to a ledger (None: none kept)
     cards: Callable[[Ledger], FreeCards] | None = None
+    # what a split across cards of one machine is worked out from (None: never split)
+    split: SplitAsk | None = None
 
     def view(self, ledger: Ledger) -> FleetView:
         """The fleet as a placement sees it, over this ledger."""
@@ -169,6 +172,7 @@ class Planning:
             predict=self.predict,
             plan=self.plan,
             cards=None if self.cards is None else self.cards(ledger),
+            split=self.split,
         )
 
     def admission(
@@ -261,6 +265,14 @@ def planning(
             shape=shape,
             qualification=unproved_refusal(ask, resolution, proved),
             cards=cards,
+            split=None
+            if resolution.summary.layers is None
+            else SplitAsk(
+                arch=resolution.summary.architecture,
+                weights=resolution.summary.layers,
+                config=config,
+                allowances=allowances or Allowances(),
+            ),
         )
     )
 

@@ -34,7 +34,9 @@ def workload_view(obj: WorkloadObject, now: datetime) -> WorkloadView:
         model=str(obj.spec.get("model", "")),
         machine=obj.machine,
         gpu=gpu,
-        cards=() if gpu is None else (gpu,),
+        cards=obj.record.workload.cards
+        if obj.record is not None
+        else (() if gpu is None else (gpu,)),
         simulated=gpu is not None and gpu.startswith("SIM-GPU"),
         state=obj.state or PENDING,
         since=None if obj.record is None else obj.record.workload.since,

@@ -24,6 +24,7 @@ from nodeau.adapters.server_abilities import answer_file, from_answer
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.apps.controller.decide import decider as controller_decider
 from nodeau.apps.serving.commands import RunAsk
+from nodeau.domain.card_split import LayerWeights
 from nodeau.domain.hardware import Gpu, GpuReading, Machine, MachineReading
 from nodeau.domain.memory import GIB
 from nodeau.domain.model_server import SERVER_CANNOT, server_exclusions, uses_card
@@ -33,6 +34,7 @@ from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode
 from nodeau.ports.errors import NodeauError
 from tests.support.builders.controller_decisions import EMPTY, SMALL, admitted, artifact, ask, marks
+from tests.support.builders.summaries import SUMMARY
 from tests.support.fakes.agents import MACHINE, agent
 from tests.support.fakes.controller_fleet import fleet_plane
 from tests.support.fakes.fake_cluster import FakeCluster
@@ -203,3 +205,32 @@ def test_cpu_asked_on_a_fleet_is_said_to_be_not_there_yet_and_creates_nothing() 
             )
         )
     assert cluster.objects.list_all() == ()
+
+
+def test_a_split_on_real_cards_gives_its_pod_every_card_in_slot_order() -> None:
+    said = from_answer(CUDA_ANSWER, r.CUDA_SERVER_IMAGE)
+    cards = tuple(evolve(REAL, uuid=f"GPU-m1-{i}", total_bytes=24 * GIB) for i in range(3))
+    reading = MachineReading(
+        machine="m1",
+        gpus=tuple(
+            GpuReading(gpu=c, free_bytes=c.total_bytes, driver_version="580") for c in cards
+        ),
+        simulated=False,
+        note="",
+    )
+    layers = LayerWeights(input_bytes=GIB // 2, layer_bytes=(19 * GIB,) * 2, output_bytes=GIB // 2)
+    giant = evolve(artifact(SMALL, "qwen", gib=39), summary=evolve(SUMMARY, layers=layers))
+    report = MachineReport(reading=reading, at=NOW, artifacts=(giant,), server=said)
+    record = admitted(decide(report)).record
+    w = record.workload
+    assert w.cards == ("GPU-m1-0", "GPU-m1-1") and sum(w.tensor_split) == 3
+    pod = pod_manifest(record, "uid", PodImages(), on_card=True)
+    [container] = pod["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["NVIDIA_VISIBLE_DEVICES"] == env["CUDA_VISIBLE_DEVICES"] == "GPU-m1-0,GPU-m1-1"
+    args = container["args"]
+    assert args[args.index("--split-mode") + 1] == "layer"
+    assert args[args.index("--tensor-split") + 1] == ",".join(map(str, w.tensor_split))
+    on_cpu = pod_manifest(record, "uid", PodImages(), on_card=False)["spec"]["containers"][0]
+    assert "--tensor-split" not in on_cpu["args"]
+    assert "CUDA_VISIBLE_DEVICES" not in {e["name"] for e in on_cpu["env"]}
