@@ -150,9 +150,12 @@ def moved_text(admission: Admission) -> str:
     """The event a recovery's move writes."""
     w, r = admission.record.workload, admission.placement.reservation
     assert w.last_recovery is not None  # moved_ledger checked it
+    every = admission.placement.reservations
+    cards = ", ".join(x.gpu_uuid for x in every)
+    reserved = sum(x.bytes for x in every)
     return (
-        f"recovered from {w.last_recovery.from_machine} onto {r.gpu_uuid} on {r.machine}, "
-        f"reserving {gib(r.bytes)}; {w.last_recovery.from_machine}'s card is freed"
+        f"recovered from {w.last_recovery.from_machine} onto {cards} on {r.machine}, "
+        f"reserving {gib(reserved)}; {w.last_recovery.from_machine}'s card is freed"
     )
 
 

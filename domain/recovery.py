@@ -13,6 +13,7 @@ from attrs import evolve, frozen
 from returns.result import Failure, Success
 
 from nodeau.domain.admission import AdmissionRequest
+from nodeau.domain.card_shares import split_for
 from nodeau.domain.copies import RECOVERY_PREFIX, CopyRequest, recovery_asker
 from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import Health, MachineHealth, unreachable_for
@@ -168,7 +169,8 @@ def decide_recovery(
         placement=placement,
         sentence=(
             f"{w.machine} has been unreachable for {w.recovery_after}; {w.name} starts on "
-            f"{placement.machine} ({placement.gpu_uuid}); its endpoint stays the same"
+            f"{placement.machine} ({', '.join(r.gpu_uuid for r in placement.reservations)}); "
+            "its endpoint stays the same"
         ),
     )
 
@@ -355,8 +357,9 @@ class CopyNeed:
 
 
 def machines_that_fit(view: FleetView) -> frozenset[str]:
-    """Machines with a card large enough for the prediction, whatever holds it today and
-    whatever copies they have (one look per model, shared by every service running it)."""
+    """Machines with a card large enough for the prediction, or cards that hold it split
+    when the view may split it, whatever holds them today and whatever copies they have
+    (one look per model, shared by every service running it)."""
     predictions: dict[str, int] = {}
     fits: set[str] = set()
     for machine, gpu in view.fleet.gpus:
@@ -364,6 +367,18 @@ def machines_that_fit(view: FleetView) -> frozenset[str]:
             predictions[gpu.model] = view.predict(gpu.model).total_bytes
         if predictions[gpu.model] <= gpu.total_bytes:
             fits.add(machine.name)
+    ask = view.split
+    if ask is not None:  # a model split across cards fits where its cards, all free, hold it
+        for machine in view.fleet.machines:
+            totals = [g.total_bytes for g in machine.gpus]
+            if (
+                machine.name not in fits
+                and len(totals) > 1
+                and split_for(
+                    ask.arch, ask.weights, ask.config, ask.allowances, totals, min_cards=2
+                )
+            ):
+                fits.add(machine.name)
     return frozenset(fits)
 
 

@@ -8,20 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from attrs import evolve
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.pods import read_pod
-from nodeau.adapters.kube.report_form import MachineArtifact
 from nodeau.adapters.record_json import to_plain, unpack
-from nodeau.domain.card_split import LayerWeights
-from nodeau.domain.memory import GIB
 from nodeau.domain.reservations import Reservation
 from nodeau.ports.state import Admission
-from tests.support.builders.summaries import SUMMARY
 from tests.support.real.kube_controller import (
-    HUGE_ID,
     add_machine,
     controller,
     create,
@@ -29,24 +23,11 @@ from tests.support.real.kube_controller import (
     gpu_uuid,
     huge,
     ledger,
-    model_path,
     settle,
     small,
+    split_giant,
     status,
 )
-
-# the tiny architecture's two layers at 19 GiB each: no 24 GiB card holds it, two do
-WEIGHTS = LayerWeights(
-    input_bytes=GIB // 2, layer_bytes=(19 * GIB, 19 * GIB), output_bytes=GIB // 2
-)
-
-
-def giant(machine: str) -> MachineArtifact:
-    """A 39 GiB model called giant whose file's layers are known (so it can be split)."""
-    return MachineArtifact(
-        id=HUGE_ID, names=("giant",), size_bytes=39 * GIB, path=model_path(machine, "giant"),
-        summary=evolve(SUMMARY, layers=WEIGHTS),
-    )  # fmt: skip
 
 
 def serving(api: Any, name: str) -> bool:
@@ -56,8 +37,8 @@ def serving(api: Any, name: str) -> bool:
 
 def test_a_model_larger_than_any_card_takes_two_cards_of_one_machine(fresh_fleet: Any) -> None:
     api = fresh_fleet
-    add_machine(api, "m1", 3, giant("m1"), small("m1"))
-    add_machine(api, "m2", 1, giant("m2"))  # one card: no split there
+    add_machine(api, "m1", 3, split_giant("m1"), small("m1"))
+    add_machine(api, "m2", 1, split_giant("m2"))  # one card: no split there
     create(api, "big", "giant")
     ctl = controller(api)
     settle(ctl, lambda: serving(api, "big"), "big serving")

@@ -3,7 +3,7 @@
 A machine is a KWOK node plus its agent's report (published as the agent does,
 ``reports.publish_report``) naming simulated GPUs and a fake verified artifact:
 a ``ModelSummary`` of the tiny test architecture with a size chosen so it fits
-a 24 GiB card (``SMALL``) or no card at all (``HUGE``).
+a 24 GiB card (``SMALL``) or no card at all (``HUGE``), or two split (``split_giant``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from attrs import evolve
 from kubernetes import client
 
 from nodeau.adapters.entitlement_document import Ed25519EntitlementVerifier
@@ -22,6 +23,7 @@ from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
 from nodeau.adapters.kube.reports import publish_report
 from nodeau.apps.controller.bootstrap import DEFAULT_WORKERS, kube_controller
 from nodeau.apps.controller.loop import Controller
+from nodeau.domain.card_split import LayerWeights
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.memory import GIB
 from nodeau.domain.plans import PlanName
@@ -53,6 +55,20 @@ def small(machine: str) -> MachineArtifact:
 def huge(machine: str) -> MachineArtifact:
     """A 40 GiB model called giant: fits no 24 GiB card."""
     return artifact(machine, HUGE_ID, "giant", 40)
+
+
+# the tiny architecture's two layers at 19 GiB each: no 24 GiB card holds them, two do
+SPLIT_WEIGHTS = LayerWeights(
+    input_bytes=GIB // 2, layer_bytes=(19 * GIB, 19 * GIB), output_bytes=GIB // 2
+)
+
+
+def split_giant(machine: str) -> MachineArtifact:
+    """A 39 GiB model called giant whose file's layers are known: split across two cards."""
+    return MachineArtifact(
+        id=HUGE_ID, names=("giant",), size_bytes=39 * GIB, path=model_path(machine, "giant"),
+        summary=evolve(SUMMARY, layers=SPLIT_WEIGHTS),
+    )  # fmt: skip
 
 
 def report(

@@ -10,6 +10,7 @@ from attrs import evolve
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodeau.domain.card_split import LayerWeights
 from nodeau.domain.health import MachineHealth, Signals, assess
 from nodeau.domain.memory import GIB, Prediction, Source, Term
 from nodeau.domain.recovery import (
@@ -48,6 +49,7 @@ from tests.support.builders.recovery_inputs import (
     unreachable_since,
     view,
 )
+from tests.support.builders.split_fleets import ask
 
 UPGRADING = assess(Signals(node_heartbeat_at=GONE, agent_report_at=GONE, upgrading=True), T0)
 
@@ -372,6 +374,24 @@ def test_a_card_exactly_as_large_as_its_models_prediction_fits() -> None:
     )
     predict = by_model({"NVIDIA L4": 24 * GIB, "NVIDIA T4": 16 * GIB, "NVIDIA A2": 17 * GIB})
     assert machines_that_fit(view(fleet=cards, predict=predict)) == frozenset({"a", "b"})
+
+
+def test_a_model_split_across_cards_fits_where_the_cards_of_one_machine_hold_it() -> None:
+    cards = fleet(
+        machine("one", gpu("O1", 24)),  # no split on one card
+        machine("two", gpu("T1", 24), gpu("T2", 24)),
+        machine("small", gpu("S1", 16), gpu("S2", 16)),
+        machine("big", gpu("B1", 80)),  # fits whole
+    )
+    weights = LayerWeights(input_bytes=GIB // 2, layer_bytes=(19 * GIB,) * 8, output_bytes=GIB)
+    predict = flat(160 * GIB)  # whole, it fits no card: only a split does
+    whole = view(fleet=cards, predict=flat(70 * GIB))
+    assert machines_that_fit(whole) == frozenset({"big"})
+    split = evolve(whole, predict=predict, split=ask(weights))
+    assert machines_that_fit(split) == frozenset()  # 152 GiB of layers: no two cards hold it
+    weights = LayerWeights(input_bytes=GIB // 2, layer_bytes=(2 * GIB,) * 8, output_bytes=GIB)
+    split = evolve(whole, predict=predict, split=ask(weights))
+    assert machines_that_fit(split) == frozenset({"two", "small"})
 
 
 def test_a_hold_is_written_since_the_moment_given() -> None:
