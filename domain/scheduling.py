@@ -164,7 +164,7 @@ def split_schedule(
             if m.name not in excluded
         )
     )
-    found = place_split(fleet, view.ledger, view.verified_on, view.split)
+    found = place_split(fleet, view.ledger, view.verified_on, view.split, view.settings)
     if found is None:
         return Failure(
             Refusal.of(

@@ -7,6 +7,8 @@ Why it is so: docs/adr/0031-one-workload-across-cards.md.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from attrs import frozen
 
 from nodeau.domain.allowances import Allowances
@@ -14,6 +16,7 @@ from nodeau.domain.card_shares import card_shares, split_for
 from nodeau.domain.card_split import LayerWeights
 from nodeau.domain.hardware import Fleet, Gpu
 from nodeau.domain.memory import Architecture, Prediction, RuntimeConfig
+from nodeau.domain.placement import SchedulingSettings, machine_score
 from nodeau.domain.reservations import Ledger
 
 
@@ -51,14 +54,21 @@ def free_cards(machine_gpus: tuple[Gpu, ...], ledger: Ledger) -> tuple[Gpu, ...]
 
 
 def place_split(
-    fleet: Fleet, ledger: Ledger, verified_on: frozenset[str], ask: SplitAsk
+    fleet: Fleet,
+    ledger: Ledger,
+    verified_on: frozenset[str],
+    ask: SplitAsk,
+    settings: SchedulingSettings | None = None,
 ) -> SplitPlacement | None:
     """The fewest free cards, two or more, of one machine with a verified copy that hold
-    every share with its margin; among machines needing as few, the first by name. None: no
-    machine can. (Whether one card takes the model is the whole model's prediction's to
-    say, which also counts the input layer that a split keeps in host memory.)"""
+    every share with its margin; among machines needing as few, the one each machine's
+    placement policy ranks first (pack: the fullest, spread: the emptiest, as one card is
+    placed), then the first by name. None: no machine can. (Whether one card takes the
+    model is the whole model's prediction's to say, which also counts the input layer that
+    a split keeps in host memory.)"""
+    settings = settings or SchedulingSettings()
     arch, weights, config, allowances = ask.arch, ask.weights, ask.config, ask.allowances
-    best: tuple[int, str, tuple[Gpu, ...], tuple[int, ...]] | None = None
+    best: tuple[tuple[int, Fraction, str], tuple[Gpu, ...], tuple[int, ...]] | None = None
     for machine in fleet.machines:
         if machine.name not in verified_on:
             continue
@@ -67,12 +77,14 @@ def place_split(
         split = split_for(arch, weights, config, allowances, free, min_cards=2)
         if split is None:
             continue
-        found = (len(split.cards), machine.name, tuple(cards[i] for i in split.cards), split.counts)
-        if best is None or found[:2] < best[:2]:
-            best = found
+        held = len(ledger.on_machine(machine.name))
+        score = machine_score(settings.policy_for(machine.name), held, len(machine.gpus))
+        key = (len(split.cards), -score, machine.name)
+        if best is None or key < best[0]:
+            best = (key, tuple(cards[i] for i in split.cards), split.counts)
     if best is None:
         return None
-    _, name, chosen, counts = best
+    (_, _, name), chosen, counts = best
     return SplitPlacement(
         machine=name,
         gpu_uuids=tuple(g.uuid for g in chosen),
