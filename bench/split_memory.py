@@ -1,40 +1,27 @@
 """Benchmark: each card's predicted share of a split model against what llama.cpp puts on
 each device, with several cards simulated on the CPU by llama.cpp's RPC backend.
 
-    python bench/split_memory.py --server PATH --rpc-server PATH [--out table.md]
+    python bench/split_memory.py --build "$(scripts/build-llama-rpc PATH/TO/llama-server)"
 
-Needs a llama-server and an rpc-server built with ``-DGGML_RPC=ON`` (the product's builds
-leave RPC out: an rpc-server answers anyone who reaches its port; here each listens on
-127.0.0.1 for the run alone), from the sources `nodeau server install` unpacked:
-
-    cmake -S ~/.cache/nodeau/llama-server/0.3.36/src/vendor/llama.cpp -B /tmp/rpcbuild \
-      -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-      -DLLAMA_USE_PREBUILT_UI=OFF -DGGML_RPC=ON
-    cmake --build /tmp/rpcbuild --target llama-server ggml-rpc-server -j 2
-
- Each rpc-server is one device: llama-server is started with the
-product's command line plus ``--rpc`` and ``--split-mode layer --tensor-split`` of the whole
-slot counts ``domain/card_shares`` chose, and reports its buffers per device at load. Each
-card's predicted share (weights, KV cache, compute, output; the runtime allowance and margin
-apart) is set against that device's buffers. The goals of a card's share: never under,
+Needs llama-server and ggml-rpc-server built with llama.cpp's RPC backend
+(``scripts/build-llama-rpc``; the product's builds leave RPC out: an rpc-server answers
+anyone who reaches its port; here each listens on 127.0.0.1 for the run alone). Each
+rpc-server is one device: the product's runtime starts llama-server with a split's command
+line (``--split-mode layer --tensor-split`` of the whole slot counts) plus ``--rpc``, and
+it reports its buffers per device at load. Each card's predicted share (weights, KV cache,
+compute, output; the runtime allowance and margin apart) is set against that device's
+buffers. The goals of a card's share: never under,
 at most +20%.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import sys
 import tempfile
-import time
-from contextlib import ExitStack
 from pathlib import Path
 
-import httpx
-
 from nodeau.adapters.gguf_inspector import GgufModelInspector
-from nodeau.adapters.llama_server import free_port, server_command
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.card_shares import card_shares
 from nodeau.domain.memory import MIB, CacheType, RuntimeConfig
@@ -43,7 +30,11 @@ from nodeau.ports.runtime import ServerSpec
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tests.support.builders.tiny_gguf import write_tiny_llama  # noqa: E402
-from tests.support.real.kubelet import ended  # noqa: E402
+from tests.support.real.rpc_devices import (  # noqa: E402
+    RpcLlamaServerRuntime,
+    device_buffers,
+    rpc_devices,
+)
 
 MODEL = {"n_layers": 8, "n_embd": 1024, "n_head": 16, "n_head_kv": 4, "n_ff": 2816,
          "quant": "f16"}  # fmt: skip
@@ -55,16 +46,12 @@ CASES = [
     ((2, 3, 4), 16384, True, CacheType.Q8_0),
 ]
 MODEL_TERMS = ("weights", "kv cache", "compute buffer", "output buffer")
-_DEVICE = re.compile(
-    r"(?P<device>RPC\d*\[[^\]]+\]|CPU\S*)\s+(?P<kind>model|KV|compute|output) buffer size =\s*"
-    r"(?P<mib>[\d.]+) MiB"
-)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", type=Path, required=True, help="llama-server with RPC")
-    parser.add_argument("--rpc-server", type=Path, required=True, help="its rpc-server")
+    parser.add_argument("--build", type=Path, required=True,
+                        help="the bin folder scripts/build-llama-rpc printed")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="also write the table here")
     args = parser.parse_args()
     lines = [
@@ -109,56 +96,19 @@ def main() -> int:
 def _served(
     args: argparse.Namespace, model: Path, config: RuntimeConfig, counts: tuple[int, ...], log: Path
 ) -> list[int]:
-    """Start one rpc-server per card and llama-server across them until it is ready; each
-    device's reported buffers (model + KV + compute + output) in bytes, in slot order."""
-    with ExitStack() as stack:
-        ports = [free_port() for _ in counts]
-        for port in ports:
-            rpc = subprocess.Popen(
-                [str(args.rpc_server), "-H", "127.0.0.1", "-p", str(port)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            stack.callback(ended, rpc, 10.0)
-        time.sleep(1.0)
-        spec = ServerSpec(
-            name="split", model_path=model, config=config, gpu_uuid="rpc", log_path=log,
-            log_buffers=True,
-        )  # fmt: skip
-        port = free_port()
-        command = [
-            *server_command(args.server, spec, port),
-            "--rpc", ",".join(f"127.0.0.1:{p}" for p in ports),
-            "--split-mode", "layer",
-            "--tensor-split", ",".join(str(c) for c in counts),
-        ]  # fmt: skip
-        with log.open("wb") as out:
-            server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-        stack.callback(ended, server, 10.0)
-        _ready(server, port, log)
-    by_device: dict[str, int] = {}
-    for found in _DEVICE.finditer(log.read_text(errors="replace")):
-        if found["device"].startswith("RPC"):
-            size = round(float(found["mib"]) * MIB)
-            by_device[found["device"]] = by_device.get(found["device"], 0) + size
-    devices = sorted(by_device, key=lambda d: ports.index(int(d.rsplit(":", 1)[1][:-1])))
-    if len(devices) != len(counts):
-        raise SystemExit(f"{len(devices)} devices reported buffers, {len(counts)} expected: {log}")
-    return [by_device[d] for d in devices]
-
-
-def _ready(server: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + 120
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False) as http:
-        while time.monotonic() < deadline:
-            if server.poll() is not None:
-                raise SystemExit(f"llama-server exited while loading: {log}")
-            try:
-                if http.get("/health", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-    raise SystemExit(f"llama-server was not ready in 120 s: {log}")
+    """One rpc-server per card and the product's llama-server runtime across them, started
+    with a split's server spec until it is ready; each device's reported buffers (model, KV,
+    compute, output) in bytes, in slot order."""
+    cards = tuple(f"RPC-{i}" for i in range(len(counts)))
+    spec = ServerSpec(
+        name="split", model_path=model, config=config, gpu_uuid=cards[0], log_path=log,
+        log_buffers=True, split=tuple(zip(cards, counts, strict=True)),
+    )  # fmt: skip
+    with rpc_devices(args.build, len(counts)) as ports:
+        runtime = RpcLlamaServerRuntime(args.build / "llama-server", ports)
+        server = runtime.start(spec, 120.0)
+        runtime.stop(server, grace_s=10)
+    return device_buffers(log.read_text(errors="replace"), ports)
 
 
 if __name__ == "__main__":
