@@ -157,15 +157,12 @@ def split_schedule(
         return Failure(refusal)
     scope = scope_of(view)
     excluded = {**dict(scope.left_out), **dict(view.excluded)}
-    fleet = Fleet(
-        machines=tuple(
-            Machine(name=m.name, gpus=tuple(g for g in m.gpus if g.uuid in scope.covered_gpus))
-            for m in view.fleet.machines
-            if m.name not in excluded
-        )
-    )
-    found = place_split(fleet, view.ledger, view.verified_on, view.split, view.settings)
+    within = _fleet_of(view, lambda m: m not in excluded, scope.covered_gpus)
+    found = place_split(within, view.ledger, view.verified_on, view.split, view.settings)
     if found is None:
+        limited = split_limit_refusal(request.model, view, scope, excluded)
+        if limited is not None:
+            return Failure(limited)
         return Failure(
             Refusal.of(
                 refusal.code,
@@ -182,6 +179,55 @@ def split_schedule(
             admitted=admitted,
             placement=split_placement(admitted, found, view, excluded, refusal.code),
         )
+    )
+
+
+def _fleet_of(
+    view: FleetView, keep: Callable[[str], bool], cards: frozenset[str] | None = None
+) -> Fleet:
+    """The view's machines ``keep`` keeps, with their cards in ``cards`` (None: all)."""
+    return Fleet(
+        machines=tuple(
+            Machine(
+                name=m.name,
+                gpus=tuple(g for g in m.gpus if cards is None or g.uuid in cards),
+            )
+            for m in view.fleet.machines
+            if keep(m.name)
+        )
+    )
+
+
+def split_limit_refusal(
+    model: str, view: FleetView, scope: PlanScope, excluded: Mapping[str, str]
+) -> Refusal | None:
+    """A limit refusal when a split would be placed but for the organisation's machine
+    limits or the plan's bounds (as ``limit_refusal`` says for one card), else None."""
+    assert view.split is not None
+    plan_why = dict(scope.left_out)
+    limits = {m for m, why in excluded.items() if why == OUTSIDE_LIMITS or why == plan_why.get(m)}
+    beyond = _fleet_of(view, lambda m: m not in excluded or m in limits)
+    found = place_split(beyond, view.ledger, view.verified_on, view.split, view.settings)
+    if found is None:
+        return None
+    where = found.machine
+    if excluded.get(where) == OUTSIDE_LIMITS:
+        return Refusal.of(
+            ReasonCode.MACHINE_NOT_ALLOWED,
+            f"the cards that can take {model} split are on a machine outside the "
+            f"organisation's limits ({where}); an admin can add it to the limits' allowed "
+            "machines",
+        )
+    title = plan_title(view.plan.name)
+    code, bound = (
+        (ReasonCode.MACHINES_OVER_PLAN, f"{view.plan.max_machines} machines")
+        if plan_why.get(where, "").endswith("machines")
+        else (ReasonCode.GPUS_OVER_PLAN, f"{view.plan.max_gpus} GPUs")
+    )
+    return Refusal.of(
+        code,
+        f"the cards that can take {model} split are beyond what the {title} plan covers "
+        f"({bound}; on {where}); an entitlement for a larger plan covers them (nodeau plan)",
     )
 
 

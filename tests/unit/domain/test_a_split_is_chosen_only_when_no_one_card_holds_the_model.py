@@ -1,6 +1,7 @@
 """Scheduling with a split allowed: one card whenever one free card holds the model; else the
 fewest free cards of one machine, every share within its card; the ledger after the
-admission holds no card twice and over-commits none; a refusal says no split holds it.
+admission holds no card twice and over-commits none; a refusal says no split holds it, or
+that a limit alone stands in its way.
 
 Checked against the pure arithmetic the decision is made of (``predict_peak`` for one
 card, ``split_for`` for several) on generated fleets and ledgers.
@@ -8,6 +9,7 @@ card, ``split_for`` for several) on generated fleets and ledgers.
 
 from __future__ import annotations
 
+from attrs import evolve
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from returns.result import Failure, Success
@@ -16,15 +18,16 @@ from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.card_shares import split_for
 from nodeau.domain.card_split import LayerWeights
+from nodeau.domain.hardware import Fleet, Gpu, Machine
 from nodeau.domain.memory import MeasuredTable, RuntimeConfig, predictor
 from nodeau.domain.placement import SchedulingSettings
-from nodeau.domain.plans import ENTERPRISE
+from nodeau.domain.plans import ENTERPRISE, PlanName, PlanTerms
 from nodeau.domain.refusals import ReasonCode
-from nodeau.domain.reservations import over_committed, reserve_cards
-from nodeau.domain.scheduling import FleetView, schedule
+from nodeau.domain.reservations import Ledger, over_committed, reserve_cards
+from nodeau.domain.scheduling import DRAINED, OUTSIDE_LIMITS, FleetView, schedule
 from nodeau.domain.split_placement import SplitAsk, free_cards
 from nodeau.domain.units import GIB
-from tests.support.builders.split_fleets import ARCH, fleets
+from tests.support.builders.split_fleets import ARCH, ask, fleets
 
 CONFIG = RuntimeConfig(context_tokens=4096)
 REQUEST = AdmissionRequest(workload="big", model="big", artifact_id="ab" * 32, config=CONFIG)
@@ -95,3 +98,32 @@ def test_one_card_when_one_holds_it_else_the_fewest_of_one_machine(view: FleetVi
             after = reserve_cards(view.ledger, placement.reservations, [g for g in gpus if g])
             assert isinstance(after, Success)
             assert over_committed(after.unwrap(), view.fleet) == ()
+
+
+def one_machine(**changes: object) -> FleetView:
+    """m1's three 16 GiB cards, free; a model of 18 GiB no one of them holds, two do."""
+    gpus = tuple(Gpu(uuid=f"GPU-{i}", model="16 GiB", total_bytes=16 * GIB) for i in range(3))
+    weights = LayerWeights(input_bytes=GIB, layer_bytes=(2 * GIB,) * 8, output_bytes=GIB)
+    predict = predictor(
+        arch=ARCH, artifact_id=REQUEST.artifact_id, artifact_bytes=18 * GIB, config=CONFIG,
+        table=MeasuredTable(), allowances=Allowances(),
+    )  # fmt: skip
+    view = FleetView(
+        fleet=Fleet(machines=(Machine(name="m1", gpus=gpus),)), ledger=Ledger(),
+        settings=SchedulingSettings(), excluded=(), verified_on=frozenset({"m1"}),
+        predict=predict, plan=ENTERPRISE, split=ask(weights),
+    )  # fmt: skip
+    return evolve(view, **changes)
+
+
+def test_a_split_only_a_limit_stands_in_the_way_of_is_refused_as_a_limit() -> None:
+    assert len(schedule(REQUEST, one_machine()).unwrap().placement.reservations) == 2
+    outside = schedule(REQUEST, one_machine(excluded=(("m1", OUTSIDE_LIMITS),))).failure()
+    assert outside.code is ReasonCode.MACHINE_NOT_ALLOWED
+    assert "outside the organisation's limits (m1)" in outside.sentence
+    small_plan = PlanTerms(name=PlanName.HOME, max_gpus=1)
+    over = schedule(REQUEST, one_machine(plan=small_plan)).failure()
+    assert over.code is ReasonCode.GPUS_OVER_PLAN
+    assert "beyond what the" in over.sentence and "(1 GPUs; on m1)" in over.sentence
+    drained = schedule(REQUEST, one_machine(excluded=(("m1", DRAINED),))).failure()
+    assert drained.code is ReasonCode.NO_CARD_LARGE_ENOUGH  # not a limit: a person's mark
