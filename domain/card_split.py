@@ -75,19 +75,28 @@ def fewest_cards(
         room = free[card] - per_card_bytes
         return start if room < 0 else min(cap, bisect_right(ends, ends[start] + room) - 1)
 
-    # cards used -> how far they reach, the cards in order and where each one's slots end
-    best: dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]] = {0: (0, (), ())}
+    # cards of one size are alike: a state counts how many of each size are used (taken in
+    # the order given), so identical cards do not multiply the states
+    sizes = sorted(set(free))
+    members = [[i for i, f in enumerate(free) if f == size] for size in sizes]
+    State = tuple[int, tuple[int, ...], tuple[int, ...]]  # reach, cards in order, slot ends
+    best: dict[tuple[int, ...], State] = {(0,) * len(sizes): (0, (), ())}
     for taken in range(len(free)):
         cap = slots - max(0, min_cards - 1 - taken)
-        grown: dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
+        grown: dict[tuple[int, ...], State] = {}
         for used, (start, order, stops) in best.items():
-            for card in range(len(free)):
-                farther = reach(start, card, cap)
-                if used >> card & 1 or farther == start:
+            for kind, cards in enumerate(members):
+                if used[kind] == len(cards):
                     continue
-                mask = used | 1 << card
-                if mask not in grown or farther > grown[mask][0]:
-                    grown[mask] = (farther, (*order, card), (*stops, farther))
+                card = cards[used[kind]]
+                farther = reach(start, card, cap)
+                if farther == start:
+                    continue
+                state = (*used[:kind], used[kind] + 1, *used[kind + 1 :])
+                found = (farther, (*order, card), (*stops, farther))
+                kept = grown.get(state)
+                if kept is None or (farther, kept[1]) > (kept[0], found[1]):
+                    grown[state] = found
         done = sorted(
             (order, stops) for farther, order, stops in grown.values() if farther == slots
         )
