@@ -4,24 +4,20 @@ in-memory fake; and SQLite's own: a home made when a workload held one card keep
 
 from __future__ import annotations
 
-import inspect
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from nodeau.ports.state import StateStore
 from tests.support.contracts import split_state_contract as contract
+from tests.support.contracts import suite_of
 from tests.support.contracts.split_state_contract import NOW, decide_big
 from tests.support.fakes.fake_state import FakeStateStore
 from tests.support.real.sqlite_store import admitted, store_at
 
-CONTRACT: dict[str, Callable[..., None]] = {
-    name: test
-    for name, test in vars(contract).items()
-    if name.startswith("test_") and "store" in inspect.signature(test).parameters
-}
+CONTRACT = suite_of(contract, "store")
 globals().update(CONTRACT)
 
 

@@ -9,7 +9,6 @@ a person reads).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 
 import pytest
@@ -18,6 +17,7 @@ from nodeau.domain.lifecycle import ServerRestarts
 from nodeau.domain.workloads import WorkloadKind
 from tests.support.clock import ticking
 from tests.support.contracts import cluster_ports_contract as contract
+from tests.support.contracts import suite_of
 from tests.support.contracts.cluster_ports_contract import START, Harness
 from tests.support.fakes.fake_cluster import FakeCluster
 
@@ -45,9 +45,5 @@ def cluster() -> Harness:
     return FakeHarness(ticking(START))
 
 
-CONTRACT: dict[str, Callable[..., None]] = {
-    name: test
-    for name, test in vars(contract).items()
-    if name.startswith("test_") and "cluster" in inspect.signature(test).parameters
-}
+CONTRACT = suite_of(contract, "cluster")
 globals().update(CONTRACT)

@@ -6,10 +6,9 @@ on a real API server); those here are SQLite's own: what lasts, what is stored, 
 
 from __future__ import annotations
 
-import inspect
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from fractions import Fraction
 from pathlib import Path
@@ -22,6 +21,7 @@ from nodeau.domain.workloads import WorkloadState
 from nodeau.ports.state import Event, StateError, StateStore
 from tests.support.clock import ticking
 from tests.support.contracts import state_store_contract as contract
+from tests.support.contracts import suite_of
 from tests.support.contracts.state_store_contract import NOW, START, TWO_CARDS, admit, in_state
 from tests.support.fakes.fake_state import FakeStateStore
 
@@ -36,11 +36,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore
 
 
 # the contract (tests/support/contracts/state_store_contract.py), on SQLite and the in-memory fake
-CONTRACT: dict[str, Callable[..., None]] = {
-    name: test
-    for name, test in vars(contract).items()
-    if name.startswith("test_") and "store" in inspect.signature(test).parameters
-}
+CONTRACT = suite_of(contract, "store")
 globals().update(CONTRACT)
 
 

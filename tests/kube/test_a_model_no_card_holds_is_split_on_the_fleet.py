@@ -23,16 +23,12 @@ from tests.support.real.kube_controller import (
     gpu_uuid,
     huge,
     ledger,
+    serving,
     settle,
     small,
     split_giant,
     status,
 )
-
-
-def serving(api: Any, name: str) -> bool:
-    st = status(api, name)
-    return st.get("state") == "serving" and bool(st.get("endpoint"))
 
 
 def test_a_model_larger_than_any_card_takes_two_cards_of_one_machine(fresh_fleet: Any) -> None:

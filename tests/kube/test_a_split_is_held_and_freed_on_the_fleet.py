@@ -4,21 +4,15 @@ together."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
-
 import pytest
 from kubernetes import client
 
 from nodeau.adapters.kube.state_store import KubeStateStore
 from tests.support.clock import ticking
 from tests.support.contracts import split_state_contract as contract
+from tests.support.contracts import suite_of
 
-CONTRACT: dict[str, Callable[..., None]] = {
-    name: test
-    for name, test in vars(contract).items()
-    if name.startswith("test_") and "store" in inspect.signature(test).parameters
-}
+CONTRACT = suite_of(contract, "store")
 globals().update(CONTRACT)
 
 

@@ -11,17 +11,19 @@ from typing import Any
 from kubernetes import client
 
 from tests.support.real.kube_cluster import Cluster
-from tests.support.real.kube_controller import create, gpu_uuid, ledger, split_giant, status
+from tests.support.real.kube_controller import (
+    create,
+    gpu_uuid,
+    ledger,
+    serving,
+    split_giant,
+    status,
+)
 from tests.support.real.kube_lossy import lossy_machines
 from tests.support.real.kube_nodes import kwok_node
 from tests.support.real.kube_recovery import Fleet, record
 
 RECOVER = {"recovery": "automatic", "recoveryAfterSeconds": 5}
-
-
-def serving(api: Any, name: str) -> bool:
-    st = status(api, name)
-    return st.get("state") == "serving" and bool(st.get("endpoint"))
 
 
 def held(api: Any) -> list[tuple[str, str]]:

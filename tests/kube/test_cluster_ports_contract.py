@@ -9,7 +9,6 @@ in-memory fake, so the fake and the adapters are held to the same tests.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,13 +31,10 @@ from nodeau.domain.lifecycle import ServerRestarts
 from nodeau.domain.workloads import ExitKind, ServerExit, WorkloadKind
 from tests.support.clock import ticking
 from tests.support.contracts import cluster_ports_contract as contract
+from tests.support.contracts import suite_of
 from tests.support.real.kube_nodes import READINESS, kwok_node, stamp, wait_for
 
-CONTRACT: dict[str, Callable[..., None]] = {
-    name: test
-    for name, test in vars(contract).items()
-    if name.startswith("test_") and "cluster" in inspect.signature(test).parameters
-}
+CONTRACT = suite_of(contract, "cluster")
 globals().update(CONTRACT)
 
 

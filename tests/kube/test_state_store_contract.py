@@ -9,7 +9,6 @@ here and not a third parameter there.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -30,12 +29,9 @@ from nodeau.ports.state import Admission, Snapshot, UnknownWorkload
 from tests.support.builders.admissions import decider
 from tests.support.clock import ticking
 from tests.support.contracts import state_store_contract as contract
+from tests.support.contracts import suite_of
 
-CONTRACT: dict[str, Callable[..., None]] = {
-    name: test
-    for name, test in vars(contract).items()
-    if name.startswith("test_") and "store" in inspect.signature(test).parameters
-}
+CONTRACT = suite_of(contract, "store")
 globals().update(CONTRACT)
 
 

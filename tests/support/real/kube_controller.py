@@ -131,6 +131,14 @@ def status(api: Any, name: str, plural: str = r.GPUSERVICES) -> dict[str, Any]:
     return {} if found is None else dict(found.get("status") or {})
 
 
+def serving(api: Any, *names: str) -> bool:
+    """Whether each named GPUService is recorded serving at an endpoint."""
+    return all(
+        status(api, n).get("state") == "serving" and bool(status(api, n).get("endpoint"))
+        for n in names
+    )
+
+
 def condition(st: dict[str, Any], kind: str) -> dict[str, Any]:
     return next(c for c in st.get("conditions") or [] if c["type"] == kind)
 
