@@ -9,8 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from attrs import evolve
+from returns.result import Result
 
-from nodeau.ports.state import StateStore
+from nodeau.domain.refusals import Refusal
+from nodeau.domain.reservations import Ledger
+from nodeau.ports.state import Admission, Snapshot, StateStore
 from tests.support.contracts import split_state_contract as contract
 from tests.support.contracts import suite_of
 from tests.support.contracts.split_state_contract import NOW, decide_big
@@ -59,3 +63,22 @@ def test_a_home_from_before_splits_keeps_its_reservations(tmp_path: Path) -> Non
     )
     slots = sqlite3.connect(path).execute("SELECT workload, slot FROM reservations").fetchall()
     assert sorted(slots) == [("big", 0), ("big", 1), ("chat", 0)]
+
+
+def test_a_split_whose_record_names_other_cards_is_a_mistake(tmp_path: Path) -> None:
+    store = store_at(tmp_path / "state.sqlite3")
+
+    def swapped(snapshot: Snapshot) -> Result[Admission, Refusal]:
+        def other_cards(a: Admission) -> Admission:
+            w = a.record.workload
+            moved = evolve(w, more_cards=("GPU-2",))
+            return evolve(a, record=evolve(a.record, workload=moved))
+
+        return decide_big("big")(snapshot).map(other_cards)
+
+    with pytest.raises(ValueError) as caught:
+        store.admit("big", swapped)
+    assert str(caught.value) == (
+        "workload big is on GPU-0, GPU-2 (m1) but its reservations are for GPU-0 (m1), GPU-1 (m1)"
+    )
+    assert store.snapshot().ledger == Ledger()

@@ -1,6 +1,7 @@
 """A model no one card of this machine holds runs split by layers across the fewest free
 cards that hold every share; a model one card holds still takes one card; `ps`, `fleet
-list` and both explains show every card; stopping frees every card of the split at once.
+list`, the dashboard and both explains show every card; stopping frees every card of the
+split at once.
 
 Real parts: the installed ``nodeau``, a real llama-server on a generated GGUF model whose
 KV cache at 65,536 tokens (2 GiB) no 4 GiB card holds with its runtime and margin, the
@@ -19,6 +20,7 @@ import pytest
 
 from tests.support.builders.tiny_gguf import write_tiny_llama
 from tests.support.real.cli import Cli
+from tests.support.real.dashboard_cli import FRESH, http, whole_board
 
 CONTEXT = "65536"
 
@@ -27,6 +29,7 @@ CONTEXT = "65536"
 def cli(tmp_path: Path) -> Iterator[Cli]:
     c = Cli(tmp_path / "home", NODEAU_SIMULATED_GPUS="3 x 4 GiB")
     yield c
+    c("dashboard", "--stop")
     done = c("ps", "--json")
     if done.returncode == 0:
         for row in json.loads(done.stdout):
@@ -73,6 +76,13 @@ def test_a_model_larger_than_any_card_is_split_across_two_and_answers(
     listed = cli("fleet", "list").stdout
     for card in cards:
         assert f"{card} (4.00 GiB, held by big)" in listed
+
+    opened = cli.json("dashboard")
+    assert isinstance(opened, dict)
+    with http(str(opened["address"])) as client:
+        board = whole_board(client, {"Authorization": f"Bearer {opened['token']}", **FRESH})
+    [shown] = board["cli"]["ps"]
+    assert shown["cards"] == cards  # the page's table lists every card of the row
 
     endpoint = row["endpoint"]
     assert isinstance(endpoint, str)

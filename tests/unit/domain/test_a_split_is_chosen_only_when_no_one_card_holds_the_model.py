@@ -18,12 +18,13 @@ from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.card_shares import split_for
 from nodeau.domain.card_split import LayerWeights
+from nodeau.domain.free_cards import SHOWN
 from nodeau.domain.hardware import Fleet, Gpu, Machine
 from nodeau.domain.memory import MeasuredTable, RuntimeConfig, predictor
-from nodeau.domain.placement import SchedulingSettings
+from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE, PlanName, PlanTerms
 from nodeau.domain.refusals import ReasonCode
-from nodeau.domain.reservations import Ledger, over_committed, reserve_cards
+from nodeau.domain.reservations import Ledger, Reservation, over_committed, reserve_cards
 from nodeau.domain.scheduling import DRAINED, OUTSIDE_LIMITS, FleetView, schedule
 from nodeau.domain.split_placement import SplitAsk, free_cards
 from nodeau.domain.units import GIB
@@ -127,3 +128,61 @@ def test_a_split_only_a_limit_stands_in_the_way_of_is_refused_as_a_limit() -> No
     assert "beyond what the" in over.sentence and "(1 GPUs; on m1)" in over.sentence
     drained = schedule(REQUEST, one_machine(excluded=(("m1", DRAINED),))).failure()
     assert drained.code is ReasonCode.NO_CARD_LARGE_ENOUGH  # not a limit: a person's mark
+
+
+def test_why_a_split_says_why_not_one_card_and_how_many_of_how_many() -> None:
+    placement = schedule(REQUEST, one_machine()).unwrap().placement
+    shares = ", ".join(f"{r.bytes / GIB:.2f} GiB" for r in placement.reservations)
+    assert placement.why == (
+        "no one card holds big (it needs 21.38 GiB, estimated; the largest card has 16.00 "
+        "GiB), so it is split by layers across 2 of m1's 3 cards, the fewest free cards of "
+        f"one machine whose every share fits (slots 6,3; shares {shares})"
+    )
+    assert [r.gpu_uuid for r in placement.reservations] == ["GPU-0", "GPU-1"]
+    big_card = Gpu(uuid="GPU-9", model="48 GiB", total_bytes=48 * GIB)  # holds it, but held
+    view = one_machine()
+    machines = (evolve(view.fleet.machines[0], gpus=(*view.fleet.machines[0].gpus, big_card)),)
+    held = Ledger(reservations=(
+        Reservation(workload="other", machine="m1", gpu_uuid="GPU-9", bytes=GIB),
+    ))  # fmt: skip
+    placement = schedule(
+        REQUEST, evolve(view, fleet=Fleet(machines=machines), ledger=held)
+    ).unwrap().placement  # fmt: skip
+    assert placement.why.startswith(
+        "every card that holds big alone (21.38 GiB, estimated) is held, so it is split by "
+        "layers across 2 of m1's 4 cards,"
+    )
+    spread = SchedulingSettings(overrides=(("m1", Policy.SPREAD),))
+    placed = schedule(REQUEST, one_machine(settings=spread)).unwrap().placement
+    assert placed.policy is Policy.SPREAD
+
+
+def test_a_refusal_no_split_is_tried_for_is_the_one_card_refusal_itself() -> None:
+    view = one_machine(split=None)
+    refused = schedule(REQUEST, view).failure()
+    assert refused.code is ReasonCode.NO_CARD_LARGE_ENOUGH
+    assert "split" not in refused.sentence
+
+
+def test_a_machine_bound_of_the_plan_is_named_when_only_it_stands_in_the_way() -> None:
+    view = one_machine()
+    other = Machine(name="a0", gpus=(Gpu(uuid="GPU-a", model="16 GiB", total_bytes=16 * GIB),))
+    fleet = Fleet(machines=(other, *view.fleet.machines))  # a0 comes first by name
+    bounded = PlanTerms(name=PlanName.PRO, max_machines=1)
+    over = schedule(REQUEST, evolve(view, fleet=fleet, plan=bounded)).failure()
+    assert over.code is ReasonCode.MACHINES_OVER_PLAN
+    assert over.sentence == (
+        "the cards that can take big split are beyond what the Pro plan covers (1 machines; "
+        "on m1); an entitlement for a larger plan covers them (nodeau plan)"
+    )
+
+
+def test_a_fleet_decided_on_its_free_cards_index_splits_too() -> None:
+    view = one_machine()
+    many = tuple(
+        Machine(name=f"m{i}", gpus=(Gpu(uuid=f"GPU-{i}-0", model="16 GiB", total_bytes=16 * GIB),))
+        for i in range(2, 2 + SHOWN)
+    )  # more cards than a decision weighs one by one, none of them free with a neighbour
+    fleet = Fleet(machines=(*view.fleet.machines, *many))
+    placement = schedule(REQUEST, evolve(view, fleet=fleet)).unwrap().placement
+    assert placement.machine == "m1" and len(placement.reservations) == 2

@@ -5,6 +5,7 @@ cards chosen are the fewest whose every share fits, and one whenever one does.""
 from __future__ import annotations
 
 import pytest
+from attrs import evolve
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -144,3 +145,35 @@ def test_a_split_cards_compute_buffer_counts_the_pipelines_copies() -> None:
         assert one * MIB <= alone <= 1.1 * one * MIB
         assert each * MIB <= split <= 1.1 * each * MIB
         assert split - alone == pipeline_bytes(arch, config)
+
+
+def test_each_cards_terms_say_what_they_count_on_that_card() -> None:
+    weights = LayerWeights(input_bytes=MIB, layer_bytes=(64 * MIB,) * 4, output_bytes=32 * MIB)
+    first, last = card_shares(llama(4), weights, CONFIG, Allowances(), [2, 3])
+    said = {"first": [(t.name, t.basis) for t in first.terms],
+            "last": [(t.name, t.basis) for t in last.terms]}  # fmt: skip
+    copies = "one on every card, with the pipeline's copies"
+    assert said["first"][:5] == [
+        ("weights", "layers 0-1"),
+        ("kv cache", "2 layers"),
+        ("compute buffer", copies),
+        ("output buffer", "on the last card, not this one"),
+        ("runtime footprint", "runtime allowance, every card"),
+    ]
+    assert said["last"][:5] == [
+        ("weights", "layers 2-3 and the output layer"),
+        ("kv cache", "2 layers"),
+        ("compute buffer", copies),
+        ("output buffer", "on the last card"),
+        ("runtime footprint", "runtime allowance, every card"),
+    ]
+    assert next(t.bytes for t in first.terms if t.name == "output buffer") == 0
+    assert next(t.bytes for t in last.terms if t.name == "output buffer") > 0
+    (alone,) = card_shares(llama(4), weights, CONFIG, Allowances(), [5])
+    assert ("compute buffer", "one on every card") in [(t.name, t.basis) for t in alone.terms]
+    assert ("weights", "layers 0-3 and the output layer") in [
+        (t.name, t.basis) for t in alone.terms
+    ]
+    (_, only_output) = card_shares(llama(4), weights, CONFIG, Allowances(), [4, 1])
+    assert only_output.terms[0].basis == "no layer and the output layer"
+    assert only_output.terms[1] == evolve(only_output.terms[1], bytes=0, basis="0 layers")
