@@ -246,8 +246,7 @@ def split_placement(
         for uuid, share in zip(found.gpu_uuids, found.shares, strict=True)
     )
     largest = max(admitted.cards, key=lambda c: (c.total_bytes, c.machine, c.gpu_uuid))
-    machine = view.fleet.machine(found.machine)
-    cards = 0 if machine is None else len(machine.gpus)
+    cards = sum(len(m.gpus) for m in view.fleet.machines if m.name == found.machine)
     model, needed = admitted.request.model, gib(largest.needed_bytes)
     one = (
         f"every card that holds {model} alone ({needed}, {largest.source.value}) is held"

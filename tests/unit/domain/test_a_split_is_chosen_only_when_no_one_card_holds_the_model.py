@@ -9,6 +9,9 @@ card, ``split_for`` for several) on generated fleets and ledgers.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+import pytest
 from attrs import evolve
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
@@ -23,12 +26,16 @@ from nodeau.domain.hardware import Fleet, Gpu, Machine
 from nodeau.domain.memory import MeasuredTable, RuntimeConfig, predictor
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE, PlanName, PlanTerms
+from nodeau.domain.recording import admitted_text, check_update, moved_text, released_text
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.reservations import Ledger, Reservation, over_committed, reserve_cards
 from nodeau.domain.scheduling import DRAINED, OUTSIDE_LIMITS, FleetView, schedule
 from nodeau.domain.split_placement import SplitAsk, free_cards
 from nodeau.domain.units import GIB
+from nodeau.domain.workloads import Recovery, WorkloadState
+from nodeau.ports.state import Snapshot
 from tests.support.builders.split_fleets import ARCH, ask, fleets
+from tests.support.contracts.split_state_contract import NOW, decide_big
 
 CONFIG = RuntimeConfig(context_tokens=4096)
 REQUEST = AdmissionRequest(workload="big", model="big", artifact_id="ab" * 32, config=CONFIG)
@@ -186,3 +193,63 @@ def test_a_fleet_decided_on_its_free_cards_index_splits_too() -> None:
     fleet = Fleet(machines=(*view.fleet.machines, *many))
     placement = schedule(REQUEST, evolve(view, fleet=fleet)).unwrap().placement
     assert placement.machine == "m1" and len(placement.reservations) == 2
+
+
+def test_a_split_asked_for_two_cards_never_answers_one() -> None:
+    weights = LayerWeights(input_bytes=GIB, layer_bytes=(GIB,) * 8, output_bytes=GIB)
+    alone = split_for(ARCH, weights, CONFIG, Allowances(), [48 * GIB, 48 * GIB])
+    assert alone is not None and len(alone.cards) == 1  # one card's arithmetic holds it
+    two = split_for(ARCH, weights, CONFIG, Allowances(), [48 * GIB, 48 * GIB], min_cards=2)
+    assert two is not None and len(two.cards) == 2 and min(two.counts) >= 1
+
+
+def test_a_fleet_without_cards_is_refused_as_before() -> None:
+    empty = one_machine(fleet=Fleet(machines=(Machine(name="m1"),)))
+    refused = schedule(REQUEST, empty).failure()
+    assert refused.sentence == "big cannot run: no machine in the fleet reports a GPU"
+
+
+def test_spread_and_pack_choose_between_machines_needing_as_many_cards() -> None:
+    view = one_machine()
+    (m1,) = view.fleet.machines
+    busy = evolve(m1, name="m0", gpus=tuple(evolve(g, uuid=f"B-{g.uuid}") for g in (
+        *m1.gpus, Gpu(uuid="GPU-3", model="16 GiB", total_bytes=16 * GIB))))  # fmt: skip
+    held = Ledger(reservations=(
+        Reservation(workload="other", machine="m0", gpu_uuid="B-GPU-3", bytes=GIB),
+    ))  # fmt: skip
+    fleet = Fleet(machines=(busy, m1))
+    both = frozenset({"m0", "m1"})
+    packed = schedule(REQUEST, evolve(view, fleet=fleet, ledger=held, verified_on=both))
+    spread = SchedulingSettings(fleet_policy=Policy.SPREAD)
+    spreading = schedule(
+        REQUEST, evolve(view, fleet=fleet, ledger=held, verified_on=both, settings=spread)
+    )  # fmt: skip
+    assert packed.unwrap().placement.machine == "m0"  # the fuller machine
+    assert spreading.unwrap().placement.machine == "m1"  # the emptier one
+
+
+def test_what_the_records_of_a_split_say_names_every_card() -> None:
+    admission = decide_big("big")(Snapshot(ledger=Ledger(), workloads=())).unwrap()
+    first, second = admission.placement.reservations
+    gib = [f"{r.bytes / GIB:.2f} GiB" for r in (first, second)]
+    assert admitted_text(admission) == (
+        f"admitted across 2 cards on m1, reserving {gib[0]} of GPU-0, {gib[1]} of GPU-1"
+    )
+    stopped = evolve(
+        admission.record, workload=evolve(admission.record.workload, state=WorkloadState.STOPPED)
+    )
+    freed = f"{(first.bytes + second.bytes) / GIB:.2f} GiB"
+    assert released_text(stopped, first, second) == (
+        f"stopped; GPU-0, GPU-1 on m1 are free again ({freed} released)"
+    )
+    moved = evolve(admission.record.workload, recoveries=1, last_recovery=Recovery(
+        from_machine="m0", to_machine="m1", at=NOW, unreachable_since=NOW - timedelta(minutes=4),
+        after=timedelta(minutes=3)))  # fmt: skip
+    recovered = evolve(admission, record=evolve(admission.record, workload=moved))
+    assert moved_text(recovered) == (
+        f"recovered from m0 onto GPU-0, GPU-1 on m1, reserving {freed}; m0's card is freed"
+    )
+    with pytest.raises(ValueError, match=r"^a change to big on GPU-0, GPU-1 \(m1\) may not make "
+                       r"it big on GPU-0, GPU-2 \(m1\)$"):  # fmt: skip
+        check_update(admission.record, evolve(admission.record, workload=evolve(
+            admission.record.workload, more_cards=("GPU-2",))))  # fmt: skip
