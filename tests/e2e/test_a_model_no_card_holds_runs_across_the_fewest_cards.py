@@ -11,7 +11,6 @@ itself is llama.cpp's: ADR 0031 measured it across simulated devices).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,11 +28,7 @@ CONTEXT = "65536"
 def cli(tmp_path: Path) -> Iterator[Cli]:
     c = Cli(tmp_path / "home", NODEAU_SIMULATED_GPUS="3 x 4 GiB")
     yield c
-    c("dashboard", "--stop")
-    done = c("ps", "--json")
-    if done.returncode == 0:
-        for row in json.loads(done.stdout):
-            c("stop", row["name"], "--workload")
+    c.stop_everything()
 
 
 def rows(cli: Cli) -> dict[str, dict[str, object]]:

@@ -8,7 +8,6 @@ serves (its model stays loaded) and its sentence says how to bring the endpoint 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,11 +25,7 @@ STOPPED = "loaded, endpoint stopped; nodeau run tiny brings it back"
 def cli(tmp_path: Path) -> Iterator[Cli]:
     c = Cli(tmp_path / "home", NODEAU_SIMULATED_GPUS="1 x 24 GiB")
     yield c
-    c("dashboard", "--stop")
-    done = c("ps", "--json")
-    if done.returncode == 0:
-        for row in json.loads(done.stdout):
-            c("stop", row["name"], "--workload")
+    c.stop_everything()
 
 
 def ps_row(cli: Cli) -> dict[str, object]:

@@ -53,3 +53,11 @@ class Cli:
             stderr=subprocess.PIPE,
             text=True,
         )
+
+    def stop_everything(self) -> None:
+        """What a test leaves running in its home, ended: the dashboard and every workload."""
+        self("dashboard", "--stop")
+        done = self("ps", "--json")
+        if done.returncode == 0:
+            for row in json.loads(done.stdout):
+                self("stop", row["name"], "--workload")
