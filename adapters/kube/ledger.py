@@ -12,12 +12,12 @@ from attrs import frozen
 from nodeau.adapters.kube.claims import Held, list_claims
 from nodeau.adapters.kube.informer_cache import KnownObjects
 from nodeau.adapters.kube.objects import KubeObject, list_objects, record_of
-from nodeau.adapters.record_json import RecordError, from_plain
+from nodeau.adapters.record_json import RecordError, from_plain, unpack
 from nodeau.domain.recording import Backing, Claim
 from nodeau.domain.recording import leftovers as domain_leftovers
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.workloads import FINISHED, WorkloadKind
-from nodeau.ports.state import Snapshot, StateError, WorkloadRecord
+from nodeau.ports.state import Admission, Snapshot, StateError, WorkloadRecord
 
 
 class LedgerRead:
@@ -122,6 +122,10 @@ def backing_of(found: KubeObject) -> Backing:
             from_plain(x, Reservation, f"{found.title}'s reservation of a further card")
             for x in status.get("moreReservations") or ()
         )
+        split = (status.get("record") or {}).get("workload", {}).get("more_cards")
+        if split and not more:  # a CRD from before splits pruned them: the decision has them
+            decided = unpack(status["admission"], Admission, f"the admission of {found.title}")
+            more = decided.placement.more
     except RecordError as exc:
         raise StateError(" ".join(str(exc).split())) from exc
     return Backing(workload=found.name, holds=held, more=more)

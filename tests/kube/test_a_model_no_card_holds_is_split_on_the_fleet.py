@@ -11,6 +11,7 @@ from typing import Any
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.ledger import read_state
 from nodeau.adapters.kube.pods import read_pod
 from nodeau.adapters.record_json import to_plain, unpack
 from nodeau.domain.reservations import Reservation
@@ -80,3 +81,29 @@ def test_a_model_whose_layers_are_not_known_is_refused_as_before(fresh_fleet: An
     settle(ctl, lambda: status(api, "big").get("state") == "refused", "big refused")
     assert status(api, "big")["refusal"]["code"] == "capacity.no-card-large-enough"
     assert ledger(api) == ()
+
+
+def test_a_status_whose_crd_pruned_the_further_cards_still_backs_their_claims(
+    fresh_fleet: Any,
+) -> None:
+    """A cluster whose GPUService CRD is from before splits keeps no ``moreReservations``:
+    the recorded decision still says which further cards the split holds, so their claims
+    are never taken for leftovers and freed under it."""
+    api = fresh_fleet
+    add_machine(api, "m1", 3, split_giant("m1"))
+    create(api, "big", "giant")
+    ctl = controller(api)
+    settle(ctl, lambda: serving(api, "big"), "big serving")
+    custom = client.CustomObjectsApi(api)
+    found = custom.get_namespaced_custom_object(
+        r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, "big"
+    )
+    found["status"].pop("moreReservations")
+    custom.replace_namespaced_custom_object_status(
+        r.GROUP, r.VERSION, r.NAMESPACE, r.GPUSERVICES, "big", found
+    )
+    assert "moreReservations" not in status(api, "big")
+    reading = read_state(api)
+    assert reading.leftovers == ()
+    ctl.resync()
+    assert sorted(x.gpu_uuid for x in ledger(api)) == [gpu_uuid("m1", 0), gpu_uuid("m1", 1)]
