@@ -153,22 +153,9 @@ def free_bytes(ledger: Ledger, gpu: Gpu) -> int:
 
 
 def reserve(ledger: Ledger, reservation: Reservation, gpu: Gpu) -> Result[Ledger, Refusal]:
-    """Record a reservation, or refuse it if the card is held or too small.
-
-    Reserving again exactly what a workload already holds changes nothing;
-    a workload holds one card at a time.
-    """
-    if reservation.gpu_uuid != gpu.uuid:
-        raise ValueError(f"reservation for {reservation.gpu_uuid} checked against {gpu.uuid}")
-    existing = ledger.of_workload(reservation.workload)
-    if existing == reservation:
-        return Success(ledger)
-    if existing is not None:
-        raise ValueError(
-            f"{reservation.workload} already holds {existing.gpu_uuid}; release it first"
-        )
-    refused = card_refusal(ledger, reservation, gpu)
-    return Success(ledger.added(reservation)) if refused is None else Failure(refused)
+    """Record a reservation, or refuse it if the card is held or too small (``reserve_cards``
+    of one card). Reserving again exactly what a workload already holds changes nothing."""
+    return reserve_cards(ledger, (reservation,), (gpu,))
 
 
 def reserve_cards(
@@ -186,7 +173,12 @@ def reserve_cards(
     workload = reservations[0].workload
     if len({r.gpu_uuid for r in reservations}) < len(reservations):
         raise ValueError(f"{workload} names a card twice")
-    held = {r for r in ledger.reservations if r.workload == workload}
+    # the ledger's index says at once whether it holds anything (most admissions: nothing)
+    held = (
+        set()
+        if ledger.of_workload(workload) is None
+        else {r for r in ledger.reservations if r.workload == workload}
+    )
     if held == set(reservations):
         return Success(ledger)
     if held:
