@@ -39,6 +39,24 @@ class ModelSummary:
     # the weights by layer, for a split across cards (None: summarised before it was read)
     layers: LayerWeights | None = None
 
+    @property
+    def declared_quantisation(self) -> str:
+        """The quantisation its maker declared (``general.file_type``, e.g. Q4_K_M); the
+        tensor type holding most bytes when none is declared."""
+        declared = self.file_type
+        if declared is None or declared.startswith(("unknown", "GUESSED")):
+            return self.quantisation
+        return declared.removeprefix("MOSTLY_").removeprefix("ALL_")
+
+    @property
+    def quantisation_label(self) -> str:
+        """The declared quantisation, with the tensor type holding most bytes when that
+        differs (a Q4_K_M file may keep a large vocabulary's embedding in Q8_0)."""
+        declared = self.declared_quantisation
+        if declared == self.quantisation:
+            return declared
+        return f"{declared} (most bytes {self.quantisation})"
+
 
 @frozen(kw_only=True)
 class ContextEstimate:

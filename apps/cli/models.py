@@ -190,10 +190,10 @@ def import_(
         print(to_json(report))
         return 0
     how = "hard link" if report.imported.linked else "copy"
+    summary = report.summary
     print(
         f"artifact {report.imported.sha256.hex} ({size(report.imported.size_bytes)}, "
-        f"{report.summary.architecture.name}, {report.summary.quantisation}) stored as a {how}: "
-        "verified"
+        f"{summary.architecture.name}, {summary.quantisation_label}) stored as a {how}: verified"
     )
     if report.outcome is not None:
         print(report.outcome.sentence)

@@ -55,7 +55,7 @@ def add_to_catalog(
         architecture=summary.architecture.name,
         parameters=parameters or NOT_STATED,
         context_length=summary.architecture.context_length,
-        quantisation=summary.quantisation,
+        quantisation=summary.declared_quantisation,
     )
     listed = listing_problem(models.catalog(), entry)  # no name or bytes listed twice
     if listed is not None:

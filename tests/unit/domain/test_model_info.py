@@ -90,3 +90,21 @@ def test_the_task_shapes_the_estimate() -> None:
 def test_a_summary_rejects_negative_counts() -> None:
     with pytest.raises(ValueError, match="tensor_count must not be negative, got -1"):
         evolve(summary(256), tensor_count=-1)
+
+
+@pytest.mark.parametrize(
+    ("file_type", "declared", "label"),
+    [
+        (None, "Q8_0", "Q8_0"),
+        ("MOSTLY_Q8_0", "Q8_0", "Q8_0"),
+        ("MOSTLY_Q4_K_M", "Q4_K_M", "Q4_K_M (most bytes Q8_0)"),
+        ("ALL_F32", "F32", "F32 (most bytes Q8_0)"),
+        ("GUESSED", "Q8_0", "Q8_0"),
+        ("unknown (99)", "Q8_0", "Q8_0"),
+    ],
+)
+def test_the_quantisation_is_the_one_declared_with_the_bytes_when_they_differ(
+    file_type: str | None, declared: str, label: str
+) -> None:
+    s = evolve(summary(4096), file_type=file_type)
+    assert (s.declared_quantisation, s.quantisation_label) == (declared, label)
