@@ -13,25 +13,15 @@ from pathlib import Path
 import pytest
 from attrs import evolve
 
-from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
 from nodeau.apps.cli.explain import admission_lines
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.serving.commands import Refused, Started
-from nodeau.domain.hardware import MachineReading
 from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.refusals import ReasonCode
 from nodeau.ports.errors import SettingsError
 from tests.support.fakes.fake_runtime import CPU_ONLY, SEES_A_CARD
 from tests.support.fakes.machine_plane import Parts, ask, plane_with
-
-
-class RealCards(SimulatedGpuInventory):
-    """Simulated cards read as real ones: what a machine with an NVIDIA card reports."""
-
-    def read(self) -> MachineReading:
-        reading = super().read()
-        cards = tuple(evolve(r, gpu=evolve(r.gpu, simulated=False)) for r in reading.gpus)
-        return evolve(reading, gpus=cards, simulated=False, note="1 NVIDIA GPU (NVML)")
+from tests.support.fakes.real_cards import RealCards
 
 
 def on_real_cards(tmp_path: Path, server: ServerAbilities) -> tuple[MachinePlane, Parts]:

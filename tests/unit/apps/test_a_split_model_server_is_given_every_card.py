@@ -19,7 +19,7 @@ from nodeau.domain.refusals import ReasonCode
 from tests.support.builders.tiny_gguf import write_tiny_llama
 from tests.support.fakes.fake_runtime import SEES_A_CARD
 from tests.support.fakes.machine_plane import Parts, ask, plane_with
-from tests.unit.apps.test_a_real_card_needs_a_server_that_can_use_it import RealCards
+from tests.support.fakes.real_cards import RealCards
 
 LLAMA_SERVER = evolve(SEES_A_CARD, server="llama-server")
 CONTEXT = 65536  # its KV cache (2 GiB) and compute take no 4 GiB card alone
