@@ -26,7 +26,8 @@ class Following:
     def __init__(self, process: subprocess.Popen[str]) -> None:
         self.process = process
         self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -45,6 +46,16 @@ class Following:
             rest.append(self.lines.get())
         return self.process.returncode, "\n".join(rest), err
 
+    def end(self) -> None:
+        """Killed if still running, its pipes closed once their reader is done."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.reader.join(timeout=HANG_GUARD_S)  # it ends at the pipe's end
+        for pipe in (self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                pipe.close()
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
@@ -58,9 +69,7 @@ def home(tmp_path: Path) -> Path:
 def follow(home: Path) -> Iterator[Following]:
     started = Following(Cli(home).start("logs", "tiny", "-f", "--lines", "2"))
     yield started
-    if started.process.poll() is None:
-        started.process.kill()
-        started.process.wait()
+    started.end()
 
 
 def append(home: Path, text: str) -> None:
@@ -96,8 +105,7 @@ def test_follow_as_json_is_one_object_a_line(home: Path) -> None:
         assert json.loads(following.next_lines(1)[0]) == {"name": "tiny", "line": "more"}
         assert following.interrupt() == (0, "", "")
     finally:
-        if following.process.poll() is None:
-            following.process.kill()
+        following.end()
 
 
 def test_logs_as_json_has_the_name_and_the_lines(home: Path) -> None:
