@@ -246,7 +246,10 @@ def split_placement(
         for uuid, share in zip(found.gpu_uuids, found.shares, strict=True)
     )
     largest = max(admitted.cards, key=lambda c: (c.total_bytes, c.machine, c.gpu_uuid))
-    cards = sum(len(m.gpus) for m in view.fleet.machines if m.name == found.machine)
+    machine = view.fleet.machine(found.machine)
+    if machine is None:
+        raise ValueError(f"a split placed on {found.machine}, a machine the fleet does not list")
+    cards = len(machine.gpus)
     model, needed = admitted.request.model, gib(largest.needed_bytes)
     one = (
         f"every card that holds {model} alone ({needed}, {largest.source.value}) is held"
