@@ -113,7 +113,8 @@ def read_ledger(api: object) -> LedgerRead:
 def backing_of(found: KubeObject) -> Backing:
     """What the object's status says its workload holds (the domain's ``Backing``)."""
     status = found.status
-    state = (status.get("record") or {}).get("workload", {}).get("state")
+    workload = (status.get("record") or {}).get("workload", {})
+    state = workload.get("state")
     if "admission" not in status or state is None or state in {s.value for s in FINISHED}:
         return Backing(workload=found.name, holds=None)
     try:
@@ -122,8 +123,8 @@ def backing_of(found: KubeObject) -> Backing:
             from_plain(x, Reservation, f"{found.title}'s reservation of a further card")
             for x in status.get("moreReservations") or ()
         )
-        split = (status.get("record") or {}).get("workload", {}).get("more_cards")
-        if split and not more:  # a CRD from before splits pruned them: the decision has them
+        # a CRD from before splits pruned moreReservations: the decision still has them
+        if workload.get("more_cards") and not more:
             decided = unpack(status["admission"], Admission, f"the admission of {found.title}")
             more = decided.placement.more
     except RecordError as exc:
