@@ -14,6 +14,10 @@ from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from nodeau.apps.cli import cluster_plane
+from nodeau.apps.cli.cluster_plane import PlaneChoice, kubeconfig_of
+from nodeau.apps.planes.machine_workloads import MachineWorkloads
+from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.apps.settings import (
     DEFAULT_PUBLISHER,
     DEFAULT_RESERVE,
@@ -29,11 +33,9 @@ if TYPE_CHECKING:
     from nodeau.adapters.endpoint_services import Gateway
     from nodeau.adapters.llama_server import LocalServerProcesses, RuntimeChoice
     from nodeau.adapters.user_service import FleetSource
-    from nodeau.apps.cli.cluster_plane import PlaneChoice
     from nodeau.apps.models.services import ModelServices
     from nodeau.apps.planes.kubernetes import FleetCluster
     from nodeau.apps.planes.plane import Plane
-    from nodeau.apps.planes.workload_view import WorkloadView
     from nodeau.apps.qualification.machine import QualifyTools
     from nodeau.domain.catalog import Catalog
     from nodeau.domain.hardware import MachineReading
@@ -282,7 +284,6 @@ def fleet_source(choice: PlaneChoice) -> FleetSource | None:
     if not choice.kubernetes:
         return None
     from nodeau.adapters.user_service import FleetSource
-    from nodeau.apps.cli.cluster_plane import kubeconfig_of
 
     context = open_cluster(choice).context
     return FleetSource(kubeconfig=kubeconfig_of(choice, settings().environ), context=context)
@@ -320,9 +321,7 @@ def close_dashboard() -> bool:
 
 def plane_choice() -> PlaneChoice:
     """Which plane this command acts on: NODEAU_PLANE, else plane.json, else this machine."""
-    from nodeau.apps.cli.cluster_plane import plane_choice as chosen
-
-    return chosen()
+    return cluster_plane.plane_choice()
 
 
 def open_cluster(choice: PlaneChoice | None = None, identity: str = "nodeau-cli") -> FleetCluster:
@@ -386,8 +385,6 @@ def workloads() -> tuple[WorkloadView, ...]:
     command's views)."""
     if plane_choice().kubernetes:
         return plane().serving.workloads()
-    from nodeau.apps.planes.machine_workloads import MachineWorkloads
-
     s = settings()
     return MachineWorkloads(s, LazyMachineParts(s), utc_now).views()
 
@@ -403,7 +400,6 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
     if choice.kubernetes:
         from nodeau.adapters.endpoint_services import fleet_endpoint_manager
         from nodeau.adapters.user_service import FleetSource
-        from nodeau.apps.cli.cluster_plane import kubeconfig_of
         from nodeau.apps.planes.kubernetes import KubernetesPlane
         from nodeau.apps.qualification.fleet import FleetProbes
 

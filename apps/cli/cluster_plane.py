@@ -13,6 +13,9 @@ from pathlib import Path
 
 from attrs import frozen
 
+from nodeau.apps.settings import settings_from
+from nodeau.ports.errors import SettingsError
+
 MACHINE = "machine"
 KUBERNETES = "kubernetes"
 PLANES = (MACHINE, KUBERNETES)
@@ -40,8 +43,6 @@ def plane_file(home: Path) -> Path:
 
 
 def _unusable(message: str) -> Exception:
-    from nodeau.ports.errors import SettingsError  # lazily: ps's fast path asks the plane
-
     return SettingsError(message)
 
 
@@ -67,8 +68,6 @@ def read_plane_file(path: Path) -> PlaneChoice | None:
 
 def plane_choice() -> PlaneChoice:
     """Which plane this command acts on: NODEAU_PLANE, else plane.json, else this machine."""
-    from nodeau.apps.settings import settings_from
-
     s = settings_from(os.environ)
     return choose(s.environ, s.home)
 

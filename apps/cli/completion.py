@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from nodeau.apps.cli.main import build_app
+
 
 def completion(shell: Literal["bash", "zsh", "fish"], /, *, install: bool = False) -> int:
     """Shell completion for nodeau: print the script, or install it with --install.
@@ -22,8 +24,6 @@ def completion(shell: Literal["bash", "zsh", "fish"], /, *, install: bool = Fals
         Write the script where the shell looks for completions and add one line that loads
         it to the shell's startup file; both paths are printed.
     """
-    from nodeau.apps.cli.main import build_app
-
     app = build_app()
     if not install:
         print(app.generate_completion(prog_name="nodeau", shell=shell))

@@ -11,6 +11,11 @@ from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, NoReturn
 
+from nodeau.adapters.private_files import keep_private
+from nodeau.apps.cli.ps_command import fast_json, ps
+from nodeau.apps.settings import data_home
+from nodeau.ports.errors import NodeauError
+
 if TYPE_CHECKING:
     from cyclopts import App
 
@@ -19,7 +24,7 @@ STDOUT_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for `ls | head`
 
 
 def installed_version() -> str:
-    from importlib.metadata import version
+    from importlib.metadata import version  # 10 ms: only --version pays it
 
     return version("nodeau")
 
@@ -120,17 +125,10 @@ def run(argv: Sequence[str] | None = None) -> None:
     ``argv`` defaults to ``sys.argv[1:]``; the process exits with the command's code.
     """
     tokens = list(sys.argv[1:] if argv is None else argv)
-    from nodeau.adapters.private_files import keep_private
-    from nodeau.apps.settings import data_home
-
     previous_umask = keep_private(data_home(os.environ))  # before anything is written: ADR 0021
     try:
-        from nodeau.apps.cli.ps_command import fast_json
-
         json = fast_json(tokens)
         if json is not None:
-            from nodeau.apps.cli.ps_command import ps
-
             sys.exit(ps(json=json))
         build_app()(tokens)
     except BrokenPipeError:
@@ -138,11 +136,9 @@ def run(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
-        from nodeau.ports.errors import NodeauError
-
         if not isinstance(exc, NodeauError):
             raise  # a bug deserves its traceback
-        from nodeau.ports.organisation import NotAllowed
+        from nodeau.ports.organisation import NotAllowed  # a policy's types: on refusal only
 
         if isinstance(exc, NotAllowed):  # a refusal: its kind, code and sentence, exit 2
             print(exc.one_line(), file=sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
+from nodeau.apps.cli.bootstrap import workloads
 from nodeau.apps.cli.render import table, to_json
 
 if TYPE_CHECKING:
@@ -30,8 +31,6 @@ def fast_json(argv: Sequence[str]) -> bool | None:
 
 def ps(*, json: bool = False, output: Literal["wide"] | None = None) -> int:
     """What ``nodeau ps`` prints, however it is reached (its options: ``serving.ps``)."""
-    from nodeau.apps.cli.bootstrap import workloads
-
     views = workloads()
     if json:
         print(to_json(views))

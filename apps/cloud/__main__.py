@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from nodeau.apps.cli.main import run
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m nodeau.apps.cloud")
@@ -16,8 +18,6 @@ def main() -> None:
     parser.add_argument("--once", action="store_true")
     args = parser.parse_args()
     os.environ["NODEAU_HOME"] = args.home
-    from nodeau.apps.cli.main import run
-
     run(["cloud", "run", *(["--once"] if args.once else [])])
 
 

@@ -1,4 +1,4 @@
-"""Nodeau Cloud's composition root: its adapters built from the settings, nothing at import.
+"""Nodeau Cloud's composition root: its adapters built from the settings.
 
 The CLI builds the plane (``nodeau.apps.cli.bootstrap``) and these parts, and passes both
 to the use cases (``signin``, ``reporter``); tests pass their own plane the same way.
@@ -8,19 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from importlib.metadata import version as installed
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from nodeau.adapters.cloud_client import HttpxNodeauCloud
-    from nodeau.adapters.cloud_file import FileCloudState
-    from nodeau.ports.cloud import NodeauCloud, Reporter
+from nodeau.adapters.cloud_client import HttpxNodeauCloud
+from nodeau.adapters.cloud_file import FileCloudState
+from nodeau.adapters.reporter_process import DetachedReporter
+from nodeau.ports.cloud import NodeauCloud, Reporter
 
 
 def cloud_state(home: Path) -> FileCloudState:
     """What this machine keeps of the cloud, under ``home``."""
-    from nodeau.adapters.cloud_file import FileCloudState
-
     return FileCloudState(home)
 
 
@@ -28,8 +26,6 @@ def nodeau_cloud(
     base_url: str, timeout_s: float, state: FileCloudState, clock: Callable[[], datetime]
 ) -> HttpxNodeauCloud:
     """The cloud's API at ``base_url``; every call recorded in ``state``."""
-    from nodeau.adapters.cloud_client import HttpxNodeauCloud
-
     return HttpxNodeauCloud(base_url, timeout_s=timeout_s, record=state.record_call, clock=clock)
 
 
@@ -59,12 +55,8 @@ class CloudClients:
 
 def reporter() -> Reporter:
     """The fleet's reporter, run detached."""
-    from nodeau.adapters.reporter_process import DetachedReporter
-
     return DetachedReporter()
 
 
 def version() -> str:
-    from importlib.metadata import version
-
-    return version("nodeau")
+    return installed("nodeau")

@@ -17,9 +17,12 @@ from nodeau.adapters.dashboard_token import TOKEN_FILE, TokenFile
 from nodeau.adapters.endpoint_client import HttpxEndpointClient
 from nodeau.adapters.endpoint_metrics import metrics_texts
 from nodeau.adapters.private_files import keep_private
+from nodeau.adapters.this_machine import inventory_for
+from nodeau.apps.cli.bootstrap import plane, settings
 from nodeau.apps.dashboard.app import create_app
 from nodeau.apps.dashboard.qualification import ModelQualification, model_qualifications
 from nodeau.apps.dashboard.server import serve
+from nodeau.apps.models import bootstrap as model_services
 from nodeau.apps.planes.status_rows import StatusRow, status_rows
 from nodeau.apps.settings import utc_now
 from nodeau.domain.hardware import MachineReading
@@ -42,10 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for key in [k for k in os.environ if k in CARRIED or k.startswith(CARRIED_PREFIXES)]:
         del os.environ[key]
-    os.environ.update(saved[1])
-
-    from nodeau.apps.cli.bootstrap import plane, settings
-    from nodeau.apps.models import bootstrap as model_services
+    os.environ.update(saved[1])  # what settings() reads from here on
 
     def model_rows() -> tuple[StatusRow, ...]:
         s = model_services.build(settings())
@@ -58,8 +58,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     def cards() -> MachineReading:
-        from nodeau.adapters.this_machine import inventory_for
-
         s = settings()  # as nodeau machine reads them: simulated, else NVML
         return inventory_for(s.machine, s.simulated_gpus).read()
 

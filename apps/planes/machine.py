@@ -10,11 +10,14 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
+from nodeau.apps.batches.machine import ThisMachineBatches
 from nodeau.apps.copies.machine import NoCopies
 from nodeau.apps.machines.machine import ThisMachineMarks
 from nodeau.apps.organisation.policy import Organisations, permit
 from nodeau.apps.planes.machine_workloads import MachineWorkloads, WorkloadParts
+from nodeau.apps.planes.status_rows import StatusRow, status_rows
 from nodeau.apps.plans.entitlement import Plans, status_in_force
+from nodeau.apps.qualification.machine import QualifyTools, ThisMachineQualification
 from nodeau.apps.recovery.machine import ThisMachineRecovery
 from nodeau.apps.serving.machine import ThisMachineServing
 from nodeau.apps.serving.model_servers import Rules, RunRequest, admit_on_this_machine
@@ -25,11 +28,8 @@ from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind
 
 if TYPE_CHECKING:  # annotations only: each command imports what it uses
-    from nodeau.apps.batches.machine import ThisMachineBatches
     from nodeau.apps.models.actions import Resolved
     from nodeau.apps.models.services import ModelServices
-    from nodeau.apps.planes.status_rows import StatusRow
-    from nodeau.apps.qualification.machine import QualifyTools, ThisMachineQualification
     from nodeau.domain.model_server import ServerAbilities
     from nodeau.domain.organisation import Requester
     from nodeau.domain.plans import PlanTerms
@@ -198,8 +198,6 @@ class MachinePlane:
 
     @cached_property
     def qualification(self) -> ThisMachineQualification:
-        from nodeau.apps.qualification.machine import ThisMachineQualification
-
         return ThisMachineQualification(
             settings=self._settings, parts=self._parts, clock=self._clock, rules=self._rules
         )
@@ -226,8 +224,6 @@ class MachinePlane:
     # -- this machine's model files
 
     def model_status(self) -> tuple[StatusRow, ...]:
-        from nodeau.apps.planes.status_rows import status_rows
-
         m = self._parts.models
         return status_rows(m.store.files(), m.registry.book(), m.catalog(), self._settings.machine)
 
@@ -259,8 +255,6 @@ class MachinePlane:
 
     @cached_property
     def batches(self) -> ThisMachineBatches:
-        from nodeau.apps.batches.machine import ThisMachineBatches
-
         return ThisMachineBatches(
             parts=self._parts,
             records=self._records,

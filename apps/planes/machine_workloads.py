@@ -12,7 +12,17 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
 from nodeau.apps.planes.workload_view import WorkloadView
-from nodeau.domain.workloads import Workload, WorkloadKind, WorkloadState, holds_gpu, ps_sentence
+from nodeau.domain.restarts import as_seen, seen_exited
+from nodeau.domain.workloads import (
+    ServerExit,
+    Workload,
+    WorkloadKind,
+    WorkloadState,
+    endpoint_stopped,
+    holds_gpu,
+    ps_sentence,
+    start_interrupted,
+)
 
 if TYPE_CHECKING:  # annotations only: this module is what ``ps`` imports
     from nodeau.apps.settings import Settings
@@ -80,8 +90,6 @@ def workload_view(
     """The row of ``record``; ``shown``: the workload as ``ps`` found it, when that differs
     from the record (a server found gone); ``endpoint_up``: False when its endpoint is
     found not listening (then no address is shown, and its sentence says so)."""
-    from nodeau.domain.workloads import endpoint_stopped
-
     w = record.workload if shown is None else shown
     if not endpoint_up:
         w = endpoint_stopped(w)
@@ -210,19 +218,16 @@ class MachineWorkloads:
         self, record: WorkloadRecord, now: datetime, alive: Callable[[RunningServer], bool] | None
     ) -> Workload:
         """The workload as ``ps`` shows it: exited when its server is found gone."""
-        from nodeau.domain.restarts import as_seen, seen_exited
-
         server = record.server
         starting = record.workload.state in (WorkloadState.ADMITTED, WorkloadState.STARTING)
-        if starting and record.starter is not None:
-            from nodeau.domain.workloads import start_interrupted
-
-            if not self._parts.watch.starter_alive(record.starter):
-                return start_interrupted(record.workload, server.pid if server else None)
+        if (
+            starting
+            and record.starter is not None
+            and not self._parts.watch.starter_alive(record.starter)
+        ):
+            return start_interrupted(record.workload, server.pid if server else None)
         if alive is None or server is None or not watched(record) or alive(server):
             return as_seen(record.workload, now)
-        from nodeau.domain.workloads import ServerExit
-
         log = self._settings.log_dir / f"{record.workload.name}.log"
         ended = self._parts.watch.exit_of(server, log) or ServerExit.unknown(now)
         return seen_exited(record.workload, ended)

@@ -33,6 +33,7 @@ from nodeau.apps.serving.model_servers import (
     RunRequest,
     admit_on_this_machine,
     launch_server,
+    no_verified_copy,
     record_serving,
     stop_workload,
 )
@@ -58,7 +59,6 @@ from nodeau.ports.state import StateStore
 
 if TYPE_CHECKING:
     from nodeau.apps.planes.machine import MachineParts
-    from nodeau.apps.serving.model_servers import Rules
 
 
 def qualify_on_this_machine(
@@ -181,8 +181,6 @@ def qualify(
     path = parts.models.store.verified_path(resolved.artifact.files[0].sha256)
     name = NAME_PREFIX + resolved.artifact.id.hex[:12]
     if path is None:
-        from nodeau.apps.serving.model_servers import no_verified_copy
-
         return no_verified_copy(resolved.display_name, parts.models.settings.machine)
     plan = qualification_plan(parts.models.inspector.inspect(path).architecture.name)
     results: list[ProbeResult] = list(plan.not_applicable)
