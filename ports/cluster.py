@@ -15,18 +15,14 @@ from typing import Any, Protocol
 from attrs import field, frozen
 from returns.result import Failure, Result, Success
 
-from nodeau.domain.artifacts import is_sha256_hex
-from nodeau.domain.batches import BatchRequest
-from nodeau.domain.copies import CopyProgress, CopyRequest
-from nodeau.domain.hardware import AgentReport, MachineReading, PodMemory
+from nodeau.domain.asks import WorkloadAsk
+from nodeau.domain.copies import CopyRequest
+from nodeau.domain.fleet_reports import MachineReport, MarkedFleet
 from nodeau.domain.health import MachineHealth, Signals
 from nodeau.domain.leadership import LeaseRecord
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.memory import MeasuredTable, Measurement
-from nodeau.domain.model_info import ModelSummary
-from nodeau.domain.model_server import ServerAbilities
-from nodeau.domain.organisation import Requester
-from nodeau.domain.placement import Policy, SchedulingSettings
+from nodeau.domain.placement import Policy
 from nodeau.domain.qualification import EvidenceBook, QualificationEvidence
 from nodeau.domain.records import Admission, WorkloadRecord
 from nodeau.domain.refusals import ReasonCode, Refusal
@@ -106,88 +102,12 @@ class TokenError(ClusterError):
 # -- values --------------------------------------------------------------------------------------
 
 
-def _sha256_hex(_instance: object, _attribute: object, value: str) -> None:
-    if not is_sha256_hex(value):
-        raise ValueError(f"an artifact id is 64 lowercase hex digits, got {value!r}")
-
-
-def _aware(_instance: object, _attribute: object, value: datetime) -> None:
-    if value.utcoffset() is None:
-        raise ValueError(f"a report's moment must carry a timezone, got {value.isoformat()}")
-
-
-@frozen(kw_only=True)
-class MachineArtifact:
-    """One artifact verified on the reporting machine, and where its file is there."""
-
-    id: str = field(validator=_sha256_hex)  # SHA-256 hex
-    names: tuple[str, ...]  # aliases and catalog names it is known by on that machine
-    size_bytes: int
-    path: str  # the verified file (the first one of a split artifact)
-    summary: ModelSummary
-
-
-@frozen(kw_only=True)
-class MachineReport:
-    """What one machine's agent published at one moment: its cards and its verified models."""
-
-    reading: MachineReading
-    at: datetime = field(validator=_aware)
-    artifacts: tuple[MachineArtifact, ...] = ()
-    copies: tuple[CopyProgress, ...] = ()  # its progress on each copy asked of it
-    # what each Pod's processes hold on each card, now and at their peak (NVML, per
-    # process); none on simulated cards or from an agent that reads no card
-    pods: tuple[PodMemory, ...] = ()
-    # what the machine's model server (its image, asked on the machine) says it can use;
-    # None: not asked (an agent without its answer, or a report written before it)
-    server: ServerAbilities | None = None
-
-    @property
-    def machine(self) -> str:
-        return self.reading.machine
-
-    def as_agent_report(self, *, control_plane: bool = False) -> AgentReport:
-        """The domain's agent report (the cards only) this report makes."""
-        return self.reading.as_report(self.at, control_plane=control_plane)
-
-
 @frozen(kw_only=True)
 class ReportSet:
     """Every readable report, and one line for each machine whose report could not be read."""
 
     reports: tuple[MachineReport, ...]
     problems: tuple[str, ...]
-
-
-@frozen(kw_only=True)
-class MarkedFleet:
-    """Every machine, the marks a person put on them, and the scheduling settings they make."""
-
-    nodes: tuple[str, ...]
-    drained: frozenset[str]
-    upgrading: frozenset[str]
-    control_plane: frozenset[str]
-    settings: SchedulingSettings
-
-
-@frozen(kw_only=True)
-class WorkloadAsk:
-    """What a person asks of a workload: which model, for which task, recovering how."""
-
-    kind: WorkloadKind
-    name: str
-    model: str
-    task: Task = Task.CHAT
-    context_tokens: int | None = None
-    recovery: RecoveryMode = RecoveryMode.NEVER
-    recovery_after: timedelta = timedelta(seconds=180)
-    endpoint_stopped: bool = False
-    requests: tuple[BatchRequest, ...] = ()  # a batch job's requests, in order
-    bad_lines: int = 0  # a batch job's lines that could not run (said at submit)
-    # who asked (as the API server named them when the object was created); None: not said
-    requester: Requester | None = None
-    # a service served for a task its model has not proved, by the asker's explicit choice
-    unproved: bool = False
 
 
 @frozen(kw_only=True)

@@ -13,8 +13,9 @@ from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, or_none
+from nodeau.domain.fleet_reports import MarkedFleet
 from nodeau.domain.placement import Policy, SchedulingSettings
-from nodeau.ports.cluster import MarkedFleet, UnknownMachine
+from nodeau.ports.cluster import UnknownMachine
 
 __all__ = ["KubeFleetMarks", "MarkedFleet", "UnknownMachine"]
 

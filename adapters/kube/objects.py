@@ -17,13 +17,14 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, or_none, send_json
 from nodeau.adapters.kube.informer_cache import UNKNOWN, KnownObjects, version_of
 from nodeau.adapters.record_json import RecordError, from_plain, pack, to_plain
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.batches import BatchRequest
 from nodeau.domain.organisation import Requester
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Reservation
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import FINISHED, RecoveryMode, WorkloadKind, ps_sentence
-from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject
+from nodeau.ports.cluster import Condition, WorkloadObject
 from nodeau.ports.state import Admission, StateError, UnknownWorkload, WorkloadRecord
 
 MAX_TRIES = 50  # writes lost to others in a row before giving up (each loss is progress)

@@ -14,9 +14,10 @@ from cattrs import BaseValidationError, transform_error
 
 from nodeau.adapters.record_json import RecordError, converter, to_plain
 from nodeau.domain.copies import CopyPhase, CopyProgress
+from nodeau.domain.fleet_reports import MachineArtifact, MachineReport
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading, PodMemory
 from nodeau.domain.model_server import ServerAbilities
-from nodeau.ports.cluster import MachineArtifact, MachineReport, ReportSet
+from nodeau.ports.cluster import ReportSet
 
 __all__ = ["MachineArtifact", "MachineReport", "ReportSet", "parse_report", "report_json"]
 

@@ -28,10 +28,11 @@ from nodeau.adapters.kube.objects import (
     write_status,
 )
 from nodeau.adapters.record_json import unpack
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.records import Admission
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
-from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject, check_status_fields
+from nodeau.ports.cluster import Condition, WorkloadObject, check_status_fields
 from nodeau.ports.state import UnknownWorkload
 
 MERGE_PATCH = "application/merge-patch+json"

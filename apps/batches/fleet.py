@@ -16,12 +16,13 @@ from attrs import frozen
 from nodeau.apps.batches.commands import BatchAsk, BatchOutcome, BatchSubmitted, BatchView
 from nodeau.apps.planes.fleet_workloads import workload_view
 from nodeau.apps.serving.commands import Refused, Undecided
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.batches import batch_counts, result_from_line
 from nodeau.domain.organisation import Requester
 from nodeau.domain.runs import name_problem
 from nodeau.domain.workloads import WorkloadKind, holds_gpu
 from nodeau.ports.batches import FleetBatches
-from nodeau.ports.cluster import WorkloadAsk, WorkloadObject, WorkloadObjects
+from nodeau.ports.cluster import WorkloadObject, WorkloadObjects
 from nodeau.ports.errors import SettingsError
 from nodeau.ports.state import StateError, UnknownWorkload
 

@@ -12,9 +12,10 @@ from datetime import datetime, timedelta
 from attrs import evolve
 from returns.result import Success
 
-from nodeau.apps.controller.decide import Planning, fleet_of, planning, still_permitted
 from nodeau.apps.controller.reading import FleetInputs
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.copies import asker_words
+from nodeau.domain.fleet_admission import Planning, fleet_of, planning, still_permitted
 from nodeau.domain.records import Snapshot
 from nodeau.domain.recovery import (
     CopyNeed,
@@ -24,7 +25,7 @@ from nodeau.domain.recovery import (
     machines_that_fit,
 )
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, holds_gpu
-from nodeau.ports.cluster import ModelCopies, WorkloadAsk
+from nodeau.ports.cluster import ModelCopies
 from nodeau.ports.state import WorkloadRecord
 
 LOOK_AGAIN = timedelta(minutes=5)  # even when nothing it depends on changed

@@ -12,8 +12,9 @@ from contextlib import contextmanager
 from attrs import field, frozen
 from returns.result import Result
 
-from nodeau.apps.controller.decide import PlanKey, Planning, Proved, fleet_of
 from nodeau.domain.catalog import Catalog
+from nodeau.domain.fleet_admission import PlanKey, Planning, Proved, fleet_of
+from nodeau.domain.fleet_reports import MachineReport, MarkedFleet
 from nodeau.domain.free_cards import FreeCards
 from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import MachineHealth
@@ -23,7 +24,7 @@ from nodeau.domain.plans import PlanTerms
 from nodeau.domain.records import spending
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
-from nodeau.ports.cluster import KeptEvidence, MachineReport, MarkedFleet
+from nodeau.ports.cluster import KeptEvidence
 from nodeau.ports.models import CatalogSource
 from nodeau.ports.state import WorkloadRecord
 

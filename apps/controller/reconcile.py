@@ -12,10 +12,10 @@ from datetime import datetime
 from attrs import evolve
 from returns.result import Failure, Result, Success
 
-from nodeau.apps.controller.decide import Decide, decider
 from nodeau.apps.controller.reading import FleetReading
 from nodeau.apps.controller.turns import Turn
 from nodeau.domain.batches import BatchCounts, batch_counts, batch_end, result_from_line
+from nodeau.domain.fleet_admission import Decide, decider
 from nodeau.domain.health import Health, MachineHealth
 from nodeau.domain.lifecycle import (
     ServerPhase,

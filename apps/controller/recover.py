@@ -11,8 +11,9 @@ from datetime import datetime
 from attrs import evolve
 from returns.result import Failure, Result, Success
 
-from nodeau.apps.controller.decide import Planning, fleet_of, planning, still_permitted
 from nodeau.apps.controller.reading import FleetInputs
+from nodeau.domain.asks import WorkloadAsk
+from nodeau.domain.fleet_admission import Planning, fleet_of, planning, still_permitted
 from nodeau.domain.hardware import Fleet
 from nodeau.domain.health import Health, MachineHealth
 from nodeau.domain.records import Admission, Snapshot
@@ -31,7 +32,7 @@ from nodeau.domain.recovery import (
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import RecoveryMode, Workload, WorkloadKind, holds_gpu
-from nodeau.ports.cluster import WorkloadAsk, WorkloadObjects
+from nodeau.ports.cluster import WorkloadObjects
 from nodeau.ports.state import MovingStateStore, WorkloadRecord
 
 

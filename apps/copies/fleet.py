@@ -25,6 +25,7 @@ from nodeau.domain.copies import (
     find_request,
     withdrawal,
 )
+from nodeau.domain.fleet_reports import MachineReport
 from nodeau.domain.resolution import (
     SHORT_ID,
     Known,
@@ -33,13 +34,7 @@ from nodeau.domain.resolution import (
     display_name,
     resolve_name,
 )
-from nodeau.ports.cluster import (
-    FleetMarks,
-    MachineReport,
-    MachineReports,
-    ModelCopies,
-    UnknownMachine,
-)
+from nodeau.ports.cluster import FleetMarks, MachineReports, ModelCopies, UnknownMachine
 
 
 @frozen(kw_only=True)

@@ -20,15 +20,14 @@ from nodeau.apps.machines.commands import (
     gpu_views,
 )
 from nodeau.domain import scheduling
+from nodeau.domain.fleet_reports import MachineReport, MarkedFleet
 from nodeau.domain.health import MachineHealth
 from nodeau.domain.placement import Policy
 from nodeau.domain.reservations import Ledger
 from nodeau.ports.cluster import (
     FleetMarks,
     HealthRecords,
-    MachineReport,
     MachineReports,
-    MarkedFleet,
     ReservationLedger,
     UnknownMachine,
 )

@@ -15,8 +15,8 @@ from nodeau.apps.models.actions import model_names
 from nodeau.domain.aliases import AliasBook
 from nodeau.domain.artifacts import Artifact
 from nodeau.domain.catalog import Catalog
+from nodeau.domain.fleet_reports import MachineArtifact, MachineReport
 from nodeau.domain.model_info import ModelSummary
-from nodeau.ports.cluster import MachineArtifact, MachineReport
 from nodeau.ports.hardware import GpuInventory
 from nodeau.ports.models import ModelError, ModelInspector, ModelStore
 

@@ -11,7 +11,7 @@ from nodeau.domain.aliases import AliasBook
 from nodeau.domain.cache import CachedFile, CopyState
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import CopyPhase, CopyProgress
-from nodeau.ports.cluster import MachineReport
+from nodeau.domain.fleet_reports import MachineReport
 
 
 @frozen(kw_only=True)

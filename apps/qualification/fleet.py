@@ -36,7 +36,9 @@ from nodeau.apps.qualification.commands import (
 from nodeau.apps.serving.commands import Refused, Undecided
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.artifacts import Sha256
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.catalog import Catalog, catalog_claims
+from nodeau.domain.fleet_reports import MachineReport
 from nodeau.domain.model_info import ModelSummary
 from nodeau.domain.qualification import (
     MemoryReading,
@@ -57,11 +59,9 @@ from nodeau.domain.resolution import (
 )
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import (
-    MachineReport,
     MachineReports,
     QualificationRecords,
     ServerPods,
-    WorkloadAsk,
     WorkloadObject,
     WorkloadObjects,
 )

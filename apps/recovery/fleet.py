@@ -14,15 +14,10 @@ from attrs import frozen
 from nodeau.apps.planes.fleet_workloads import find_workload, workload_view
 from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.apps.recovery.commands import RecoveryListing, recovery_view, refuse_batch
+from nodeau.domain.fleet_reports import MachineReport
 from nodeau.domain.recovery_choice import recovery_change
 from nodeau.domain.workloads import RecoveryMode, Workload, WorkloadKind
-from nodeau.ports.cluster import (
-    FleetMarks,
-    MachineReport,
-    MachineReports,
-    WorkloadObject,
-    WorkloadObjects,
-)
+from nodeau.ports.cluster import FleetMarks, MachineReports, WorkloadObject, WorkloadObjects
 
 DEFAULT_CHOICE = (RecoveryMode.NEVER, timedelta(minutes=3))
 

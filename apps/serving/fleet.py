@@ -30,8 +30,10 @@ from nodeau.apps.serving.commands import (
     workload_name,
 )
 from nodeau.domain.artifacts import Sha256
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.catalog import Catalog, catalog_claims
 from nodeau.domain.decision import PLACEMENT, AskFacts, Checked, checks, first_refusal
+from nodeau.domain.fleet_reports import MachineReport
 from nodeau.domain.limits import RequestShape
 from nodeau.domain.model_info import runtime_config
 from nodeau.domain.organisation import Organisation, Requester, Spending
@@ -40,13 +42,7 @@ from nodeau.domain.records import Admission
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.runs import Asked, RunsWith, differences
 from nodeau.domain.workloads import WorkloadKind, holds_gpu
-from nodeau.ports.cluster import (
-    MachineReport,
-    ServerPods,
-    WorkloadAsk,
-    WorkloadObject,
-    WorkloadObjects,
-)
+from nodeau.ports.cluster import ServerPods, WorkloadObject, WorkloadObjects
 from nodeau.ports.endpoints import FleetLoopbackEndpoints
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.organisation import OrganisationPolicy

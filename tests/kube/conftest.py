@@ -1,10 +1,8 @@
 """A real control plane for the Kubernetes tests: one per test worker, shared by its tests.
 
-etcd, kube-apiserver and KWOK start once per worker (a few seconds); the namespace and
-CRDs from deploy/ are applied as a user applies them. ``fresh_fleet`` gives a test an
-empty fleet: no nodes, no Nodeau objects, no ledger. ``controller_process`` runs the
-installed controller as its ServiceAccount; ``fleet`` is the CLI on a fleet of one machine
-with two simulated cards (a module with a ``fleet`` of its own replaces it there).
+etcd, kube-apiserver and KWOK start once per worker, with deploy/'s namespace and CRDs applied.
+``fresh_fleet`` empties the fleet; ``controller_process`` runs the installed controller; ``fleet``
+is the CLI on one machine with two simulated cards.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.claims import PLURAL as RESERVATIONS
 from nodeau.adapters.kube.reports import publish_report
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
-from nodeau.ports.cluster import MachineReport
+from nodeau.domain.fleet_reports import MachineReport
 from tests.support.real.cli import Cli
 from tests.support.real.kube_apply import (
     ISSUER,

@@ -18,9 +18,10 @@ from nodeau.adapters.kube.pods import KubeServerPods
 from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.adapters.kube.watch import KubeWorkloadWatch
 from nodeau.adapters.kube.workloads import KubeWorkloadObjects
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.lifecycle import ServerPhase
 from nodeau.domain.workloads import WorkloadKind
-from nodeau.ports.cluster import Condition, WorkloadAsk
+from nodeau.ports.cluster import Condition
 from tests.support.builders.admissions import decider, fleet_of
 from tests.support.real.kube_nodes import kwok_node, wait_for
 

@@ -13,8 +13,10 @@ from typing import Any
 from returns.pipeline import is_successful
 
 from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
-from nodeau.apps.controller.decide import Decide
-from nodeau.apps.controller.decide import decider as controller_decider
+from nodeau.domain.asks import WorkloadAsk
+from nodeau.domain.fleet_admission import Decide
+from nodeau.domain.fleet_admission import decider as controller_decider
+from nodeau.domain.fleet_reports import MarkedFleet
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.memory import GIB
 from nodeau.domain.placement import SchedulingSettings
@@ -22,7 +24,6 @@ from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
-from nodeau.ports.cluster import MarkedFleet, WorkloadAsk
 from nodeau.ports.state import Admission, Snapshot
 from tests.support.builders.summaries import SUMMARY
 from tests.support.real.kube_controller import HUGE_ID, SMALL_ID

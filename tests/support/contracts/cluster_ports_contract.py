@@ -1,9 +1,7 @@
 """The cluster ports' contract: every test here runs against each cluster that takes it.
 
-Every test takes a ``cluster`` (a ``Harness``): the role ports, the state store that
-writes beside them, and what stands for the world around a cluster. The in-memory fake
-runs them in tests/contract/test_cluster_ports.py, the Kubernetes adapters on a real API
-server in tests/kube/test_cluster_ports_contract.py; each keeps the test ids.
+Each test takes a ``cluster`` (a ``Harness``); tests/contract/test_cluster_ports.py runs them on
+the in-memory fake, tests/kube/test_cluster_ports_contract.py on the Kubernetes adapters.
 """
 
 from __future__ import annotations
@@ -17,6 +15,7 @@ import pytest
 from attrs import evolve
 from returns.pipeline import is_successful
 
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.copies import Ask, CopyPhase, CopyProgress, CopyRequest, recovery_asker
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts, with_state
@@ -36,7 +35,6 @@ from nodeau.ports.cluster import (
     ReservationLedger,
     ServerPods,
     UnknownMachine,
-    WorkloadAsk,
     WorkloadObjects,
 )
 from nodeau.ports.state import Admission, StateStore, UnknownWorkload

@@ -1,9 +1,7 @@
 """A fleet in memory for the controller's use-case tests: a ``FakeCluster`` and its controller.
 
-``fleet`` gives machines that each report 24 GiB cards and a verified "qwen" (4 GiB) and
-"giant" (40 GiB, fits no card); ``controller`` drives it one ``resync`` at a time. The
-readers (``record``, ``state``, ``held_cards``), a chat service already serving, the
-Kubernetes plane over the same fakes, and fake parts that linger, fail to read or measure.
+``fleet`` gives machines with 24 GiB cards and verified "qwen" (4 GiB) and "giant" (fits no
+card); ``controller`` drives it one ``resync`` at a time. Also readers and misbehaving fakes.
 """
 
 from __future__ import annotations
@@ -18,12 +16,13 @@ from nodeau.adapters.entitlement_document import compiled_in_verifier
 from nodeau.adapters.kube.resources import CONTROL_PLANE_LABEL, SERVER_IMAGE
 from nodeau.apps.controller.loop import Controller
 from nodeau.apps.planes.kubernetes import FleetCluster, KubernetesPlane
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.lifecycle import ServerRestarts
 from nodeau.domain.memory import GIB, MeasuredKey, MeasuredTable, Measurement
 from nodeau.domain.model_info import runtime_config
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import HeldReason, ServerExit, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import WorkloadAsk, WorkloadObject
+from nodeau.ports.cluster import WorkloadObject
 from nodeau.ports.state import WorkloadRecord
 from tests.support.builders.summaries import SUMMARY
 from tests.support.clock import Clock, ticking

@@ -1,15 +1,8 @@
 """The cluster's ports in memory, checked by the same contract suite as the Kubernetes adapters.
 
-``FakeCluster`` holds one fleet: machines (Nodes) with their marks, reports and
-heartbeats, the controller's health records, GPUService and BatchJob objects,
-their model servers, and Events. Its state store (``FakeClusterStore``) is the
-in-memory ``StateStore`` plus what ``KubeStateStore`` also does in a cluster:
-an admission creates the workload's object if no one had, and the record it
-keeps is what the object's status shows (tests/contract/test_cluster_ports.py
-holds both to the same behaviour).
-
-Servers do not run by themselves here: ``FakeServerPods.run``, ``end``, ``report``
-and ``write_log`` play the part KWOK (or a kubelet) plays in a cluster.
+``FakeCluster`` holds one fleet; its ``FakeClusterStore`` also does what ``KubeStateStore`` does
+(an admission creates the object, the record is its status). Servers run only when a test says
+(``FakeServerPods.run``, ``end``, ``report``, ``write_log``), as KWOK or a kubelet would.
 """
 
 from __future__ import annotations
@@ -26,7 +19,9 @@ from returns.result import Result, Success
 from nodeau.adapters.entitlement_document import Ed25519EntitlementVerifier
 from nodeau.adapters.organisation_document import parse_organisation
 from nodeau.apps.controller.loop import ControllerPorts
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.copies import CopyRequest, find_request, with_ask, without_ask
+from nodeau.domain.fleet_reports import MachineArtifact, MachineReport, MarkedFleet
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.health import MachineHealth, Signals
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
@@ -42,13 +37,9 @@ from nodeau.ports.cluster import (
     BootstrapToken,
     ClusterError,
     Condition,
-    MachineArtifact,
-    MachineReport,
-    MarkedFleet,
     ReportSet,
     ServerPod,
     UnknownMachine,
-    WorkloadAsk,
     WorkloadObject,
     check_status_fields,
 )

@@ -14,9 +14,9 @@ from attrs import evolve
 from nodeau.apps.controller.loop import Controller
 from nodeau.apps.planes.kubernetes import KubernetesPlane
 from nodeau.apps.recovery.commands import RecoveryView
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.health import Health
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import WorkloadAsk
 from tests.support.clock import Clock
 from tests.support.fakes.controller_fleet import (
     START,

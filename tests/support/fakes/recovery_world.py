@@ -1,14 +1,8 @@
-"""A simulated fleet for recovery: machines that go off the network, flap, lose one signal,
-get upgraded and come back, under one controller over the contract-checked ``FakeCluster``.
+"""A simulated fleet for recovery, under one controller over the contract-checked ``FakeCluster``.
 
-``World.step`` is ten seconds, the controller's default resync: the weather decides what
-each machine (and person) does now, the machines that answer renew their signals (node
-heartbeat and agent report), the servers on machines whose kubelet answers load and come
-up, then ``Controller.resync`` runs if a pass is due (every step, unless the weather makes
-the controller late). The world keeps its own truth apart from the controller's view: when
-each machine last renewed each signal, when an upgrade mark left it, each spell it spent
-off the network, and each service's recovery as a person last set it, so a test can hold
-the controller's moves against what really happened.
+Machines go off the network, flap, lose one signal, get upgraded and come back. ``World.step`` is
+ten seconds (the default resync). The world keeps its own truth apart from the controller's view,
+so a test can hold the controller's moves against what really happened.
 """
 
 from __future__ import annotations
@@ -21,10 +15,11 @@ from datetime import datetime, timedelta
 from attrs import define, evolve, field, fields, frozen
 
 from nodeau.apps.controller.loop import Controller
+from nodeau.domain.asks import WorkloadAsk
+from nodeau.domain.fleet_reports import MachineArtifact, MachineReport
 from nodeau.domain.health import HealthPolicy
 from nodeau.domain.lifecycle import ServerPhase
 from nodeau.domain.workloads import HeldReason, RecoveryMode, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import MachineArtifact, MachineReport, WorkloadAsk
 from tests.support.clock import Clock
 from tests.support.fakes.fake_cluster import FakeCluster, machine_report
 

@@ -9,7 +9,9 @@ from datetime import UTC, datetime, timedelta
 from returns.result import Success
 
 from nodeau.adapters.kube.report_form import MachineArtifact, MachineReport
-from nodeau.apps.controller.decide import Planning, planning, still_permitted
+from nodeau.domain.asks import WorkloadAsk
+from nodeau.domain.fleet_admission import Planning, planning, still_permitted
+from nodeau.domain.fleet_reports import MarkedFleet
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.limits import OrgLimits, Role
 from nodeau.domain.memory import GIB
@@ -19,7 +21,6 @@ from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
-from nodeau.ports.cluster import MarkedFleet, WorkloadAsk
 from tests.support.builders.summaries import SUMMARY
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)

@@ -23,8 +23,9 @@ from nodeau.apps.planes.kubernetes import KubernetesPlane
 from nodeau.domain.artifacts import Sha256
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.copies import imported_sentence
+from nodeau.domain.fleet_reports import MachineArtifact
 from nodeau.domain.model_info import ModelSummary
-from nodeau.ports.cluster import ClusterError, MachineArtifact
+from nodeau.ports.cluster import ClusterError
 from tests.support.builders.copy_models import KIB, MIB, Model, catalog_of, model, some_bytes
 from tests.support.builders.summaries import tiny_summary
 from tests.support.fakes.controller_fleet import fake_fleet_cluster

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from nodeau.apps.controller.health import apply_health
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import WorkloadAsk
 from tests.support.fakes.controller_fleet import state
 from tests.support.fakes.fleet_stories import Story
 

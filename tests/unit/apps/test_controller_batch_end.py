@@ -1,12 +1,8 @@
-"""A batch job's end on the fleet, through the controller with its results kept in the
-cluster (``ports.batches.FleetBatches``): counts shown in status, the end the domain says
-(every request answered: succeeded; a person's stop: stopped), its Pod deleted (forced when
-its machine does not answer), its card released only once the Pod is gone, and the Event
-that says so, word for word.
+"""A batch job's end on the fleet, through the controller, its results kept in the cluster.
 
-The results port is an in-memory ``FleetBatches`` kept here (no other fast test needs one;
-tests/kube/test_batch_fleet.py proves the real one, ``KubeFleetBatches``). A person's stop is
-``spec.stop: true``, which the fake objects show for the jobs in ``stopping``.
+Counts in status, the end the domain says, the Pod deleted (forced if its machine is quiet), the
+card released once it is gone, the Event word for word. Results are an in-memory ``FleetBatches``
+(tests/kube/test_batch_fleet.py proves ``KubeFleetBatches``); a stop is ``spec.stop: true``.
 """
 
 from __future__ import annotations
@@ -17,11 +13,12 @@ from typing import Any
 from attrs import evolve
 
 from nodeau.apps.controller.loop import Controller
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.batches import BatchRequest
 from nodeau.domain.health import Health
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
-from nodeau.ports.cluster import WorkloadAsk, WorkloadObject
+from nodeau.ports.cluster import WorkloadObject
 from tests.support.fakes.controller_fleet import SERVICE, LingeringPods, held_cards, state
 from tests.support.fakes.fake_cluster import (
     FakeCluster,

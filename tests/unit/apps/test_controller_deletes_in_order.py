@@ -4,9 +4,9 @@ finished workload deleted afterwards."""
 
 from __future__ import annotations
 
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
-from nodeau.ports.cluster import WorkloadAsk
 from tests.support.fakes.controller_fleet import LingeringPods, controller, fleet, held_cards, state
 from tests.support.fakes.fake_cluster import gpu_uuid
 

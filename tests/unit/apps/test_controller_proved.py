@@ -13,12 +13,13 @@ from returns.pipeline import is_successful
 from nodeau.adapters.catalog_file import JsonCatalogFile
 from nodeau.adapters.kube.objects import ask_of
 from nodeau.adapters.kube.workloads import spec_of_ask
-from nodeau.apps.controller.decide import Proved
 from nodeau.apps.controller.loop import Controller
 from nodeau.apps.controller.reading import proved_reader
 from nodeau.apps.settings import shipped_catalog
 from nodeau.domain.artifacts import Sha256
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.catalog import Catalog
+from nodeau.domain.fleet_admission import Proved
 from nodeau.domain.qualification import (
     Capability,
     EvidenceBook,
@@ -30,7 +31,7 @@ from nodeau.domain.qualification import (
 from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
-from nodeau.ports.cluster import ClusterError, WorkloadAsk
+from nodeau.ports.cluster import ClusterError
 from tests.support.builders.controller_decisions import EMPTY, artifact, ask, decider, marks, report
 from tests.support.fakes.controller_fleet import SERVICE, fleet_plane, held_cards
 from tests.support.fakes.controller_fleet import fleet as reconcile_fleet

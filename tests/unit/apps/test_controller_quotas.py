@@ -1,19 +1,18 @@
-"""The organisation's quotas, held by the fleet's controller itself: a GPUService applied by
-hand (no command checked it) is refused when its requester's quota is spent, whether the
-workloads that spend it were admitted in an earlier pass or earlier in the same batch; a
-finished workload spends nothing; with no policy nothing is counted (and no object is
-listed for it). Over the contract-checked fakes, whose store, as the cluster's, gives an
-admission's decision no records."""
+"""The organisation's quotas, held by the fleet's controller itself (contract-checked fakes).
+
+A GPUService applied by hand is refused once its requester's quota is spent, by earlier passes or
+the same batch; a finished workload spends nothing; with no policy nothing is counted.
+"""
 
 from __future__ import annotations
 
 import json
 
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.lifecycle import with_state
 from nodeau.domain.organisation import Requester
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.workloads import WorkloadState
-from nodeau.ports.cluster import WorkloadAsk
 from tests.support.fakes.controller_fleet import (
     SERVICE,
     START,

@@ -1,9 +1,7 @@
 """The controller's use cases over the contract-checked fakes: decide, start, serve, finish.
 
-Each test drives ``Controller.resync`` (the pass ``--once`` runs) against a
-``FakeCluster``; the fake's servers run only when a test says so
-(``pods.run``, ``pods.end``), standing for the machine. Assertions are on what
-the cluster holds afterwards: records, ledger, objects, servers, events.
+Each test drives ``Controller.resync`` on a ``FakeCluster`` whose servers run only when told
+(``pods.run``, ``pods.end``), then asserts on records, ledger, objects, servers and events.
 """
 
 from __future__ import annotations
@@ -19,20 +17,14 @@ from nodeau.apps.controller.loop import Controller
 from nodeau.apps.controller.reading import FleetReading, proved_reader
 from nodeau.apps.controller.turns import Turns
 from nodeau.apps.serving.commands import LogsUnavailable
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.hardware import Gpu, GpuReading, MachineReading
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.memory import GIB
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import ServerExit, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import (
-    ClusterError,
-    Condition,
-    NoAnswer,
-    ServerPod,
-    WorkloadAsk,
-    WorkloadObject,
-)
+from nodeau.ports.cluster import ClusterError, Condition, NoAnswer, ServerPod, WorkloadObject
 from nodeau.ports.state import UnknownWorkload, WorkloadRecord
 from tests.support.builders.summaries import SUMMARY
 from tests.support.clock import Clock, ticking

@@ -10,6 +10,7 @@ from attrs import evolve
 from nodeau.apps.controller.loop import Controller
 from nodeau.apps.controller.reading import FleetInputs
 from nodeau.apps.controller.recover import due_for_a_decision
+from nodeau.domain.fleet_reports import MarkedFleet
 from nodeau.domain.health import Health
 from nodeau.domain.organisation import Organisation
 from nodeau.domain.placement import SchedulingSettings
@@ -21,7 +22,6 @@ from nodeau.domain.workloads import (
     WorkloadState,
     ps_sentence,
 )
-from nodeau.ports.cluster import MarkedFleet
 from tests.support.builders.recovery_inputs import (
     GONE,
     REPORTING,

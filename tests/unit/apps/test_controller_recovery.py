@@ -1,10 +1,7 @@
-"""Recovery through the controller, over the contract-checked fakes: each rule of
-docs/recovery (product: recovery-and-copies.txt) as a pass-by-pass story.
+"""Recovery through the controller, over the contract-checked fakes: each rule pass by pass.
 
-A ``Clock`` the test moves stands for time; ``tick`` moves it and has every machine
-that still answers renew both of its signals (its node heartbeat and its agent's
-report), as the kubelet and Nodeau's agent do. The controller assesses health and
-recovers on every ``resync``, the pass ``--once`` runs.
+The rules are docs/recovery's. A ``Clock`` the test moves is time; ``tick`` has every machine that
+answers renew both signals; the controller assesses and recovers on every ``resync``.
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ from datetime import timedelta
 
 from attrs import evolve
 
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.health import Health
 from nodeau.domain.workloads import (
     HeldReason,
@@ -22,7 +20,6 @@ from nodeau.domain.workloads import (
     WorkloadState,
     ps_sentence,
 )
-from nodeau.ports.cluster import WorkloadAsk
 from tests.support.builders.summaries import SUMMARY
 from tests.support.fakes.controller_fleet import SMALL, START, held_cards, record, state
 from tests.support.fakes.fake_cluster import gpu_uuid, machine_report, verified

@@ -14,13 +14,14 @@ from attrs import evolve
 from nodeau.apps.controller.loop import Controller
 from nodeau.apps.controller.reading import FleetInputs, FleetReading
 from nodeau.apps.controller.reconcile import Reconciler
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.health import Health
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.memory import GIB
 from nodeau.domain.organisation import Requester
 from nodeau.domain.qualification import EvidenceBook
 from nodeau.domain.workloads import RecoveryMode, ServerExit, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import Condition, WorkloadAsk, WorkloadObject
+from nodeau.ports.cluster import Condition, WorkloadObject
 from nodeau.ports.state import WorkloadRecord
 from tests.support.clock import Clock
 from tests.support.fakes.controller_fleet import (

@@ -11,12 +11,13 @@ import time
 import pytest
 from returns.result import Result
 
-from nodeau.apps.controller.decide import Decide
 from nodeau.apps.controller.loop import Controller
+from nodeau.domain.asks import WorkloadAsk
+from nodeau.domain.fleet_admission import Decide
 from nodeau.domain.organisation import Requester
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
-from nodeau.ports.cluster import ClusterError, WorkloadAsk, WorkloadObject
+from nodeau.ports.cluster import ClusterError, WorkloadObject
 from nodeau.ports.state import Admission, WorkloadRecord
 from tests.support.fakes.controller_fleet import SERVICE, fleet, held_cards, state
 from tests.support.fakes.fake_cluster import FakeCluster

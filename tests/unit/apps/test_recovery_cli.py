@@ -16,8 +16,8 @@ from nodeau.apps.cli.main import run
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.cli.serving import parse_after
 from nodeau.apps.planes.plane import Plane
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
-from nodeau.ports.cluster import WorkloadAsk
 from nodeau.ports.errors import SettingsError
 from tests.support.fakes.fleet_stories import Fleet
 from tests.support.fakes.machine_plane import ask, plane_with

@@ -1,9 +1,7 @@
 """``recovery set`` and ``recovery status`` on both planes, over the contract-checked fakes.
 
-The fleet: the Kubernetes plane and the controller over one ``FakeCluster`` (the
-controller's passes are ``resync``, the machines' signals renewed by ``tick``). One
-machine: the ``MachinePlane`` over the fake state store and model server of
-tests/support/fakes/machine_plane.py.
+The fleet: the Kubernetes plane and the controller over one ``FakeCluster``. One machine: the
+``MachinePlane`` over tests/support/fakes/machine_plane.py's fakes.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from returns.result import Result
 from nodeau.apps.cli.render import to_json
 from nodeau.apps.planes.kubernetes import KubernetesPlane
 from nodeau.apps.recovery.commands import NotAService
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.organisation import Requester
 from nodeau.domain.records import Admission, Snapshot
 from nodeau.domain.refusals import ReasonCode, Refusal
@@ -29,7 +28,6 @@ from nodeau.domain.workloads import (
     ps_sentence,
     recovery_words,
 )
-from nodeau.ports.cluster import WorkloadAsk
 from nodeau.ports.organisation import NotAllowed
 from nodeau.ports.state import UnknownWorkload
 from tests.support.builders.admissions import decider, fleet_of

@@ -1,30 +1,8 @@
-"""Recovery simulated over the domain and the fake cluster: fleets of 20 to 50 machines over
-many seeds, and fleets of 1,000, with random outages, flaps, one quiet signal, upgrades,
-drains, network splits and returns (tests/support/fakes/recovery_world.py).
+"""Recovery simulated over the domain and fake cluster: fleets of 20 to 50 and of 1,000 machines.
 
-After every controller pass the promises of docs/recovery (product:
-recovery-and-copies.txt) are held against the world's own truth, which the controller
-never reads (when each machine really renewed each signal):
-
-1. never a card held twice: one reservation per card and per workload, each naming the
-   card its record names, and one server per card;
-2. never two routable instances of one workload: one server per workload, on its record's
-   machine, and an endpoint shown only for a ready server on a machine not unreachable;
-3. never a move before its delay: a move is a recovery of an automatic service off a
-   machine whose both signals had been quiet (by the truth) for at least its delay, not
-   marked upgrading, not the control-plane machine, onto a machine that is not drained,
-   unreachable or upgrading, and never while more than half of the fleet is unreachable;
-4. never a move back: a workload's machine changes only by such a recovery, so it never
-   returns to a machine because that machine came back (a later recovery off its new
-   machine, after that machine's own delay, may take it anywhere);
-5. a spell off the network shorter than the grace plus a workload's delay never moves it.
-
-The worlds come in families: small fleets over many seeds and two of 1,000 machines under
-a punctual controller; small fleets whose controller's passes come late or stall; and small
-fleets where people set a service's recovery again, the watch bringing the change before
-the next pass or after it. A broken promise (or an exception out of a pass, which would end
-the controller process) ends its world with the seed and the world's trace for the names
-involved; the test for that seed fails with it.
+After every controller pass docs/recovery's promises (the numbered functions below) are held
+against the world's own truth: outages, flaps, upgrades, late passes and choices set again
+(tests/support/fakes/recovery_world.py). A broken promise fails its seed with the world's trace.
 """
 
 from __future__ import annotations
@@ -41,6 +19,7 @@ from textwrap import shorten
 import pytest
 from attrs import define, field, frozen
 
+from nodeau.domain.fleet_reports import MachineArtifact
 from nodeau.domain.health import Health, MachineHealth
 from nodeau.domain.lifecycle import ServerPhase
 from nodeau.domain.reservations import Ledger
@@ -52,7 +31,7 @@ from nodeau.domain.workloads import (
     WorkloadState,
     holds_gpu,
 )
-from nodeau.ports.cluster import MachineArtifact, ServerPod
+from nodeau.ports.cluster import ServerPod
 from nodeau.ports.state import WorkloadRecord
 from tests.support.builders.summaries import SUMMARY
 from tests.support.fakes.controller_fleet import SMALL

@@ -1,6 +1,7 @@
-"""The controller's decision for one GPUService or BatchJob, pure of I/O given its inputs.
-
-Why it is so: docs/adr/decisions/apps-controller.md (decide.py).
+"""A fleet's admission of one GPUService or BatchJob: its model resolved among the machines'
+verified copies, what admission and placement read of the fleet (``planning``), and the
+``decide(snapshot)`` the store runs inside its write (``decider``). No I/O: the controller
+reads the reports, marks and ledger and hands them here.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from returns.result import Failure, Result, Success
 from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.artifacts import Sha256
+from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.catalog import Catalog, catalog_claims
 from nodeau.domain.decision import AskFacts
 from nodeau.domain.decision import decide as domain_decide
+from nodeau.domain.fleet_reports import MachineReport, MarkedFleet
 from nodeau.domain.free_cards import FreeCards
 from nodeau.domain.hardware import Fleet, merge_reports
 from nodeau.domain.health import MachineHealth
@@ -28,7 +31,7 @@ from nodeau.domain.organisation import Organisation, Spending, check_shape
 from nodeau.domain.placement import SchedulingSettings
 from nodeau.domain.plans import PlanTerms
 from nodeau.domain.qualification import EvidenceBook, task_refusal
-from nodeau.domain.records import spending
+from nodeau.domain.records import Admission, Snapshot, spending
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.resolution import (
@@ -43,8 +46,6 @@ from nodeau.domain.resolution import (
 from nodeau.domain.scheduling import FleetView, exclusions, scheduled_admission
 from nodeau.domain.split_placement import SplitAsk
 from nodeau.domain.workloads import WorkloadKind
-from nodeau.ports.cluster import MachineReport, MarkedFleet, WorkloadAsk
-from nodeau.ports.state import Admission, Snapshot
 
 Decide = Callable[[Snapshot], Result[Admission, Refusal]]
 

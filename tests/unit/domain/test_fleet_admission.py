@@ -1,4 +1,4 @@
-"""The controller's decision for one object, and the Pod it asks for: pure, no cluster."""
+"""A fleet's admission of one object (``domain.fleet_admission``) and the Pod it asks for."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.objects import ask_of
 from nodeau.adapters.kube.pods import PodImages, pod_manifest
 from nodeau.adapters.kube.report_form import MachineReport
-from nodeau.apps.controller.decide import (
+from nodeau.domain.allowances import Allowances
+from nodeau.domain.catalog import Catalog
+from nodeau.domain.fleet_admission import (
     Decide,
     Planning,
     Proved,
@@ -23,9 +25,8 @@ from nodeau.apps.controller.decide import (
     resolve,
     unproved_refusal,
 )
-from nodeau.apps.controller.decide import decider as controller_decider
-from nodeau.domain.allowances import Allowances
-from nodeau.domain.catalog import Catalog
+from nodeau.domain.fleet_admission import decider as controller_decider
+from nodeau.domain.fleet_reports import MarkedFleet
 from nodeau.domain.hardware import Fleet, Gpu, GpuReading, Machine, MachineReading
 from nodeau.domain.health import Health, MachineHealth, Signal
 from nodeau.domain.memory import GIB, MIB, MeasuredKey, MeasuredTable, Measurement
@@ -37,7 +38,6 @@ from nodeau.domain.refusals import ReasonCode, Refusal, RefusalKind
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import MarkedFleet
 from nodeau.ports.state import Snapshot
 from tests.support.builders.architectures import TINY
 from tests.support.builders.controller_decisions import (
