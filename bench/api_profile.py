@@ -1,10 +1,8 @@
 """Where a benchmark's time goes on the test control plane: requests sent, and CPU by process.
 
-``Profile(api, plane)`` counts every request the client ``api`` sends (by method and
-resource: ``POST pods``, ``PUT gpuservices/status``) and the CPU seconds spent by this
-process and by each control-plane process (etcd, kube-apiserver, KWOK) between
-``start()`` and ``stop()``. A benchmark prints it beside its ratios, so a change that
-makes a pass faster can say whether it sent fewer requests or spent less CPU per request.
+``Profile(api, plane)`` counts the client's requests by method and resource, and the CPU seconds
+of this process and of etcd, kube-apiserver and KWOK between ``start()`` and ``stop()``: printed
+beside a bench's ratios, it says whether a faster pass sent fewer requests or spent less CPU.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """``nodeau ps`` cold start against ``python -c pass``, measured side by side.
 
 Usage: .venv/bin/python bench/cli.py [--runs 20]
-
-Both run as fresh processes with the same interpreter, alternating, against an
-empty Nodeau home (the state a first ``ps`` meets); the ratio of medians is
-printed with the goal (ps <= 4x python -c pass).
+Fresh processes, same interpreter, alternating, on an empty Nodeau home (a first ``ps``);
+prints the ratio of medians with the goal (ps <= 4x python -c pass).
 """
 
 from __future__ import annotations

@@ -1,42 +1,8 @@
 """Benchmark: the local dashboard over a large fleet — its data route and its first paint.
 
-    python bench/dashboard.py [--machines 100] [--cards 4] [--services 500] [--requests 50]
-                              [--loads 10]
-
-The state is the one a user's fleet would have: the test control plane (etcd,
-kube-apiserver, KWOK: tests/support/real/kube_cluster.py, binaries from
-scripts/build-kube-binaries) with ``--machines`` KWOK machines, each with its agent's report
-of ``--cards`` simulated cards, and ``--services`` GPUServices, decided by one pass of the
-in-process controller under an Enterprise entitlement (tests/support/real/kube_scale.py and
-kube_controller.py, as tests/kube/test_scale.py builds it): every card taken, the rest
-refused for capacity. The entitlement is signed by the tests' key, which the dashboard (a
-build with the production keys) does not accept: its plan section says so, one alert
-more than a user's fleet would show. The fleet
-and not the one-machine SQLite state, because only a fleet has 100 machines; a machine
-plane holds one.
-
-The dashboard is the real one: ``nodeau dashboard`` (NODEAU_PLANE=kubernetes) starts it as
-its user service, a process of its own reading the fleet through the API server, as it
-would for a person. This process is the client. Measured, side by side:
-
-1. Data: ``--requests`` sequential ``GET /api/board``, the data the page's views need
-   (every section of the page and the alerts, a long text repeated in its tables sent
-   once). Beside it, the floors in the same run: the dashboard's ``GET /api/session`` (its
-   HTTP and guard, no plane read), and one LIST of the GPUServices straight from the API
-   server (the least any reader of the workloads pays); and ``GET /api/board?with=cli``,
-   the same read with the CLI's JSON of every view, which programs and the tests ask for
-   and no view shows (until 2026-12 this was all ``/api/board`` sent, and what this bench
-   measured: 4.75 MB a poll, of which the page used one list of names). Goal: board
-   p50 <= 20 ms.
-2. First meaningful paint: Debian's ``chromium`` headless (tests/support/real/browser.py's
-   DevTools client) loads the page ``--loads`` times (the cookie already set, as after
-   the first visit); from the navigation's start to the frame after the first board is
-   rendered (the page's ``nodeau-board-shown`` mark), with the first contentful paint
-   (the empty frame) beside it. Goal: p50 <= 500 ms.
-
-Every figure is printed with its ratio to its goal; nothing is asserted. The API server,
-etcd, KWOK, the dashboard, the browser and this client share this machine's cores (its
-core count and load averages are printed): the figures hold for this machine only.
+Usage: python bench/dashboard.py [--machines 100] [--cards 4] [--services 500] [--requests 50]
+                                 [--loads 10]
+Prints each figure's ratio to its goal: board p50 <= 20 ms, first meaningful paint p50 <= 500 ms.
 """
 
 from __future__ import annotations

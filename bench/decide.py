@@ -1,27 +1,8 @@
 """The pure domain's admission and placement at fleet sizes, on one core.
 
-Usage::
-
-    .venv/bin/python bench/decide.py [--machines 100 1000] [--cards 8] [--decisions 1000]
-
-For each fleet size it builds the fleet (machines x cards, each card 80 GiB, one GPU model),
-then takes ``--decisions`` decisions one after another as the controller takes them in one
-pass: ``scheduled_admission`` (admission's verdicts and counts, the plan's scope, placement's
-ranking) over the fleet's free cards' index (``FreeCards``, made once, as the controller makes
-it once per pass), each admitted workload's reservation then recorded with the index's
-``reserve`` (so the ledger grows as the fleet fills: decision k sees k-1 cards held). The
-prediction is the domain's own estimate of a real shape (Llama-3-8B-like, 8k context), the
-same for every card. Nothing but the domain runs: no I/O, no store.
-
-Each size is run ``--repeat`` times and the fastest run counts, as ``timeit`` takes the
-fastest (this shared machine's speed varies by half from one run to the next: the slower
-runs measured its noise, not the code); their median is printed beside it.
-
-It prints decisions per second at each size (elapsed, and of CPU time: the machine's other
-work does not count against one core), the cost per decision, the growth of that cost
-from the smallest size to the largest, and their ratios to the goals of ADR 0018: at least
-5,000 decisions per second at 1,000 machines x 8 cards, and a cost per decision that grows by
-no more than 12x from 100 to 1,000 machines. No assertion: the figures are the result.
+Usage: .venv/bin/python bench/decide.py [--machines 100 1000] [--cards 8] [--decisions 1000]
+Prints decisions per second and their cost growth against ADR 0018's goals: >= 5,000 a second
+at 1,000 machines x 8 cards, cost growing <= 12x from 100 to 1,000. Method: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -132,6 +113,8 @@ def main() -> None:
     costs: dict[int, float] = {}
     for machines in args.machines:
         fleet = fleet_of(machines, args.cards)
+        # The fastest run counts: this shared machine's speed varies by half from one run to the
+        # next, so the slower runs measure its noise, not the code.
         runs = sorted((decide_all(fleet, n) for _ in range(args.repeat)), key=lambda r: r[2])
         made, seconds, cpu, admitted = runs[0]  # the others met more of the machine's noise
         costs[machines] = cpu / n

@@ -1,21 +1,8 @@
 """Benchmark: controller failover, from the leader's last renewal to the standby's acquisition.
 
-    python bench/failover.py [--rounds 3]
-
-Starts the test control plane (etcd, kube-apiserver, KWOK: tests/support/real/kube_cluster.py,
-binaries from scripts/build-kube-binaries), applies deploy/'s namespace and CRDs, adds two
-KWOK machines, and runs two ``python -m nodeau.apps.controller`` processes with the default
-lease terms (12 s lease, 7 s renew deadline, 2 s retry; docs/adr/0015). Each
-round SIGKILLs the leader, reads its last ``renewTime`` from the Lease (a dead leader
-renews no more), waits for the standby's ``acquireTime``, and checks that the new leader
-decides a GPUService created after the kill; then starts a fresh standby for the next
-round. Printed: each failover and the median, against the 15 s goal as a ratio.
-
-A standby counts a leader as gone a whole lease duration after it last *saw* the Lease
-change (docs/adr/0015: no candidate trusts another's clock), and it reads the Lease every
-retry period; so the lease duration (12 s) is the floor of this figure, and what lies above
-it is how late the standby saw the last renewal (at most a retry period) plus one read and
-one write.
+Usage: python bench/failover.py [--rounds 3]
+Two controllers on the test control plane; each round SIGKILLs the leader. Prints each failover
+and the median against the 15 s goal as a ratio (the floor is the 12 s lease: docs/benchmarks.md).
 """
 
 from __future__ import annotations

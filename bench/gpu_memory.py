@@ -1,16 +1,8 @@
 """Benchmark on a real card: predicted peak VRAM against NVML's per-process peak.
 
-    python bench/gpu_memory.py --server PATH [--out table.md] [--quick]
-
-Run by bench/gpu_check.sh on a machine with an NVIDIA card (never by the test suite). For
-each case of the admission matrix (generated dense, GQA, MoE, 1.4 GB and large-vocabulary
-llamas, a sliding-window Gemma 3, a mean-pooled embedding model; f16 and q8_0 KV; flash
-attention on and off; contexts 4k to 128k) the real llama-server is started on the first
-card with the product's own command line, sent one request of a full micro-batch, and read
-by NVML per process (its pools keep their high-water mark, so the reading after the request
-is the peak). The prediction is the admission's: weights + KV + compute + output + the
-runtime footprint, the margin apart. Prints and writes a Markdown table, with the goals on
-a card: never under, median at most +5%, worst at most +15%.
+Usage: python bench/gpu_memory.py --server PATH [--out table.md] [--quick]
+Run by bench/gpu_check.sh on an NVIDIA machine, never by the tests. Prints a Markdown table with
+the goals: never under, median at most +5%, worst at most +15% (method: docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""Benchmark: the endpoint's ``/health`` under 20,000 idle connections and half-sent heads,
-against the same endpoint with none, in the same run.
+"""Benchmark: the endpoint's ``/health`` under 20,000 idle connections and half-sent heads.
 
-    python bench/idle_connections.py [--idle 20000] [--half 500] [--asks 200]
-
-The endpoint is the real one (``python -m nodeau.apps.endpoint``, as a user service runs
-it) in front of the tests' minimal upstream, both started by ``bench/proxy.py``'s helpers.
-Holder processes (each within its descriptor limit) open ``--idle`` connections that send
-nothing and ``--half`` that send half a request head, all on 127.0.0.1; then this process
-asks ``/health`` ``--asks`` times one after another:
-every answer must be a 200. It prints p50 and p99 of ``/health`` before and under the
-load, their ratio, and the descriptors the endpoint holds (its cap, not the load, bounds
-them). Goal: every ask answered 200, and the endpoint's descriptors stay under 1,100.
+Usage: python bench/idle_connections.py [--idle 20000] [--half 500] [--asks 200]
+Prints p50 and p99 before and under the load, their ratio, and the endpoint's descriptors. Goal:
+every ask answered 200, descriptors under 1,100 (method: docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Benchmark: what one card's Reservation weighs, and what listing the ledger costs.
 
-    python bench/ledger.py [--cards 8000]
-
-Starts the test control plane (tests/support/real/kube_cluster.py), applies deploy/'s namespace
-and CRDs, claims ``--cards`` cards (one Reservation each, ``adapters/kube/claims.claim``, 8
-threads), then reads the ledger as every reader does (``ledger.read_ledger``: pages of 500)
-five times. Printed: the bytes of one object as the API server returns it (metadata with
-managedFields, spec), the bytes of the whole list, and the list's time against one GET of
-one Reservation measured in the same run (docs/adr/0017-a-ledger-that-scales.md).
+Usage: python bench/ledger.py [--cards 8000]
+Prints one object's bytes, the whole list's bytes, and the list's time against one GET in the
+same run (docs/adr/0017-a-ledger-that-scales.md; method: docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -1,36 +1,8 @@
 """Benchmark: the endpoint against the model server directly, in the same run.
 
-    python bench/proxy.py [--requests 500] [--streams 200] [--concurrency 32] [--seconds 5]
-                          [--fleet | --gateway] [--runs 1]
-
-The model server is the minimal upstream of the tests (tests/support/real/upstream.py: a
-Starlette app under uvicorn that answers at once), so what the endpoint itself costs is
-visible rather than hidden behind a model's compute. The endpoint is the real one,
-``python -m nodeau.apps.endpoint``, reading the upstream's address from a state database,
-as a user service runs it; with ``--fleet``, following a GPUService's route through a
-real API server started for the run (``--fleet``: the fleet's loopback endpoint, whose
-route is held in memory, so a request costs no call to the cluster); with ``--gateway``,
-the gateway (``python -m nodeau.apps.endpoint.gateway``), choosing the workload by the
-request's ``model`` among those of the state database. Each runs in its own
-process; this process is the client
-(httpx.AsyncClient: one per side for the sequential parts, one per concurrent client for
-the throughput part).
-
-1. Added latency, non-streaming: ``--requests`` sequential chat completions on each side;
-   p50 and p99 of each and their differences. Goal: p50 added <= 1 ms.
-2. Time to the first streamed byte: ``--streams`` sequential streamed chat completions on
-   each side; p50 and p99 from sending the request to the first body bytes.
-3. Throughput: ``--concurrency`` clients sending chat completions back to back for
-   ``--seconds`` on each side; completed requests per second. Goal: >= 0.7x direct. The CPU
-   each process spent per request is printed beside it (Linux): on a machine with fewer
-   cores than processes the ratio says as much about the client's cost as the endpoint's,
-   while the endpoint's CPU per request against the upstream's is the machine-independent
-   part.
-
-Both sides are warmed first, and the sides alternate in blocks so drift hits both alike.
-All processes share this machine's cores: the figures hold for this machine only (its core
-count and load averages are printed). ``--runs N`` measures N times in a row, each with
-fresh processes, and ends with one line per run: its two goal figures and the load.
+Usage: python bench/proxy.py [--requests 500] [--streams 200] [--concurrency 32] [--seconds 5]
+                             [--fleet | --gateway] [--runs 1]
+Goals: p50 added <= 1 ms, throughput >= 0.7x direct; this machine's figures (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -1,34 +1,8 @@
-"""A real node: this machine joins a test control plane with a real kubelet, and Nodeau runs
-on it as deploy/ installs it: the agent DaemonSet's Pod reports this machine, the controller
-Deployment's Pods decide, and a GPUService's model-server Pod serves a real model that the
-official ``openai`` client reaches through Nodeau's loopback endpoint.
+"""A real node: this machine joins a test control plane with a real kubelet and runs Nodeau on it.
 
-Usage (as root, on Debian: ``apt-get install containerd runc containernetworking-plugins
-buildah mmdebstrap gcc``)::
-
-    NODEAU_KUBE_NODE=1 scripts/build-kube-binaries   # adds kubelet, controller-manager, scheduler
-    scripts/build-images                            # Nodeau's and the model server's images
-    .venv/bin/python bench/real_node.py             # prints each step and its seconds
-
-What runs, all on this machine: etcd and kube-apiserver (tests/support/real/kube_cluster.py, with
-the ServiceAccount admission plugin on), kube-controller-manager (DaemonSet, Deployment,
-ServiceAccount, root-CA and garbage-collector controllers) and kube-scheduler, containerd and
-runc from Debian with a CNI bridge (10.89.0.0/24, Debian's containernetworking-plugins), the
-kubelet, and the images scripts/build-images made, imported into containerd (nothing is
-pulled: the Pod sandbox's pause image is built from the pause.c of the kubernetes module
-itself). Everything is stopped and removed at the end (--keep leaves it running).
-
-Two things differ from a production cluster, both because no kube-proxy runs here and the
-API server listens on 127.0.0.1 only: the agent's and the controller's Pods use the host's
-network, and their KUBERNETES_SERVICE_HOST/PORT name the API server's loopback address. The
-agent is told the card is simulated (``NODEAU_SIMULATED_GPUS``: this machine has no NVIDIA
-card); the model really runs, on the CPU, in its Pod. Everything else is deploy/ as shipped.
-
-Found on this VM and handled here: writing a negative ``oom_score_adj`` is refused (no
-CAP_SYS_RESOURCE), so runc failed every Pod sandbox ("can't get final child's PID from pipe:
-EOF") until containerd's CRI was told ``restrict_oom_score_adj = true``; the kubelet refuses
-a loopback node IP, so the node's address is the machine's first other IPv4 address; the
-kubelet 1.35 refuses cgroup v1 unless ``failCgroupV1: false``.
+Usage (as root, after NODEAU_KUBE_NODE=1 scripts/build-kube-binaries, scripts/build-images):
+.venv/bin/python bench/real_node.py [--keep]. deploy/ as shipped, but for what this node needs
+(no kube-proxy): host network, the API server's loopback address, a simulated card (docs/images.md).
 """
 
 from __future__ import annotations
@@ -182,6 +156,7 @@ state = "{root}/state"
     return root / "containerd.sock"
 
 
+# kubelet 1.35 refuses a cgroup v1 host (as this VM's is) unless ``failCgroupV1: false``
 def kubelet_config(work: Path, sock: Path, address: str) -> Path:
     path = work / "kubelet.yaml"
     path.write_text(yaml.safe_dump({

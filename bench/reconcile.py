@@ -1,30 +1,8 @@
 """Benchmark: the controller's reconcile time for a large fleet, against the API server's floor.
 
-    python bench/reconcile.py [--machines 100] [--cards 4] [--services 500] [--workers 8]
-                              [--floor-runs 3] [--profile FILE]
-
-Starts the test control plane (etcd, kube-apiserver, KWOK: tests/support/real/kube_cluster.py,
-binaries from scripts/build-kube-binaries), applies deploy/'s namespace and CRDs, then
-creates ``--machines`` KWOK nodes, each with an agent report of ``--cards`` simulated 24 GiB
-cards and a verified copy of a 4 GiB model, and ``--services`` GPUServices asking for it.
-
-1. The floor, same run, same client: for every GPUService, one GET and one status write,
-   one object after another: the least any controller must send the API server to read an
-   object and record a decision. Measured again with ``--workers`` objects at once, the
-   same parallelism the controller is given, so both ratios are printed. Each is run
-   ``--floor-runs`` times and its median counts (one request after another varies a
-   quarter from run to run on a shared 2-core machine).
-2. The controller (apps/controller, in-process, ``--workers`` objects at once): one pass over
-   every object. It first decides each one (guard, admission and placement on the ledger,
-   the card's claim, status, Events), then carries the decisions out (each admitted one's
-   Pod, Event and starting state). Reported: the time to the last decision and the whole
-   pass, each per object and against both floors, the requests sent per object, and the
-   CPU each process spent (``api_profile``).
-3. Settling: further passes until every admitted service is serving (KWOK runs the Pods).
-
-Every invariant of the scale test is checked on the result (no card held twice, each
-admitted service's Pod on its card, refusals only once the cards are gone). The figures
-hold for this machine only: the API server, etcd and KWOK share its cores with the client.
+Usage: python bench/reconcile.py [--machines 100] [--cards 4] [--services 500] [--workers 8]
+                                 [--floor-runs 3] [--profile FILE]
+Prints the pass per object against its floors, one by one and at once (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -125,7 +103,8 @@ def measure(api: Any, plane: ControlPlane, args: argparse.Namespace) -> int:
     alone = [baseline(api, n) for _ in range(args.floor_runs)]
     profile.stop()
     together = [baseline(api, n, args.workers) for _ in range(args.floor_runs)]
-    # a floor of requests one after another varies from run to run: its median counts
+    # a floor of requests one after another varies from run to run (by a quarter on a shared
+    # 2-core machine): its median counts
     floors = {"one by one": statistics.median(alone), f"{args.workers} at once": 0.0}
     floors[f"{args.workers} at once"] = statistics.median(together)
     print("\n1. the floor: one GET and one status write per object (median of its runs)")

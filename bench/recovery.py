@@ -1,26 +1,8 @@
 """Recovery's timeline on KWOK with real model servers, in the seed's terms.
 
 Usage: NODEAU_LLAMA_SERVER=... .venv/bin/python bench/recovery.py [--delay 20] [--runs 1]
-
-Real parts: kube-apiserver + etcd, KWOK playing two machines' kubelets (l1 with a KWOK
-of its own, so it can go off the network; c with the shared one), the controller's own
-loop (``Controller.run``, default 10 s resync), the workload's loopback endpoint
-(``python -m nodeau.apps.endpoint --fleet``) and two real llama-servers standing in for
-the model-server containers (127.0.0.2 on l1, 127.0.0.3 on c). The bench plays each
-machine's agent (a report every 10 s, the agent's default) and the kubelet's part KWOK
-cannot: starting the stand-in when the Pod appears, and giving the Pod its address once
-the stand-in answers. c holds a verified copy of the model (the copy already local).
-
-Measured per run, l1 going off the network (its KWOK stopped, its reports stopped; its
-model server keeps running, fenced):
-
-* quiet -> noticed: from the moment both signals are quiet (each one's last renewal plus
-  its grace: 40 s node, 30 s agent) to the controller recording l1 unreachable. Goal 15 s.
-  (Also printed: from going off the network, the seed's "47 s to notice".)
-* decided - delay: when the controller moved it, against "unreachable since" + the delay.
-  Goal 2 s.
-* decision -> serving: until the same loopback address answers a chat completion from
-  c, against the stand-in's own ready time (start to /health 200) + 2 s.
+A machine goes off the network; goals: noticed 15 s after both signals are quiet, moved 2 s
+after its delay, serving again within the stand-in's ready time + 2 s (docs/benchmarks.md).
 """
 
 from __future__ import annotations

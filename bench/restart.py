@@ -1,19 +1,8 @@
 """A model server killed 5 times under a serving endpoint: how soon it is seen, how soon it serves.
 
 Usage: NODEAU_LLAMA_SERVER=... .venv/bin/python bench/restart.py [--kills 5] [--same]
-
-Real parts, as a person runs them: the installed ``nodeau`` on a temporary home with a
-simulated card, a tiny model served by llama-server behind its endpoint (a user service).
-Each kill is a SIGKILL to the model server's process group; then, polled side by side:
-
-* kill -> ps shows it: until ``nodeau ps --json`` no longer says ``serving`` (each poll is a
-  whole ``nodeau ps``, so this includes one ps run; a plain ``ps`` is timed as baseline);
-* kill -> recorded: until the state says ``restarting`` (the endpoint's supervisor);
-* kill -> serving again: until ``GET /v1/models`` through the endpoint answers 200 again,
-  against the back-off the record scheduled (the floor: the kubelet's 10 s first step).
-
-By default each kill hits a fresh workload (each restart is a first one: 10 s); ``--same``
-kills one workload again and again (10, 20, 40, 80, 160 s: over 5 minutes for 5 kills).
+Prints kill -> ps shows it, -> recorded, -> serving again (against the scheduled back-off);
+``--same`` kills one workload again and again (over 5 minutes for 5 kills; docs/benchmarks.md).
 """
 
 from __future__ import annotations

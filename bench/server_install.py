@@ -1,18 +1,8 @@
 """Benchmark: ``nodeau server install`` cold and cached, against a bare CMake build.
 
-    python bench/server_install.py [--backend cpu|cuda] [--cuda-arch 90] [--jobs N]
-
-In a fresh cache (a temporary ``$XDG_CACHE_HOME``, ccache off, so nothing is reused):
-
-1. cold: ``nodeau server install`` as a user runs it: fetch the pinned sdist (and for CUDA
-   the toolkit's wheels), unpack, configure, compile, ask the binary what it can use;
-2. cached: the same command again (the finished build is reused);
-3. baseline: the same sources configured and compiled by hand with the same flags
-   (``cmake -S ... && cmake --build ...``), what a person would do without Nodeau.
-
-Prints the seconds of each and the ratios cold/baseline (what Nodeau adds around the
-compile; goal at most 1.10x) and cached/cold. A CUDA run compiles about 190 CUDA units:
-over an hour on 2 cores.
+Usage: python bench/server_install.py [--backend cpu|cuda] [--cuda-arch 90] [--jobs N]
+In a fresh cache; prints cold/baseline (goal at most 1.10x) and cached/cold. A CUDA run takes
+over an hour on 2 cores (method: docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""Benchmark: each card's predicted share of a split model against what llama.cpp puts on
-each device, with several cards simulated on the CPU by llama.cpp's RPC backend.
+"""Benchmark: each card's predicted share of a split model against llama.cpp's per-device buffers.
 
-    python bench/split_memory.py --build "$(scripts/build-llama-rpc PATH/TO/llama-server)"
-
-Needs llama-server and ggml-rpc-server built with llama.cpp's RPC backend
-(``scripts/build-llama-rpc``; the product's builds leave RPC out: an rpc-server answers
-anyone who reaches its port; here each listens on 127.0.0.1 for the run alone). Each
-rpc-server is one device: the product's runtime starts llama-server with a split's command
-line (``--split-mode layer --tensor-split`` of the whole slot counts) plus ``--rpc``, and
-it reports its buffers per device at load. Each card's predicted share (weights, KV cache,
-compute, output; the runtime allowance and margin apart) is set against that device's
-buffers. The goals of a card's share: never under,
-at most +20%.
+Usage: python bench/split_memory.py --build "$(scripts/build-llama-rpc PATH/TO/llama-server)"
+Cards are simulated on the CPU by llama.cpp's RPC backend, one rpc-server each. Goals of a card's
+share: never under, at most +20% (method: docs/benchmarks.md).
 """
 
 from __future__ import annotations

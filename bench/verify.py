@@ -1,19 +1,8 @@
 """Benchmark: verifying and pulling a model file, each against its plain baseline.
 
-    python bench/verify.py [--size-mib 1024] [--dir D] [--runs 3] [--pull-runs 5]
-
-1. Verify: SHA-256 of the same file by ``sha256sum`` and by Nodeau's verify path
-   (``nodeau.adapters.hashing.hash_file``). Goal: ours >= 0.95x sha256sum's throughput.
-2. Pull: the same file from a publisher on 127.0.0.1, by a plain httpx download
-   to a file (no hashing, written the same way) and by
-   ``HttpPublisher.fetch_into`` (download and SHA-256 in one pass).
-   Goal: ours <= 1.15x the plain download's time. ``--dir`` on a tmpfs
-   (/dev/shm) takes the disk's writeback out of the timings.
-
-Each side runs once untimed first, so both read a warm page cache; then the
-two sides alternate and the best of ``--runs`` timed runs of each counts. The
-publisher (tests/support/real/publisher.py) runs in its own process, as a real
-publisher would, so it does not share this process's interpreter.
+Usage: python bench/verify.py [--size-mib 1024] [--dir D] [--runs 3] [--pull-runs 5]
+Goals: verify >= 0.95x ``sha256sum``'s throughput; pull (download and SHA-256 in one pass)
+<= 1.15x a plain download's time (method: docs/benchmarks.md).
 """
 
 from __future__ import annotations

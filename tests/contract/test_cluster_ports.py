@@ -1,10 +1,8 @@
-"""The cluster ports' contract, run against the in-memory fake here and against the
-Kubernetes adapters on a real API server in tests/kube/test_cluster_ports_contract.py.
+"""The cluster ports' contract, run against the in-memory fake.
 
-The tests live in tests/support/contracts/cluster_ports_contract.py. Every test takes a ``cluster``
-(a ``Harness``): the role ports, the state store that writes beside them, and what stands
-for the world around a cluster (a machine joining, its servers running, the event history
-a person reads).
+The tests live in tests/support/contracts/cluster_ports_contract.py and take a ``cluster``
+(a ``Harness``: the role ports, their state store, the world around a cluster);
+tests/kube/test_cluster_ports_contract.py runs them on the Kubernetes adapters.
 """
 
 from __future__ import annotations

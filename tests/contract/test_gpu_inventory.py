@@ -1,19 +1,8 @@
 """The GpuInventory contract, on the NVML adapter and the simulated-hardware adapter.
 
-The NVML adapter runs here twice: against the real ``pynvml`` (on this machine,
-with no NVIDIA driver, that proves the "no NVIDIA GPU found" path; on a GPU
-machine the same test reads the real cards) and against ``FakeNvml``, a
-stand-in for the ``pynvml`` module that raises pynvml's own exception classes,
-so the parsing of UUIDs, names, memory and driver and the error mapping are
-exercised without a card. The real-library test checks its answer against the
-kernel driver's own file (``/proc/driver/nvidia/version``): no cards where it is
-absent, real cards with the driver's version where it is present; its test id
-(``no-nvidia-driver`` or ``nvidia-driver-loaded``) says which of the two this
-machine proved, so a run without a GPU never reads as having checked a card.
-The per-process list the agent samples (``processes``: pid, card UUID, bytes) is checked
-the same way: its parsing and errors against the stand-in, the real library's no-driver
-branch here; that NVML really lists a Pod's model server with its bytes is proven only on
-a machine with a card.
+NVML runs against the real ``pynvml`` and against ``FakeNvml`` (pynvml's own exceptions, no
+card needed). The real-library test's id (``no-nvidia-driver`` or ``nvidia-driver-loaded``)
+says which path this machine proved; a Pod's server listed by NVML is proven only on a card.
 """
 
 from __future__ import annotations

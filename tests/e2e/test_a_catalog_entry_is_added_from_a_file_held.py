@@ -1,9 +1,7 @@
-"""``nodeau models catalog add`` as a person runs it: an entry for a GGUF they hold, its size
-and SHA-256 computed from the file, claiming only what qualification proved on those bytes
-here; then ``models pull`` fetches it from its publisher and checks every byte.
+"""``nodeau models catalog add`` for a GGUF held, then ``models pull`` of it, as a person runs them.
 
-The qualification run is recorded in the real registry as ``nodeau model qualify`` records
-it (tests/e2e/test_qualify_cli.py proves the run itself).
+The entry's size and SHA-256 come from the file and it claims only what qualification proved
+on those bytes (recorded as ``nodeau model qualify`` records it: tests/e2e/test_qualify_cli.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """A state file lost or emptied while model servers run is said, never taken as "nothing runs".
 
-A model is served by the real llama-server, then the home's ``state.sqlite3`` is deleted
-or cut to zero bytes. ``ps`` shows the server no record names, a new workload is refused
-(which card the server holds is unknown), and ``stop NAME --workload`` ends it. A damaged
-model registry is one line from every command that reads it, not a traceback.
+With ``state.sqlite3`` deleted or emptied under a real llama-server: ``ps`` shows the unnamed
+server, a new workload is refused, ``stop NAME --workload`` ends it; a damaged registry is one line.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""A model no one card of this machine holds runs split by layers across the fewest free
-cards that hold every share; a model one card holds still takes one card; `ps`, `fleet
-list`, the dashboard and both explains show every card; stopping frees every card of the
-split at once.
+"""A model no one card holds runs split by layers across the fewest free cards that hold it.
 
-Real parts: the installed ``nodeau``, a real llama-server on a generated GGUF model whose
-KV cache at 65,536 tokens (2 GiB) no 4 GiB card holds with its runtime and margin, the
-``openai`` client. The three cards are simulated, so the model runs on the CPU (the split
-itself is llama.cpp's: ADR 0031 measured it across simulated devices).
+A model one card holds still takes one card; every view shows every card of a split; stopping
+frees them all. A real llama-server on three simulated cards, so the model runs on the CPU (the
+split itself is llama.cpp's: ADR 0031 measured it across simulated devices).
 """
 
 from __future__ import annotations
@@ -21,6 +17,8 @@ from tests.support.builders.tiny_gguf import write_tiny_llama
 from tests.support.real.cli import Cli
 from tests.support.real.dashboard_cli import FRESH, http, whole_board
 
+# The big model's KV cache at 65,536 tokens is 2 GiB: no 4 GiB card holds it with its
+# runtime and margin, so it must split.
 CONTEXT = "65536"
 
 

@@ -1,11 +1,7 @@
 """A web page in Debian's chromium reads the endpoint from an allowed origin, and only then.
 
-The endpoint under real uvicorn, in front of the minimal model server. Pages are served
-from another loopback port; chromium maps ``app.example`` and ``evil.example`` to
-127.0.0.1, so one server gives a loopback page, a page of an origin the endpoint was
-started to allow, and one of another origin. Each page posts a chat completion with the
-headers the openai JavaScript SDK sends (a preflight first); the first two read the answer,
-the third gets the browser's "Failed to fetch", and its request never reaches the model.
+Loopback and allowed-origin pages read the answer (preflight and openai SDK headers); a page of
+another origin gets "Failed to fetch" and its request never reaches the model.
 """
 
 from __future__ import annotations

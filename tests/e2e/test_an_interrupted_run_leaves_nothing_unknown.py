@@ -1,9 +1,7 @@
 """A ``nodeau run`` interrupted while its model loads leaves no model server nobody knows.
 
-The real llama-server is held loading (SIGSTOP, once its start is recorded) while the run
-is signalled. Ctrl-C, SIGTERM and SIGHUP end the run cleanly: its server is stopped and
-its card free. A run killed outright (SIGKILL) cannot clean up: its record names the
-server, ``ps`` says the start was interrupted, and ``stop --workload`` ends that server.
+The real llama-server is held loading (SIGSTOP). Ctrl-C, SIGTERM and SIGHUP stop it and free
+its card; after SIGKILL, ``ps`` says the start was interrupted and ``stop --workload`` ends it.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""Nodeau Cloud end to end: the installed ``nodeau`` command, real model servers, the fake cloud.
+"""Nodeau Cloud end to end: the installed ``nodeau``, real model servers, the fake cloud.
 
-* What you compute never leaves: while connected as a fleet, prompts carrying random
-  nonces go through a served model's endpoint with the official ``openai`` client,
-  embeddings and a batch job run, at least two reports go out after all of it, and every
-  byte the fake cloud received is searched: no nonce, no completion text, no embedding.
-* An outage (500s, then answers slower than the timeout) changes nothing serving, moves
-  nothing, leaves the plan as it was, and ``nodeau cloud status`` says the calls failed.
-* With the cloud off, the ordinary commands open no outbound connection but loopback:
-  they run in a network namespace with no route, and every ``connect()`` is traced.
-* Bad input is one line and exit 1; an installed ``nodeau`` refuses the fake's test-key
-  entitlement (``unknown-key``) and keeps its plan.
-
-The cards are simulated, so the models run on the CPU. Every wait polls with a deadline.
+Proves no prompt, answer or embedding reaches the cloud, an outage changes nothing serving,
+no command opens a non-loopback connection with the cloud off, and bad input is one line.
+Cards are simulated (models on the CPU); every wait polls with a deadline.
 """
 
 from __future__ import annotations

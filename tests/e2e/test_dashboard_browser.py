@@ -1,12 +1,7 @@
-"""The dashboard in a real browser (Debian's chromium, headless, over the DevTools protocol:
-tests/support/real/browser.py says why): the page the installed ``nodeau dashboard`` serves,
-opened with the address it prints, shows the state sentences ``nodeau ps --json`` gives,
-stops a real batch job, streams a real answer in the Playground, renders a machine with no
-figures without an error, shows a long sentence sent once (apps/dashboard/repeated_texts.py) in
-every row that says it, and asks nothing of any host but 127.0.0.1.
+"""The dashboard the installed ``nodeau dashboard`` serves, in a real headless chromium.
 
-Screenshots of each view are saved under ``$NODEAU_SCREENSHOTS`` when it is set (else the
-test's own folder).
+Its views say what ``nodeau ps --json`` says; it stops a batch job, streams a Playground answer
+and asks nothing of any host but 127.0.0.1. Screenshots go under ``$NODEAU_SCREENSHOTS``.
 """
 
 from __future__ import annotations

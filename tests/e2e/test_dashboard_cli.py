@@ -1,12 +1,7 @@
-"""``nodeau dashboard`` end to end: the installed command starts the dashboard as a user
-service on 127.0.0.1, prints its address with a fresh token, finds it when it runs; real
-HTTP on loopback refuses what it must; its data says what the CLI says; its one action
-stops a real batch job; its Playground answers from a real model server through the
-workload's own endpoint.
+"""``nodeau dashboard`` end to end: the installed command, its user service, real HTTP on loopback.
 
-Real parts only: the installed ``nodeau`` command, the dashboard's user service, a real
-llama-server on tiny GGUF models (simulated cards, "2 x 24 GiB": the models run on the
-CPU), httpx on 127.0.0.1.
+It prints its address with a fresh token, refuses what it must, says what the CLI says, stops a
+real batch job and answers the Playground from a real llama-server (simulated cards, CPU).
 """
 
 from __future__ import annotations

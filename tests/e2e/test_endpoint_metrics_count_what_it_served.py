@@ -1,10 +1,7 @@
 """``GET /metrics`` on a workload's endpoint counts what it served, in Prometheus' format.
 
-A real llama-server behind ``nodeau run``'s endpoint; the official ``openai`` client asks a
-plain and a streamed chat completion (the stream asking for its usage) and one for another
-model. The counters, read back with ``prometheus_client``'s own parser: two answered
-requests and one 404, their durations observed, and exactly the tokens each answer's
-``usage`` reported.
+The ``openai`` client asks a plain, a streamed and a wrong-model completion of a real
+llama-server; the counters, read with ``prometheus_client``'s parser, match each ``usage``.
 """
 
 from __future__ import annotations

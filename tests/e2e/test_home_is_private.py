@@ -1,9 +1,7 @@
-"""Everything under NODEAU_HOME that holds a user's data is 0600 (folders 0700), whatever the
-umask ``nodeau`` is run with: each command here runs under ``umask 022``.
+"""Everything of a user's under NODEAU_HOME is 0600 (folders 0700), whatever the umask.
 
-Real parts only: the installed ``nodeau``, its detached batch worker and a real llama-server
-on a tiny GGUF model (simulated cards, the model on the CPU). The model cache (``models/``)
-is shared and holds nothing secret: it is left as it is (docs/adr/0021-private-home.md).
+Each command runs under ``umask 022``: the installed ``nodeau``, its batch worker, a real
+llama-server. ``models/`` holds nothing secret and is left as it is (docs/adr/0021).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Nodeau from its wheel alone: a new venv outside the repository, nothing else of the checkout.
 
-The wheel is built from a copy of the checkout's files, installed into a venv under the
-test's folder, and run from there with a PATH that has no llama-server and no setting
-naming one: ``nodeau server install --cpu`` (reusing the finished build in the user's
-cache, as a second install does), ``nodeau models import``, ``nodeau run``, and the
-official ``openai`` client asking SmolLM2-135M-Instruct a question through the endpoint.
+With no llama-server on PATH: ``server install --cpu`` (reusing the cached build), ``models
+import``, ``run``, and the ``openai`` client asking SmolLM2-135M-Instruct through the endpoint.
 """
 
 from __future__ import annotations

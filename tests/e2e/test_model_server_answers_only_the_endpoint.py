@@ -1,9 +1,7 @@
 """A workload's model server answers only the endpoint: its own port refuses everyone else.
 
-A model is served by the real llama-server. A local process or a web page that finds the
-model server's port gets no completion, no ``/props`` and no ``/slots`` from it (401),
-and no page may read it (its CORS answer names no page's origin and allows no
-credentials); the endpoint, holding the key from the record, is answered.
+A process or page that finds the real llama-server's port gets 401 and no CORS grant; the
+endpoint, holding the key from the record, is answered.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``nodeau models list`` and ``nodeau models rm`` as a user runs them, either spelling.
 
-``rm`` deletes this machine's copy unless a workload relies on it (a real llama-server
-serving it on a simulated card), leaves the user's own file where an import linked it,
-keeps the registry's names so importing again brings it back, and ``run ./file.gguf``
-says to import first. A large import shows its progress on stderr.
+``rm`` keeps a copy a workload relies on, the user's own linked file and the registry's names;
+``run ./file.gguf`` says to import first; a large import shows its progress on stderr.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""The organisation's policy on one machine, through the installed command: each refusal kind
-(permission, limit, quota) as ``nodeau run`` prints it, the same words from ``nodeau plan
-explain``, and ``nodeau organisation`` showing the policy and what each quota has spent.
+"""The organisation's policy on one machine, through the installed command.
 
-The installed command trusts only the keys compiled into it, so it runs on the Home plan,
-which does not include organisation limits: ``nodeau organisation install`` is refused
-(a limit) and replaces nothing; the policy is then put where the documentation says one
-machine keeps it (``$NODEAU_HOME/organisation.json``), as its owner may. Installing through
-the command on a plan that includes it runs in process (tests/integration/test_organisation.py).
-The person asking is the local user this test runs as, with their real groups.
+Each refusal kind (permission, limit, quota) as ``run`` and ``plan explain`` say it, and
+``nodeau organisation`` showing spending. On the Home plan the install is refused, so the policy
+is written to ``$NODEAU_HOME/organisation.json`` (in process: tests/integration).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``nodeau plan`` through the installed command on one machine.
 
-The installed command trusts only the keys compiled into it, and nothing on its command
-line or in its environment adds one; so here a document signed by a test's key is refused
-as ``unknown-key`` and nothing is installed. The accepted path runs in process through
-the composition root with the test's keys (tests/unit/apps/test_plan.py).
+The installed command trusts only its compiled-in keys, so a test-signed document is refused as
+``unknown-key``; the accepted path runs in process (tests/unit/apps/test_plan.py).
 """
 
 from __future__ import annotations

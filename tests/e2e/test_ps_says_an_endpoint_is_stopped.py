@@ -1,9 +1,7 @@
 """After ``nodeau stop NAME`` (the endpoint only), ``ps`` and the dashboard say so.
 
-Real parts only: the installed ``nodeau``, a real llama-server on a tiny GGUF model (a
-simulated card), the endpoint and the dashboard as user services. Once the endpoint is
-stopped its address refuses connections, so neither shows one: the workload still
-serves (its model stays loaded) and its sentence says how to bring the endpoint back.
+Real parts: the installed ``nodeau``, a real llama-server, the endpoint and dashboard services.
+Neither shows an address; the model stays loaded and the sentence says how to restart it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """``nodeau model qualify`` end to end on real models: what each proves, what it may then run.
 
-Real parts only: the installed ``nodeau`` command, real llama-server processes, real
-models from PyPI wheels (SmolLM2-135M-Instruct; all-MiniLM-L6-v2 converted to GGUF) and
-the random tiny llama, which must fail every probe. The expected outcomes are what these
-models did when we ran them (docs/probes.md), with the probes' content drawn from a fixed
-seed so a run is repeatable. Cards are simulated: memory is the runtime's reported
-buffers, kept as evidence and never recorded as a card's measurement.
+Real llama-server, SmolLM2-135M-Instruct, all-MiniLM-L6-v2 and the random tiny llama (fails
+every probe); outcomes are those observed (docs/probes.md), probes from a fixed seed.
+Cards are simulated: reported buffers are evidence, never a card's measurement.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``nodeau server install|list`` and the server line of ``nodeau environment``, end to end.
 
-The installed command against the real cache: the CPU build ``./scripts/test`` made with
-``nodeau server install --cpu`` is found finished and reused. What a CUDA build says on a
-machine with a card is shown by a stand-in binary (no card here); with no model server at
-all, every command that needs one names ``nodeau server install`` and records nothing.
+The cached CPU build is found and reused; a CUDA build's answer is a stand-in binary (no card
+here); with no model server, every command that needs one names ``nodeau server install``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """``nodeau gateway``: one address for every model served here, routed by ``model``.
 
-Two workloads serve two tiny GGUF models (real llama-server, two simulated cards). Through
-the gateway and the official ``openai`` client: ``/v1/models`` lists both; each is answered
-by its workload's name or its alias, and by its own model server (the answer names it);
-``gpt-4o`` is a 404 ``model_not_found`` naming ``nodeau run``; once a workload's endpoint is
-stopped (``nodeau stop NAME``), the gateway stops routing to it too; ``--stop`` stops it.
+Two workloads (real llama-server, simulated cards) through the ``openai`` client: listed,
+answered by name or alias, ``gpt-4o`` a 404 ``model_not_found``, a stopped endpoint unrouted.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""Fuzzing entitlement documents: every change to a valid document is refused, with its
-reason, without a crash, and the plan falls back to Home every time.
+"""Fuzzing entitlement documents: every change to a valid one is refused, with its reason.
 
-Exhaustive loops over one valid signed document: every byte flipped in turn (all eight
-bits, then the whole byte), every truncation, and the documented malformed cases
-(docs/entitlement-format.md); then Hypothesis (derandomized) for random edits and random
-envelopes. The property, for every document: ``verify`` answers (never raises), the
-verdict is not valid or the domain still refuses it, the refusal has its reason and a
-detail, and ``nodeau plan``'s use case over a store holding it shows the Home plan.
+Every byte flipped, every truncation, the malformed cases of docs/entitlement-format.md, then
+Hypothesis (derandomized) edits: ``verify`` never raises, the refusal has its reason and detail,
+and ``nodeau plan`` over a store holding the document shows the Home plan.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Damage to valid GGUF files whose failure is known: 2,500 files, each refused with the
-cause the damage must give, or summarised as the undamaged file when only its tensor data
-changed (on top of the property every file keeps: tests/support/builders/gguf_outcomes.py).
+"""Damage to valid GGUF files whose failure is known: each refused with the cause it must give.
 
-A cut is judged by where it falls in the seed's layout; a type, length, count, offset or
-name overwritten, by what it now says, with the format's own enums from the ``gguf``
-package. Runs are derandomized, like the rest of the fuzz.
+A file whose tensor data alone changed is summarised as the undamaged one; every file keeps the
+property of tests/support/builders/gguf_outcomes.py. Cuts are judged by the seed's layout,
+overwritten fields with the ``gguf`` package's enums. Runs are derandomized.
 """
 
 from __future__ import annotations

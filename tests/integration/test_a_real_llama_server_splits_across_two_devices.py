@@ -1,9 +1,8 @@
-"""A real llama-server split across simulated devices on one machine: the product's runtime
-starts it with the command line a split's server spec gives (``--split-mode layer
---tensor-split``), each device being an rpc-server on 127.0.0.1 (llama.cpp's RPC backend,
-``scripts/build-llama-rpc``). Each device holds exactly the layers its card's predicted
-share counts, its buffers within that share's figure (never under, at most +20%), and the
-``openai`` client is answered by the split model.
+"""A real llama-server split across simulated devices (rpc-servers on 127.0.0.1) on one machine.
+
+Started with a split's command line (``--split-mode layer --tensor-split``, via
+``scripts/build-llama-rpc``), each device holds its card's predicted layers, its buffers within
+that share's figure (never under, at most +20%), and the ``openai`` client is answered.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Processes racing to admit onto one card never over-commit it (SQLite, real processes).
 
-Eight processes (started with "spawn", like separate ``nodeau run`` commands)
-share one database. Each round they are released together by a barrier and
-each tries to admit a workload of its own through ``SqliteStateStore.admit``,
-deciding with the real ``admit_and_place``; the decision pauses a moment
-between reading the ledger and returning, so overlapping transactions would
-show. After every round the test reads the database: exactly as many winners
-as cards, every other process refused with ``capacity.no-free-card``, the
-ledger not over-committed; then it releases the winners for the next round.
+Eight "spawn" processes, released together each round, admit through ``SqliteStateStore.admit``
+with a pause inside the decision; then exactly as many winners as cards, every other one refused
+with ``capacity.no-free-card``, and the ledger not over-committed.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """kill -9 during ``nodeau models pull`` and ``nodeau models import``: nothing lies afterwards.
 
-Each trial starts the real command, kills it with SIGKILL after a seeded
-random delay spread over the time an uninterrupted run takes, then checks:
-every file ``nodeau model status`` calls verified hashes right when re-read,
-and running the same command again completes with a verified copy.
+After a SIGKILL at a seeded random moment, every file ``nodeau model status`` calls verified
+hashes right, and running the same command again completes with a verified copy.
 """
 
 from __future__ import annotations

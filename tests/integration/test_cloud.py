@@ -1,11 +1,8 @@
-"""Nodeau Cloud in process, through the CLI's composition root with the test's own keys, against
-the fake cloud (starlette on loopback): sign-in and the entitlement, a bad entitlement,
-an outage, refused operations, no listener, and disconnect.
+"""Nodeau Cloud in process against the fake cloud, with the test's own keys.
 
-The plane is the one-machine plane (``bootstrap.plane(trusted_keys=...)``): the accepted
-path of an entitlement needs a key an installed ``nodeau`` cannot be given
-(docs/adr/0011-entitlements.md). The reporter started by ``connect --fleet`` is a real
-detached process.
+Sign-in and the entitlement, a bad entitlement, an outage, refused operations, no listener and
+disconnect, on the one-machine plane (an installed ``nodeau`` cannot be given a test key:
+docs/adr/0011). The reporter of ``connect --fleet`` is a real detached process.
 """
 
 from __future__ import annotations

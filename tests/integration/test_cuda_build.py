@@ -1,12 +1,8 @@
 """The CUDA build, proven on a machine without a card: configured, and what it links.
 
-The configure step runs for real, on the vendored llama.cpp and PyPI's CUDA 13 toolkit for
-one architecture, into a temporary folder (./scripts/test fetches both first:
-``nodeau server install --cuda-arch 90 --fetch-only``). Each finished CUDA build in the
-cache is then checked for the CUDA libraries it links and what it says here; its compile
-(over an hour on 2 cores) is not part of a test run: ``scripts/build-cuda-server`` makes
-it. The test id says which this machine proved: ``cuda-90`` (a build checked) or
-``no-cuda-build-in-the-cache`` (then only that nothing claims one).
+Configure runs for real on the vendored llama.cpp and PyPI's CUDA 13 toolkit (fetched by
+./scripts/test). Each cached CUDA build is checked for what it links and says; the test id says
+which this machine proved: ``cuda-90`` or ``no-cuda-build-in-the-cache``.
 """
 
 from __future__ import annotations
@@ -55,6 +51,8 @@ def test_the_cuda_configure_step_finds_the_toolkit_and_its_architecture(tmp_path
     assert "arch=compute_90" in text and "GGML_CUDA_NO_VMM" in text
 
 
+# A CUDA build's compile (over an hour on 2 cores) is no part of a test run: it is made by
+# scripts/build-cuda-server. Without one in the cache, only that nothing claims one is checked.
 def cuda_builds() -> list[object]:
     found = [b for b in builder().builds() if b.backend == "cuda"]
     if not found:

@@ -1,9 +1,7 @@
-"""The endpoint under real uvicorn on 127.0.0.1, against a minimal model server, with the
-official ``openai`` client as the peer; hostile HTTP over raw sockets; the endpoint as its own
-process reading the state; the fallback user service restarting a killed endpoint.
+"""The endpoint under real uvicorn on 127.0.0.1, with the official ``openai`` client as its peer.
 
-Nothing waits unbounded: every client has a time-out, servers run in threads that are joined,
-processes are stopped in ``finally`` blocks.
+Also hostile HTTP on raw sockets, the endpoint as its own process reading the state, and the
+fallback user service restarting a killed endpoint. Nothing waits unbounded.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """A request naming another model than the one served is a 404 ``model_not_found``.
 
-The endpoint under real uvicorn, the official ``openai`` client as its peer, a minimal model
-server behind it. The workload's name, its model's names (alias, catalog name) and its
-artifact id, whole or a prefix, are answered; any other ``model`` is refused as OpenAI
-refuses a model it does not have, and nothing reaches the model server.
+Under real uvicorn with the ``openai`` client: the workload's name, its model's names and its
+artifact id (or a prefix) are answered; anything else is refused and never reaches the server.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Who the endpoint answers (``nodeau.apps.endpoint.callers``), under real uvicorn on
-127.0.0.1 in front of the minimal upstream: the Host and Origin rules, allowed and refused
-rows, each request written byte for byte on a raw socket. A refused request never reaches
-the upstream (``arrived`` stays empty). A page of an allowed origin gets CORS answers
-echoing its origin, its preflight too; no other answer carries a CORS header, though the
-upstream adds one to each of its own, as llama-server does. Then ``--allow-origin`` as the
-endpoint process takes it.
+"""Who the endpoint answers (``nodeau.apps.endpoint.callers``), under real uvicorn on 127.0.0.1.
+
+Host and Origin rules, each request written byte for byte on a raw socket; a refused one never
+reaches the upstream. Only an allowed origin's answers carry CORS headers (the upstream's own are
+dropped, as llama-server adds one). Then ``--allow-origin`` as the endpoint process takes it.
 """
 
 from __future__ import annotations

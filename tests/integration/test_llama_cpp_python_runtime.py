@@ -1,10 +1,8 @@
 """llama-cpp-python's server as the model runtime: what only it does.
 
-The ModelRuntime contract (start, chat, embeddings, memory, stop, failures) runs
-against it and llama-server alike in tests/integration/test_llama_server_runtime.py.
-The package is found as the product finds it (``choose_runtime``, without a
-llama-server configured or on PATH); a machine without it fails these tests with
-how to install it, under CI=true or not: they never skip.
+The shared ModelRuntime contract is in tests/integration/test_llama_server_runtime.py. The
+package is found as the product finds it (``choose_runtime``); without it these tests fail
+with how to install it, never skip.
 """
 
 from __future__ import annotations

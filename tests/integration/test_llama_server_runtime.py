@@ -1,16 +1,8 @@
 """The model server runtimes on real servers, serving tiny GGUF models.
 
-Tests taking ``runtime`` are the ModelRuntime contract, run against both
-llama.cpp's ``llama-server`` and llama-cpp-python's server
-(tests/integration/test_llama_cpp_python_runtime.py has what only the latter
-does); tests taking ``llama_runtime`` are llama-server's own.
-
-The binary is found as the product finds it (``find_llama_server``); a machine
-without one fails these tests with how to build it, it never skips them. The
-models are written by ``write_tiny_llama`` (random weights: the answers are
-noise, which is fine: these tests check the process, the flags and the
-routes, not meaning). Every server a test starts is stopped by the
-``servers`` fixture even when the test fails.
+``runtime`` tests are the ModelRuntime contract on llama-server and llama-cpp-python's server;
+``llama_runtime`` tests are llama-server's own. A missing binary fails, never skips. The models
+are random (answers are noise: the process, flags and routes are checked, not meaning).
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
-"""Memory prediction against what the real llama-server reports at load.
+"""Memory prediction against what the real llama-server reports at load (``-s`` prints a table).
 
-For each shape (generated shapes: causal MHA, GQA, a 152k-token vocabulary, a mixture of
-experts, a Gemma 3 with sliding-window attention; real models: SmolLM2-135M, Gemma 3 270M
-with interleaved sliding-window attention, all-MiniLM-L6-v2 as an encoder-only embedding
-model) and a few contexts, the real llama-server is started with the product's own command line
-(``server_command``, the task's flags) plus ``-lv 4`` (below verbosity 4 it does not
-print its buffers) and ``--no-repack`` (on CPU llama.cpp otherwise keeps a second,
-repacked copy of some quantised weights: a CPU-only duplicate, like the AMX one in
-NOTES-llamacpp.md, that no card has). The model's own predicted terms (weights + KV
-cache + compute buffer + output buffer; the runtime footprint and margin are separate
-allowances) must never be under the sum of the buffers it reports, and at most 20% over
-(15% for generated llama shapes). llama.cpp's own estimate (``llama-fit-params`` beside the
-server, in whole MiB) is recorded beside it as a second opinion: the admission figure (every
-term, allowances and margin included) must never be under it by more than the margin.
-
-Run with ``-s`` to see the table of predicted and reported figures.
+Generated and real shapes at a few contexts, started with the product's command line: the model's
+predicted terms never under the reported buffers, at most 20% over (15% generated); the admission
+figure never under ``llama-fit-params``' estimate by more than the margin.
 """
 
 from __future__ import annotations
@@ -43,6 +31,9 @@ from tests.support.real.real_models import GEMMA3_270M, SMOLLM2, fetch, fetch_mi
 
 pytestmark = pytest.mark.slow
 
+# Below verbosity 4 llama-server does not print its buffers. Without --no-repack, llama.cpp on
+# the CPU keeps a second, repacked copy of some quantised weights: a CPU-only duplicate (like
+# the AMX one in NOTES-llamacpp.md) that no card has.
 EXTRA_FLAGS = ("-lv", "4", "--no-repack")
 READY_S = 120.0
 MODEL_TERMS = ("weights", "kv cache", "compute buffer", "output buffer")

@@ -1,10 +1,7 @@
 """Installing the model server: fetching pinned files, building, reusing, failing cleanly.
 
-The builder, CMake and the index are real: files come from an index on 127.0.0.1 (the JSON
-simple API, with faults injected), and a stand-in CMake project (two targets that copy a
-llama-server stand-in into ``bin/``) takes the place of llama.cpp's sources, so a build
-takes seconds. The real CPU build, made by ``nodeau server install --cpu``, is asked what
-it can use at the end.
+The builder, CMake and the index (on 127.0.0.1, with faults) are real; a stand-in CMake project
+replaces llama.cpp's sources so a build takes seconds. The real CPU build is asked at the end.
 """
 
 from __future__ import annotations

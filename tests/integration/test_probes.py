@@ -1,9 +1,7 @@
 """The qualification probes over real HTTP on 127.0.0.1, against stub model servers.
 
-Every known-bad server (tests/support/fakes/bad_backends.py) fails the probe of the capability
-it gets wrong, over several seeds; the good server passes every probe over the same
-seeds; a server that cannot be reached, answers too slowly, or answers something that is
-not JSON fails every probe with that as the evidence, and never raises.
+Each known-bad server (tests/support/fakes/bad_backends.py) fails its capability's probe, the good
+one passes all; an unreachable, slow or non-JSON server fails every probe, never raises.
 """
 
 from __future__ import annotations

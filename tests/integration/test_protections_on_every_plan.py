@@ -1,11 +1,7 @@
-"""Nothing that protects a person is a plan feature: admission, artifact verification,
-authentication and integrity checks give the same answers on every plan.
+"""Nothing that protects a person is a plan feature: every plan gives the same protecting answers.
 
-Table-driven: the same steps on each plan (Home with no entitlement, then Pro, Team and
-Enterprise entitlements signed by the test's key, installed through the CLI's composition
-root), each on a fresh installation; the outcomes must be identical, and each must be the
-protecting one (a request too large for the card refused, a damaged file found damaged, a
-request without the token or from a foreign Host refused, a tampered entitlement refused).
+Table-driven over Home, Pro, Team and Enterprise, each a fresh installation: admission, artifact
+verification, authentication and integrity checks must answer alike, and protect.
 """
 
 from __future__ import annotations

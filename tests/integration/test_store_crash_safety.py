@@ -1,12 +1,7 @@
 """Kill -9 during imports and fetches: nothing is ever verified unless its bytes hash right.
 
-Each trial starts tests/support/real/store_worker.py on a fresh cache root and
-sends it SIGKILL after a seeded random delay, spread over how long the same
-operation took uninterrupted (measured once per mode), so the kills land
-while the store opens, while it hashes, copies or appends, and around the
-renames and index writes. A fresh store on that root must then list nothing
-verified that does not hash right, hold no leftovers, and complete the same
-operation when it is run again.
+Each trial SIGKILLs tests/support/real/store_worker.py after a seeded random delay; a fresh store
+on its root then lists nothing wrongly verified, holds no leftovers, and completes the operation.
 """
 
 from __future__ import annotations
@@ -115,6 +110,8 @@ def test_kill_9_at_random_points_never_leaves_a_wrong_file_verified(
     expected = Sha256.of_bytes(data)
     outcomes: Counter[tuple[str, str]] = Counter()
     for mode in store_worker.MODES:
+        # Kill delays spread over the uninterrupted run's time, so kills land while the store
+        # opens, hashes, copies or appends, and around the renames and index writes.
         span = 1.25 * uninterrupted_seconds(tmp_path, mode, source)
         for trial in range(TRIALS_PER_MODE):
             root = tmp_path / f"{mode}-{trial}"

@@ -1,12 +1,7 @@
-"""Supervision of a real model server: its end kept by its reaper, ``ps`` at each step, the
-restart made again and again, a batch job that outlives its server.
+"""Supervision of a real model server: its end reaped, ``ps`` at each step, restarts, batch jobs.
 
-Real parts: llama.cpp's ``llama-server`` on a tiny GGUF model (found as the product finds
-it; a machine without one fails these tests with how to build it, under CI=true or not,
-never a skip), the SQLite state, the model files, the simulated cards. The endpoint is a
-fake here (tests/e2e has the real one). The supervisor's clock is the test's: a restart
-is due when the test moves the clock to its next attempt, so no test waits for a
-back-off, and every sentence is written out here with the moments it names.
+Real llama-server, SQLite state, model files and simulated cards; the endpoint is a fake. The
+supervisor's clock is the test's, so no test waits for a back-off. A missing binary fails.
 """
 
 from __future__ import annotations

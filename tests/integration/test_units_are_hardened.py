@@ -1,11 +1,7 @@
-"""The systemd user units of the endpoint and the dashboard are sandboxed, as
-``systemd-analyze --user security --offline=true`` reads them, and still load
-(``systemd-analyze --user verify``).
+"""The endpoint's and dashboard's systemd user units are sandboxed and still load.
 
-The bound: an overall exposure below 7.0 (these units measure 6.5; unhardened they were
-9.8, 9.6 read as system units). Each protection the unit promises is checked by name, and
-so is what it must not take from a CUDA model server the endpoint starts again. The
-reasons: docs/adr/0021-private-home.md.
+``systemd-analyze --user security --offline=true`` must read an exposure below 7.0, with each
+promised protection checked by name, and ``verify`` must load them. Why: docs/adr/0021.
 """
 
 from __future__ import annotations
@@ -31,6 +27,7 @@ from nodeau.adapters.user_service import (
     unit_name,
 )
 
+# These units measure 6.5; unhardened they were 9.8 (9.6 read as system units).
 EXPOSURE_BOUND = 7.0
 PYTHON = Path(sys.executable)
 

@@ -1,17 +1,8 @@
-"""Batch jobs on the fleet run and finish: ``nodeau batch submit`` (the real CLI, fleet plane)
-creates a BatchJob, the real controller process admits and places it and makes its Pod, the
-Pod's two containers run, every request is answered and kept in the cluster, and the job
-ends: succeeded, its Pod gone and its card free, ``nodeau batch status`` and ``nodeau batch
-results`` saying what they say on one machine. A stop frees the card and keeps the results
-so far; a worker that restarts sends nothing that already has a result.
+"""Batch jobs on the fleet run and finish, through the real CLI and the real controller process.
 
-KWOK runs no containers, so each batch Pod is stood in for by its containers' own commands
-run here, as its kubelet would run them: a real llama-server (the server container's
-arguments, on a free loopback port instead of the Pod's 8080) on a tiny GGUF, and the real
-worker (``python -m nodeau.apps.batch_fleet_worker`` with the worker container's arguments,
-pointed at that port) as ServiceAccount nodeau-batch-worker with deploy/'s RBAC and
-admission policy. Like the Pod's ``OnFailure``, a worker that fails is started again; both
-end when the Pod goes.
+Each request answered and kept in the cluster, the job succeeded, its Pod gone and card free; a
+stop keeps the results so far; a restarted worker resends nothing answered. KWOK runs no
+containers, so each batch Pod's containers (real llama-server, real worker) run here.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""The ``nodeau`` command against a real API server: the fleet on Kubernetes from a terminal.
+"""The installed ``nodeau`` against a real API server: the fleet on Kubernetes from a terminal.
 
-Every test runs the installed console script with NODEAU_PLANE=kubernetes and the
-test cluster's kubeconfig. Where the controller would decide, the test writes the
-object's status through the status subresource as the controller does, so what is
-checked is the CLI: what it asks for, how it waits, what it prints and deletes.
+NODEAU_PLANE=kubernetes with the test cluster's kubeconfig; the test writes each object's status
+as the controller would, so what is checked is the CLI: what it asks, waits for, prints, deletes.
 """
 
 from __future__ import annotations

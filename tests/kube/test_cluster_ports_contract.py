@@ -1,10 +1,7 @@
-"""The cluster ports' contract suite, run again against the Kubernetes adapters on a real
-API server (etcd, kube-apiserver, KWOK).
+"""The cluster ports' contract suite, rerun against the Kubernetes adapters on a real API server.
 
-Every test of the contract (tests/support/contracts/cluster_ports_contract.py) that takes the
-``cluster`` fixture is collected here too, unchanged: the ``cluster`` fixture below gives
-the adapters on the cluster where tests/contract/test_cluster_ports.py gives the
-in-memory fake, so the fake and the adapters are held to the same tests.
+Every ``cluster`` test of tests/support/contracts/cluster_ports_contract.py is collected here
+unchanged; the fixture below gives the adapters, so fake and adapters pass the same tests.
 """
 
 from __future__ import annotations

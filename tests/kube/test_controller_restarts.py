@@ -1,13 +1,7 @@
-"""A model server's container restarted by its kubelet, as the controller records it and
-``nodeau ps`` shows it, on a real API server.
+"""A model server's container restarted by its kubelet, as the controller and ``ps`` show it.
 
-KWOK plays the kubelet only to make a Pod Running and Ready: its stages match a
-Pending Pod (or a Job's), so it leaves a Running Pod's status alone, and the test
-writes what a kubelet writes after a crash through the status subresource (the
-container's ``restartCount``, ``state`` and ``lastState``, the Ready condition).
-KWOK's machines have no kubelet to give logs, so ``nodeau logs`` there is the one
-line saying so. The first tests read what a kubelet writes into the domain's words,
-without a cluster.
+On a real API server the test writes the kubelet's status after a crash; ``nodeau logs`` on a
+KWOK machine is the one line saying there is no kubelet. The first tests need no cluster.
 """
 
 from __future__ import annotations
@@ -88,6 +82,8 @@ def hhmmss(at: datetime) -> str:
     return at.strftime("%H:%M:%S")
 
 
+# KWOK only makes a Pod Running and Ready: its stages match a Pending Pod (or a Job's), so it
+# leaves a Running Pod's status alone, and the test writes what a kubelet writes after a crash.
 def kubelet_writes(
     api: client.ApiClient,
     *,

@@ -1,11 +1,7 @@
-"""Two controller processes against one API server: many GPUServices, few cards, no card shared.
+"""Two controller processes on one API server: many GPUServices, few cards, no card shared.
 
-Both run ``python -m nodeau.apps.controller`` with their watches; they elect a
-leader (docs/adr/0015), and half-way the leader is stopped (SIGTERM: it releases
-the Lease) so the other takes over and decides the rest on the ledger the first
-left. Every object reaches a decision, every card ends up held by exactly one
-workload (in the ledger and in the Pods) across the handover, and the rest are
-refused for capacity.
+They elect a leader (docs/adr/0015), which is stopped half-way (SIGTERM) so the other takes over;
+every object is decided, every card held by one workload, the rest refused for capacity.
 """
 
 from __future__ import annotations

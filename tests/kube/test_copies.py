@@ -1,14 +1,8 @@
-"""Model copies against a real API server: ``nodeau models copy`` records the request in
-ConfigMap nodeau-copies, the agent's real code (the Agent and its copy worker, a real kube
-client, a real model store on disk) fetches from the local publisher with its faults, checks
-every SHA-256 and reports; ``nodeau models copies`` reads the state back.
+"""Model copies on a real API server: ``nodeau models copy``, the real agent's fetch, ``copies``.
 
-Checked each round while the agent runs: a report never lists a copy whose files are not
-all on disk with the right SHA-256 (0 damaged copies counted ready). Then, per fault: cut
-connections resume, wrong bytes fail with the checksum reason, a stall is detected and
-reported, the disk reserve fails the copy before its first byte, a ``kill -9`` of the agent
-process mid-fetch is resumed by the next agent from the partial file, and two copies on one
-machine are fetched one at a time.
+Each round no copy is reported ready unless all its files are on disk with the right SHA-256;
+then per fault: resumed cuts, wrong bytes, a stall, the disk reserve, a ``kill -9`` of the agent
+resumed from the partial file, and two copies on one machine fetched one at a time.
 """
 
 from __future__ import annotations

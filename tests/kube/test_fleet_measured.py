@@ -1,16 +1,8 @@
-"""Measured memory on the fleet: the agent reports what each Pod's model server holds on its
-card, fleet qualification records the peak of its own Pods, and the real controller (its own
-ServiceAccount, deploy/'s RBAC) admits a later ``nodeau run`` of the same artifact and
-configuration labelled measured, reserving that peak.
+"""Measured memory on the fleet: Pod peaks reported, recorded, then reserved by a later run.
 
-The machine is a KWOK node whose agent is the real agent code (``Agent`` with its
-``PodMemoryWatch``) run in this process: its cards are the NVML adapter over ``FakeNvml``
-(the contract-checked stand-in for ``pynvml``), and its ``/proc`` a folder this test writes.
-KWOK runs no containers, so each qualification Pod is stood in for by a real llama-server
-with the Pod's arguments; as its kubelet and NVML would, the test then puts that process's
-PID in the Pod's cgroup (a cgroup v2 file of the systemd driver, naming the Pod's UID) and on
-the card with a figure of its own per task. That a real card's NVML lists a real Pod's
-server is proven only on a machine with a card (docs/adr/0010).
+The agent is the real code over ``FakeNvml`` and a ``/proc`` folder the test writes; each
+qualification Pod is a real llama-server the test puts in the Pod's cgroup and on the card.
+That real NVML lists a real Pod's server is proven only on a card (docs/adr/0010).
 """
 
 from __future__ import annotations

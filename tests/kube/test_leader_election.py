@@ -1,15 +1,8 @@
 """Leader election between real controller processes on a real API server (docs/adr/0015).
 
-Two ``python -m nodeau.apps.controller`` processes: exactly one leads and only it writes;
-a killed leader's standby takes over and decides (the failover time is printed; the
-figure against the goal is bench/failover.py's); a paused leader that resumes after
-its standby took over begins no write (one sent just before the pause may land after it,
-and the controller says so).
-
-Who wrote what is read from what the API server itself records: every write a
-controller sends carries its identity as field manager (``metadata.managedFields``,
-stamped with the server's time), Events name it in ``reportingInstance``, and
-decisions in ``status.decidedBy``.
+One leads and only it writes; a killed leader's standby takes over (bench/failover.py measures
+it); a paused leader that resumes begins no write. Who wrote what is read from what the API
+server records: field managers, Events' ``reportingInstance``, ``status.decidedBy``.
 """
 
 from __future__ import annotations

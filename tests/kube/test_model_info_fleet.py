@@ -1,14 +1,8 @@
-"""``nodeau model info`` on a fleet: after a fleet qualification it shows the cluster's newest
-evidence of the artifact (each capability's state and why) and the configurations measured
-on the fleet's cards (artifact, card model, configuration, peak, labelled measured), apart
-from the estimates (labelled estimated); the architecture values come from this machine's
-verified copy when it holds one, else from the machine that reported one, and a line says
-so; a re-import of other bytes under the used alias shows none of it.
+"""``nodeau model info`` on a fleet: the cluster's newest evidence of an artifact, and its peaks.
 
-The fleet is test_fleet_measured's (tests/support/real/kube_measured.py): a KWOK node whose
-agent is the real agent code over ``FakeNvml`` and written cgroup files, the real
-controller process as its ServiceAccount, and a real llama-server standing in for each
-qualification Pod.
+Measured configurations apart from estimates; architecture values from a local verified copy,
+else the reporting machine's; none of it for other bytes under the same alias. The fleet is
+tests/support/real/kube_measured.py's.
 """
 
 from __future__ import annotations

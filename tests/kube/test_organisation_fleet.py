@@ -1,12 +1,8 @@
 """The organisation's policy and the plan's bounds on a fleet, on a real API server.
 
-The installed ``nodeau`` (NODEAU_PLANE=kubernetes) and the real controller
-(``python -m nodeau.apps.controller``), both trusting only the keys compiled in, so the
-fleet is on the Home plan (two machines). The person asking is the test's kubeconfig user
-as the API server names it (SelfSubjectReview). Each refusal kind is met through
-``nodeau run``: a permission and a quota said by the command before anything is created,
-a limit said by the controller (its refusal is what ``run`` prints), and the plan's bound.
-The ConfigMap adapter runs the same contract as the file (tests/contract).
+The installed ``nodeau`` and the real controller trust only compiled-in keys (Home plan). Each
+refusal kind through ``nodeau run``: permission and quota said by the command, a limit by the
+controller, and the plan's bound. The person asking is the kubeconfig user.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""``nodeau plan`` on a fleet: the entitlement is kept in ConfigMap nodeau-system/
-nodeau-entitlement on a real API server, beside the fleet's installation id and clock
-anchor, for the controller to read.
+"""``nodeau plan`` on a fleet: the entitlement kept in ConfigMap nodeau-system/nodeau-entitlement.
 
-The installed ``nodeau`` (NODEAU_PLANE=kubernetes) shows the plan and refuses a document
-signed by a key it does not know; the accepted path runs the same use case in process
-over the same ConfigMap with the test's key.
+The installed ``nodeau`` shows the plan and refuses an unknown key's document; the accepted path
+runs in process over the same ConfigMap with the test's key.
 """
 
 from __future__ import annotations

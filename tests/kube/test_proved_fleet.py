@@ -1,9 +1,8 @@
-"""A GPUService applied by hand (kubectl, no CLI) is checked by the controller as ``nodeau
-run`` checks it: the real controller process, as its ServiceAccount (deploy/'s RBAC),
-refuses one for a task its model has not proved, with the CLI's code and sentence in the
-object's status and in ``nodeau ps``; the same object saying ``unproved: true`` is admitted;
-a task the cluster's qualification evidence proved, or the shipped catalog entry listing
-the model's bytes claims, is admitted without it."""
+"""A GPUService applied by hand is checked by the controller as ``nodeau run`` checks it.
+
+Refused for a task its model has not proved (the CLI's words in its status and ``ps``);
+admitted with ``unproved: true``, or when qualification evidence or the catalog proves it.
+"""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Qualifying on the fleet: ``nodeau model qualify`` makes one workload per task, which the
-real controller (its own ServiceAccount, deploy/'s RBAC) admits and pins to a card; the
-probes reach the model server at the address its GPUService states; the evidence is kept
-in the cluster; and ``nodeau run`` on the fleet then claims only what was proved.
+"""Qualifying on the fleet: one workload per task, admitted by the real controller, then probed.
 
-KWOK runs no containers, so each qualification Pod is stood in for by a real llama-server
-started with the Pod's own arguments (its model file, task and configuration), on a
-loopback address of its own that is then written into the Pod's status as its kubelet
-would; a stand-in ends when its Pod goes. The model is SmolLM2-135M-Instruct.
+The evidence is kept in the cluster, and ``nodeau run`` then claims only what was proved. KWOK
+runs no containers: each Pod is a real llama-server (SmolLM2-135M-Instruct) on its own address.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """On a real API server: a real card only where its machine's model server can use it.
 
-Two KWOK machines report a real NVIDIA card each (no card is here: the reports say what
-an agent on such a machine publishes), with the answer their CUDA model-server image gave
-(deploy/40-agent.yaml's probe): one's sees its card, the other's (a CPU-only image) cannot
-use it. The controller places on the first with the CUDA image and refuses the second.
+Two KWOK machines report a real card each, with their image's probe answer (deploy/40-agent.yaml):
+the controller places on the CUDA one and refuses the CPU-only one.
 """
 
 from __future__ import annotations

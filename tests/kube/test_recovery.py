@@ -1,11 +1,8 @@
 """Recovery on a real API server: machines whose kubelet (their own KWOK) and agent go quiet.
 
-Each machine that goes off the network has a KWOK process of its own, stopped with
-SIGSTOP (``tests/support/real/kube_lossy.py``); Nodeau's agent is the test publishing the
-machine's report, and a machine off the network is one whose report is no longer
-renewed. The controller runs in this process, one resync pass at a time, on the
-real clock: a machine is unreachable 40 s after its last renewal (the node grace)
-and a service set to ``automatic`` moves once its delay has passed after that.
+A machine goes off the network by SIGSTOP of its KWOK (tests/support/real/kube_lossy.py) and
+its report no longer renewed. The controller runs in process, a pass at a time, on the real
+clock: unreachable 40 s after the last renewal, moved once its delay has passed.
 """
 
 from __future__ import annotations

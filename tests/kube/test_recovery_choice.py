@@ -1,9 +1,7 @@
-"""Choosing a service's recovery on a real API server: ``nodeau recovery set`` changes the
-GPUService's spec, the controller records the choice with an Event, and the model server's
-Pod is the same Pod afterwards (nothing restarts).
+"""Choosing a service's recovery on a real API server: ``nodeau recovery set``, Event, same Pod.
 
-The installed ``nodeau`` runs with NODEAU_PLANE=kubernetes and the test cluster's
-kubeconfig; the controller runs in this process, one resync pass at a time.
+The installed ``nodeau`` with NODEAU_PLANE=kubernetes; the controller in process, a pass at a
+time. The model server's Pod is the same Pod afterwards (nothing restarts).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""Real serving across a recovery: one loopback address, the official openai client, two
-real llama-server processes standing in for the model-server containers of two machines.
+"""Real serving across a recovery: one loopback address, the openai client, two real llama-servers.
 
-KWOK runs no containers, so each machine's model-server Pod is given the address of a
-real llama-server (a loopback address of its own, 127.0.0.2 and 127.0.0.3, on the
-server port), set in the Pod's status as its kubelet would. ``nodeau run`` (the installed
-command, on the fleet) starts the workload's loopback endpoint on this machine; the test
-calls it through the openai client before, while its machine is fenced, and after the
-workload moved. Requests each llama-server processed are counted from its own log.
+The servers stand for two machines' model-server Pods (127.0.0.2 and 127.0.0.3). The workload's
+endpoint is called before, while its machine is fenced, and after it moved; each server's log
+counts what it served.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The StateStore contract suite, run again against ``KubeStateStore`` on a real API server.
 
-Every test of the contract (tests/support/contracts/state_store_contract.py, which
-tests/contract/test_state_store.py runs on SQLite and in memory) that takes the ``store``
-fixture is collected here too, unchanged: the ``store`` fixture below is the cluster's. The
-cluster's fixtures live in tests/kube/conftest.py, which is why the rerun is
-here and not a third parameter there.
+Every ``store`` test of tests/support/contracts/state_store_contract.py is collected here
+unchanged, with the cluster's ``store`` fixture.
 """
 
 from __future__ import annotations
@@ -31,6 +28,8 @@ from tests.support.clock import ticking
 from tests.support.contracts import state_store_contract as contract
 from tests.support.contracts import suite_of
 
+# Rerun here rather than as a third parameter of tests/contract/test_state_store.py: the
+# cluster's fixtures live in tests/kube/conftest.py.
 CONTRACT = suite_of(contract, "store")
 globals().update(CONTRACT)
 

@@ -1,10 +1,7 @@
 """What a crash or a race leaves among the cards' Reservations is found and freed (ADR 0017).
 
-A claim that no workload's record backs is a crash's leftover (claim made, status never
-written) or an admission in flight. The controller's snapshot frees it once it is
-``CLAIM_GRACE`` old, leaves a fresher one alone, and never touches a backed claim. Two
-controllers that admit one workload onto two cards both claim; the status write decides,
-and the loser gives its claim back at once.
+An unbacked claim is freed once ``CLAIM_GRACE`` old, a fresher one left, a backed one never
+touched; of two controllers claiming for one workload, the loser gives its claim back at once.
 """
 
 from __future__ import annotations

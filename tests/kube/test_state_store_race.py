@@ -1,12 +1,8 @@
 """Controllers racing on one API server never over-commit a card; a lost write is decided again.
 
-Eight processes (started with "spawn", each its own client and store, like
-separate controllers) are released together by a barrier each round and each
-tries to admit a workload of its own onto the one card through
-``KubeStateStore.admit``, deciding with the real ``admit_and_place`` and pausing
-between reading the ledger and returning, so overlapping decisions show. Creating
-the card's Reservation (the API server's 409 AlreadyExists for all but one) is the
-only thing that serialises them (docs/adr/0017).
+Eight "spawn" processes, each its own client, admit onto one card through ``KubeStateStore.admit``
+with a pause inside the decision; only the Reservation's create (409 for all but one) serialises
+them (docs/adr/0017).
 """
 
 from __future__ import annotations

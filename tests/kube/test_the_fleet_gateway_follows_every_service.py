@@ -1,10 +1,7 @@
-"""``nodeau gateway`` on a fleet, against a real API server: one loopback address for every
-GPUService, each request routed by its ``model`` to wherever the service's route says now.
+"""``nodeau gateway`` on a fleet: one loopback address for every GPUService, routed by ``model``.
 
-Two minimal model servers stand for the services' Pods (their addresses are what the
-controller writes in ``status.endpoint``). The official ``openai`` client is the peer. A
-service whose endpoint is stopped leaves the gateway, one that moves is followed, one that
-is held answers 503 with Retry-After, and a deleted one is OpenAI's 404.
+Two minimal model servers stand for the Pods; with the ``openai`` client: a stopped endpoint
+leaves, a moved service is followed, a held one is 503 with Retry-After, a deleted one a 404.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Every command prints one JSON shape, whichever plane serves it.
 
-The same commands run on the one-machine plane (a real llama-server serving a tiny
-model on simulated cards) and on a fleet on a real API server, where the test writes
-each object's status as the controller does (the CLI is what is compared here). The
-JSON documents must have the same keys at every level.
+The same commands on the one-machine plane (a real llama-server) and on a fleet on a real API
+server (statuses written by the test): the JSON has the same keys at every level.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""The whole path a user takes on a fleet: ``nodeau run`` -> the real controller process,
-running as its own ServiceAccount with deploy/'s RBAC -> admission -> a Pod pinned to
-its machine and card -> serving, as ``nodeau ps`` shows it; and the same service when its
-machine stops answering (held where it is) and answers again (resumed there).
+"""A user's whole path on a fleet, from ``nodeau run`` to serving, and a machine going quiet.
 
-A machine that goes quiet is a KWOK node played by its own KWOK process, stopped with
-SIGSTOP (``tests/support/real/kube_lossy.py``); its Nodeau agent is the test publishing the
-machine's report, renewed every few seconds while the machine answers and not while it is
-quiet. The controller is the installed ``python -m nodeau.apps.controller``, whose log the
-test reads for the hold and the resume it decided.
+The real controller process (its ServiceAccount, deploy/'s RBAC) admits and pins the Pod; a
+machine whose own KWOK is stopped (tests/support/real/kube_lossy.py) holds its service, which
+resumes there when it answers again; the controller's log says both.
 """
 
 from __future__ import annotations

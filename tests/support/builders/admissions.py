@@ -1,10 +1,7 @@
 """Admission decisions taken with the real domain, and a process that races to take them.
 
-``decider`` builds the ``decide`` a ``StateStore.admit`` runs: the real
-``admit_and_place`` over a fleet and the snapshot's ledger, with one flat
-prediction. ``Racers`` runs racing processes (``race``, started with "spawn") against
-one store, SQLite (tests/integration/test_admission_race.py) or a cluster
-(tests/kube/test_state_store_race.py).
+``decider`` builds the ``decide`` a ``StateStore.admit`` runs (the real ``admit_and_place``);
+``Racers`` runs racing "spawn" processes against one store, SQLite or a cluster.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """The property every fuzzed GGUF file must keep, and the seeds the fuzz damages.
 
-For every file (``outcome``): ``inspect`` returns a ModelSummary whose figures are
-possible (``check_summary``: architecture values positive, heads within the embedding,
-window layers within the layers, tensors within the file, and the same count and bytes
-as the stock ``GGUFReader`` reads from the same bytes), or raises ModelFileError whose
-message is one line starting with the file's path, whose ``cause`` is one of ``CAUSES``
-(a closed set, written out here) and whose words say that cause (``WORDS``). Any other
-exception, a cause outside the set or words that do not match it fails the test, and no
-file may take longer than ``HANG_SECONDS`` (a hang guard, far above the milliseconds one
-file takes, not a timing assertion).
-
-Runs are derandomized, so CI sees the same files every time. Each property checks that
-it really ran its share of examples; the shares add up to ``TOTAL_EXAMPLES``.
+``outcome``: ``inspect`` gives a possible ModelSummary (``check_summary``, as ``GGUFReader`` reads
+it) or a one-line ModelFileError whose ``cause`` is in ``CAUSES`` and says it (``WORDS``), within
+``HANG_SECONDS``. Derandomized; the properties' shares add up to ``TOTAL_EXAMPLES``.
 """
 
 from __future__ import annotations
@@ -36,7 +27,7 @@ from tests.support.builders.tiny_gguf import part_offsets, write_tiny_llama
 TOTAL_EXAMPLES = 10_000
 SHARES = {"mutations": 4_500, "numbers": 2_000, "random": 1_000, "damage": 2_000, "cuts": 500}
 assert sum(SHARES.values()) >= TOTAL_EXAMPLES
-HANG_SECONDS = 10
+HANG_SECONDS = 10  # a hang guard, far above the milliseconds one file takes; not a timing test
 
 
 # Every failure a file's bytes can have. Not here: no file, a directory, a read the

@@ -1,13 +1,7 @@
 """all-MiniLM-L6-v2 as a ``bert`` GGUF, converted without torch.
 
-llama.cpp's convert_hf_to_gguf.py needs torch; this does the part a BERT
-embedding model needs with numpy and ggml-org's ``gguf`` writer: the
-safetensors file is read with the ``safetensors`` package's numpy loader,
-tensor names are mapped with ``gguf.TensorNameMap``,
-2-D weights are stored f16 (as the converter's ``--outtype f16``) and the
-WordPiece vocabulary is written in llama.cpp's "phantom space" form (a word
-start gets U+2581, a ``##`` continuation loses its prefix). The result is
-deterministic: the same source bytes give the same GGUF bytes.
+llama.cpp's convert_hf_to_gguf.py needs torch; this does what a BERT embedding model needs with
+numpy, ``safetensors`` and ggml-org's ``gguf`` writer. Deterministic: same source, same bytes.
 """
 
 from __future__ import annotations
@@ -33,6 +27,8 @@ def _vocab(tokenizer: dict[str, Any]) -> tuple[list[str], list[int]]:
             tokens.append(token)
             types.append(int(gguf.TokenType.CONTROL))
         else:
+            # llama.cpp's "phantom space" form: a word start gets U+2581, a ``##``
+            # continuation loses its prefix
             tokens.append(token[2:] if token.startswith("##") else "\u2581" + token)
             types.append(int(gguf.TokenType.NORMAL))
     return tokens, types
@@ -75,6 +71,7 @@ def write_minilm_gguf(model_dir: Path, out: Path) -> Path:
         if mapped is None:
             raise ValueError(f"no GGUF name for tensor {name}")
         array = data.astype(np.float32)
+        # 2-D weights in f16, as convert_hf_to_gguf.py's ``--outtype f16``
         if array.ndim == 2 and not mapped.startswith("token_types"):
             array = array.astype(np.float16)
         writer.add_tensor(mapped, array)

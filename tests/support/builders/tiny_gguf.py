@@ -1,16 +1,8 @@
 """Tiny llama-architecture GGUF files for tests, written with ggml-org's ``gguf`` writer.
 
-The files follow /work/shared/NOTES-llamacpp.md "Tiny models for tests", so
-real llama.cpp loads them (in about 0.02 s): a SentencePiece-style byte
-vocabulary of 355 tokens that round-trips any text, the llama tensor names
-in numpy shape (out, in), f32 norms of ones, rope dimension = head size, RMS
-epsilon 1e-5 and a ChatML chat template. The weights are random (the model
-answers with noise) and deterministic: the same arguments give the same
-bytes, hence the same SHA-256.
-
-Tests that need a malformed or unusual file pass ``omit_keys`` (metadata keys
-left out) or ``override_keys`` (key -> (value, GGUF type), added or replacing
-the usual value) rather than editing bytes by hand.
+They follow /work/shared/NOTES-llamacpp.md "Tiny models for tests", so real llama.cpp loads them
+(in about 0.02 s). Random weights, deterministic bytes: the same arguments, the same SHA-256.
+Unusual files come from ``omit_keys`` and ``override_keys``, never from editing bytes.
 """
 
 from __future__ import annotations
@@ -24,6 +16,9 @@ import gguf
 import numpy as np
 from gguf import GGMLQuantizationType, GGUFValueType, Keys, LlamaFileType, TokenType
 
+# NOTES-llamacpp.md's layout: a SentencePiece-style byte vocabulary that round-trips any text,
+# llama tensor names in numpy shape (out, in), f32 norms of ones, rope dimension = head size,
+# RMS epsilon 1e-5 and a ChatML chat template.
 ARCH = "llama"
 VOCAB_SIZE = 355
 CHATML_TEMPLATE = (

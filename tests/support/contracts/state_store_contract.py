@@ -1,9 +1,7 @@
 """The StateStore contract: every test here runs against each store that takes it.
 
-The tests take a ``store`` fixture; tests/contract/test_state_store.py collects them
-against SQLite and the in-memory fake, tests/kube/test_state_store_contract.py against
-``KubeStateStore`` on a real API server. Their names are test names so that each module
-that collects them keeps the test ids.
+The tests take a ``store``; tests/contract/test_state_store.py runs them on SQLite and in memory,
+tests/kube/test_state_store_contract.py on ``KubeStateStore``, each keeping the test ids.
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """Stub model servers for the qualification probes: known-bad ones, and good ones.
 
-A ``StubBackend`` answers llama-server's routes (/v1/chat/completions, /v1/embeddings,
-/v1/rerank) with three plain functions: ``chat`` (request body -> assistant message, or
-``StubError`` for an HTTP error), ``embed`` (texts -> vectors) and ``rerank`` (query,
-documents -> scores). ``serving_backend`` runs one under uvicorn on a free 127.0.0.1 port
-in a thread (tests/support/real/upstream.py's ``serving``).
-
-The good functions answer by reading the request the way a capable model would: the chat
-stub says the word it is asked for, calls the tool named in the request with the values
-the request gives, fills a ``response_format`` schema from the prompt and the schema,
-and names the colour of an image by decoding its PNG; the embedding stub knows which
-sentences paraphrase each other; the rerank stub knows which passage answers a question.
-
-``KNOWN_BAD`` names, for every capability, plausible-but-wrong servers: each is the good
-server with one thing wrong, the way real servers and models go wrong (fluent text that
-ignores the instruction, a tool call written as text, a schema ignored, vectors that mean
-nothing, the documents' given order, an image never looked at).
+A ``StubBackend`` answers llama-server's routes with plain ``chat``, ``embed`` and ``rerank``
+functions; ``serving_backend`` runs one on 127.0.0.1. The good ones answer as a capable model
+would; each of ``KNOWN_BAD`` is a good one with one thing wrong, as real servers go wrong.
 """
 
 from __future__ import annotations

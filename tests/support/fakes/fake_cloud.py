@@ -1,14 +1,8 @@
 """A local stand-in for Nodeau Cloud: starlette on 127.0.0.1, recording every byte it receives.
 
-It speaks the API in docs/cloud.md: a device-code sign-in it approves at once (or after
-``pending_polls`` polls, or declines), reports, operations handed out until their outcome
-comes back, disconnects. Every byte any client sends it is kept, exactly as it came off
-the socket (``received``): uvicorn's h11 protocol is subclassed to copy each chunk before
-parsing it, so a test searching it searches headers, bodies and all.
-
-``mode`` turns it into an outage while it runs: ``"error"`` answers 500 to everything,
-``"slow"`` answers only after ``slow_s`` (longer than the client's timeout). A cloud that
-is down is a URL where nothing listens (``nowhere``).
+It speaks docs/cloud.md's API; ``received`` keeps every byte off the socket (headers and all).
+``mode`` makes an outage (``"error"``: 500s; ``"slow"``: past the client's timeout); a cloud
+that is down is ``nowhere``, a URL where nothing listens.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Fakes of the ports, each proven by the same contract suite as its real adapter.
 
-``FakeModelStore`` keeps a machine's cached files in memory (tests/contract/
-test_model_store.py runs the ModelStore contract on it and on the file-system
-store). Only partial fetches are real files, because a fetcher appends to a
-path; a verified path it returns names no real file.
+``FakeModelStore`` keeps a machine's cached files in memory; only partial fetches are real files,
+because a fetcher appends to a path; a verified path it returns names no real file.
 """
 
 from __future__ import annotations

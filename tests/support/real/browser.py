@@ -1,16 +1,7 @@
-"""A real browser for the tests: Debian's ``chromium``, headless, driven over the Chrome
-DevTools Protocol.
+"""A real browser for the tests: Debian's ``chromium``, headless, over the DevTools Protocol.
 
-Why CDP and not Selenium: what the tests must see is the page's network log (every request
-it makes, to prove none leaves 127.0.0.1), its script errors and screenshots; CDP gives
-them as events (``Network.requestWillBeSent``, ``Runtime.exceptionThrown``) straight from
-the browser, with no driver binary whose version must match the browser's and no package
-beyond ``websocket-client`` (already installed: the Kubernetes client depends on it).
-Selenium would reach the same events through CDP anyway.
-
-The browser is found as ``$NODEAU_CHROMIUM``, else ``chromium`` on PATH. When there is none
-the test fails under ``CI=true`` (scripts/test installs it there) and is skipped elsewhere,
-saying how to install it.
+Found as ``$NODEAU_CHROMIUM``, else ``chromium`` on PATH; without one the test fails under
+``CI=true`` (scripts/test installs it there) and is skipped elsewhere, saying how to install it.
 """
 
 from __future__ import annotations
@@ -48,6 +39,11 @@ def chromium_binary() -> Path:
     pytest.skip(message)
 
 
+# CDP and not Selenium: the tests need the page's network log (to prove no request leaves
+# 127.0.0.1), its script errors and screenshots, which CDP gives as events straight from the
+# browser (``Network.requestWillBeSent``, ``Runtime.exceptionThrown``), with no driver binary to
+# match the browser and no package beyond ``websocket-client`` (the Kubernetes client needs it
+# already). Selenium would reach the same events through CDP anyway.
 class Page:
     """One tab, over its DevTools WebSocket: commands, and the events kept as they come."""
 

@@ -1,9 +1,7 @@
 """Applying deploy/ manifests to a test API server as ``kubectl apply --server-side`` would.
 
-Server-side apply (a PATCH with content type application/apply-patch+yaml, field manager
-``nodeau-tests``, forced) is idempotent: applying the same file twice changes nothing, and
-applying it over objects another client created takes them over without a conflict. A CRD is
-waited for until it is established, so a later document in the same call may use it.
+Forced server-side apply (field manager ``nodeau-tests``) is idempotent and takes over objects
+without a conflict; a CRD is waited for until established, so a later document may use it.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""A real Kubernetes control plane for tests: etcd, kube-apiserver and KWOK.
+"""A real Kubernetes control plane for tests: etcd, kube-apiserver and KWOK, on 127.0.0.1 only.
 
-Started from the binaries ``scripts/build-kube-binaries`` builds from their published Go
-modules (cached in ``~/.cache/nodeau/kube-bin/<version>/bin``, or ``NODEAU_KUBE_BIN``).
-Everything listens on 127.0.0.1 only: etcd on plain HTTP (a throwaway data directory),
-kube-apiserver on TLS with a certificate authority generated here, a static admin token,
-RBAC authorization and a generated service-account signing key. KWOK simulates kubelets:
-it keeps the node Leases of the nodes annotated ``kwok.x-k8s.io/node=fake`` and moves
-their pods to Running.
-
-A missing binary is a failure with the command that builds it, never a skip.
+Binaries from ``scripts/build-kube-binaries`` (``~/.cache/nodeau/kube-bin/<version>/bin`` or
+``NODEAU_KUBE_BIN``); a missing one fails with the command that builds it, never skips. KWOK plays
+the kubelets of nodes annotated ``kwok.x-k8s.io/node=fake``.
 """
 
 from __future__ import annotations

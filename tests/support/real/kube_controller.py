@@ -1,9 +1,7 @@
 """Builders for the controller's Kubernetes tests: machines reporting simulated cards and models.
 
-A machine is a KWOK node plus its agent's report (published as the agent does,
-``reports.publish_report``) naming simulated GPUs and a fake verified artifact:
-a ``ModelSummary`` of the tiny test architecture with a size chosen so it fits
-a 24 GiB card (``SMALL``) or no card at all (``HUGE``), or two split (``split_giant``).
+A machine is a KWOK node plus its agent's report naming simulated GPUs and a fake verified
+artifact that fits a 24 GiB card (``SMALL``), no card (``HUGE``), or two split (``split_giant``).
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """Machines that can go off the network: each KWOK node here has a KWOK process of its own.
 
-The test control plane's KWOK plays the kubelet of every node annotated
-``kwok.x-k8s.io/node=fake`` and cannot be told to leave one alone (taking the
-annotation off does not stop its Lease renewals: measured 2026-11-30). A node
-annotated ``kwok.x-k8s.io/node=lossy-<name>`` is played by its own KWOK process
-instead, so stopping that process (SIGSTOP) is the machine's kubelet going quiet:
-its node Lease stops renewing, a Pod deleted gracefully stays until it comes back,
-a Pod deleted with grace 0 goes at once. SIGCONT brings it back, and its KWOK then
-finishes what it missed (a pending deletion). Nodeau's agent is the test's
-``publish_report``: a machine off the network is one whose report the test stops
-renewing.
+A node annotated ``kwok.x-k8s.io/node=lossy-<name>`` has its own KWOK: SIGSTOP is its kubelet
+going quiet (its Lease stops renewing), SIGCONT brings it back. The agent is the test's
+``publish_report``: a machine off the network is one whose report is no longer renewed.
 """
 
 from __future__ import annotations
@@ -28,6 +21,10 @@ from tests.support.real.kube_cluster import KWOK_ANNOTATION, Cluster, binary_dir
 from tests.support.real.kube_nodes import kwok_node
 
 
+# The control plane's shared KWOK cannot be told to leave a node alone (taking the annotation
+# off does not stop its Lease renewals: measured 2026-11-30), hence a KWOK per lossy node.
+# While it is stopped a Pod deleted gracefully stays until SIGCONT (its KWOK then finishes the
+# deletion); a Pod deleted with grace 0 goes at once.
 class LossyMachine:
     """One KWOK node whose kubelet (its own KWOK process) a test can stop and start."""
 

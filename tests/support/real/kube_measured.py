@@ -1,9 +1,7 @@
 """A machine whose memory is measured on a fleet on a real API server.
 
-``Machine``: a KWOK node whose agent is the real agent code with its ``PodMemoryWatch``,
-its card NVML over ``FakeNvml`` and its ``/proc`` a folder of the test's.
-``kubelet_and_nvml`` plays the kubelet and NVML for each qualification Pod: a real
-llama-server with the Pod's arguments, put in the Pod's cgroup and on the card.
+``Machine``: a KWOK node whose agent is the real code over ``FakeNvml`` and a test ``/proc``;
+``kubelet_and_nvml`` runs each qualification Pod as a real llama-server in its cgroup and card.
 """
 
 from __future__ import annotations

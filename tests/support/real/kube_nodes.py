@@ -1,9 +1,7 @@
 """KWOK nodes for the Kubernetes tests: machines whose kubelet KWOK plays.
 
-A node annotated ``kwok.x-k8s.io/node=fake`` is taken over by the test control
-plane's KWOK: it turns Ready, its node Lease in ``kube-node-lease`` is renewed
-and its Pods move to Running. ``wait_for`` polls a condition with a generous
-deadline (never a fixed sleep followed by a timing assertion).
+A node annotated ``kwok.x-k8s.io/node=fake`` turns Ready, its Lease renewed, its Pods Running.
+``wait_for`` polls with a generous deadline (never a fixed sleep then a timing assertion).
 """
 
 from __future__ import annotations

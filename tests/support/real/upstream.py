@@ -1,23 +1,8 @@
 """A minimal OpenAI-compatible model server on 127.0.0.1, for the endpoint's tests and bench.
 
-It answers /v1/chat/completions (plain, or as an SSE stream of ``STREAM_CHUNKS`` events with
-``chunk_delay_s`` between them), /v1/completions, /v1/embeddings and /v1/rerank, and keeps
-what it saw: every request that arrived at all (``arrived``: method and path, whatever the
-route), every request to its routes (method, path, query, headers, body) and, for each
-stream, when it sent each event. As llama-server does, it answers a body that is not a JSON
-object with a 500 (its message starts with ``UPSTREAM_MARK``) and adds
-``Access-Control-Allow-Origin: *`` to every answer.
-
-``gate``: when set to an Event, a stream sends its first event, then waits for the Event (at
-most ``GATE_S``) before sending the rest, and records whether the Event released it. A proxy
-that buffered would hold that first event back until the upstream had finished, so only the
-waiting would end it: the gate proves the first event got through on its own. A plain chat
-completion waits for the Event before answering, and records in ``waits`` how the wait
-ended: released, timed out, or its client (the proxy) left.
-
-``serving`` runs any ASGI app under uvicorn in a thread, bounded: leaving the ``with`` block
-stops the server and joins the thread. ``python -m tests.support.real.upstream`` serves it in its
-own process (for bench/proxy.py) and prints its port.
+It answers like llama-server (chat plain or SSE, embeddings, rerank; ``*`` CORS on each answer)
+and keeps what it saw; ``gate`` holds answers until a test releases it. ``serving`` runs any ASGI
+app in a bounded thread; ``python -m tests.support.real.upstream`` serves it (bench/proxy.py).
 """
 
 from __future__ import annotations
@@ -145,6 +130,9 @@ class MinimalUpstream:
     async def _events(self, text: str, log: StreamLog) -> AsyncIterator[bytes]:
         try:
             for i in range(STREAM_CHUNKS):
+                # A proxy that buffered would hold the first event back until the upstream had
+                # finished, so only the wait's bound would end it: a release by the Event proves
+                # the first event got through on its own.
                 if i == 1 and self.gate is not None:
                     log.released_by_client = await _wait(self.gate, GATE_S)
                 elif i > 0 and self.chunk_delay_s > 0:

@@ -1,9 +1,7 @@
 """Asking a llama-server what it can use: its answers parsed, kept per binary and cards.
 
-The answers are those the vendored llama.cpp prints (``common_print_available_devices``,
-``ggml_cuda_init``); a stand-in binary (a shell script) prints a CUDA build's answer on a
-machine with a card, which no machine here has; the real CPU build is asked in
-tests/integration/test_model_server_install.py.
+The answers are the vendored llama.cpp's; a stand-in shell script prints a CUDA build's answer
+(no card here). The real CPU build is asked in tests/integration/test_model_server_install.py.
 """
 
 from __future__ import annotations

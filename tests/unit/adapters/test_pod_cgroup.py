@@ -1,10 +1,7 @@
 """Which Pod a process runs in, from ``/proc/PID/cgroup`` as kubelets and the kernel write it.
 
-The files below are the shapes real nodes give (cgroup v1 with every controller's line,
-cgroup v2's single line; the cgroupfs and systemd drivers; containerd, CRI-O and Docker;
-kind's kubelet with its own cgroup root; a reader in a cgroup namespace of its own); a
-Hypothesis fuzz then builds every layout around generated UIDs and throws arbitrary text
-at the parser.
+The shapes real nodes give (cgroup v1 and v2, cgroupfs and systemd drivers, several runtimes,
+kind, cgroup namespaces), then a Hypothesis fuzz over generated UIDs and arbitrary text.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """On one machine, a real card is given only to a model server that can use it.
 
-The cards are simulated ones that claim to be real (as NVML would name them); the model
-server is the contract-checked fake, saying it is a CPU-only build, a CUDA build that sees
-a card, or that there is none. A refusal records nothing; ``--cpu`` holds the card and runs
-the model on the CPU, and every view says so.
+Simulated cards claim to be real; the contract-checked fake server says CPU-only, CUDA seeing a
+card, or none. A refusal records nothing; ``--cpu`` holds the card, runs on the CPU, says so.
 """
 
 from __future__ import annotations

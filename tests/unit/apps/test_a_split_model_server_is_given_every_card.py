@@ -1,9 +1,7 @@
-"""On one machine with real cards, a model no one card holds is served by a llama-server
-given every card of its split in slot order; a server that cannot split (llama-cpp-python's)
-or ``--cpu`` is not offered a split, and the model is refused as before.
+"""On one machine with real cards, a model no one card holds gets every card of its split.
 
-The cards are simulated ones that claim to be real; the model server is the contract-checked
-fake, saying it is a llama-server CUDA build that sees them.
+The llama-server is given them in slot order; a server that cannot split (llama-cpp-python's) or
+``--cpu`` is not offered a split. Simulated cards claiming to be real, the contract-checked fake.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Each Pod's memory on its card, from the agent's samples to the report the fleet reads.
 
-The cards are the NVML adapter over ``FakeNvml`` (the stand-in for ``pynvml`` the contract
-suite checks, raising pynvml's own errors); the Pods are named by the real cgroup adapter
-from ``/proc``-shaped files this test writes. What a real card's NVML lists for a real
-Pod is proven only on a machine with one.
+Cards are the NVML adapter over ``FakeNvml``; Pods are named by the real cgroup adapter from
+``/proc``-shaped files. That real NVML lists a real Pod is proven only on a machine with a card.
 """
 
 from __future__ import annotations

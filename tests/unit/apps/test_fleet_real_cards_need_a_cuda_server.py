@@ -1,10 +1,8 @@
 """On a fleet, a real card is placed on only where a model server there can use it.
 
-The machine's agent reports what the CUDA model-server image said on that machine (its
-probe's answer); the controller leaves out every machine with real cards whose server
-cannot use them, or that said nothing, or when no CUDA image is configured, and refuses
-with ``capacity.server-cannot-use-card`` when that leaves nothing. The Pod of a real card
-runs the CUDA image with its layers on the card; a simulated card's, the CPU image.
+From the agent's report of its CUDA image's probe, the controller leaves out machines whose server
+cannot use their cards, refusing with ``capacity.server-cannot-use-card`` when none is left; a
+real card's Pod runs the CUDA image, a simulated card's the CPU image.
 """
 
 from __future__ import annotations
@@ -22,9 +20,9 @@ from nodeau.adapters.kube.report_form import MachineReport, parse_report, report
 from nodeau.adapters.record_json import RecordError
 from nodeau.adapters.server_abilities import answer_file, from_answer
 from nodeau.adapters.simulated_inventory import SimulatedGpuInventory
-from nodeau.apps.controller.decide import decider as controller_decider
 from nodeau.apps.serving.commands import RunAsk
 from nodeau.domain.card_split import LayerWeights
+from nodeau.domain.fleet_admission import decider as controller_decider
 from nodeau.domain.hardware import Gpu, GpuReading, Machine, MachineReading
 from nodeau.domain.memory import GIB
 from nodeau.domain.model_server import SERVER_CANNOT, server_exclusions, uses_card

@@ -1,10 +1,7 @@
 """``nodeau ps`` reached without cyclopts answers exactly as it does through cyclopts.
 
-``main.run`` calls ``ps`` directly for ``ps`` and ``ps --json`` only; these
-tests run both ways over an empty home and over a real state database holding
-workloads in every shape ``ps`` prints (serving with an endpoint that listens, held,
-recovering, a batch job, one finished and so not listed), and check that any
-other argument list is cyclopts' to answer.
+``main.run`` calls ``ps`` directly for ``ps`` and ``ps --json`` only: both ways over an empty home
+and a real state database in every shape ``ps`` prints; any other arguments are cyclopts'.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Qualifying on this machine (``apps.qualify``): started like ``run``, stopped whatever
-happens, evidence kept per artifact, and only a card's own reading becomes a measurement.
+"""Qualifying on this machine (``apps.qualify``): started like ``run``, stopped whatever happens.
 
-The model server is the in-memory fake (tests/contract/test_model_runtime.py holds it to
-the real ones' contract) and the probes a stand-in for ``adapters.probe_client`` (whose
-own tests run it against real and known-bad servers); the registry, store and inspector
-are real. The real thing end to end: tests/e2e/test_qualify_cli.py.
+Evidence kept per artifact; only a card's own reading becomes a measurement. Server and probes
+are fakes; registry, store and inspector are real (end to end: tests/e2e/test_qualify_cli.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Recovery as the apps carry it out, on the inputs the other recovery tests leave out
-(apps/controller/recover.py, reconcile.py, apps/recovery/): the server a move
-leaves behind is ended with its event, and the move is logged where it went; a service
-whose model no machine holds any more is held for its files when its recovery comes due;
-the status rows of one machine, the choice read from a record, the control-plane wait,
-and the time of the event a recovery choice records."""
+"""Recovery as the apps carry it out, on inputs the other recovery tests leave out.
+
+The server a move leaves behind ended with its event, a service whose model no machine holds held
+for its files, and the status rows, choice, wait and event time of apps/recovery and the controller.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The endpoint as a user service: the generated systemd unit and launchd agent, the names they
-take, the choice of manager, and the fallback's behaviour when nothing was started.
+"""The endpoint as a user service: the systemd unit and launchd agent, their names, the fallback.
 
-The systemd unit is checked twice: its parsed content, always, and ``systemd-analyze --user
-verify``, which loads it as systemd would, where ``systemd-analyze`` exists (on a machine
-without it only the parsed content is checked). The supervised background process itself is
-exercised, with real processes, in tests/integration/test_endpoint.py.
+The systemd unit's parsed content is always checked, and ``systemd-analyze --user verify`` loads
+it where it exists; the supervised process itself runs in tests/integration/test_endpoint.py.
 """
 
 from __future__ import annotations

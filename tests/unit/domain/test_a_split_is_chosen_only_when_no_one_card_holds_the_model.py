@@ -1,10 +1,8 @@
-"""Scheduling with a split allowed: one card whenever one free card holds the model; else the
-fewest free cards of one machine, every share within its card; the ledger after the
-admission holds no card twice and over-commits none; a refusal says no split holds it, or
-that a limit alone stands in its way.
+"""Scheduling with a split allowed: one card whenever one free card holds the model.
 
-Checked against the pure arithmetic the decision is made of (``predict_peak`` for one
-card, ``split_for`` for several) on generated fleets and ledgers.
+Else the fewest free cards of one machine, each share within its card, the ledger never
+over-committed; a refusal says no split holds it or which limit stands in the way. Checked against
+``predict_peak`` and ``split_for`` on generated fleets and ledgers.
 """
 
 from __future__ import annotations

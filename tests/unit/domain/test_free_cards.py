@@ -1,11 +1,8 @@
 """The free cards' index chooses what weighing every card chooses, and stays small.
 
-The oracle is admission over every card (``admit``), the plan's scope and placement's
-ranking of every candidate (``place``): what ``schedule`` runs on a small fleet and for
-every refusal. The index must give the same card, the same reservation, the same sentence,
-the same first candidates and counts equal to counting every card's verdict, over random
-fleets, ledgers, copies, exclusions, policies and plans; and an index carried through
-reservations must equal one made afresh over the same ledger.
+The oracle is ``admit`` and ``place`` over every card; over random fleets, ledgers and plans the
+index gives the same choices, sentences and counts, and carried through reservations equals a
+fresh one.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Leader election's rules: exact cases, and a property over interleaved candidates.
 
-The property simulates an API server holding one Lease with a resourceVersion and
-candidates that each run the controller's attempt (read, decide, conditional write,
-answer) as separate steps in any interleaving, with any delays between them, on
-clocks with any offsets: at no moment do two candidates believe they lead.
+Candidates run read, decide, conditional write and answer as separate steps on one simulated
+Lease, in any interleaving, delays and clock offsets: never two believe they lead.
 """
 
 from __future__ import annotations
