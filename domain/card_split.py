@@ -58,8 +58,10 @@ def fewest_cards(
 ) -> Split | None:
     """The fewest of the cards with ``free`` bytes that hold every slot in order, each card's
     share (``per_card_bytes`` plus its slots') within its free bytes; None when no set does.
-    Among as few cards, the order that comes first in the order given (a caller orders the
-    cards by its placement policy), so one card that holds it all is the first such card.
+    Among as few cards, one card that holds it all is the first such card in the order given
+    (a caller orders the cards by its placement policy), and two are the first such pair. Of
+    three or more, the search keeps for each mix of card sizes only the order carrying the
+    slots furthest so far, so an earlier order that would also hold it can be passed over.
     ``min_cards``: at least that many (each card before the last leaves a slot for each
     card after it)."""
     if not slot_bytes:
