@@ -4,25 +4,12 @@ its cards held, not how many: as one card is placed."""
 
 from __future__ import annotations
 
-from nodeau.domain.card_split import LayerWeights
-from nodeau.domain.hardware import Fleet, Gpu, Machine
+from nodeau.domain.hardware import Fleet
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.split_placement import place_split
 from nodeau.domain.units import GIB
-from tests.support.builders.split_fleets import ask
-
-# about 21 GiB in all: no 16 GiB card holds it, two do
-WEIGHTS = LayerWeights(input_bytes=GIB, layer_bytes=(2 * GIB,) * 8, output_bytes=GIB)
-
-
-def machine(name: str, cards: int) -> Machine:
-    return Machine(
-        name=name,
-        gpus=tuple(
-            Gpu(uuid=f"GPU-{name}{i}", model="16 GiB", total_bytes=16 * GIB) for i in range(cards)
-        ),
-    )
+from tests.support.builders.split_fleets import WEIGHTS, ask, sixteens
 
 
 def holding(*held: tuple[str, int]) -> Ledger:
@@ -37,7 +24,7 @@ def holding(*held: tuple[str, int]) -> Ledger:
 
 
 def test_pack_chooses_the_machine_with_the_larger_share_of_its_cards_held() -> None:
-    fleet = Fleet(machines=(machine("a", 12), machine("b", 4)))
+    fleet = Fleet(machines=(sixteens("a", 12), sixteens("b", 4)))
     ledger = holding(("a", 3), ("b", 2))  # a: 3 of 12 held (a quarter), b: 2 of 4 (a half)
     placed = place_split(fleet, ledger, frozenset({"a", "b"}), ask(WEIGHTS))
     assert placed is not None
@@ -45,7 +32,7 @@ def test_pack_chooses_the_machine_with_the_larger_share_of_its_cards_held() -> N
 
 
 def test_a_machines_own_policy_scores_it_not_the_fleets() -> None:
-    fleet = Fleet(machines=(machine("a", 4), machine("b", 4)))
+    fleet = Fleet(machines=(sixteens("a", 4), sixteens("b", 4)))
     ledger = holding(("a", 1))
     spread_both = SchedulingSettings(
         fleet_policy=Policy.PACK, overrides=(("a", Policy.SPREAD), ("b", Policy.SPREAD))

@@ -15,13 +15,12 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.allowances import Allowances
 from nodeau.domain.card_shares import split_for
 from nodeau.domain.card_split import LayerWeights
 from nodeau.domain.free_cards import SHOWN
 from nodeau.domain.hardware import Fleet, Gpu, Machine
-from nodeau.domain.memory import MeasuredTable, RuntimeConfig, predictor
+from nodeau.domain.memory import MeasuredTable, predictor
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE, PlanName, PlanTerms
 from nodeau.domain.recording import admitted_text, check_update, moved_text, released_text
@@ -32,11 +31,8 @@ from nodeau.domain.split_placement import SplitAsk, free_cards
 from nodeau.domain.units import GIB
 from nodeau.domain.workloads import Recovery, WorkloadState
 from nodeau.ports.state import Snapshot
-from tests.support.builders.split_fleets import ARCH, ask, fleets
+from tests.support.builders.split_fleets import ARCH, CONFIG, REQUEST, fleets, one_machine
 from tests.support.contracts.split_state_contract import NOW, decide_big
-
-CONFIG = RuntimeConfig(context_tokens=4096)
-REQUEST = AdmissionRequest(workload="big", model="big", artifact_id="ab" * 32, config=CONFIG)
 
 
 @st.composite
@@ -104,22 +100,6 @@ def test_one_card_when_one_holds_it_else_the_fewest_of_one_machine(view: FleetVi
             after = reserve_cards(view.ledger, placement.reservations, [g for g in gpus if g])
             assert isinstance(after, Success)
             assert over_committed(after.unwrap(), view.fleet) == ()
-
-
-def one_machine(**changes: object) -> FleetView:
-    """m1's three 16 GiB cards, free; a model of 18 GiB no one of them holds, two do."""
-    gpus = tuple(Gpu(uuid=f"GPU-{i}", model="16 GiB", total_bytes=16 * GIB) for i in range(3))
-    weights = LayerWeights(input_bytes=GIB, layer_bytes=(2 * GIB,) * 8, output_bytes=GIB)
-    predict = predictor(
-        arch=ARCH, artifact_id=REQUEST.artifact_id, artifact_bytes=18 * GIB, config=CONFIG,
-        table=MeasuredTable(), allowances=Allowances(),
-    )  # fmt: skip
-    view = FleetView(
-        fleet=Fleet(machines=(Machine(name="m1", gpus=gpus),)), ledger=Ledger(),
-        settings=SchedulingSettings(), excluded=(), verified_on=frozenset({"m1"}),
-        predict=predict, plan=ENTERPRISE, split=ask(weights),
-    )  # fmt: skip
-    return evolve(view, **changes)
 
 
 def test_a_split_only_a_limit_stands_in_the_way_of_is_refused_as_a_limit() -> None:

@@ -3,31 +3,16 @@ a limit, naming the machine the view's own policy would have chosen, in one sent
 
 from __future__ import annotations
 
-from nodeau.domain.admission import AdmissionRequest
 from nodeau.domain.allowances import Allowances
-from nodeau.domain.card_split import LayerWeights
-from nodeau.domain.hardware import Fleet, Gpu, Machine
-from nodeau.domain.memory import MeasuredTable, RuntimeConfig, predictor
+from nodeau.domain.hardware import Fleet
+from nodeau.domain.memory import MeasuredTable, predictor
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.reservations import Ledger, Reservation
 from nodeau.domain.scheduling import OUTSIDE_LIMITS, FleetView, schedule
 from nodeau.domain.units import GIB
-from tests.support.builders.split_fleets import ARCH, ask
-
-CONFIG = RuntimeConfig(context_tokens=4096)
-REQUEST = AdmissionRequest(workload="big", model="big", artifact_id="ab" * 32, config=CONFIG)
-WEIGHTS = LayerWeights(input_bytes=GIB, layer_bytes=(2 * GIB,) * 8, output_bytes=GIB)
-
-
-def sixteens(name: str, cards: int) -> Machine:
-    return Machine(
-        name=name,
-        gpus=tuple(
-            Gpu(uuid=f"GPU-{name}{i}", model="16 GiB", total_bytes=16 * GIB) for i in range(cards)
-        ),
-    )
+from tests.support.builders.split_fleets import ARCH, CONFIG, REQUEST, WEIGHTS, ask, sixteens
 
 
 def outside_limits(settings: SchedulingSettings) -> FleetView:
