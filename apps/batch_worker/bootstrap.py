@@ -17,7 +17,7 @@ from nodeau.adapters.llama_server import LocalServerProcesses
 from nodeau.adapters.private_files import keep_private
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.batch_worker.job import run_job
-from nodeau.apps.serving.model_servers import WATCH_S
+from nodeau.apps.serving.supervision import WATCH_S
 from nodeau.apps.settings import utc_now
 from nodeau.domain.restarts import KUBELET, RestartPolicy
 from nodeau.ports.batches import BatchSender

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from nodeau.apps.batches.lifecycle import finish
-from nodeau.apps.serving.model_servers import WATCH_S, Supervisor
+from nodeau.apps.serving.supervision import WATCH_S, Supervisor
 from nodeau.domain.batches import still_to_run
 from nodeau.domain.restarts import KUBELET, RestartPolicy
 from nodeau.domain.workloads import WorkloadState, holds_gpu

@@ -20,7 +20,7 @@ from nodeau.adapters.private_files import keep_private
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.apps.endpoint.routes import follow_route
 from nodeau.apps.endpoint.serve import CachedLookup, serve, upstream_from_state
-from nodeau.apps.serving.model_servers import Supervisor
+from nodeau.apps.serving.supervision import Supervisor
 from nodeau.domain.origins import parse_origin
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.state import StateError

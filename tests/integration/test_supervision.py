@@ -42,7 +42,7 @@ from nodeau.apps.models.bootstrap import build as build_models
 from nodeau.apps.models.services import ModelServices
 from nodeau.apps.planes.machine import MachinePlane
 from nodeau.apps.serving.commands import RunAsk, Started
-from nodeau.apps.serving.model_servers import Supervisor
+from nodeau.apps.serving.supervision import Supervisor
 from nodeau.apps.settings import settings_from
 from nodeau.domain.batches import BatchRequest, BatchResult
 from nodeau.domain.model_server import ServerAbilities
