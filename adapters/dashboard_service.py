@@ -19,12 +19,8 @@ from attrs import frozen
 from nodeau.adapters.dashboard_token import TOKEN_FILE, new_token, write_owner_only
 from nodeau.adapters.endpoint_services import ServiceHome, endpoint_manager
 from nodeau.adapters.llama_server import free_port
-from nodeau.adapters.user_service import (
-    DASHBOARD_SERVICE,
-    DashboardServiceSpec,
-    ServiceError,
-    UserService,
-)
+from nodeau.adapters.service_specs import DASHBOARD_SERVICE, DashboardServiceSpec
+from nodeau.adapters.user_service import ServiceError, UserService
 
 
 class DashboardHome(ServiceHome, Protocol):

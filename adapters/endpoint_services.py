@@ -16,12 +16,10 @@ from attrs import frozen
 
 from nodeau.adapters.llama_server import free_port as any_free_port
 from nodeau.adapters.loopback_port import listening
+from nodeau.adapters.service_specs import EndpointServiceSpec, FleetSource, fleet_service
 from nodeau.adapters.user_service import (
-    EndpointServiceSpec,
-    FleetSource,
     UserService,
     choose_service_manager,
-    fleet_service,
     wait_until_listening,
     write_atomically,
 )
@@ -249,12 +247,8 @@ def open_gateway(
     """Start the gateway on ``port`` (else the one it had, else ``DEFAULT_PORT``), or find
     it running so; ServiceError when that port is another program's. ``fleet``: it routes
     to every service of that fleet instead of this machine's workloads."""
-    from nodeau.adapters.user_service import (
-        GATEWAY_PORT,
-        GATEWAY_SERVICE,
-        GatewayServiceSpec,
-        ServiceError,
-    )
+    from nodeau.adapters.service_specs import GATEWAY_PORT, GATEWAY_SERVICE, GatewayServiceSpec
+    from nodeau.adapters.user_service import ServiceError
 
     local = endpoints if endpoints is not None else endpoint_manager(home)
     manager = local.manager
@@ -301,7 +295,7 @@ def fleet_record(fleet: FleetSource) -> dict[str, str | None]:
 
 def close_gateway(home: ServiceHome) -> bool:
     """Stop the gateway; whether it was running. The workloads are not touched."""
-    from nodeau.adapters.user_service import GATEWAY_SERVICE
+    from nodeau.adapters.service_specs import GATEWAY_SERVICE
 
     manager = endpoint_manager(home).manager
     running = manager.running(GATEWAY_SERVICE)

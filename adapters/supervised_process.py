@@ -16,13 +16,12 @@ from pathlib import Path
 
 from nodeau.adapters import processes
 from nodeau.adapters.detached import launcher_argv
+from nodeau.adapters.service_specs import ServiceSpec, check_name
 from nodeau.adapters.user_service import (
     START_LIMIT_BURST,
     START_LIMIT_INTERVAL_S,
     STOP_GRACE_S,
     ServiceError,
-    ServiceSpec,
-    check_name,
     failure_line,
     run_command,
     write_atomically,

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from nodeau.adapters.dashboard_service import Opened
     from nodeau.adapters.endpoint_services import Gateway
     from nodeau.adapters.llama_server import LocalServerProcesses, RuntimeChoice
-    from nodeau.adapters.user_service import FleetSource
+    from nodeau.adapters.service_specs import FleetSource
     from nodeau.apps.models.services import ModelServices
     from nodeau.apps.planes.kubernetes import FleetCluster
     from nodeau.apps.planes.plane import Plane
@@ -283,7 +283,7 @@ def fleet_source(choice: PlaneChoice) -> FleetSource | None:
     (None: this machine)."""
     if not choice.kubernetes:
         return None
-    from nodeau.adapters.user_service import FleetSource
+    from nodeau.adapters.service_specs import FleetSource
 
     context = open_cluster(choice).context
     return FleetSource(kubeconfig=kubeconfig_of(choice, settings().environ), context=context)
@@ -399,7 +399,7 @@ def plane(*, trusted_keys: Mapping[str, bytes] | None = None) -> Plane:
     verifier = None if trusted_keys is None else entitlement_verifier(trusted_keys)
     if choice.kubernetes:
         from nodeau.adapters.endpoint_services import fleet_endpoint_manager
-        from nodeau.adapters.user_service import FleetSource
+        from nodeau.adapters.service_specs import FleetSource
         from nodeau.apps.planes.kubernetes import KubernetesPlane
         from nodeau.apps.qualification.fleet import FleetProbes
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 from nodeau.adapters.loopback_port import listening
 from nodeau.adapters.private_files import keep_private
+from nodeau.adapters.service_specs import GATEWAY_PORT
 from nodeau.adapters.sqlite_state import SqliteStateStore
-from nodeau.adapters.user_service import GATEWAY_PORT
 from nodeau.apps.endpoint.__main__ import port_arg, shared_args
 from nodeau.apps.endpoint.app import proxy_app
 from nodeau.apps.endpoint.choice import EveryModel

@@ -26,9 +26,9 @@ import pytest
 import uvicorn
 from attrs import evolve
 
+from nodeau.adapters.service_specs import EndpointServiceSpec
 from nodeau.adapters.sqlite_state import SqliteStateStore
 from nodeau.adapters.supervised_process import BackgroundProcess
-from nodeau.adapters.user_service import EndpointServiceSpec
 from nodeau.apps.endpoint.app import MAX_BODY_BYTES, Unavailable, Upstream, create_app
 from nodeau.apps.endpoint.connections import Target as Destination
 from nodeau.apps.endpoint.model_server import Answer, Headers

@@ -18,14 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from nodeau.adapters.user_service import (
+from nodeau.adapters.service_specs import (
     DashboardServiceSpec,
     EndpointServiceSpec,
     FleetSource,
     ServiceSpec,
-    systemd_unit,
-    unit_name,
 )
+from nodeau.adapters.user_service import systemd_unit, unit_name
 
 # These units measure 6.5; unhardened they were 9.8 (9.6 read as system units).
 EXPOSURE_BOUND = 7.0

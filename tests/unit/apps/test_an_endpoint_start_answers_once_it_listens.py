@@ -16,7 +16,8 @@ import pytest
 
 from nodeau.adapters.endpoint_services import EndpointServices
 from nodeau.adapters.llama_server import free_port
-from nodeau.adapters.user_service import ServiceError, ServiceSpec
+from nodeau.adapters.service_specs import ServiceSpec
+from nodeau.adapters.user_service import ServiceError
 from nodeau.apps.settings import Settings, settings_from
 
 

@@ -10,13 +10,8 @@ from pathlib import Path
 import pytest
 
 from nodeau.adapters.dashboard_service import carried
-from nodeau.adapters.user_service import (
-    DASHBOARD_SERVICE,
-    DashboardServiceSpec,
-    launchd_plist,
-    systemd_unit,
-    unit_name,
-)
+from nodeau.adapters.service_specs import DASHBOARD_SERVICE, DashboardServiceSpec
+from nodeau.adapters.user_service import launchd_plist, systemd_unit, unit_name
 from nodeau.domain.runs import name_problem
 from tests.support.builders.unit_files import exec_start_argv, sections
 

@@ -16,15 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from nodeau.adapters.service_specs import EndpointServiceSpec, check_name
 from nodeau.adapters.supervised_process import BackgroundProcess
 from nodeau.adapters.user_service import (
     SANDBOX,
-    EndpointServiceSpec,
     LaunchdAgent,
     Probe,
     ServiceError,
     SystemdUserService,
-    check_name,
     choose_service_manager,
     launchd_label,
     launchd_plist,
