@@ -10,7 +10,6 @@ import hashlib
 import os
 import shutil
 import sqlite3
-import stat
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,6 +18,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from nodeau.adapters.hashing import hash_open_file, pump
+from nodeau.adapters.store_files import (
+    Fingerprint,
+    fingerprint,
+    fsync_path,
+    open_model_file,
+    os_problem,
+    regular_stat,
+    rename_durably,
+)
 from nodeau.domain.artifacts import ArtifactFile, Sha256, is_sha256_hex
 from nodeau.domain.cache import CachedFile
 from nodeau.ports.models import (
@@ -30,9 +39,6 @@ from nodeau.ports.models import (
     PartialFile,
 )
 
-BUFFER_BYTES = 8 * 1024 * 1024
-"""Bytes per read while hashing: hashlib releases the GIL on buffers this large."""
-
 WAIT_MESSAGE = "another fetch is running on this machine; waiting for it to finish"
 
 _SCHEMA = """
@@ -42,8 +48,6 @@ CREATE TABLE IF NOT EXISTS files (
     fp_size INTEGER, fp_mtime_ns INTEGER, fp_inode INTEGER
 )
 """
-
-Fingerprint = tuple[int, int, int]
 
 
 class _Row(NamedTuple):
@@ -64,98 +68,11 @@ class _Row(NamedTuple):
 _COLUMNS = ", ".join(_Row._fields)
 
 
-def fingerprint(st: os.stat_result) -> Fingerprint:
-    """What must stay the same for an earlier check of a file to still hold."""
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
-
-
-def _regular_stat(path: Path) -> os.stat_result | None:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-    return st if stat.S_ISREG(st.st_mode) else None
-
-
-def _pump(
-    fd: int,
-    hasher: hashlib._Hash,
-    sink: int | None = None,
-    read: Callable[[int], None] | None = None,
-) -> int:
-    """Hash everything readable from ``fd`` (writing it to ``sink`` too, telling ``read``
-    the count so far); returns the count."""
-    view = memoryview(bytearray(BUFFER_BYTES))
-    total = 0
-    with open(fd, "rb", buffering=0, closefd=False) as source:
-        while count := source.readinto(view):
-            chunk = view[:count]
-            hasher.update(chunk)
-            while sink is not None and chunk:
-                chunk = chunk[os.write(sink, chunk) :]
-            total += count
-            if read is not None:
-                read(total)
-    return total
-
-
-def _hash_open_file(
-    fd: int, read: Callable[[int], None] | None = None
-) -> tuple[Sha256, os.stat_result, os.stat_result]:
-    """The SHA-256 of an open file, with its stat from before and after the read."""
-    before = os.fstat(fd)
-    hasher = hashlib.sha256()
-    _pump(fd, hasher, read=read)
-    return Sha256(hex=hasher.hexdigest()), before, os.fstat(fd)
-
-
 def _step(progress: ImportProgress | None, step: str, size: int) -> Callable[[int], None] | None:
     """``progress`` for one step of an import of ``size`` bytes (None: nothing to tell)."""
     if progress is None:
         return None
     return lambda done: progress(step, done, size)
-
-
-def _fsync(path: Path, flags: int = 0) -> None:
-    fd = os.open(path, os.O_RDONLY | flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _rename_durably(source: Path, target: Path) -> None:
-    os.replace(source, target)
-    _fsync(target.parent, os.O_DIRECTORY)
-    if source.parent != target.parent:
-        _fsync(source.parent, os.O_DIRECTORY)
-
-
-def _problem(exc: OSError) -> str:
-    return (exc.strerror or type(exc).__name__).lower()
-
-
-def _open_source(source: Path) -> tuple[int, os.stat_result]:
-    """An open descriptor on a readable, non-empty regular file, and its stat."""
-    try:
-        # O_NONBLOCK: opening a FIFO must not hang; it changes nothing for a regular file
-        fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError as exc:
-        raise ModelFileError(source, "no such file") from exc
-    except OSError as exc:
-        raise ModelFileError(source, f"cannot be read ({_problem(exc)})") from exc
-    st = os.fstat(fd)
-    problem = None
-    if stat.S_ISDIR(st.st_mode):
-        problem = "is a directory, not a model file"
-    elif not stat.S_ISREG(st.st_mode):
-        problem = "is not a regular file"
-    elif st.st_size == 0:
-        problem = "is empty"
-    if problem is not None:
-        os.close(fd)
-        raise ModelFileError(source, problem)
-    return fd, st
 
 
 class FilesystemModelStore:
@@ -186,7 +103,9 @@ class FilesystemModelStore:
             for folder in (self._blobs, self._partials, self._tmp):
                 folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ModelFileError(root, f"cannot create the model cache ({_problem(exc)})") from exc
+            raise ModelFileError(
+                root, f"cannot create the model cache ({os_problem(exc)})"
+            ) from exc
         try:
             self._db = sqlite3.connect(
                 self._index, timeout=60, isolation_level=None, check_same_thread=False
@@ -220,13 +139,13 @@ class FilesystemModelStore:
     def import_file(self, source: Path, progress: ImportProgress | None = None) -> ImportedFile:
         # shared: imports run side by side, and an opening store cleans tmp/ only while none runs
         with self._held("import.lock", fcntl.LOCK_SH, on_wait=None):
-            fd, opened = _open_source(source)
+            fd, opened = open_model_file(source)
             try:
-                digest, before, after = _hash_open_file(
+                digest, before, after = hash_open_file(
                     fd, _step(progress, "hashing", opened.st_size)
                 )
             except OSError as exc:
-                raise ModelFileError(source, f"cannot be read ({_problem(exc)})") from exc
+                raise ModelFileError(source, f"cannot be read ({os_problem(exc)})") from exc
             finally:
                 os.close(fd)
             if fingerprint(before) != fingerprint(after):
@@ -247,16 +166,16 @@ class FilesystemModelStore:
     def verify(self, sha256: Sha256) -> CachedFile:
         row = self._row(sha256)
         blob = self._blob(sha256)
-        if row is None or _regular_stat(blob) is None:
+        if row is None or regular_stat(blob) is None:
             raise ModelFileError(f"sha256:{sha256.hex}", "this machine holds no complete copy")
         try:
             fd = os.open(blob, os.O_RDONLY)
             try:
-                computed, before, _ = _hash_open_file(fd)
+                computed, before, _ = hash_open_file(fd)
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise ModelFileError(blob, f"cannot be read ({_problem(exc)})") from exc
+            raise ModelFileError(blob, f"cannot be read ({os_problem(exc)})") from exc
         # the fingerprint from before the read: a change during it shows as a change after
         self._record(sha256, row.size_bytes, computed, fingerprint(before))
         return self._observe(sha256)
@@ -286,7 +205,7 @@ class FilesystemModelStore:
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise ModelFileError(path, f"cannot be written ({_problem(exc)})") from exc
+            raise ModelFileError(path, f"cannot be written ({os_problem(exc)})") from exc
         return PartialFile(path=path, bytes_present=present)
 
     def commit(self, expected: ArtifactFile, computed: Sha256) -> CachedFile:
@@ -301,15 +220,15 @@ class FilesystemModelStore:
             if computed != expected.sha256 or size != expected.size_bytes:
                 os.unlink(part)
                 with self._transaction() as db:
-                    if _regular_stat(blob) is None:
+                    if regular_stat(blob) is None:
                         db.execute("DELETE FROM files WHERE sha256 = ?", (expected.sha256.hex,))
                 raise ChecksumMismatch(expected.path, expected.sha256, computed)
             os.fsync(fd)
             os.fchmod(fd, 0o444)
             stored = fingerprint(os.fstat(fd))
-            _rename_durably(part, blob)
+            rename_durably(part, blob)
         except OSError as exc:
-            raise ModelFileError(blob, f"cannot be stored ({_problem(exc)})") from exc
+            raise ModelFileError(blob, f"cannot be stored ({os_problem(exc)})") from exc
         finally:
             os.close(fd)
         self._record(expected.sha256, expected.size_bytes, computed, stored)
@@ -318,17 +237,17 @@ class FilesystemModelStore:
     def remove(self, sha256: Sha256) -> int:
         freed = 0
         for path in (self._blob(sha256), self._partial(sha256)):
-            held = _regular_stat(path)
+            held = regular_stat(path)
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                raise ModelFileError(path, f"cannot be deleted ({_problem(exc)})") from exc
+                raise ModelFileError(path, f"cannot be deleted ({os_problem(exc)})") from exc
             freed += 0 if held is None else held.st_size
         with self._transaction() as db:
             db.execute("DELETE FROM files WHERE sha256 = ?", (sha256.hex,))
-        _fsync(self._blobs, os.O_DIRECTORY)
+        fsync_path(self._blobs, os.O_DIRECTORY)
         return freed
 
     def free_bytes(self) -> int:
@@ -360,9 +279,9 @@ class FilesystemModelStore:
             if not linked:
                 self._copy(source, tmp, digest, hashed.st_size, copied)
             stored = fingerprint(os.stat(tmp))
-            _rename_durably(tmp, blob)
+            rename_durably(tmp, blob)
         except OSError as exc:
-            raise ModelFileError(blob, f"cannot be stored ({_problem(exc)})") from exc
+            raise ModelFileError(blob, f"cannot be stored ({os_problem(exc)})") from exc
         finally:
             with suppress(FileNotFoundError):
                 os.unlink(tmp)  # left only by a failure, or by a rename onto its own inode
@@ -378,7 +297,7 @@ class FilesystemModelStore:
         linked = os.stat(tmp)
         if (linked.st_dev, *fingerprint(linked)) != (hashed.st_dev, *fingerprint(hashed)):
             raise ModelFileError(source, "changed while it was imported; nothing was imported")
-        _fsync(tmp)
+        fsync_path(tmp)
         return True
 
     def _copy(
@@ -396,12 +315,12 @@ class FilesystemModelStore:
                 f"{source}: a copy needs {size} bytes and only {max(free, 0)} are free above "
                 f"the reserve of {self._reserve} bytes; nothing was imported"
             )
-        fd, _ = _open_source(source)
+        fd, _ = open_model_file(source)
         try:
             out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             try:
                 hasher = hashlib.sha256()
-                count = _pump(fd, hasher, sink=out, read=copied)
+                count = pump(fd, hasher, sink=out, read=copied)
                 os.fsync(out)
                 os.fchmod(out, 0o444)
             finally:
@@ -488,12 +407,12 @@ class FilesystemModelStore:
         if row is None:
             raise ModelFileError(f"sha256:{row_or_sha}", "this machine holds no such file")
         sha = Sha256(hex=row.sha256)
-        held = _regular_stat(self._blob(sha))
+        held = regular_stat(self._blob(sha))
         if held is not None:
             present = held.st_size
             checked = row.computed_sha256 is not None and row.fingerprint == fingerprint(held)
         else:
-            part = _regular_stat(self._partial(sha))
+            part = regular_stat(self._partial(sha))
             present = 0 if part is None else part.st_size
             checked = False
         if present != row.bytes_present or (row.computed_sha256 is not None and not checked):
@@ -528,7 +447,7 @@ class FilesystemModelStore:
         """
         known = {row.sha256 for row in self._rows()}
         names = [e.name for e in os.scandir(self._blobs) if is_sha256_hex(e.name)]
-        found = [(name, _regular_stat(self._blobs / name)) for name in names if name not in known]
+        found = [(name, regular_stat(self._blobs / name)) for name in names if name not in known]
         orphans = [(name, st.st_size, st.st_size) for name, st in found if st and st.st_size > 0]
         with self._transaction() as db:
             db.executemany(

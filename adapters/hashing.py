@@ -6,8 +6,10 @@ Why it is so: docs/adr/decisions/adapters.md (hashing.py).
 from __future__ import annotations
 
 import hashlib
+import os
 import queue
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -19,6 +21,9 @@ if TYPE_CHECKING:
 
 READ_BYTES = 4 * 1024 * 1024
 """Bytes per read: large enough that per-call costs vanish, small enough to stay in cache."""
+BUFFER_BYTES = 8 * 1024 * 1024
+"""Bytes per read while the store hashes a file (``pump``): hashlib releases the GIL on
+buffers this large, so a copy hashes as it writes."""
 
 
 def feed_file(hasher: _Hash, path: Path, *, limit: int | None = None) -> int:
@@ -49,6 +54,38 @@ def hash_file(path: Path) -> Sha256:
     hasher = hashlib.sha256()
     feed_file(hasher, path)
     return Sha256(hex=hasher.hexdigest())
+
+
+def pump(
+    fd: int,
+    hasher: _Hash,
+    sink: int | None = None,
+    read: Callable[[int], None] | None = None,
+) -> int:
+    """Hash everything readable from ``fd`` (writing it to ``sink`` too, telling ``read``
+    the count so far); returns the count."""
+    view = memoryview(bytearray(BUFFER_BYTES))
+    total = 0
+    with open(fd, "rb", buffering=0, closefd=False) as source:
+        while count := source.readinto(view):
+            chunk = view[:count]
+            hasher.update(chunk)
+            while sink is not None and chunk:
+                chunk = chunk[os.write(sink, chunk) :]
+            total += count
+            if read is not None:
+                read(total)
+    return total
+
+
+def hash_open_file(
+    fd: int, read: Callable[[int], None] | None = None
+) -> tuple[Sha256, os.stat_result, os.stat_result]:
+    """The SHA-256 of an open file, with its stat from before and after the read."""
+    before = os.fstat(fd)
+    hasher = hashlib.sha256()
+    pump(fd, hasher, read=read)
+    return Sha256(hex=hasher.hexdigest()), before, os.fstat(fd)
 
 
 class HashingThread:
