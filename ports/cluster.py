@@ -5,31 +5,27 @@ Why it is so: docs/adr/decisions/ports.md (cluster.py).
 
 from __future__ import annotations
 
-import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Protocol
 
 from attrs import field, frozen
-from returns.result import Failure, Result, Success
 
-from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.copies import CopyRequest
 from nodeau.domain.fleet_reports import MachineReport, MarkedFleet
 from nodeau.domain.health import MachineHealth, Signals
-from nodeau.domain.leadership import LeaseRecord
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.memory import MeasuredTable, Measurement
 from nodeau.domain.placement import Policy
 from nodeau.domain.qualification import EvidenceBook, QualificationEvidence
-from nodeau.domain.records import Admission, WorkloadRecord
-from nodeau.domain.refusals import ReasonCode, Refusal
+from nodeau.domain.records import WorkloadRecord
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.tasks import Task
-from nodeau.domain.workloads import RecoveryMode, WorkloadKind
+from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.errors import NodeauError
+from nodeau.ports.workload_objects import WorkloadObject
 
 # -- failures ------------------------------------------------------------------------------------
 
@@ -95,10 +91,6 @@ class UnknownMachine(ClusterError):
         return cls(f"no machine called {machine!r} in the cluster; nodeau fleet list lists them")
 
 
-class TokenError(ClusterError):
-    """The cluster would not take a bootstrap token."""
-
-
 # -- values --------------------------------------------------------------------------------------
 
 
@@ -108,115 +100,6 @@ class ReportSet:
 
     reports: tuple[MachineReport, ...]
     problems: tuple[str, ...]
-
-
-@frozen(kw_only=True)
-class Condition:
-    """One condition a workload's status states (``Admitted``, ``Placed``, ``Ready``)."""
-
-    type: str
-    ok: bool
-    reason: str
-    message: str
-
-
-def _text(value: object) -> str | None:
-    """A status value that names something, as text (None when absent or empty)."""
-    return str(value) if value else None
-
-
-@frozen(kw_only=True)
-class WorkloadObject:
-    """A GPUService or BatchJob as read: what was asked, what was recorded, where it stands.
-
-    ``spec`` and ``status`` are the object's JSON as docs/adr/0004 defines it, for
-    commands that show it whole; ``ask`` and ``record`` are the same read into values
-    (None when absent or unreadable).
-    """
-
-    kind: WorkloadKind
-    name: str
-    title: str  # how a message names it: "GPUService nodeau-system/chat"
-    uid: str
-    version: str  # the version read; a guarded write names it
-    generation: int | None
-    ask: WorkloadAsk | None
-    record: WorkloadRecord | None
-    spec: Mapping[str, Any] = field(factory=dict, eq=False)
-    status: Mapping[str, Any] = field(factory=dict, eq=False)
-    guarded: bool = False  # its reservation is released before it can go
-    deleting: bool = False  # someone deleted it; it goes once unguarded
-
-    @property
-    def decided(self) -> bool:
-        """Whether admission has decided on it (admitted it, or refused it)."""
-        return bool(self.state)
-
-    @property
-    def refused(self) -> bool:
-        """Whether admission said no to it (recorded by ``record_refusal``)."""
-        return self.state == "refused"
-
-    @property
-    def endpoint(self) -> str:
-        """The endpoint its status shows ("" for none)."""
-        return str(self.status.get("endpoint") or "")
-
-    @property
-    def state(self) -> str:
-        """The state its status shows ("" before admission decided)."""
-        return str(self.status.get("state") or "")
-
-    @property
-    def machine(self) -> str | None:
-        """The machine its status names (None: none yet)."""
-        return _text(self.status.get("machine"))
-
-    @property
-    def gpu_uuid(self) -> str | None:
-        """The card its status names (None: none yet)."""
-        return _text(self.status.get("gpuUUID"))
-
-    @property
-    def sentence(self) -> str | None:
-        """The sentence its status gives a person, if any."""
-        return _text(self.status.get("sentence"))
-
-    @property
-    def reserved_bytes(self) -> int | None:
-        """The bytes its admission reserved on its card, if admitted."""
-        found = self.status.get("reservedBytes")
-        return found if isinstance(found, int) and not isinstance(found, bool) else None
-
-    @property
-    def source(self) -> str:
-        """Whether its reservation was estimated or measured ("estimated" unless it says)."""
-        return str(self.status.get("source") or "estimated")
-
-    @property
-    def packed_admission(self) -> str | None:
-        """Its admission as the store packed it (None: none recorded)."""
-        return _text(self.status.get("admission"))
-
-    @property
-    def refusal(self) -> Refusal | None:
-        """The refusal the controller recorded in its status, if any."""
-        raw = self.status.get("refusal")
-        if not isinstance(raw, Mapping):
-            return None
-        return Refusal.of(ReasonCode(str(raw.get("code"))), str(raw.get("message")))
-
-    def condition(self, type_: str) -> Condition | None:
-        """The condition of that type its status states, if any."""
-        for c in self.status.get("conditions") or ():
-            if c.get("type") == type_:
-                return Condition(
-                    type=type_,
-                    ok=c.get("status") == "True",
-                    reason=str(c.get("reason", "")),
-                    message=str(c.get("message", "")),
-                )
-        return None
 
 
 @frozen(kw_only=True)
@@ -249,51 +132,6 @@ class Route:
     names: tuple[str, ...] = ()  # its model's names (as asked, as admitted)
     artifact_id: str = ""  # its artifact's SHA-256 once admitted
     endpoint_stopped: bool = False  # nodeau stop NAME: loaded, but not to be routed to
-
-
-@frozen(kw_only=True)
-class BootstrapToken:
-    """A bootstrap token: its public id and its secret half (6 and 16 of [a-z0-9])."""
-
-    id: str
-    secret: str
-
-    def __attrs_post_init__(self) -> None:
-        alphabet = set("abcdefghijklmnopqrstuvwxyz0123456789")
-        shaped = len(self.id) == 6 and len(self.secret) == 16
-        if not shaped or not set(self.id + self.secret) <= alphabet:
-            raise ValueError("a bootstrap token is 6 and 16 characters of [a-z0-9]")
-
-    @property
-    def text(self) -> str:
-        """The token as kubeadm takes it: ``<id>.<secret>``."""
-        return f"{self.id}.{self.secret}"
-
-
-TOKEN_SHAPE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
-HASH_SHAPE = re.compile(r"^sha256:([0-9a-f]{64})$")
-
-
-def parse_token(text: str) -> Result[BootstrapToken, str]:
-    """A token a person typed, or the sentence saying what shape it must have."""
-    shape = TOKEN_SHAPE.match(text.strip())
-    if shape is None:
-        return Failure(
-            "--token must look like abcdef.0123456789abcdef "
-            "(6 and 16 characters of a-z and 0-9, joined by a dot)"
-        )
-    return Success(BootstrapToken(id=shape.group(1), secret=shape.group(2)))
-
-
-def parse_ca_hash(text: str) -> Result[str, str]:
-    """A CA pin a person typed (``sha256:<64 hex>``), or the sentence saying its shape."""
-    cleaned = text.strip().lower()
-    if HASH_SHAPE.match(cleaned) is None:
-        return Failure(
-            "--ca-cert-hash must be sha256: followed by 64 hex digits "
-            "(as nodeau fleet invite prints it)"
-        )
-    return Success(cleaned)
 
 
 # -- ports ---------------------------------------------------------------------------------------
@@ -357,92 +195,6 @@ class HealthRecords(Protocol):
 
     def write(self, health: Mapping[str, MachineHealth]) -> None:
         """Record the fleet's health: exactly these machines."""
-        ...
-
-
-STORE_OWNED = frozenset({"record", "admission", "reservation"})  # the state store's to write
-
-
-def check_status_fields(fields: Mapping[str, Any]) -> None:
-    """ValueError when ``set_status`` is asked to write a field only the state store writes
-    (its admit, update and release keep the ledger and the record in step)."""
-    owned = STORE_OWNED & set(fields)
-    if owned:
-        raise ValueError(f"set_status may not write {', '.join(sorted(owned))}")
-
-
-class WorkloadObjects(Protocol):
-    """GPUServices and BatchJobs: what people ask for, and the status Nodeau shows on them.
-
-    A GPUService and a BatchJob may share a name; methods taking a kind address one.
-    The record and admission in a status are the state store's to write.
-    """
-
-    def list_all(self) -> tuple[WorkloadObject, ...]:
-        """Every GPUService, then every BatchJob, each oldest first (then by name)."""
-        ...
-
-    def get(self, kind: WorkloadKind, name: str) -> WorkloadObject | None:
-        """The object of that kind and name, or None."""
-        ...
-
-    def admission(self, obj: WorkloadObject) -> Admission | None:
-        """The admission recorded in ``obj``'s status, read back (None: none recorded); an
-        error naming ``obj`` when what is recorded does not read."""
-        ...
-
-    def find(self, name: str) -> WorkloadObject | None:
-        """The GPUService called ``name``, else the BatchJob, else None."""
-        ...
-
-    def create(self, ask: WorkloadAsk) -> bool:
-        """Create the object asked for (no status); False when one by that name exists."""
-        ...
-
-    def want_endpoint(self, kind: WorkloadKind, name: str, serving: bool) -> None:
-        """Ask for a service's endpoint on or off (the model stays loaded either way);
-        UnknownWorkload when there is no such object."""
-        ...
-
-    def set_recovery(
-        self, kind: WorkloadKind, name: str, mode: RecoveryMode, after: timedelta
-    ) -> None:
-        """Change a service's recovery choice in its spec (``recovery``, and the delay in
-        whole seconds); nothing else in it changes, and its status and server are not
-        touched (the controller records the choice). UnknownWorkload when there is no such
-        object; ValueError for a batch job (recovery applies to served workloads)."""
-        ...
-
-    def delete(self, kind: WorkloadKind, name: str) -> None:
-        """Ask for the object to go: a guarded one stays, deleting, until unguarded. None
-        by that name is fine."""
-        ...
-
-    def guard(self, obj: WorkloadObject) -> bool:
-        """Make the object wait for its reservation's release before it can go; False when
-        it changed or went since ``obj`` was read (read it again)."""
-        ...
-
-    def unguard(self, obj: WorkloadObject) -> bool:
-        """Let the object go (a deleting one then goes); False when it changed since read."""
-        ...
-
-    def set_status(
-        self,
-        kind: WorkloadKind,
-        name: str,
-        fields: Mapping[str, Any],
-        conditions: Sequence[Condition],
-        at: datetime,
-    ) -> None:
-        """Merge ``fields`` into the status (None removes one) and state ``conditions`` (a
-        condition's transition time moves only when it flips). ValueError for the store's
-        own fields (record, admission, reservation); UnknownWorkload when no such object."""
-        ...
-
-    def record_refusal(self, kind: WorkloadKind, name: str, refusal: Refusal, at: datetime) -> None:
-        """Say on the object why admission refused it: status, condition and a warning
-        event. UnknownWorkload when there is no such object; nothing is created."""
         ...
 
 
@@ -578,16 +330,6 @@ class EventLog(Protocol):
         ...
 
 
-class WorkloadWatch(Protocol):
-    """Changes to workload objects and their servers, as they happen."""
-
-    def start(self, notify: Callable[[WorkloadKind, str], None], stop: threading.Event) -> None:
-        """Call ``notify(kind, name)`` from background threads for every object seen (listed,
-        added, changed, deleted, or its server changed) until ``stop`` is set. It survives
-        the cluster's failures; a periodic full pass covers what it misses."""
-        ...
-
-
 class ModelCopies(Protocol):
     """Requests that a machine keep a verified copy of an artifact, and who asks.
 
@@ -609,53 +351,4 @@ class ModelCopies(Protocol):
     def withdraw(self, machine: str, artifact: str, asker: str) -> CopyRequest | None:
         """Take ``asker``'s ask back (the domain's ``without_ask``); the request as it
         stands after (None: it went with its last asker, or there was none)."""
-        ...
-
-
-class BootstrapTokens(Protocol):
-    """Tokens that let a new machine join the cluster."""
-
-    def create(
-        self, *, now: datetime, ttl: timedelta, description: str
-    ) -> tuple[BootstrapToken, datetime]:
-        """A fresh token valid for ``ttl`` from ``now``, and when it expires; TokenError when
-        the cluster will not take one."""
-        ...
-
-    def ca_pin(self) -> str:
-        """The pin (``sha256:HEX``) of the certificate authority this client trusts."""
-        ...
-
-
-# -- leader election (docs/adr/0015-leader-election.md) ------------------------------------------
-
-
-class NotLeading(ClusterError):
-    """A controller that does not lead (any more) was about to write; it writes nothing."""
-
-
-@frozen(kw_only=True)
-class LeaseRead:
-    """The leader Lease as read or as written: what it says, and its resourceVersion."""
-
-    record: LeaseRecord
-    version: str
-
-
-class LeaderLease(Protocol):
-    """The one Lease the fleet's controllers elect their leader with. Every write is
-    conditional: a create fails when the Lease exists, a replace when it changed since
-    ``version`` was read (someone else won; read again)."""
-
-    def read(self) -> LeaseRead | None:
-        """The Lease now, or None when there is none yet."""
-        ...
-
-    def create(self, record: LeaseRecord) -> LeaseRead | None:
-        """Create the Lease saying ``record``; None when another created it first."""
-        ...
-
-    def replace(self, record: LeaseRecord, version: str) -> LeaseRead | None:
-        """Replace the Lease read at ``version`` by ``record``; None when it changed or went
-        since (409 or 404: read again)."""
         ...

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from kubernetes import client
 
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors
-from nodeau.ports.cluster import BootstrapToken, TokenError
+from nodeau.ports.join_tokens import BootstrapToken, TokenError
 
 __all__ = ["BootstrapToken", "KubeBootstrapTokens", "TokenError"]
 
@@ -107,7 +107,7 @@ def create_token(
 
 
 class KubeBootstrapTokens:
-    """``ports.cluster.BootstrapTokens``: kubeadm's bootstrap-token Secrets in kube-system."""
+    """``ports.join_tokens.BootstrapTokens``: kubeadm's bootstrap-token Secrets in kube-system."""
 
     def __init__(self, api: Any) -> None:
         self._api = api

@@ -21,9 +21,10 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, api_errors, send_json
 from nodeau.adapters.kube.objects import KINDS, stamp
 from nodeau.domain.workloads import WorkloadKind
-from nodeau.ports.cluster import ClusterError, WorkloadObject
+from nodeau.ports.cluster import ClusterError
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.state import Event
+from nodeau.ports.workload_objects import WorkloadObject
 
 
 class Involved(Protocol):

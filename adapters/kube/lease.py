@@ -16,7 +16,8 @@ from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.client import REQUEST_TIMEOUT, Conflict, NotFound, api_errors, send_json
 from nodeau.adapters.kube.reports import lease_moment, micro_time
 from nodeau.domain.leadership import LeaseRecord
-from nodeau.ports.cluster import ClusterError, LeaseRead
+from nodeau.ports.cluster import ClusterError
+from nodeau.ports.leader_lease import LeaseRead
 
 LEADER_LEASE = "nodeau-controller"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
@@ -61,7 +62,7 @@ def lease_body(record: LeaseRecord, version: str | None) -> dict[str, Any]:
 
 
 class KubeLeaderLease:
-    """``ports.cluster.LeaderLease`` as Lease ``nodeau-system/nodeau-controller``."""
+    """``ports.leader_lease.LeaderLease`` as Lease ``nodeau-system/nodeau-controller``."""
 
     def __init__(self, api: Any) -> None:
         self._api = api

@@ -24,8 +24,8 @@ from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Reservation
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import FINISHED, RecoveryMode, WorkloadKind, ps_sentence
-from nodeau.ports.cluster import Condition, WorkloadObject
 from nodeau.ports.state import Admission, StateError, UnknownWorkload, WorkloadRecord
+from nodeau.ports.workload_objects import Condition, WorkloadObject
 
 MAX_TRIES = 50  # writes lost to others in a row before giving up (each loss is progress)
 

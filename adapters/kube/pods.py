@@ -22,9 +22,10 @@ from nodeau.adapters.kube.informer_cache import UNKNOWN, KnownObjects, version_o
 from nodeau.adapters.llama_server import HOST, server_command
 from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.workloads import ServerExit, WorkloadKind
-from nodeau.ports.cluster import ClusterError, ClusterRefused, ServerPod, WorkloadObject
+from nodeau.ports.cluster import ClusterError, ClusterRefused, ServerPod
 from nodeau.ports.runtime import ServerSpec
 from nodeau.ports.state import WorkloadRecord
+from nodeau.ports.workload_objects import WorkloadObject
 
 CONTAINER = "server"
 PODS = "pods"  # the plural ``KnownObjects`` keeps them under

@@ -166,7 +166,7 @@ def start_watches(
 
 
 class KubeWorkloadWatch:
-    """``ports.cluster.WorkloadWatch`` on watches of GPUServices, BatchJobs and their Pods
+    """``ports.workload_objects.WorkloadWatch`` on watches of GPUServices, BatchJobs and their Pods
     (``known``: the controller's cache of them, kept from what the watches show)."""
 
     def __init__(self, api: Any, known: KnownObjects | None = None) -> None:

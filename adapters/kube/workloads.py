@@ -1,4 +1,4 @@
-"""``ports.cluster.WorkloadObjects`` on GPUServices and BatchJobs in ``nodeau-system``.
+"""``ports.workload_objects.WorkloadObjects`` on GPUServices and BatchJobs in ``nodeau-system``.
 
 Why it is so: docs/adr/decisions/adapters-kube.md (workloads.py).
 """
@@ -32,8 +32,8 @@ from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.records import Admission
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
-from nodeau.ports.cluster import Condition, WorkloadObject, check_status_fields
 from nodeau.ports.state import UnknownWorkload
+from nodeau.ports.workload_objects import Condition, WorkloadObject, check_status_fields
 
 MERGE_PATCH = "application/merge-patch+json"
 

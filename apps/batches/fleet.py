@@ -22,9 +22,9 @@ from nodeau.domain.organisation import Requester
 from nodeau.domain.runs import name_problem
 from nodeau.domain.workloads import WorkloadKind, holds_gpu
 from nodeau.ports.batches import FleetBatches
-from nodeau.ports.cluster import WorkloadObject, WorkloadObjects
 from nodeau.ports.errors import SettingsError
 from nodeau.ports.state import StateError, UnknownWorkload
+from nodeau.ports.workload_objects import WorkloadObject, WorkloadObjects
 
 POLL_S = 0.2
 STOP_WAIT_S = 30.0  # how long ``batch stop`` waits for the controller to end the job

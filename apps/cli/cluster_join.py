@@ -24,15 +24,9 @@ from nodeau.apps.cli.durations import duration_option
 from nodeau.apps.cli.errors import SettingsError
 from nodeau.apps.machines.report import build_report
 from nodeau.domain.platforms import join_refusal
-from nodeau.ports.cluster import (
-    BootstrapToken,
-    BootstrapTokens,
-    FleetMarks,
-    MachineReports,
-    parse_ca_hash,
-    parse_token,
-)
+from nodeau.ports.cluster import FleetMarks, MachineReports
 from nodeau.ports.errors import NodeauError
+from nodeau.ports.join_tokens import BootstrapToken, BootstrapTokens, parse_ca_hash, parse_token
 
 DEFAULT_API_PORT = 6443
 

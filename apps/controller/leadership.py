@@ -22,8 +22,8 @@ from nodeau.domain.leadership import (
     released,
     taken,
 )
-from nodeau.ports.cluster import LeaderLease, NotLeading
 from nodeau.ports.errors import NodeauError
+from nodeau.ports.leader_lease import LeaderLease, NotLeading
 
 TERM_CHECK_S = 0.5  # how often a term looks whether the process was asked to stop
 

@@ -38,16 +38,15 @@ from nodeau.ports.cluster import (
     MachineReports,
     MeasuredPeaks,
     ModelCopies,
-    NotLeading,
     ServerPods,
-    WorkloadObjects,
-    WorkloadWatch,
 )
 from nodeau.ports.entitlements import EntitlementVerifier, KeptEntitlement
 from nodeau.ports.errors import NodeauError
+from nodeau.ports.leader_lease import NotLeading
 from nodeau.ports.models import CatalogSource
 from nodeau.ports.organisation import OrganisationPolicy
 from nodeau.ports.state import MovingStateStore
+from nodeau.ports.workload_objects import WorkloadObjects, WorkloadWatch
 
 Key = tuple[WorkloadKind, str]
 # a gap longer than this between two health assessments means this controller was not

@@ -42,15 +42,9 @@ from nodeau.domain.workloads import (
     short_gpu,
 )
 from nodeau.ports.batches import FleetBatches
-from nodeau.ports.cluster import (
-    Condition,
-    EventLog,
-    ServerPod,
-    ServerPods,
-    WorkloadObject,
-    WorkloadObjects,
-)
+from nodeau.ports.cluster import EventLog, ServerPod, ServerPods
 from nodeau.ports.state import Snapshot, StateStore, UnknownWorkload, WorkloadRecord
+from nodeau.ports.workload_objects import Condition, WorkloadObject, WorkloadObjects
 
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
 

@@ -32,8 +32,8 @@ from nodeau.domain.recovery import (
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import RecoveryMode, Workload, WorkloadKind, holds_gpu
-from nodeau.ports.cluster import WorkloadObjects
 from nodeau.ports.state import MovingStateStore, WorkloadRecord
+from nodeau.ports.workload_objects import WorkloadObjects
 
 
 class Recoverer:

@@ -10,8 +10,8 @@ from datetime import datetime
 
 from nodeau.apps.planes.workload_view import WorkloadView
 from nodeau.domain.workloads import endpoint_stopped, ps_sentence
-from nodeau.ports.cluster import WorkloadObject, WorkloadObjects
 from nodeau.ports.state import UnknownWorkload
+from nodeau.ports.workload_objects import WorkloadObject, WorkloadObjects
 
 PENDING = "pending"
 UNDECIDED = "waiting for the controller's decision"

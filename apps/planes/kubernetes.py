@@ -33,7 +33,6 @@ from nodeau.domain.workloads import (
 )
 from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
-    BootstrapTokens,
     FleetMarks,
     HealthRecords,
     MachineReports,
@@ -41,13 +40,13 @@ from nodeau.ports.cluster import (
     QualificationRecords,
     ReservationLedger,
     ServerPods,
-    WorkloadObject,
-    WorkloadObjects,
 )
 from nodeau.ports.endpoints import FleetLoopbackEndpoints
 from nodeau.ports.entitlements import EntitlementStore, EntitlementVerifier
+from nodeau.ports.join_tokens import BootstrapTokens
 from nodeau.ports.organisation import Identity, OrganisationPolicy
 from nodeau.ports.state import StateError
+from nodeau.ports.workload_objects import WorkloadObject, WorkloadObjects
 
 if TYPE_CHECKING:
     from nodeau.apps.models.services import ModelServices

@@ -58,15 +58,10 @@ from nodeau.domain.resolution import (
     resolve_name,
 )
 from nodeau.domain.workloads import WorkloadKind
-from nodeau.ports.cluster import (
-    MachineReports,
-    QualificationRecords,
-    ServerPods,
-    WorkloadObject,
-    WorkloadObjects,
-)
+from nodeau.ports.cluster import MachineReports, QualificationRecords, ServerPods
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.state import StateError
+from nodeau.ports.workload_objects import WorkloadObject, WorkloadObjects
 
 
 @frozen(kw_only=True)

@@ -17,7 +17,8 @@ from nodeau.apps.recovery.commands import RecoveryListing, recovery_view, refuse
 from nodeau.domain.fleet_reports import MachineReport
 from nodeau.domain.recovery_choice import recovery_change
 from nodeau.domain.workloads import RecoveryMode, Workload, WorkloadKind
-from nodeau.ports.cluster import FleetMarks, MachineReports, WorkloadObject, WorkloadObjects
+from nodeau.ports.cluster import FleetMarks, MachineReports
+from nodeau.ports.workload_objects import WorkloadObject, WorkloadObjects
 
 DEFAULT_CHOICE = (RecoveryMode.NEVER, timedelta(minutes=3))
 

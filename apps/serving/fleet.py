@@ -42,11 +42,12 @@ from nodeau.domain.records import Admission
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.runs import Asked, RunsWith, differences
 from nodeau.domain.workloads import WorkloadKind, holds_gpu
-from nodeau.ports.cluster import ServerPods, WorkloadObject, WorkloadObjects
+from nodeau.ports.cluster import ServerPods
 from nodeau.ports.endpoints import FleetLoopbackEndpoints
 from nodeau.ports.errors import NodeauError
 from nodeau.ports.organisation import OrganisationPolicy
 from nodeau.ports.state import StateError
+from nodeau.ports.workload_objects import WorkloadObject, WorkloadObjects
 
 KIND_NAMES = {WorkloadKind.SERVICE: "GPUService", WorkloadKind.BATCH: "BatchJob"}
 

@@ -14,7 +14,7 @@ from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
 from nodeau.adapters.kube.lease import FencedApiClient, field_manager
-from nodeau.ports.cluster import NotLeading
+from nodeau.ports.leader_lease import NotLeading
 
 
 class Ticks:

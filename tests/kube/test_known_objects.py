@@ -21,7 +21,7 @@ from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.domain.asks import WorkloadAsk
 from nodeau.domain.lifecycle import ServerPhase
 from nodeau.domain.workloads import WorkloadKind
-from nodeau.ports.cluster import Condition
+from nodeau.ports.workload_objects import Condition
 from tests.support.builders.admissions import decider, fleet_of
 from tests.support.real.kube_nodes import kwok_node, wait_for
 

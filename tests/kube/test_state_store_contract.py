@@ -21,8 +21,8 @@ from nodeau.adapters.kube.workloads import KubeWorkloadObjects
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
-from nodeau.ports.cluster import Condition
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload
+from nodeau.ports.workload_objects import Condition
 from tests.support.builders.admissions import decider
 from tests.support.clock import ticking
 from tests.support.contracts import state_store_contract as contract

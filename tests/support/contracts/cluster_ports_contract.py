@@ -26,7 +26,6 @@ from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, ServerExit, WorkloadKind, WorkloadState
 from nodeau.ports.cluster import (
     ClusterError,
-    Condition,
     EventLog,
     FleetMarks,
     HealthRecords,
@@ -35,9 +34,9 @@ from nodeau.ports.cluster import (
     ReservationLedger,
     ServerPods,
     UnknownMachine,
-    WorkloadObjects,
 )
 from nodeau.ports.state import Admission, StateStore, UnknownWorkload
+from nodeau.ports.workload_objects import Condition, WorkloadObjects
 from tests.support.builders.admissions import ARTIFACT, decider, fleet_of
 from tests.support.builders.summaries import SUMMARY
 from tests.support.fakes.fake_cluster import machine_report, verified

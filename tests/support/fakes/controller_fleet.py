@@ -22,8 +22,8 @@ from nodeau.domain.memory import GIB, MeasuredKey, MeasuredTable, Measurement
 from nodeau.domain.model_info import runtime_config
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import HeldReason, ServerExit, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import WorkloadObject
 from nodeau.ports.state import WorkloadRecord
+from nodeau.ports.workload_objects import WorkloadObject
 from tests.support.builders.summaries import SUMMARY
 from tests.support.clock import Clock, ticking
 from tests.support.fakes.fake_cluster import (

@@ -33,18 +33,11 @@ from nodeau.domain.plans import PlanName
 from nodeau.domain.refusals import Refusal
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, ps_sentence
-from nodeau.ports.cluster import (
-    BootstrapToken,
-    ClusterError,
-    Condition,
-    ReportSet,
-    ServerPod,
-    UnknownMachine,
-    WorkloadObject,
-    check_status_fields,
-)
+from nodeau.ports.cluster import ClusterError, ReportSet, ServerPod, UnknownMachine
 from nodeau.ports.entitlements import StoredEntitlement
+from nodeau.ports.join_tokens import BootstrapToken
 from nodeau.ports.state import Admission, Snapshot, UnknownWorkload, WorkloadRecord
+from nodeau.ports.workload_objects import Condition, WorkloadObject, check_status_fields
 from tests.support.builders.entitlements import document, trusted
 from tests.support.fakes.fake_state import FakeStateStore
 

@@ -31,7 +31,7 @@ from nodeau.apps.cli.errors import SettingsError
 from nodeau.apps.cli.main import run
 from nodeau.apps.planes.kubernetes import banner
 from nodeau.apps.serving.commands import workload_name
-from nodeau.ports.cluster import parse_ca_hash, parse_token
+from nodeau.ports.join_tokens import parse_ca_hash, parse_token
 
 TOKEN_CHARS = st.text(alphabet=ALPHABET, min_size=1, max_size=30)
 

@@ -18,7 +18,7 @@ from nodeau.domain.batches import BatchRequest
 from nodeau.domain.health import Health
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
-from nodeau.ports.cluster import WorkloadObject
+from nodeau.ports.workload_objects import WorkloadObject
 from tests.support.fakes.controller_fleet import SERVICE, LingeringPods, held_cards, state
 from tests.support.fakes.fake_cluster import (
     FakeCluster,

@@ -24,8 +24,9 @@ from nodeau.domain.lifecycle import ServerPhase, ServerRestarts
 from nodeau.domain.memory import GIB
 from nodeau.domain.reservations import Ledger
 from nodeau.domain.workloads import ServerExit, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import ClusterError, Condition, NoAnswer, ServerPod, WorkloadObject
+from nodeau.ports.cluster import ClusterError, NoAnswer, ServerPod
 from nodeau.ports.state import UnknownWorkload, WorkloadRecord
+from nodeau.ports.workload_objects import Condition, WorkloadObject
 from tests.support.builders.summaries import SUMMARY
 from tests.support.clock import Clock, ticking
 from tests.support.fakes.controller_fleet import (

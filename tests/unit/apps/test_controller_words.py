@@ -21,8 +21,8 @@ from nodeau.domain.memory import GIB
 from nodeau.domain.organisation import Requester
 from nodeau.domain.qualification import EvidenceBook
 from nodeau.domain.workloads import RecoveryMode, ServerExit, WorkloadKind, WorkloadState
-from nodeau.ports.cluster import Condition, WorkloadObject
 from nodeau.ports.state import WorkloadRecord
+from nodeau.ports.workload_objects import Condition, WorkloadObject
 from tests.support.clock import Clock
 from tests.support.fakes.controller_fleet import (
     ENDED,

@@ -17,8 +17,9 @@ from nodeau.domain.fleet_admission import Decide
 from nodeau.domain.organisation import Requester
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.workloads import WorkloadKind, WorkloadState
-from nodeau.ports.cluster import ClusterError, WorkloadObject
+from nodeau.ports.cluster import ClusterError
 from nodeau.ports.state import Admission, WorkloadRecord
+from nodeau.ports.workload_objects import WorkloadObject
 from tests.support.fakes.controller_fleet import SERVICE, fleet, held_cards, state
 from tests.support.fakes.fake_cluster import FakeCluster
 

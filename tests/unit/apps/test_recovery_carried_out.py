@@ -25,7 +25,7 @@ from nodeau.domain.workloads import (
     WorkloadKind,
     WorkloadState,
 )
-from nodeau.ports.cluster import Condition, WorkloadObject
+from nodeau.ports.workload_objects import Condition, WorkloadObject
 from tests.support.fakes.controller_fleet import (
     ENDED,
     SERVICE,

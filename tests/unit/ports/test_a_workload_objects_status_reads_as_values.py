@@ -7,7 +7,7 @@ import pytest
 
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.workloads import WorkloadKind
-from nodeau.ports.cluster import WorkloadObject
+from nodeau.ports.workload_objects import WorkloadObject
 
 
 def obj(status: dict[str, object]) -> WorkloadObject:
