@@ -27,10 +27,7 @@ from nodeau.apps.serving.fleet import FleetServing, NotOnTheFleetYet, fleet_chec
 from nodeau.domain.catalog import Catalog
 from nodeau.domain.limits import Action
 from nodeau.domain.organisation import Organisation, Requester, Spending
-from nodeau.domain.workloads import (
-    WorkloadKind,
-    holds_gpu,
-)
+from nodeau.domain.workloads import WorkloadKind, holds_gpu
 from nodeau.ports.batches import FleetBatches
 from nodeau.ports.cluster import (
     FleetMarks,

@@ -49,14 +49,7 @@ from nodeau.domain.qualification import (
     qualification_plan,
     qualified_line,
 )
-from nodeau.domain.resolution import (
-    Known,
-    Miss,
-    Resolution,
-    Unresolved,
-    display_name,
-    resolve_name,
-)
+from nodeau.domain.resolution import Known, Miss, Resolution, Unresolved, display_name, resolve_name
 from nodeau.domain.workloads import WorkloadKind
 from nodeau.ports.cluster import MachineReports, QualificationRecords, ServerPods
 from nodeau.ports.errors import NodeauError

@@ -32,19 +32,9 @@ from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.scheduling import FleetView, Marks, exclusions, scheduled_admission
 from nodeau.domain.split_placement import SplitAsk
 from nodeau.domain.tasks import Task
-from nodeau.domain.workloads import (
-    RecoveryMode,
-    WorkloadKind,
-    WorkloadState,
-)
+from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState
 from nodeau.ports.hardware import GpuInventory
-from nodeau.ports.runtime import (
-    ModelRuntime,
-    RunningServer,
-    RuntimeFailure,
-    ServerSpec,
-    Stopper,
-)
+from nodeau.ports.runtime import ModelRuntime, RunningServer, RuntimeFailure, ServerSpec, Stopper
 from nodeau.ports.state import Admission, Snapshot, StateStore, WorkloadRecord
 
 READY_TIMEOUT_S = 120.0

@@ -16,19 +16,8 @@ from attrs import evolve
 from nodeau.apps.serving.model_servers import READY_TIMEOUT_S, STOP_GRACE_S
 from nodeau.domain import restarts
 from nodeau.domain.restarts import KUBELET, RestartPolicy
-from nodeau.domain.workloads import (
-    ServerExit,
-    WorkloadState,
-    exit_words,
-    holds_gpu,
-    next_clause,
-)
-from nodeau.ports.runtime import (
-    RunningServer,
-    RuntimeFailure,
-    ServerProcesses,
-    ServerSpec,
-)
+from nodeau.domain.workloads import ServerExit, WorkloadState, exit_words, holds_gpu, next_clause
+from nodeau.ports.runtime import RunningServer, RuntimeFailure, ServerProcesses, ServerSpec
 from nodeau.ports.state import Event, StateStore, WorkloadRecord
 
 WATCH_S = 0.5  # how often a supervisor looks at its model server

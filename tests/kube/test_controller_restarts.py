@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 
 from nodeau.adapters.kube import resources as r
-from nodeau.adapters.kube.pods import announced_backoff, container_exit
+from nodeau.adapters.kube.container_ends import announced_backoff, container_exit
 from nodeau.domain.workloads import ServerExit
 from tests.support.real.cli import Cli
 from tests.support.real.kube_cluster import Cluster
