@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+from nodeau.domain.marking import Marks
 from nodeau.domain.placement import Policy, SchedulingSettings
-from nodeau.domain.scheduling import Marks
 from nodeau.ports.state import StateError
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS marks (key TEXT PRIMARY KEY, value TEXT NOT NULL)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from nodeau.domain.scheduling import Marks
+from nodeau.domain.marking import Marks
 
 
 class SchedulingMarks(Protocol):

@@ -19,7 +19,7 @@ from nodeau.apps.machines.commands import (
     UpgradeMark,
     gpu_views,
 )
-from nodeau.domain import scheduling
+from nodeau.domain import marking
 from nodeau.domain.fleet_reports import MachineReport, MarkedFleet
 from nodeau.domain.health import MachineHealth
 from nodeau.domain.placement import Policy
@@ -104,13 +104,13 @@ class FleetMachines:
         self._permit("drain")
         marks = self._marked(node)
         running = len(self._ledger.read().on_machine(node))
-        change = scheduling.drain(marks.drained, node, running)
+        change = marking.drain(marks.drained, node, running)
         self._marks.write_drained(node, self._clock())
         return change.sentence
 
     def undrain(self, node: str) -> str:
         self._permit("drain")
-        change = scheduling.undrain(self._marked(node).drained, node)
+        change = marking.undrain(self._marked(node).drained, node)
         self._marks.write_drained(node, None)
         return change.sentence
 
@@ -119,11 +119,11 @@ class FleetMachines:
         ledger = self._ledger.read()
         if node is None:
             settings = self._marks.read().settings
-            change = scheduling.change_fleet_policy(settings, policy, len(ledger.reservations))
+            change = marking.change_fleet_policy(settings, policy, len(ledger.reservations))
         else:
             settings = self._marked(node).settings
             running = len(ledger.on_machine(node))
-            change = scheduling.set_machine_policy(settings, node, policy, running)
+            change = marking.set_machine_policy(settings, node, policy, running)
         self._marks.write_policy(policy, node)
         return change.sentence
 
@@ -132,9 +132,9 @@ class FleetMachines:
         marked = self._marked(node).upgrading
         if upgrading:
             running = len(self._ledger.read().on_machine(node))
-            change = scheduling.mark_upgrading(marked, node, running, alone=False)
+            change = marking.mark_upgrading(marked, node, running, alone=False)
         else:
-            change = scheduling.clear_upgrading(marked, node, alone=False)
+            change = marking.clear_upgrading(marked, node, alone=False)
         self._marks.write_upgrading(node, upgrading)
         return UpgradeMark(
             plane=self._plane, machine=node, upgrading=upgrading, sentence=change.sentence

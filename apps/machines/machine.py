@@ -20,7 +20,7 @@ from nodeau.apps.machines.commands import (
     UpgradeMark,
     gpu_views,
 )
-from nodeau.domain import scheduling
+from nodeau.domain import marking
 from nodeau.domain.placement import Policy
 from nodeau.domain.reservations import Ledger
 from nodeau.ports.hardware import GpuInventory
@@ -76,14 +76,14 @@ class ThisMachineMarks:
         self._permit("drain")
         self._known(node)
         running = len(self._ledger().on_machine(node))
-        change = scheduling.drain(self._parts.marks.read().drained, node, running)
+        change = marking.drain(self._parts.marks.read().drained, node, running)
         self._parts.marks.change(lambda m: evolve(m, drained=m.drained | {node}))
         return change.sentence
 
     def undrain(self, node: str) -> str:
         self._permit("drain")
         self._known(node)
-        change = scheduling.undrain(self._parts.marks.read().drained, node)
+        change = marking.undrain(self._parts.marks.read().drained, node)
         self._parts.marks.change(lambda m: evolve(m, drained=m.drained - {node}))
         return change.sentence
 
@@ -93,10 +93,10 @@ class ThisMachineMarks:
         marked = self._parts.marks.read().upgrading
         if upgrading:
             running = len(self._ledger().on_machine(node))
-            change = scheduling.mark_upgrading(marked, node, running, alone=True)
+            change = marking.mark_upgrading(marked, node, running, alone=True)
             self._parts.marks.change(lambda m: evolve(m, upgrading=m.upgrading | {node}))
         else:
-            change = scheduling.clear_upgrading(marked, node, alone=True)
+            change = marking.clear_upgrading(marked, node, alone=True)
             self._parts.marks.change(lambda m: evolve(m, upgrading=m.upgrading - {node}))
         return UpgradeMark(
             plane=self._plane, machine=node, upgrading=upgrading, sentence=change.sentence
@@ -107,11 +107,11 @@ class ThisMachineMarks:
         ledger = self._ledger()
         settings = self._parts.marks.read().settings
         if node is None:
-            change = scheduling.change_fleet_policy(settings, policy, len(ledger.reservations))
+            change = marking.change_fleet_policy(settings, policy, len(ledger.reservations))
         else:
             self._known(node)
             running = len(ledger.on_machine(node))
-            change = scheduling.set_machine_policy(settings, node, policy, running)
+            change = marking.set_machine_policy(settings, node, policy, running)
         self._parts.marks.change(lambda m: evolve(m, settings=change.settings))
         return change.sentence
 

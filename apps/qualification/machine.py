@@ -39,6 +39,7 @@ from nodeau.apps.serving.model_servers import (
 )
 from nodeau.apps.settings import Settings
 from nodeau.domain.catalog import catalog_claims
+from nodeau.domain.marking import Marks
 from nodeau.domain.model_server import ServerAbilities
 from nodeau.domain.qualification import (
     MemoryReading,
@@ -50,7 +51,6 @@ from nodeau.domain.qualification import (
 )
 from nodeau.domain.records import Admission, Starter
 from nodeau.domain.refusals import Refusal
-from nodeau.domain.scheduling import Marks
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from nodeau.ports.hardware import GpuInventory

@@ -21,6 +21,7 @@ from nodeau.domain.decision import AskFacts, Checked, checks, decide
 from nodeau.domain.hardware import Fleet, Machine, MachineReading
 from nodeau.domain.lifecycle import ServerPhase, server_moved, with_state
 from nodeau.domain.limits import RequestShape
+from nodeau.domain.marking import Marks
 from nodeau.domain.memory import predictor
 from nodeau.domain.model_info import runtime_config
 from nodeau.domain.model_server import ServerAbilities, abilities_text, card_refusal
@@ -29,7 +30,7 @@ from nodeau.domain.plans import PlanTerms
 from nodeau.domain.qualification import task_refusal
 from nodeau.domain.records import Starter, spending
 from nodeau.domain.refusals import ReasonCode, Refusal
-from nodeau.domain.scheduling import FleetView, Marks, exclusions, scheduled_admission
+from nodeau.domain.scheduling import FleetView, exclusions, scheduled_admission
 from nodeau.domain.split_placement import SplitAsk
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind, WorkloadState

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeau.domain import scheduling
+from nodeau.domain import marking
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.ports.cluster import UnknownMachine
 from tests.support.fakes.controller_fleet import fleet_plane
@@ -21,16 +21,16 @@ def test_a_drain_says_what_it_leaves_running_and_undrain_takes_the_mark_off() ->
     plane = fleet_plane(story.cluster)
 
     said = plane.machines.drain("m1")
-    assert said == scheduling.drain(frozenset(), "m1", 1).sentence
+    assert said == marking.drain(frozenset(), "m1", 1).sentence
     assert "1" in said and "m1" in said
     assert story.cluster.marks.read().drained == frozenset({"m1"})
     assert story.cluster.nodes["m1"].drained_at == story.clock.now
-    assert plane.machines.drain("m1") == scheduling.drain(frozenset({"m1"}), "m1", 1).sentence
+    assert plane.machines.drain("m1") == marking.drain(frozenset({"m1"}), "m1", 1).sentence
 
-    assert plane.machines.undrain("m1") == scheduling.undrain(frozenset({"m1"}), "m1").sentence
+    assert plane.machines.undrain("m1") == marking.undrain(frozenset({"m1"}), "m1").sentence
     assert story.cluster.marks.read().drained == frozenset()
     assert story.cluster.nodes["m1"].drained_at is None
-    assert plane.machines.undrain("m1") == scheduling.undrain(frozenset(), "m1").sentence
+    assert plane.machines.undrain("m1") == marking.undrain(frozenset(), "m1").sentence
     assert story.machine_of() == "m1"  # nothing moved
 
 
@@ -40,11 +40,11 @@ def test_a_policy_is_set_for_the_fleet_or_one_machine_and_says_what_it_leaves() 
     plane = fleet_plane(story.cluster)
 
     assert plane.machines.set_policy(Policy.SPREAD, None) == (
-        scheduling.change_fleet_policy(SchedulingSettings(), Policy.SPREAD, 1).sentence
+        marking.change_fleet_policy(SchedulingSettings(), Policy.SPREAD, 1).sentence
     )
     spread = SchedulingSettings(fleet_policy=Policy.SPREAD)
     assert plane.machines.set_policy(Policy.PACK, "m1") == (
-        scheduling.set_machine_policy(spread, "m1", Policy.PACK, 1).sentence
+        marking.set_machine_policy(spread, "m1", Policy.PACK, 1).sentence
     )
     assert story.cluster.marks.read().settings == SchedulingSettings(
         fleet_policy=Policy.SPREAD, overrides=(("m1", Policy.PACK),)

@@ -27,6 +27,7 @@ from nodeau.apps.serving.commands import RunAsk, Started
 from nodeau.apps.serving.model_servers import Rules
 from nodeau.apps.settings import settings_from
 from nodeau.domain.hardware import MachineReading
+from nodeau.domain.marking import Marks
 from nodeau.domain.memory import Source
 from nodeau.domain.organisation import Organisation, Requester
 from nodeau.domain.plans import HOME
@@ -38,7 +39,6 @@ from nodeau.domain.qualification import (
     QualificationEvidence,
 )
 from nodeau.domain.refusals import ReasonCode, Refusal
-from nodeau.domain.scheduling import Marks
 from nodeau.domain.tasks import Task
 from nodeau.domain.workloads import RecoveryMode
 from nodeau.ports.runtime import MemoryUse, RunningServer, RuntimeFailure, ServerSpec

@@ -1,4 +1,4 @@
-"""Scheduling: exclusions, one path through admission and placement, policy and drain marks."""
+"""Scheduling: exclusions, one path through admission and placement, drained machines skipped."""
 
 from __future__ import annotations
 
@@ -13,21 +13,13 @@ from returns.result import Failure, Success
 from nodeau.domain.free_cards import SHOWN, FreeCards
 from nodeau.domain.health import Health
 from nodeau.domain.limits import OrgLimits
+from nodeau.domain.marking import drain
 from nodeau.domain.memory import GIB
 from nodeau.domain.placement import Policy, SchedulingSettings
 from nodeau.domain.plans import ENTERPRISE, PlanName, PlanTerms
 from nodeau.domain.refusals import ReasonCode
 from nodeau.domain.reservations import Ledger, Reservation
-from nodeau.domain.scheduling import (
-    FleetView,
-    admit_and_place,
-    change_fleet_policy,
-    drain,
-    exclusions,
-    files_target,
-    set_machine_policy,
-    undrain,
-)
+from nodeau.domain.scheduling import FleetView, admit_and_place, exclusions, files_target
 from nodeau.domain.workloads import RecoveryMode, WorkloadKind
 from tests.support.builders.fleets import flat, fleet, gpu, machine, request
 
@@ -113,40 +105,6 @@ def test_files_target_is_where_a_copy_would_let_it_run() -> None:
     assert admit_and_place(request(), v).failure().code is ReasonCode.NO_VERIFIED_COPY
     assert files_target(request(), v) == "garage"
     assert files_target(request(), view(verified_on=frozenset(), predict=flat(60 * GIB))) is None
-
-
-def test_changing_the_fleet_policy_touches_new_placements_only() -> None:
-    change = change_fleet_policy(SchedulingSettings(), Policy.SPREAD, running=3)
-    assert change.settings == SchedulingSettings(fleet_policy=Policy.SPREAD)
-    assert change.sentence == (
-        "fleet policy is now spread; it applies to new placements only, "
-        "3 running workload(s) stay where they are"
-    )
-
-
-def test_machine_override_set_and_removed() -> None:
-    base = SchedulingSettings(fleet_policy=Policy.PACK, overrides=(("zeta", Policy.PACK),))
-    on = set_machine_policy(base, "attic", Policy.SPREAD, running=1)
-    assert on.settings.overrides == (("attic", Policy.SPREAD), ("zeta", Policy.PACK))
-    assert on.sentence == (
-        "attic now uses spread (its own override); it applies to new placements only, "
-        "1 running workload(s) there stay where they are"
-    )
-    off = set_machine_policy(on.settings, "attic", None, running=0)
-    assert off.settings.overrides == (("zeta", Policy.PACK),)
-    assert off.sentence.startswith("attic now uses pack (the fleet policy)")
-
-
-def test_drain_and_undrain_are_marks_only() -> None:
-    d = drain(frozenset({"shed"}), "garage", running=2)
-    assert d.drained == frozenset({"shed", "garage"})
-    assert d.sentence == (
-        "garage is drained: nothing new is placed there; its 2 running workload(s) are not "
-        "stopped, moved or restarted"
-    )
-    u = undrain(d.drained, "garage")
-    assert u.drained == frozenset({"shed"})
-    assert u.sentence == "garage takes new placements again; nothing is moved back to it"
 
 
 @given(st.sampled_from(list(Policy)), st.sets(st.sampled_from(["garage", "attic", "shed"])))

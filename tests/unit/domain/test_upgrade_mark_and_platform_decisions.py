@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodeau.domain.marking import clear_upgrading, mark_upgrading
 from nodeau.domain.platforms import Serving, how_served, join_refusal
-from nodeau.domain.scheduling import clear_upgrading, mark_upgrading
 
 names = st.frozensets(st.sampled_from(["m1", "m2", "m3", "garage"]), max_size=4)
 
