@@ -55,7 +55,8 @@ class Metrics:
         return generate_latest(self.registry)
 
     def watching(self, scope: Scope, send: Send) -> Send:
-        """``send``, recording the answer's status, its timing and its usage at its end."""
+        """``send``, recording the answer's status, its timing and its usage as its last part
+        is sent."""
         began = time.perf_counter()
         route: str = scope["path"]
         status = 0
@@ -77,9 +78,9 @@ class Metrics:
                 if b'"usage"' in part and len(part) <= USAGE_BYTES:
                     usage = part
                 if not message.get("more_body", False):
-                    await send(message)
+                    # counted before the last byte goes: a client that has its whole answer
+                    # finds it in /metrics, however soon it asks
                     self._ended(scope, route, status, began, usage, streamed)
-                    return
             await send(message)
 
         return sending
