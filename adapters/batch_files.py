@@ -18,7 +18,12 @@ from attrs import frozen
 
 from nodeau.adapters import processes
 from nodeau.adapters.detached import launcher_argv
-from nodeau.adapters.private_files import PRIVATE_FILE, PRIVATE_FOLDER, write_private
+from nodeau.adapters.private_files import (
+    PRIVATE_FILE,
+    PRIVATE_FOLDER,
+    replace_whole,
+    write_private,
+)
 from nodeau.domain.batches import (
     BatchRequest,
     BatchResult,
@@ -84,9 +89,7 @@ def write_job(
 
 
 def write_meta(files: JobFiles, meta: dict[str, Any]) -> None:
-    partial = files.job.with_suffix(".json.partial")
-    write_private(partial, (json.dumps(meta, indent=2) + "\n").encode("utf-8"))
-    partial.replace(files.job)
+    replace_whole(files.job, (json.dumps(meta, indent=2) + "\n").encode("utf-8"))
 
 
 def read_meta(files: JobFiles) -> dict[str, Any]:

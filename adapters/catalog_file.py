@@ -15,7 +15,7 @@ from attrs import frozen
 from cattrs.cols import is_sequence
 from returns.result import Failure, Success
 
-from nodeau.adapters.entitlement_file import replace_whole
+from nodeau.adapters.private_files import replace_whole
 from nodeau.adapters.strict_json import (
     FieldProblem,
     exactly,

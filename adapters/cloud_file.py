@@ -6,8 +6,6 @@ Why it is so: docs/adr/decisions/adapters.md (cloud_file.py).
 from __future__ import annotations
 
 import json
-import os
-import secrets
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +13,7 @@ from typing import Any, TypeVar
 import cattrs
 from cattrs.errors import BaseValidationError
 
+from nodeau.adapters.private_files import replace_whole
 from nodeau.domain.cloud import Association, OperationKind, OperationRecord, OutboundCall
 from nodeau.ports.cloud import CloudStateError
 
@@ -75,17 +74,9 @@ class FileCloudState:
 
     def keep(self, association: Association) -> None:
         path = self._folder / ASSOCIATION
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
         try:
-            self._folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(_line(association))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
+            replace_whole(path, _line(association))
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise CloudStateError(f"{path} cannot be written ({exc.strerror or exc})") from exc
 
     def forget(self) -> bool:

@@ -6,9 +6,10 @@ Why it is so: docs/adr/decisions/apps-dashboard.md (session.py and dashboard_tok
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
+
+from nodeau.adapters.private_files import replace_whole
 
 TOKEN_FILE = "token"
 
@@ -21,15 +22,7 @@ def write_owner_only(path: Path, data: bytes) -> None:
     """Write ``path`` atomically, created with mode 0600 (in a folder of mode 0700)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     path.parent.chmod(0o700)
-    partial = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        partial.replace(path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    replace_whole(path, data)
 
 
 class TokenFile:

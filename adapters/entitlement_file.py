@@ -10,6 +10,7 @@ import secrets
 from datetime import datetime
 from pathlib import Path
 
+from nodeau.adapters.private_files import replace_whole, written_beside
 from nodeau.domain.entitlements import newest_seen
 from nodeau.ports.entitlements import (
     EntitlementStoreError,
@@ -20,23 +21,6 @@ from nodeau.ports.entitlements import (
 ID_FILE = "installation-id"
 DOCUMENT_FILE = "entitlement.json"
 ANCHOR_FILE = "clock-anchor"
-
-
-def _write_whole(path: Path, data: bytes) -> Path:
-    """``data`` in a temporary file beside ``path``, flushed to disk; its path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    with tmp.open("wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    return tmp
-
-
-def replace_whole(path: Path, data: bytes) -> None:
-    """``data`` at ``path``, written whole elsewhere and renamed over it."""
-    tmp = _write_whole(path, data)
-    os.replace(tmp, path)
 
 
 class FileEntitlementStore:
@@ -112,7 +96,7 @@ class FileEntitlementStore:
         path = self._home / ID_FILE
         try:
             if not path.exists():
-                tmp = _write_whole(path, (secrets.token_hex(16) + "\n").encode("ascii"))
+                tmp = written_beside(path, (secrets.token_hex(16) + "\n").encode("ascii"))
                 try:
                     os.link(tmp, path)  # refuses to replace: the first id made stays
                 except FileExistsError:

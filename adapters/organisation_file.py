@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nodeau.adapters.entitlement_file import replace_whole
 from nodeau.adapters.organisation_document import parse_organisation
+from nodeau.adapters.private_files import replace_whole
 from nodeau.domain.organisation import Organisation
 from nodeau.ports.organisation import OrganisationError
 

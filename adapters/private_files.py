@@ -1,4 +1,5 @@
-"""A user's data under NODEAU_HOME is theirs alone, whatever umask Nodeau was started with.
+"""A user's data under NODEAU_HOME is theirs alone, whatever umask Nodeau was started with,
+and a file Nodeau rewrites is written whole or not at all.
 
 Why it is so: docs/adr/decisions/adapters.md (private_files.py).
 """
@@ -6,6 +7,7 @@ Why it is so: docs/adr/decisions/adapters.md (private_files.py).
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -72,6 +74,34 @@ def write_private(path: Path, data: bytes) -> None:
             view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
+
+
+def written_beside(path: Path, data: bytes) -> Path:
+    """``data`` in a new file beside ``path`` (mode 0600, on disk before this returns); its
+    path. Nothing is left behind when it fails."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def replace_whole(path: Path, data: bytes) -> None:
+    """``data`` as the whole of ``path``, mode 0600: written beside it and renamed over it,
+    so a reader or a crash sees the old bytes or the new, never a part."""
+    tmp = written_beside(path, data)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _ours_alone(home: Path, found: os.stat_result) -> bool:

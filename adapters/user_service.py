@@ -19,6 +19,7 @@ from typing import Protocol
 from attrs import frozen
 
 from nodeau.adapters.loopback_port import listening
+from nodeau.adapters.private_files import replace_whole
 from nodeau.adapters.service_specs import ServiceSpec, check_name
 from nodeau.ports.errors import NodeauError
 
@@ -343,9 +344,6 @@ def failure_line(what: str, done: subprocess.CompletedProcess[str]) -> str:
 
 def write_atomically(path: Path, data: bytes) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        partial.write_bytes(data)
-        partial.replace(path)
+        replace_whole(path, data)
     except OSError as exc:
         raise ServiceError(f"{path}: cannot write it ({exc.strerror})") from exc
