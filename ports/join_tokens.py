@@ -1,5 +1,5 @@
 """Joining a machine to a fleet: the bootstrap token a person is given, the CA pin they
-type, and the port that makes and lists tokens.
+type, and the port that makes a token and gives the pin.
 
 Why it is so: docs/adr/decisions/ports.md (cluster.py).
 """
