@@ -23,15 +23,12 @@ from nodeau.adapters.kube.guards import (
     AdmissionInFlight,
     check_in_flight,
     check_name_free,
-    holds_other_card,
 )
 from nodeau.adapters.kube.informer_cache import KnownObjects
 from nodeau.adapters.kube.ledger import LedgerRead, read_ledger, read_state, unbacked
 from nodeau.adapters.kube.objects import (
     MAX_TRIES,
     KubeObject,
-    admitted_status,
-    create_object,
     find_object,
     get_object,
     record_fields,
@@ -39,17 +36,15 @@ from nodeau.adapters.kube.objects import (
     released_status,
     write_status,
 )
+from nodeau.adapters.kube.status_records import StatusRecords, record_in
 from nodeau.adapters.record_json import RecordError, unpack
 from nodeau.domain.recording import (
     CLAIM_GRACE,
     Claim,
-    admitted_event,
     admitted_ledger,
-    admitted_text,
     check_release,
     check_update,
     moved_ledger,
-    moved_text,
     released_text,
 )
 from nodeau.domain.recording import (
@@ -119,7 +114,9 @@ class KubeStateStore:
         self._clock = clock
         self._identity = identity
         self._objects = known  # the controller's cache of its objects; None: every read asks
-        self._sending = sending  # its Events written beside its work; None: each at once
+        # its record, admission and Events on the workload's object; Events written beside its
+        # work (``sending``), or each at once (None)
+        self._status = StatusRecords(api, identity=identity, objects=known, sending=sending)
         self._turn = threading.Condition()  # decisions one at a time; claims known
         self._in_flight = 0  # admissions that decided and have not recorded yet
         self._assumed: dict[str, Held] = {}  # their claims not made yet, by Reservation name
@@ -188,7 +185,7 @@ class KubeStateStore:
                 raise
             self._settle(assumed.held, held, done=False)
             record = functools.partial(
-                self._record_admission, assumed.admission, assumed.own, assumed.claim.at
+                self._status.record_admission, assumed.admission, assumed.own, assumed.claim.at
             )
             try:
                 self._recording(held, record)
@@ -259,8 +256,8 @@ class KubeStateStore:
         fresh = self._known is None
         for _ in range(MAX_TRIES):
             known = self._claims(fresh=fresh)
-            found = self._holder(name)
-            before = self._record_in(found)
+            found = self._status.holder(name)
+            before = record_in(found)
             rest = known.without(known.of_workload(name))
             outcome = decide(Snapshot(ledger=rest.ledger(), workloads=()), before)
             match outcome:
@@ -284,7 +281,7 @@ class KubeStateStore:
                 known = known.with_(one)
             self._known = known
             self._recording(
-                held, functools.partial(self._record_move, admission, before, found, now)
+                held, functools.partial(self._status.record_move, admission, before, found, now)
             )
             for card in before.workload.cards:
                 self._free_card(card, name)
@@ -299,12 +296,12 @@ class KubeStateStore:
         self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
     ) -> WorkloadRecord:
         """Replace the record in the object's status by ``change(record)``."""
-        found = self._holder(name)
+        found = self._status.holder(name)
         now = self._clock()
         changed: list[WorkloadRecord] = []
 
         def apply(current: KubeObject) -> dict[str, Any]:
-            before = self._record_in(current)
+            before = record_in(current)
             after = change(before)
             check_update(before, after)
             changed[:] = [after]
@@ -318,8 +315,8 @@ class KubeStateStore:
         self, name: str, change: Callable[[WorkloadRecord], WorkloadRecord]
     ) -> WorkloadRecord:
         """Free the workload's card, then record ``change(record)`` (a finished state)."""
-        found = self._holder(name)
-        before = self._record_in(found)
+        found = self._status.holder(name)
+        before = record_in(found)
         check_release(before, change(before))  # refused before anything is written
         freed = tuple(
             x for x in (self._free_card(c, name) for c in before.workload.cards) if x is not None
@@ -328,7 +325,7 @@ class KubeStateStore:
         changed: list[WorkloadRecord] = []
 
         def apply(current: KubeObject) -> dict[str, Any]:
-            before = self._record_in(current)
+            before = record_in(current)
             after = change(before)
             check_release(before, after)
             changed[:] = [after]
@@ -337,7 +334,7 @@ class KubeStateStore:
 
         written = write_status(self._api, found.kind, name, apply, first=found, known=self._objects)
         if freed:
-            self._event(name, written, "Released", released_text(changed[0], *freed), now)
+            self._status.event(name, written, "Released", released_text(changed[0], *freed), now)
         return changed[0]
 
     @_as_state_errors
@@ -355,7 +352,7 @@ class KubeStateStore:
     def record_event(self, event: Event) -> None:
         """A note about a workload, as an Event on its object (reason "Note")."""
         involved = find_object(self._api, event.workload, self._objects)
-        self._event(event.workload, involved, "Note", event.text, event.at)
+        self._status.event(event.workload, involved, "Note", event.text, event.at)
 
     @_as_state_errors
     def events(self, name: str | None = None) -> tuple[Event, ...]:
@@ -465,77 +462,3 @@ class KubeStateStore:
             if self._known is not None:
                 self._known = self._known.without((held,))
         return held.reservation if freed else None
-
-    def _record_admission(
-        self, admission: Admission, known: KubeObject | None, now: datetime
-    ) -> None:
-        record = admission.record
-        target = known or create_object(self._api, record, self._objects)
-
-        def apply(current: KubeObject) -> dict[str, Any]:
-            if holds_other_card(current, admission):
-                raise AdmissionInFlight(
-                    f"{current.title} already records another admission; it is not overwritten"
-                )
-            text = admitted_text(admission)
-            return admitted_status(current, admission, now, self._identity, text)
-
-        written = write_status(
-            self._api,
-            record.workload.kind,
-            record.workload.name,
-            apply,
-            first=target,
-            known=self._objects,
-        )
-        self._event(record.workload.name, written, "Admitted", admitted_event(admission), now)
-
-    def _record_move(
-        self, admission: Admission, before: WorkloadRecord, found: KubeObject, now: datetime
-    ) -> None:
-        record = admission.record
-
-        def apply(current: KubeObject) -> dict[str, Any]:
-            if self._record_in(current).workload != before.workload:
-                raise AdmissionInFlight(
-                    f"{current.title} changed while it was being moved; it is not overwritten"
-                )
-            return admitted_status(current, admission, now, self._identity, moved_text(admission))
-
-        written = write_status(
-            self._api, found.kind, record.workload.name, apply, first=found, known=self._objects
-        )
-        self._event(record.workload.name, written, "Recovered", moved_text(admission), now)
-
-    def _holder(self, name: str) -> KubeObject:
-        found = find_object(self._api, name, self._objects)
-        if found is None or "record" not in found.status:
-            raise UnknownWorkload(f"no workload called {name} in {r.NAMESPACE}")
-        return found
-
-    def _record_in(self, found: KubeObject) -> WorkloadRecord:
-        if "record" not in found.status:
-            raise UnknownWorkload(f"no workload called {found.name} in {r.NAMESPACE}")
-        return record_of(found)
-
-    def _event(
-        self,
-        name: str,
-        involved: KubeObject | None,
-        reason: str,
-        message: str,
-        at: datetime,
-        *,
-        warning: bool = False,
-    ) -> None:
-        events.record(
-            self._api,
-            workload=name,
-            involved=involved,
-            reason=reason,
-            message=message,
-            at=at,
-            identity=self._identity,
-            warning=warning,
-            sending=self._sending,
-        )

@@ -18,8 +18,9 @@ from returns.pipeline import is_successful
 from returns.result import Result
 
 from nodeau.adapters.kube import resources as r
+from nodeau.adapters.kube.guards import AdmissionInFlight, holds_other_card
 from nodeau.adapters.kube.objects import get_object
-from nodeau.adapters.kube.state_store import AdmissionInFlight, KubeStateStore, holds_other_card
+from nodeau.adapters.kube.state_store import KubeStateStore
 from nodeau.domain.recording import CLAIM_GRACE, Claim
 from nodeau.domain.refusals import ReasonCode, Refusal
 from nodeau.domain.reservations import Reservation, over_committed
