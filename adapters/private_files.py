@@ -7,7 +7,6 @@ Why it is so: docs/adr/decisions/adapters.md (private_files.py).
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -80,7 +79,8 @@ def written_beside(path: Path, data: bytes) -> Path:
     """``data`` in a new file beside ``path`` (mode 0600, on disk before this returns); its
     path. Nothing is left behind when it fails."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+    # os.urandom, not secrets: ``nodeau ps`` imports this module, and secrets costs it 4 ms
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
     try:
         with os.fdopen(fd, "wb") as out:
