@@ -222,7 +222,8 @@ class _Front:
         origin = origin_of(scope)
         if origin is not None:  # a page's request, of an allowed origin: it may read the answer
             send = with_cors(send, origin)
-        send = self._metrics.watching(scope, send)
+        watch = self._metrics.watching(scope, send)
+        send = watch
         started = False
 
         async def sending(message: Message) -> None:
@@ -236,6 +237,8 @@ class _Front:
             if not started:
                 await _failed(exc)(scope, receive, send)
             raise
+        finally:
+            watch.close()  # an answer broken off is counted too
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

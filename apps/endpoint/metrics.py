@@ -16,6 +16,9 @@ WORKLOAD = "nodeau.workload"  # the scope key a proxied route sets once its upst
 NONE = "-"  # the workload label of a request no workload took (refused before the choice)
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 USAGE_BYTES = 1 << 20  # an answer body larger than this is not read for its usage
+# the event that ends an OpenAI-compatible stream, after the one before it: raw newlines,
+# which no JSON string in an event holds
+STREAM_END = b"\n\ndata: [DONE]\n\n"
 
 
 class Metrics:
@@ -54,38 +57,11 @@ class Metrics:
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
 
-    def watching(self, scope: Scope, send: Send) -> Send:
-        """``send``, recording the answer's status, its timing and its usage as its last part
-        is sent."""
-        began = time.perf_counter()
-        route: str = scope["path"]
-        status = 0
-        streamed = False
-        usage: bytes = b""
+    def watching(self, scope: Scope, send: Send) -> Watch:
+        """``send``, recording the answer's status, its timing and its usage once."""
+        return Watch(self, scope, send)
 
-        async def sending(message: Message) -> None:
-            nonlocal status, streamed, usage
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                workload = scope.get(WORKLOAD, NONE)
-                self.first_byte.labels(workload, route).observe(time.perf_counter() - began)
-                streamed = any(
-                    name == b"content-type" and value.startswith(b"text/event-stream")
-                    for name, value in message.get("headers", ())
-                )
-            elif message["type"] == "http.response.body":
-                part: bytes = message.get("body", b"")
-                if b'"usage"' in part and len(part) <= USAGE_BYTES:
-                    usage = part
-                if not message.get("more_body", False):
-                    # counted before the last byte goes: a client that has its whole answer
-                    # finds it in /metrics, however soon it asks
-                    self._ended(scope, route, status, began, usage, streamed)
-            await send(message)
-
-        return sending
-
-    def _ended(
+    def ended(
         self, scope: Scope, route: str, status: int, began: float, usage: bytes, streamed: bool
     ) -> None:
         workload = scope.get(WORKLOAD, NONE)
@@ -94,6 +70,56 @@ class Metrics:
         if usage and 200 <= status < 300:
             for kind, count in reported_usage(usage, streamed).items():
                 self.tokens.labels(workload, kind).inc(count)
+
+
+class Watch:
+    """An answer's ``send``, counting the answer once: as the part that ends it is handed on
+    (its last part; a stream's ``data: [DONE]`` event, after which an OpenAI client hangs
+    up), so a client that has its whole answer finds it counted; else at ``close``, for an
+    answer broken off once it began (the client left, the model server stopped)."""
+
+    def __init__(self, metrics: Metrics, scope: Scope, send: Send) -> None:
+        self._metrics = metrics
+        self._scope = scope
+        self._send = send
+        self._began = time.perf_counter()
+        self._route: str = scope["path"]
+        self._status = 0  # none yet: the answer has not begun
+        self._streamed = False
+        self._usage = b""
+        self._tail = b""  # a stream's last bytes, where its end event is looked for
+        self._counted = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self._status = message["status"]
+            workload = self._scope.get(WORKLOAD, NONE)
+            self._metrics.first_byte.labels(workload, self._route).observe(
+                time.perf_counter() - self._began
+            )
+            self._streamed = any(
+                name == b"content-type" and value.startswith(b"text/event-stream")
+                for name, value in message.get("headers", ())
+            )
+        elif message["type"] == "http.response.body":
+            part: bytes = message.get("body", b"")
+            if b'"usage"' in part and len(part) <= USAGE_BYTES:
+                self._usage = part
+            last = not message.get("more_body", False)
+            if self._streamed and not last:
+                self._tail = (self._tail + part)[-len(STREAM_END) :]
+                last = self._tail == STREAM_END
+            if last:
+                self.close()  # counted before the part goes, however soon the client asks
+        await self._send(message)
+
+    def close(self) -> None:
+        """Count the answer, once, if it began."""
+        if self._status and not self._counted:
+            self._counted = True
+            self._metrics.ended(
+                self._scope, self._route, self._status, self._began, self._usage, self._streamed
+            )
 
 
 def reported_usage(body: bytes, streamed: bool) -> dict[str, int]:
