@@ -61,16 +61,6 @@ class Metrics:
         """``send``, recording the answer's status, its timing and its usage once."""
         return Watch(self, scope, send)
 
-    def ended(
-        self, scope: Scope, route: str, status: int, began: float, usage: bytes, streamed: bool
-    ) -> None:
-        workload = scope.get(WORKLOAD, NONE)
-        self.requests.labels(workload, route, str(status)).inc()
-        self.duration.labels(workload, route).observe(time.perf_counter() - began)
-        if usage and 200 <= status < 300:
-            for kind, count in reported_usage(usage, streamed).items():
-                self.tokens.labels(workload, kind).inc(count)
-
 
 class Watch:
     """An answer's ``send``, counting the answer once: as the part that ends it is handed on
@@ -107,7 +97,7 @@ class Watch:
                 self._usage = part
             last = not message.get("more_body", False)
             if self._streamed and not last:
-                self._tail = (self._tail + part)[-len(STREAM_END) :]
+                self._tail = (self._tail + part[-len(STREAM_END) :])[-len(STREAM_END) :]
                 last = self._tail == STREAM_END
             if last:
                 self.close()  # counted before the part goes, however soon the client asks
@@ -115,11 +105,15 @@ class Watch:
 
     def close(self) -> None:
         """Count the answer, once, if it began."""
-        if self._status and not self._counted:
-            self._counted = True
-            self._metrics.ended(
-                self._scope, self._route, self._status, self._began, self._usage, self._streamed
-            )
+        if not self._status or self._counted:
+            return
+        self._counted = True
+        metrics, workload = self._metrics, self._scope.get(WORKLOAD, NONE)
+        metrics.requests.labels(workload, self._route, str(self._status)).inc()
+        metrics.duration.labels(workload, self._route).observe(time.perf_counter() - self._began)
+        if self._usage and 200 <= self._status < 300:
+            for kind, count in reported_usage(self._usage, self._streamed).items():
+                metrics.tokens.labels(workload, kind).inc(count)
 
 
 def reported_usage(body: bytes, streamed: bool) -> dict[str, int]:
